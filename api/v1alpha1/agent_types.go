@@ -1,0 +1,449 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ModelProvider selects the model client.
+// +kubebuilder:validation:Enum=OpenAI;Scripted
+type ModelProvider string
+
+const (
+	// ModelProviderOpenAI is any OpenAI-compatible chat-completions endpoint.
+	ModelProviderOpenAI ModelProvider = "OpenAI"
+	// ModelProviderScripted replays spec.model.script, one turn per request.
+	ModelProviderScripted ModelProvider = "Scripted"
+)
+
+// PolicyAction is what the policy says about a tool call.
+// +kubebuilder:validation:Enum=Allow;Ask;Deny
+type PolicyAction string
+
+const (
+	PolicyAllow PolicyAction = "Allow"
+	PolicyAsk   PolicyAction = "Ask"
+	PolicyDeny  PolicyAction = "Deny"
+)
+
+// OnDeny says what a denied call does to the run.
+// +kubebuilder:validation:Enum=Stop;Continue
+type OnDeny string
+
+const (
+	// OnDenyStop ends the run with phase Denied.
+	OnDenyStop OnDeny = "Stop"
+	// OnDenyContinue tells the model the call was denied, by whom and why, and goes on.
+	OnDenyContinue OnDeny = "Continue"
+)
+
+// BuiltinOperation is a cluster operation a builtin tool performs.
+// +kubebuilder:validation:Enum=Get;List;Scale;Patch;Apply;Delete
+type BuiltinOperation string
+
+const (
+	BuiltinGet    BuiltinOperation = "Get"
+	BuiltinList   BuiltinOperation = "List"
+	BuiltinScale  BuiltinOperation = "Scale"
+	BuiltinPatch  BuiltinOperation = "Patch"
+	BuiltinApply  BuiltinOperation = "Apply"
+	BuiltinDelete BuiltinOperation = "Delete"
+)
+
+// AgentSpec is the trusted template of a run: instructions, model, tools,
+// policy and limits. Executable configuration always comes from the current
+// Agent; runs store only fingerprints of it.
+// +kubebuilder:validation:XValidation:rule="!has(self.tools) || self.tools.all(t, self.tools.exists_one(u, u.name == t.name))",message="tool names must be unique"
+type AgentSpec struct {
+	// instructions is the system prompt.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	Instructions string `json:"instructions,omitempty"`
+
+	// model selects and configures the model client.
+	// +required
+	Model ModelSpec `json:"model"`
+
+	// tools the model may call.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	Tools []ToolSpec `json:"tools,omitempty"`
+
+	// policy decides, per tool call, Allow, Ask (pause for a human) or Deny.
+	// +optional
+	Policy PolicySpec `json:"policy,omitempty"`
+
+	// limits end a run that uses too much.
+	// +optional
+	Limits LimitsSpec `json:"limits,omitempty"`
+}
+
+// ModelSpec configures the model client.
+// +kubebuilder:validation:XValidation:rule="self.provider != 'Scripted' || (has(self.script) && size(self.script) > 0)",message="provider Scripted needs a non-empty script"
+// +kubebuilder:validation:XValidation:rule="self.provider != 'OpenAI' || (has(self.name) && size(self.name) > 0)",message="provider OpenAI needs a model name"
+type ModelSpec struct {
+	// provider is OpenAI (any OpenAI-compatible chat-completions endpoint) or Scripted.
+	// +required
+	Provider ModelProvider `json:"provider"`
+
+	// name of the model, e.g. gpt-4.1-mini.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Name string `json:"name,omitempty"`
+
+	// baseURL of the OpenAI-compatible endpoint; the provider's default when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://`
+	BaseURL string `json:"baseURL,omitempty"`
+
+	// apiKeySecretRef selects the API key.
+	// +optional
+	APIKeySecretRef *SecretKeySelector `json:"apiKeySecretRef,omitempty"`
+
+	// temperature as a decimal string, e.g. "0.2".
+	// +optional
+	// +kubebuilder:validation:MaxLength=8
+	// +kubebuilder:validation:Pattern=`^[0-9](\.[0-9]+)?$`
+	Temperature string `json:"temperature,omitempty"`
+
+	// maxCompletionTokens bounds one model response.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxCompletionTokens *int64 `json:"maxCompletionTokens,omitempty"`
+
+	// script (Scripted only) is consumed one turn per model request. A run
+	// that asks for more turns than the script has fails with ScriptExhausted.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	Script []ScriptTurn `json:"script,omitempty"`
+}
+
+// ScriptTurn is one scripted model response: text and/or tool calls.
+// +kubebuilder:validation:XValidation:rule="has(self.text) || (has(self.toolCalls) && size(self.toolCalls) > 0)",message="a script turn needs text or toolCalls"
+type ScriptTurn struct {
+	// text is the assistant's message; a turn with text and no tool calls ends the run.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	Text string `json:"text,omitempty"`
+
+	// toolCalls the model asks for in this turn.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	ToolCalls []ScriptToolCall `json:"toolCalls,omitempty"`
+}
+
+// ScriptToolCall is one tool call of a scripted turn.
+type ScriptToolCall struct {
+	// id of the call; generated from the step and position when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ID string `json:"id,omitempty"`
+
+	// name of the tool.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Name string `json:"name"`
+
+	// arguments is the JSON object passed to the tool.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Arguments *runtime.RawExtension `json:"arguments,omitempty"`
+}
+
+// ToolSpec is one tool: its model-facing contract and exactly one implementation.
+// +kubebuilder:validation:XValidation:rule="[has(self.http), has(self.mcp), has(self.agent), has(self.builtin)].filter(x, x).size() == 1",message="exactly one of http, mcp, agent or builtin must be set"
+type ToolSpec struct {
+	// name the model calls the tool by.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]+$`
+	Name string `json:"name"`
+
+	// description shown to the model.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Description string `json:"description,omitempty"`
+
+	// parameters is the JSON Schema (an object schema) of the arguments.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Parameters *runtime.RawExtension `json:"parameters,omitempty"`
+
+	// http posts the JSON arguments to a URL.
+	// +optional
+	HTTP *HTTPTool `json:"http,omitempty"`
+
+	// mcp calls a tool of an MCP server over streamable HTTP.
+	// +optional
+	MCP *MCPTool `json:"mcp,omitempty"`
+
+	// agent delegates to another Agent as a child run.
+	// +optional
+	Agent *AgentTool `json:"agent,omitempty"`
+
+	// builtin operates on the cluster itself as the run's ServiceAccount.
+	// +optional
+	Builtin *BuiltinTool `json:"builtin,omitempty"`
+}
+
+// HTTPTool posts the call's JSON arguments with an Idempotency-Key header.
+type HTTPTool struct {
+	// url to POST to.
+	// +required
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://`
+	URL string `json:"url"`
+
+	// timeout of one request (default 30s).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self != 'Never'",message="timeout cannot be Never"
+	Timeout Duration `json:"timeout,omitempty"`
+
+	// idempotent marks the endpoint as safe to re-send with the same
+	// Idempotency-Key after an unknown outcome; otherwise such a call becomes Uncertain.
+	// +optional
+	Idempotent bool `json:"idempotent,omitempty"`
+
+	// headers sent with every request, values from Secrets.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	Headers []SecretHeader `json:"headers,omitempty"`
+}
+
+// SecretHeader is an HTTP header whose value comes from a Secret.
+type SecretHeader struct {
+	// name of the header.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Name string `json:"name"`
+	// valueFrom selects the Secret key holding the value.
+	// +required
+	ValueFrom SecretKeySelector `json:"valueFrom"`
+}
+
+// MCPTool is a tool of an MCP server reached over streamable HTTP.
+type MCPTool struct {
+	// url of the MCP server.
+	// +required
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://`
+	URL string `json:"url"`
+	// tool is the server's name for the tool; the ToolSpec name when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Tool string `json:"tool,omitempty"`
+	// headers sent with every request, values from Secrets.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	Headers []SecretHeader `json:"headers,omitempty"`
+}
+
+// AgentTool delegates to another Agent in the same namespace.
+type AgentTool struct {
+	// agentRef names the Agent the child run uses.
+	// +required
+	AgentRef LocalObjectReference `json:"agentRef"`
+}
+
+// BuiltinTool is an operation on named kinds of the cluster, executed by
+// impersonating the run's ServiceAccount.
+type BuiltinTool struct {
+	// operation performed.
+	// +required
+	Operation BuiltinOperation `json:"operation"`
+	// kinds the tool may touch, as Kind or Kind.group (Deployment.apps, ConfigMap).
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[A-Z][A-Za-z0-9]*(\.[a-z0-9.-]+)?$`
+	// +listType=set
+	Kinds []string `json:"kinds"`
+}
+
+// PolicySpec decides what each tool call may do and who may decide.
+type PolicySpec struct {
+	// default action for calls no rule matches (Ask when unset).
+	// +optional
+	// +kubebuilder:default=Ask
+	Default PolicyAction `json:"default,omitempty"`
+
+	// rules are evaluated in order; the first whose tools and when match decides.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	Rules []PolicyRule `json:"rules,omitempty"`
+
+	// approvers, when set, narrows who may decide beyond RBAC. An empty
+	// list means RBAC alone, never "everyone".
+	// +optional
+	Approvers *Approvers `json:"approvers,omitempty"`
+
+	// forbidSelfApproval rejects decisions by the run's requester.
+	// +optional
+	ForbidSelfApproval bool `json:"forbidSelfApproval,omitempty"`
+
+	// onDeny is Stop (the run ends Denied) or Continue (the model is told).
+	// +optional
+	// +kubebuilder:default=Stop
+	OnDeny OnDeny `json:"onDeny,omitempty"`
+}
+
+// PolicyRule matches tool calls by tool name and an optional CEL condition.
+type PolicyRule struct {
+	// name of the rule, shown to approvers.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Name string `json:"name,omitempty"`
+
+	// tools the rule applies to; "*" matches every tool.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=64
+	// +listType=atomic
+	Tools []string `json:"tools"`
+
+	// action when the rule matches.
+	// +required
+	Action PolicyAction `json:"action"`
+
+	// when is a CEL expression over `args` (the call's arguments) that must
+	// be true for the rule to match. One that fails to evaluate means Ask.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	When string `json:"when,omitempty"`
+}
+
+// Approvers lists who may decide, in addition to holding the RBAC verb.
+type Approvers struct {
+	// users by username.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=512
+	// +listType=set
+	Users []string `json:"users,omitempty"`
+	// groups by name.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=512
+	// +listType=set
+	Groups []string `json:"groups,omitempty"`
+	// serviceAccounts as namespace/name.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=317
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9-]+/[a-z0-9.-]+$`
+	// +listType=set
+	ServiceAccounts []string `json:"serviceAccounts,omitempty"`
+}
+
+// LimitsSpec bounds a run; reaching a limit ends it Failed with a clear reason.
+type LimitsSpec struct {
+	// maxSteps is the most model requests a run may make.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxSteps *int32 `json:"maxSteps,omitempty"`
+	// maxToolCalls is the most tool calls a run may start.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxToolCalls *int32 `json:"maxToolCalls,omitempty"`
+	// maxTokens is the most model tokens (prompt + completion) a run may use.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxTokens *int64 `json:"maxTokens,omitempty"`
+	// activeTime bounds the time a process owns the run; human waiting is not charged.
+	// +optional
+	ActiveTime Duration `json:"activeTime,omitempty"`
+}
+
+// AgentStatus is the observed state of an Agent.
+type AgentStatus struct {
+	// conditions of the Agent.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// observedGeneration is the generation last validated.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=exagent
+// +kubebuilder:printcolumn:name="PROVIDER",type=string,JSONPath=`.spec.model.provider`
+// +kubebuilder:printcolumn:name="MODEL",type=string,JSONPath=`.spec.model.name`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// Agent is the trusted template of agent runs: instructions, model, tools,
+// policy and limits.
+type Agent struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec AgentSpec `json:"spec"`
+	// +optional
+	Status AgentStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// AgentList is a list of Agents.
+type AgentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Agent `json:"items"`
+}
+
+// Kind returns the tool's implementation kind: http, mcp, agent or builtin.
+func (t *ToolSpec) Kind() string {
+	switch {
+	case t.HTTP != nil:
+		return "http"
+	case t.MCP != nil:
+		return "mcp"
+	case t.Agent != nil:
+		return "agent"
+	case t.Builtin != nil:
+		return "builtin"
+	}
+	return ""
+}
+
+// Tool returns the tool named name, or nil.
+func (s *AgentSpec) Tool(name string) *ToolSpec {
+	for i := range s.Tools {
+		if s.Tools[i].Name == name {
+			return &s.Tools[i]
+		}
+	}
+	return nil
+}
+
+// DefaultAction returns policy.default, Ask when unset.
+func (p *PolicySpec) DefaultAction() PolicyAction {
+	if p.Default == "" {
+		return PolicyAsk
+	}
+	return p.Default
+}
+
+// OnDenyAction returns policy.onDeny, Stop when unset.
+func (p *PolicySpec) OnDenyAction() OnDeny {
+	if p.OnDeny == "" {
+		return OnDenyStop
+	}
+	return p.OnDeny
+}

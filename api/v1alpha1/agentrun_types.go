@@ -1,0 +1,546 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RunPhase is where a run is in its state machine (DESIGN.md §3).
+// +kubebuilder:validation:Enum=Queued;Running;AwaitingApproval;Approved;Succeeded;Failed;Denied;Cancelled;Expired;Uncertain
+type RunPhase string
+
+const (
+	PhaseQueued           RunPhase = "Queued"
+	PhaseRunning          RunPhase = "Running"
+	PhaseAwaitingApproval RunPhase = "AwaitingApproval"
+	PhaseApproved         RunPhase = "Approved"
+	PhaseSucceeded        RunPhase = "Succeeded"
+	PhaseFailed           RunPhase = "Failed"
+	PhaseDenied           RunPhase = "Denied"
+	PhaseCancelled        RunPhase = "Cancelled"
+	PhaseExpired          RunPhase = "Expired"
+	PhaseUncertain        RunPhase = "Uncertain"
+)
+
+// IsTerminal reports whether no transition leaves the phase.
+func (p RunPhase) IsTerminal() bool {
+	switch p {
+	case PhaseSucceeded, PhaseFailed, PhaseDenied, PhaseCancelled, PhaseExpired:
+		return true
+	}
+	return false
+}
+
+// Stage is the part of a step the cursor is at.
+// +kubebuilder:validation:Enum=Request;Batch;Finish
+type Stage string
+
+const (
+	// StageRequest: the next thing to do is a model request.
+	StageRequest Stage = "Request"
+	// StageBatch: the model asked for tool calls; they are being run or decided.
+	StageBatch Stage = "Batch"
+	// StageFinish: the model answered without tool calls; the run can finish.
+	StageFinish Stage = "Finish"
+)
+
+// CallState is the journal state of one tool call.
+// +kubebuilder:validation:Enum=Proposed;Allowed;Pending;Approved;Denied;Refused;Started;Succeeded;Failed;Uncertain
+type CallState string
+
+const (
+	// CallProposed: the model asked for it; the policy has not been applied.
+	CallProposed CallState = "Proposed"
+	// CallAllowed: the policy allows it; it has not started.
+	CallAllowed CallState = "Allowed"
+	// CallPending: waiting for a human decision.
+	CallPending CallState = "Pending"
+	// CallApproved: a human approved it; it has not started.
+	CallApproved CallState = "Approved"
+	// CallDenied: a human denied it.
+	CallDenied CallState = "Denied"
+	// CallRefused: the policy denied it; it never runs.
+	CallRefused CallState = "Refused"
+	// CallStarted: the intent is committed; the effect may have happened.
+	CallStarted CallState = "Started"
+	// CallSucceeded: the outcome is confirmed and succeeded.
+	CallSucceeded CallState = "Succeeded"
+	// CallFailed: the outcome is confirmed and failed (the model sees it).
+	CallFailed CallState = "Failed"
+	// CallUncertain: an intent without an outcome; only a Resolve moves it on.
+	CallUncertain CallState = "Uncertain"
+)
+
+// ApprovalState is the state of one approval request.
+// +kubebuilder:validation:Enum=Pending;Approved;Denied;Cancelled;Expired
+type ApprovalState string
+
+const (
+	ApprovalPending   ApprovalState = "Pending"
+	ApprovalApproved  ApprovalState = "Approved"
+	ApprovalDenied    ApprovalState = "Denied"
+	ApprovalCancelled ApprovalState = "Cancelled"
+	ApprovalExpired   ApprovalState = "Expired"
+)
+
+// MessageRole is the author of a transcript message.
+// +kubebuilder:validation:Enum=system;user;assistant;tool
+type MessageRole string
+
+const (
+	RoleSystem    MessageRole = "system"
+	RoleUser      MessageRole = "user"
+	RoleAssistant MessageRole = "assistant"
+	RoleTool      MessageRole = "tool"
+)
+
+// AgentRunSpec is what to run. It is immutable after creation.
+type AgentRunSpec struct {
+	// agentRef names the Agent (same namespace). A missing Agent is not an
+	// error: the run waits with Ready=False, reason AgentNotFound.
+	// +required
+	AgentRef LocalObjectReference `json:"agentRef"`
+
+	// input is the user message that starts the run.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=65536
+	Input string `json:"input"`
+
+	// deadline (UTC) after which the run ends Expired, human waits included.
+	// +optional
+	Deadline *metav1.Time `json:"deadline,omitempty"`
+
+	// approvalTimeout after which each pending approval expires (default 24h; Never disables).
+	// +optional
+	ApprovalTimeout Duration `json:"approvalTimeout,omitempty"`
+
+	// activeTimeLimit bounds the time a process owns the run (default 1h;
+	// Never disables). Human waiting is not charged.
+	// +optional
+	ActiveTimeLimit Duration `json:"activeTimeLimit,omitempty"`
+
+	// leaseDuration of a claim (default 30s); a run whose lease expired is recovered.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self != 'Never'",message="leaseDuration cannot be Never"
+	LeaseDuration Duration `json:"leaseDuration,omitempty"`
+
+	// serviceAccountName the builtin tools impersonate (default "default").
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// requestedBy is stamped by the admission webhook from the creating user.
+	// +optional
+	RequestedBy *Actor `json:"requestedBy,omitempty"`
+}
+
+// AgentRunStatus is the single durable record of a run: snapshot, journal
+// and receipts. It is written only by compare-and-swap.
+type AgentRunStatus struct {
+	// phase of the run.
+	// +optional
+	Phase RunPhase `json:"phase,omitempty"`
+
+	// reason is a PascalCase word for the last phase change (ScriptExhausted, LimitExceeded, …).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Reason string `json:"reason,omitempty"`
+
+	// message explains reason to a person.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Message string `json:"message,omitempty"`
+
+	// conditions are a view computed from the journal.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// observedGeneration is the generation last reconciled successfully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// revision is bumped at every pause; approvals bind it.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+
+	// pendingApprovals counts approvals in state Pending.
+	// +optional
+	PendingApprovals int32 `json:"pendingApprovals,omitempty"`
+
+	// binding holds fingerprints of the configuration the run started with.
+	// +optional
+	Binding *Binding `json:"binding,omitempty"`
+
+	// claim is the current owner's lease; nil when no process owns the run.
+	// +optional
+	Claim *Claim `json:"claim,omitempty"`
+
+	// cursor is where the run is.
+	// +optional
+	Cursor Cursor `json:"cursor,omitempty"`
+
+	// history is the logical transcript sent to the model.
+	// +optional
+	// +kubebuilder:validation:MaxItems=4096
+	// +listType=atomic
+	History []Message `json:"history,omitempty"`
+
+	// calls is the tool-call journal.
+	// +optional
+	// +kubebuilder:validation:MaxItems=4096
+	// +listType=atomic
+	Calls []ToolCall `json:"calls,omitempty"`
+
+	// approvals requested of humans.
+	// +optional
+	// +kubebuilder:validation:MaxItems=4096
+	// +listType=atomic
+	Approvals []Approval `json:"approvals,omitempty"`
+
+	// receipts of applied decisions, for idempotency.
+	// +optional
+	// +kubebuilder:validation:MaxItems=4096
+	// +listType=atomic
+	Receipts []Receipt `json:"receipts,omitempty"`
+
+	// ledger counts usage exactly once.
+	// +optional
+	Ledger Ledger `json:"ledger,omitempty"`
+
+	// children are delegated runs.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	Children []ChildRun `json:"children,omitempty"`
+
+	// output is the final answer of a Succeeded run.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	Output string `json:"output,omitempty"`
+}
+
+// Binding holds fingerprints (sha256 of canonical JSON) of the run's configuration.
+type Binding struct {
+	// agentGeneration the run bound to.
+	// +optional
+	AgentGeneration int64 `json:"agentGeneration,omitempty"`
+	// definition fingerprint: instructions and tool inventory.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Definition string `json:"definition,omitempty"`
+	// model fingerprint: provider, name, baseURL, script.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Model string `json:"model,omitempty"`
+	// policy fingerprint.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Policy string `json:"policy,omitempty"`
+	// tools fingerprints, one per tool schema.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	Tools []ToolFingerprint `json:"tools,omitempty"`
+}
+
+// ToolFingerprint is the fingerprint of one tool's schema.
+type ToolFingerprint struct {
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Name string `json:"name"`
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	Hash string `json:"hash"`
+}
+
+// Claim is the lease of the process that owns the run.
+type Claim struct {
+	// holder identifies the owning process.
+	// +required
+	// +kubebuilder:validation:MaxLength=256
+	Holder string `json:"holder"`
+	// attempt increases with every claim; every commit checks it (the fence).
+	// +required
+	Attempt int64 `json:"attempt"`
+	// leaseExpiresAt after which the run may be recovered by another process.
+	// +required
+	LeaseExpiresAt metav1.MicroTime `json:"leaseExpiresAt"`
+	// claimedAt is when this attempt (or its last checkpoint) began.
+	// +optional
+	ClaimedAt *metav1.MicroTime `json:"claimedAt,omitempty"`
+}
+
+// Cursor is the run's position: step and stage.
+type Cursor struct {
+	// step counts model turns, starting at 0.
+	// +optional
+	Step int32 `json:"step"`
+	// stage within the step.
+	// +optional
+	Stage Stage `json:"stage,omitempty"`
+	// modelRequest is the intent of an in-flight model request.
+	// +optional
+	ModelRequest *ModelRequestIntent `json:"modelRequest,omitempty"`
+}
+
+// ModelRequestIntent records that a model request was committed before it was sent.
+type ModelRequestIntent struct {
+	// attempt of the claim that sent it.
+	// +required
+	Attempt int64 `json:"attempt"`
+	// request is the ledger's request number this request was charged as.
+	// +required
+	Request int64 `json:"request"`
+}
+
+// Message is one transcript entry.
+type Message struct {
+	// role of the author.
+	// +required
+	Role MessageRole `json:"role"`
+	// content of the message.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	Content string `json:"content,omitempty"`
+	// toolCalls the assistant asked for.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	ToolCalls []MessageToolCall `json:"toolCalls,omitempty"`
+	// toolCallID a tool message answers.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ToolCallID string `json:"toolCallID,omitempty"`
+}
+
+// MessageToolCall is a tool call inside an assistant message.
+type MessageToolCall struct {
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	ID string `json:"id"`
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Name string `json:"name"`
+	// arguments as JSON text.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	Arguments string `json:"arguments,omitempty"`
+}
+
+// ToolCall is one journal entry of a tool call.
+type ToolCall struct {
+	// id of the call (the model's tool-call id).
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	ID string `json:"id"`
+	// step the call belongs to.
+	// +required
+	Step int32 `json:"step"`
+	// tool name.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Tool string `json:"tool"`
+	// args as canonical JSON text.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	Args string `json:"args,omitempty"`
+	// argsHash is sha256 of the canonical args.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	ArgsHash string `json:"argsHash,omitempty"`
+	// payloadHash binds schema, args, fingerprints and ancestry; approvals bind it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	PayloadHash string `json:"payloadHash,omitempty"`
+	// idempotencyKey sent with the effect (run UID + call id).
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	// state of the call.
+	// +required
+	State CallState `json:"state"`
+	// rule is the policy rule that decided (empty for the default).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Rule string `json:"rule,omitempty"`
+	// attempt of the claim that committed the intent.
+	// +optional
+	Attempt int64 `json:"attempt,omitempty"`
+	// startedAt is when the intent was committed.
+	// +optional
+	StartedAt *metav1.MicroTime `json:"startedAt,omitempty"`
+	// outcome once confirmed.
+	// +optional
+	Outcome *CallOutcome `json:"outcome,omitempty"`
+}
+
+// CallOutcome is the confirmed result of a tool call.
+type CallOutcome struct {
+	// succeeded is true for a success; false for a failure the model sees.
+	// +required
+	Succeeded bool `json:"succeeded"`
+	// result (success) or error excerpt (failure) shown to the model.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	Result string `json:"result,omitempty"`
+	// resolvedBy is set when a human's Resolve decision supplied the outcome.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	ResolvedBy string `json:"resolvedBy,omitempty"`
+	// at is when the outcome was confirmed.
+	// +optional
+	At *metav1.MicroTime `json:"at,omitempty"`
+}
+
+// Approval is one request for a human decision on one call.
+type Approval struct {
+	// id of the approval.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	ID string `json:"id"`
+	// callID the approval is for.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	CallID string `json:"callID"`
+	// payloadHash the decision must carry.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	PayloadHash string `json:"payloadHash"`
+	// revision the decision must carry.
+	// +required
+	Revision int64 `json:"revision"`
+	// state of the approval.
+	// +required
+	State ApprovalState `json:"state"`
+	// rule is the policy rule that asked.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Rule string `json:"rule,omitempty"`
+	// requestedAt (UTC).
+	// +required
+	RequestedAt metav1.Time `json:"requestedAt"`
+	// expiresAt (UTC); unset when approvalTimeout is Never.
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
+	// decision applied (Approve, Deny, Cancel).
+	// +optional
+	// +kubebuilder:validation:MaxLength=16
+	Decision string `json:"decision,omitempty"`
+	// actor who decided.
+	// +optional
+	Actor *Actor `json:"actor,omitempty"`
+	// reason the decider gave.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Reason string `json:"reason,omitempty"`
+}
+
+// Receipt is the durable record of an applied decision.
+type Receipt struct {
+	// operationID of the decision.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	OperationID string `json:"operationID"`
+	// decisionName is the ApprovalDecision object.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	DecisionName string `json:"decisionName,omitempty"`
+	// decision applied.
+	// +required
+	// +kubebuilder:validation:MaxLength=16
+	Decision string `json:"decision"`
+	// approvalID or callID the decision targeted.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Target string `json:"target,omitempty"`
+	// payloadHash the decision carried.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	PayloadHash string `json:"payloadHash,omitempty"`
+	// revision the decision carried.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// actor who decided.
+	// +optional
+	Actor *Actor `json:"actor,omitempty"`
+	// appliedAt (UTC).
+	// +optional
+	AppliedAt *metav1.Time `json:"appliedAt,omitempty"`
+}
+
+// Ledger counts usage exactly once across pause, resume and recovery.
+type Ledger struct {
+	// requests is the number of model requests sent (re-sent ones included).
+	// +optional
+	Requests int64 `json:"requests,omitempty"`
+	// toolCalls is the number of tool calls admitted.
+	// +optional
+	ToolCalls int64 `json:"toolCalls,omitempty"`
+	// promptTokens used.
+	// +optional
+	PromptTokens int64 `json:"promptTokens,omitempty"`
+	// completionTokens used.
+	// +optional
+	CompletionTokens int64 `json:"completionTokens,omitempty"`
+	// activeTimeUsed is charged owner time.
+	// +optional
+	ActiveTimeUsed metav1.Duration `json:"activeTimeUsed,omitempty"`
+	// activeTimeReserved is held by the current claim.
+	// +optional
+	ActiveTimeReserved metav1.Duration `json:"activeTimeReserved,omitempty"`
+}
+
+// ChildRun is a delegated run.
+type ChildRun struct {
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	CallID string `json:"callID"`
+	// +optional
+	Phase RunPhase `json:"phase,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ar,categories=exagent
+// +kubebuilder:printcolumn:name="AGENT",type=string,JSONPath=`.spec.agentRef.name`
+// +kubebuilder:printcolumn:name="PHASE",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="STEP",type=integer,JSONPath=`.status.cursor.step`
+// +kubebuilder:printcolumn:name="PENDING",type=integer,JSONPath=`.status.pendingApprovals`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="MESSAGE",type=string,JSONPath=`.status.message`,priority=1
+
+// AgentRun is one durable run of an Agent.
+type AgentRun struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: create a new AgentRun instead"
+	Spec AgentRunSpec `json:"spec"`
+	// +optional
+	Status AgentRunStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// AgentRunList is a list of AgentRuns.
+type AgentRunList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []AgentRun `json:"items"`
+}
+
+// ServiceAccount returns spec.serviceAccountName, "default" when unset.
+func (s *AgentRunSpec) ServiceAccount() string {
+	if s.ServiceAccountName == "" {
+		return "default"
+	}
+	return s.ServiceAccountName
+}

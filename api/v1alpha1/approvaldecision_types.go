@@ -1,0 +1,147 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DecisionKind is what a decider decided.
+// +kubebuilder:validation:Enum=Approve;Deny;Cancel;Resolve
+type DecisionKind string
+
+const (
+	DecisionApprove DecisionKind = "Approve"
+	DecisionDeny    DecisionKind = "Deny"
+	DecisionCancel  DecisionKind = "Cancel"
+	DecisionResolve DecisionKind = "Resolve"
+)
+
+// ResolveOutcome is the evidence-backed outcome of an Uncertain call.
+// +kubebuilder:validation:Enum=Succeeded;Failed;Retry
+type ResolveOutcome string
+
+const (
+	ResolveSucceeded ResolveOutcome = "Succeeded"
+	ResolveFailed    ResolveOutcome = "Failed"
+	// ResolveRetry re-sends the call with the same Idempotency-Key.
+	ResolveRetry ResolveOutcome = "Retry"
+)
+
+// DecisionPhase is the result of applying a decision.
+// +kubebuilder:validation:Enum=Applied;Rejected
+type DecisionPhase string
+
+const (
+	DecisionApplied  DecisionPhase = "Applied"
+	DecisionRejected DecisionPhase = "Rejected"
+)
+
+// ApprovalDecisionSpec is one decision. It is immutable.
+// +kubebuilder:validation:XValidation:rule="self.decision == 'Resolve' || !has(self.outcome)",message="outcome is only allowed with decision Resolve"
+// +kubebuilder:validation:XValidation:rule="self.decision != 'Resolve' || has(self.outcome)",message="decision Resolve needs an outcome"
+// +kubebuilder:validation:XValidation:rule="self.decision != 'Resolve' || has(self.callID)",message="decision Resolve needs a callID"
+// +kubebuilder:validation:XValidation:rule="self.decision == 'Resolve' || self.decision == 'Cancel' || has(self.approvalID)",message="decisions Approve and Deny need an approvalID"
+type ApprovalDecisionSpec struct {
+	// runRef names the AgentRun (same namespace).
+	// +required
+	RunRef LocalObjectReference `json:"runRef"`
+
+	// approvalID the decision is for (Approve, Deny; optional for Cancel).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ApprovalID string `json:"approvalID,omitempty"`
+
+	// callID of the Uncertain call (Resolve).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	CallID string `json:"callID,omitempty"`
+
+	// decision taken.
+	// +required
+	Decision DecisionKind `json:"decision"`
+
+	// revision of the run the decider saw.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Revision int64 `json:"revision,omitempty"`
+
+	// payloadHash of the call the decider saw.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	PayloadHash string `json:"payloadHash,omitempty"`
+
+	// operationID makes the decision idempotent; defaults to the object's name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	OperationID string `json:"operationID,omitempty"`
+
+	// reason given by the decider; shown to the model on a deny with onDeny Continue.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Reason string `json:"reason,omitempty"`
+
+	// outcome of the Uncertain call (Resolve only).
+	// +optional
+	Outcome ResolveOutcome `json:"outcome,omitempty"`
+
+	// evidence for the outcome (Resolve only).
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Evidence string `json:"evidence,omitempty"`
+
+	// actor is stamped by the admission webhook from the authenticated user.
+	// +optional
+	Actor *Actor `json:"actor,omitempty"`
+}
+
+// ApprovalDecisionStatus is the result of applying the decision.
+type ApprovalDecisionStatus struct {
+	// phase is Applied or Rejected.
+	// +optional
+	Phase DecisionPhase `json:"phase,omitempty"`
+	// message explains the phase.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Message string `json:"message,omitempty"`
+	// receipt written into the run.
+	// +optional
+	Receipt *Receipt `json:"receipt,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ad,categories=exagent
+// +kubebuilder:printcolumn:name="DECISION",type=string,JSONPath=`.spec.decision`
+// +kubebuilder:printcolumn:name="RUN",type=string,JSONPath=`.spec.runRef.name`
+// +kubebuilder:printcolumn:name="ACTOR",type=string,JSONPath=`.spec.actor.username`
+// +kubebuilder:printcolumn:name="PHASE",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="MESSAGE",type=string,JSONPath=`.status.message`,priority=1
+
+// ApprovalDecision is one immutable human (or GitOps) decision on a run.
+type ApprovalDecision struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: create a new ApprovalDecision instead"
+	Spec ApprovalDecisionSpec `json:"spec"`
+	// +optional
+	Status ApprovalDecisionStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// ApprovalDecisionList is a list of ApprovalDecisions.
+type ApprovalDecisionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ApprovalDecision `json:"items"`
+}
+
+// Verb returns the RBAC verb on agents/approval the decision needs.
+func (s *ApprovalDecisionSpec) Verb() string {
+	if s.Decision == DecisionResolve {
+		return "resolve"
+	}
+	return "approve"
+}

@@ -1,0 +1,35 @@
+package v1alpha1
+
+// Condition types of AgentRun. The names are fixed: `kubectl wait
+// --for=condition=AwaitingApproval` and tests outside the project use them.
+const (
+	ConditionReady            = "Ready"
+	ConditionAwaitingApproval = "AwaitingApproval"
+	ConditionUncertain        = "Uncertain"
+)
+
+// Condition and status reasons (PascalCase).
+const (
+	ReasonAgentNotFound        = "AgentNotFound"
+	ReasonDefinitionChanged    = "DefinitionChanged"
+	ReasonToolKindNotSupported = "ToolKindNotSupported"
+	ReasonScriptExhausted      = "ScriptExhausted"
+	ReasonLimitExceeded        = "LimitExceeded"
+	ReasonDeadlineExceeded     = "DeadlineExceeded"
+	ReasonApprovalExpired      = "ApprovalExpired"
+	ReasonDenied               = "Denied"
+	ReasonCancelled            = "Cancelled"
+	ReasonSucceeded            = "Succeeded"
+	ReasonRunning              = "Running"
+	ReasonQueued               = "Queued"
+	ReasonPending              = "ApprovalPending"
+	ReasonOutcomeUncertain     = "OutcomeUncertain"
+	ReasonInvalidContinuation  = "InvalidContinuation"
+	ReasonModelError           = "ModelError"
+)
+
+// Well-known labels and annotations.
+const (
+	// LabelParentRun is set on a child run to its parent's name.
+	LabelParentRun = "exagent.io/parent-run"
+)

@@ -1,0 +1,122 @@
+package loop
+
+// This file is the contract between the engine and its callers (controllers,
+// model providers, tools). Signatures here are stable; see the functions'
+// own files for what each transition touches.
+
+import (
+	"encoding/json"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// Status is the engine's state: the run's durable status.
+type Status = exagentv1.AgentRunStatus
+
+// Fence identifies the claim a caller believes it holds. Every transition
+// made on behalf of an owner checks it against Status.Claim and the lease.
+type Fence struct {
+	Holder  string
+	Attempt int64
+}
+
+// ActionKind is what the caller must do next.
+type ActionKind string
+
+const (
+	// ActCallModel: send Action.Model (its intent is already in the state).
+	ActCallModel ActionKind = "CallModel"
+	// ActRunTools: run Action.Calls (their intents are already in the state).
+	ActRunTools ActionKind = "RunTools"
+	// ActPause: the run paused for Action.Approvals (claim released).
+	ActPause ActionKind = "Pause"
+	// ActFinish: the run Succeeded with Action.Output.
+	ActFinish ActionKind = "Finish"
+	// ActFail: the run ended (Failed, Denied, Uncertain, …) with Action.Reason.
+	ActFail ActionKind = "Fail"
+	// ActWait: IO is in flight; nothing to do until a result is recorded.
+	ActWait ActionKind = "Wait"
+)
+
+// Action is the driver's answer: what the caller must do after it commits
+// the state returned alongside it. Intent is recorded before IO, so the
+// caller commits first and dispatches the IO only when the commit succeeded.
+type Action struct {
+	Kind      ActionKind
+	Model     *ModelRequest
+	Calls     []ToolInvocation
+	Approvals []exagentv1.Approval
+	Output    string
+	Reason    string
+	Message   string
+}
+
+// ToolDef is a tool as the model sees it.
+type ToolDef struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments (an object schema).
+	Parameters json.RawMessage
+}
+
+// ModelRequest is one model request built from the transcript.
+type ModelRequest struct {
+	// Step is the model turn; the Scripted provider replays script[Step].
+	Step int32
+	// Request is the ledger's number for this request (1-based).
+	Request  int64
+	Messages []exagentv1.Message
+	Tools    []ToolDef
+}
+
+// ModelResponse is what a provider returned.
+type ModelResponse struct {
+	Content          string
+	ToolCalls        []exagentv1.MessageToolCall
+	PromptTokens     int64
+	CompletionTokens int64
+}
+
+// ToolInvocation is one tool call to execute.
+type ToolInvocation struct {
+	CallID         string
+	Tool           string
+	Args           json.RawMessage
+	IdempotencyKey string
+	// Attempt is the claim attempt that committed the intent.
+	Attempt int64
+}
+
+// ResultKind classifies a tool call's outcome.
+type ResultKind string
+
+const (
+	// ResultSucceeded: the effect happened; Output is the result.
+	ResultSucceeded ResultKind = "Succeeded"
+	// ResultFailed: the tool refused or failed cleanly; the model sees Output.
+	ResultFailed ResultKind = "Failed"
+	// ResultUnknown: the request may have had its effect; the call becomes Uncertain.
+	ResultUnknown ResultKind = "Unknown"
+)
+
+// ToolResult is what a tool returned for one invocation.
+type ToolResult struct {
+	CallID string
+	Kind   ResultKind
+	Output string
+}
+
+// DecisionCmd is one ApprovalDecision as the engine sees it.
+type DecisionCmd struct {
+	Name        string
+	OperationID string
+	Decision    exagentv1.DecisionKind
+	ApprovalID  string
+	CallID      string
+	PayloadHash string
+	Revision    int64
+	Actor       exagentv1.Actor
+	Reason      string
+	Outcome     exagentv1.ResolveOutcome
+	Evidence    string
+}
