@@ -167,6 +167,11 @@ type AgentRunStatus struct {
 	// +optional
 	Revision int64 `json:"revision,omitempty"`
 
+	// attempts counts the claims ever made; the next claim's attempt is
+	// attempts+1, so a fence is never reused after a claim is released.
+	// +optional
+	Attempts int64 `json:"attempts,omitempty"`
+
 	// pendingApprovals counts approvals in state Pending.
 	// +optional
 	PendingApprovals int32 `json:"pendingApprovals,omitempty"`
@@ -285,6 +290,9 @@ type Cursor struct {
 	// modelRequest is the intent of an in-flight model request.
 	// +optional
 	ModelRequest *ModelRequestIntent `json:"modelRequest,omitempty"`
+	// modelFailures counts consecutive failed model requests; a response resets it.
+	// +optional
+	ModelFailures int32 `json:"modelFailures,omitempty"`
 }
 
 // ModelRequestIntent records that a model request was committed before it was sent.
@@ -373,6 +381,10 @@ type ToolCall struct {
 	// startedAt is when the intent was committed.
 	// +optional
 	StartedAt *metav1.MicroTime `json:"startedAt,omitempty"`
+	// resends counts automatic re-sends (same idempotency key) of a call to an
+	// idempotent tool whose outcome was lost.
+	// +optional
+	Resends int32 `json:"resends,omitempty"`
 	// outcome once confirmed.
 	// +optional
 	Outcome *CallOutcome `json:"outcome,omitempty"`
@@ -391,6 +403,10 @@ type CallOutcome struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	ResolvedBy string `json:"resolvedBy,omitempty"`
+	// evidence the resolver gave for the outcome.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Evidence string `json:"evidence,omitempty"`
 	// at is when the outcome was confirmed.
 	// +optional
 	At *metav1.MicroTime `json:"at,omitempty"`
@@ -470,6 +486,9 @@ type Receipt struct {
 	// appliedAt (UTC).
 	// +optional
 	AppliedAt *metav1.Time `json:"appliedAt,omitempty"`
+	// outcome of a Resolve decision.
+	// +optional
+	Outcome ResolveOutcome `json:"outcome,omitempty"`
 }
 
 // Ledger counts usage exactly once across pause, resume and recovery.
