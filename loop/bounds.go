@@ -1,0 +1,39 @@
+package loop
+
+// Bounds of the API's string and list fields (their CRD maxLength /
+// maxItems). The engine truncates what it stores to them so a commit is
+// never refused by validation after the IO it records has happened.
+const (
+	maxContent   = 65536 // message content, call args, results, output
+	maxMessage   = 4096  // status.message, reasons of decisions
+	maxID        = 64    // call ids, tool names, approval ids
+	maxToolCalls = 32    // tool calls in one assistant message
+	maxRule      = 128   // rule names
+
+	// maxModelFailures consecutive failed model requests end the run (ModelError).
+	maxModelFailures = 3
+	// maxResends bounds the automatic re-sends of an idempotent tool whose
+	// outcome was lost (DESIGN.md §4.4, the one opt-in exception).
+	maxResends = 3
+
+	// ioReserveDivisor: before an IO, the state must leave budget/ioReserveDivisor
+	// free for what the IO's outcome will add.
+	ioReserveDivisor = 16
+	// decisionReserve is the room kept per pending approval for the decision
+	// and receipt it will need (actor, reason, receipt fields).
+	decisionReserve = 6 << 10
+)
+
+// truncatedMark ends a value the engine had to shorten.
+const truncatedMark = "…[truncated]"
+
+// bound truncates s to max bytes, marking the cut.
+func bound(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	if max <= 2*len(truncatedMark) {
+		return truncateUTF8(s, max)
+	}
+	return truncateUTF8(s, max-len(truncatedMark)) + truncatedMark
+}

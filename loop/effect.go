@@ -1,0 +1,234 @@
+package loop
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// admitProposed applies the current policy to the Proposed calls of the
+// step: Allow → Allowed, Ask → Pending, Deny → Refused (the model is told).
+// A tool the current Agent does not have is a failed call the model sees,
+// not a crash.
+func admitProposed(st *Status, env *Env) {
+	for _, i := range stepCalls(st) {
+		c := &st.Calls[i]
+		if c.State != exagentv1.CallProposed {
+			continue
+		}
+		if env.tool(c.Tool) == nil {
+			failUnknownTool(c, env)
+			continue
+		}
+		action, rule := env.policy.Evaluate(c.Tool, json.RawMessage(c.Args))
+		c.Rule = truncateUTF8(rule, maxRule)
+		switch action {
+		case exagentv1.PolicyAllow:
+			c.State = exagentv1.CallAllowed
+		case exagentv1.PolicyDeny:
+			refuse(c, rule)
+		default:
+			c.State = exagentv1.CallPending
+		}
+	}
+}
+
+func failUnknownTool(c *exagentv1.ToolCall, env *Env) {
+	names := make([]string, 0, len(env.tools))
+	for _, t := range env.tools {
+		names = append(names, t.Name)
+	}
+	c.State = exagentv1.CallFailed
+	c.Outcome = &exagentv1.CallOutcome{Result: bound(fmt.Sprintf("%s: there is no tool %q; the tools are: %s",
+		ReasonUnknownTool, c.Tool, strings.Join(names, ", ")), maxContent)}
+}
+
+func refuse(c *exagentv1.ToolCall, rule string) {
+	if rule == "" {
+		rule = "default"
+	}
+	c.State = exagentv1.CallRefused
+	c.Outcome = &exagentv1.CallOutcome{Result: fmt.Sprintf("Refused by policy (rule %s): the call was not run.", rule)}
+}
+
+// BeginEffect records the intents of the given calls (DESIGN.md §4.1:
+// intent before IO). Each call is first re-evaluated against the *current*
+// policy and tool schema:
+//
+//   - policy Deny now → Refused (a stricter current policy wins);
+//   - the payload hash changed (schema, policy or definition fingerprint) for
+//     a call a human approved → Pending again: the old approval does not
+//     cover the new payload, and a looser policy grants nothing retroactively;
+//   - policy Ask and no approval covers the current payload → Pending;
+//   - the tool is gone → a failed call the model sees;
+//   - otherwise → Started with the attempt and the idempotency key
+//     runUID/callID (kept across re-sends).
+//
+// Touches: calls (state, rule, payloadHash, attempt, idempotencyKey,
+// startedAt), ledger.toolCalls (once per call, on its first start: a
+// persisted batch is never admitted twice).
+// Guards: the fence; each call is of the current step and Allowed or
+// Approved; maxToolCalls; the state leaves room for the outcomes.
+func BeginEffect(s Status, env *Env, f Fence, callIDs []string, now time.Time) (Status, error) {
+	if err := checkFence(&s, f, now); err != nil {
+		return s, err
+	}
+	st := clone(s)
+	if _, err := beginEffect(&st, env, f, callIDs, now); err != nil {
+		return s, err
+	}
+	return st, nil
+}
+
+// beginEffect is BeginEffect on a state the caller owns; it returns the
+// calls that were started.
+func beginEffect(st *Status, env *Env, f Fence, callIDs []string, now time.Time) ([]ToolInvocation, error) {
+	idx := make([]int, 0, len(callIDs))
+	newAdmissions := int64(0)
+	for _, id := range callIDs {
+		i := findCall(st, id)
+		if i < 0 {
+			return nil, notPendingf("no call %q", id)
+		}
+		c := &st.Calls[i]
+		if c.Step != st.Cursor.Step || st.Cursor.Stage != exagentv1.StageBatch {
+			return nil, notPendingf("call %q is not of the current batch", id)
+		}
+		if c.State != exagentv1.CallAllowed && c.State != exagentv1.CallApproved {
+			return nil, notPendingf("call %q is %s, not Allowed or Approved", id, c.State)
+		}
+		if c.IdempotencyKey == "" {
+			newAdmissions++
+		}
+		idx = append(idx, i)
+	}
+	if m := env.limits().MaxToolCalls; m != nil && st.Ledger.ToolCalls+newAdmissions > int64(*m) {
+		return nil, errorf(KindLimitExceeded, exagentv1.ReasonLimitExceeded,
+			"limit maxToolCalls (%d) reached: %d calls made, %d more requested", *m, st.Ledger.ToolCalls, newAdmissions)
+	}
+	var started []ToolInvocation
+	for _, i := range idx {
+		c := &st.Calls[i]
+		if !recheck(st, env, c) {
+			continue
+		}
+		if c.IdempotencyKey == "" {
+			c.IdempotencyKey = env.idempotencyKey(c.ID)
+			st.Ledger.ToolCalls++
+		}
+		c.State = exagentv1.CallStarted
+		c.Attempt = f.Attempt
+		c.StartedAt = microTimePtr(now)
+		started = append(started, invocation(c))
+	}
+	if len(started) > 0 {
+		if err := checkSize(st, env, env.budget/ioReserveDivisor, "tool calls"); err != nil {
+			return nil, err
+		}
+	}
+	return started, nil
+}
+
+// recheck re-evaluates one call against the current configuration and
+// reports whether it may start; otherwise it moves the call on.
+func recheck(st *Status, env *Env, c *exagentv1.ToolCall) bool {
+	if env.tool(c.Tool) == nil {
+		failUnknownTool(c, env)
+		return false
+	}
+	cur, err := env.payloadHash(c.Tool, c.Args)
+	if err != nil {
+		// Stored args that no longer canonicalize cannot be bound: ask.
+		c.State = exagentv1.CallPending
+		return false
+	}
+	action, rule := env.policy.Evaluate(c.Tool, json.RawMessage(c.Args))
+	if action == exagentv1.PolicyDeny {
+		c.Rule = truncateUTF8(rule, maxRule)
+		refuse(c, rule)
+		return false
+	}
+	changed := cur != c.PayloadHash
+	if c.State == exagentv1.CallApproved && changed {
+		c.PayloadHash, c.Rule, c.State = cur, truncateUTF8(rule, maxRule), exagentv1.CallPending
+		return false
+	}
+	if action == exagentv1.PolicyAsk && !approvalCovers(st, c.ID, cur) {
+		c.PayloadHash, c.Rule, c.State = cur, truncateUTF8(rule, maxRule), exagentv1.CallPending
+		return false
+	}
+	c.PayloadHash = cur
+	return true
+}
+
+// approvalCovers reports whether a human approved this call's exact payload.
+func approvalCovers(st *Status, callID, payloadHash string) bool {
+	for i := range st.Approvals {
+		a := &st.Approvals[i]
+		if a.CallID == callID && a.State == exagentv1.ApprovalApproved && a.PayloadHash == payloadHash {
+			return true
+		}
+	}
+	return false
+}
+
+func invocation(c *exagentv1.ToolCall) ToolInvocation {
+	return ToolInvocation{
+		CallID: c.ID, Tool: c.Tool, Args: json.RawMessage(c.Args),
+		IdempotencyKey: c.IdempotencyKey, Attempt: c.Attempt,
+	}
+}
+
+// RecordOutcome confirms what a started call did (DESIGN.md §4.2). An
+// Unknown result means the effect may have happened: the call becomes
+// Uncertain and only a Resolve moves it on. A result too large for the
+// budget is shortened (the model sees the mark); if not even an empty
+// result fits, the outcome is refused and the call stays in flight, to end
+// Uncertain: a larger outcome is never traded for a retry.
+//
+// Touches: the call's state and outcome.
+// Guards: the fence; the call is Started by this very attempt (a stale
+// attempt never confirms).
+func RecordOutcome(s Status, env *Env, f Fence, r ToolResult, now time.Time) (Status, error) {
+	if err := checkFence(&s, f, now); err != nil {
+		return s, err
+	}
+	i := findCall(&s, r.CallID)
+	if i < 0 {
+		return s, notPendingf("no call %q", r.CallID)
+	}
+	if c := &s.Calls[i]; c.State != exagentv1.CallStarted {
+		return s, notPendingf("call %q is %s, not Started", r.CallID, c.State)
+	} else if c.Attempt != f.Attempt {
+		return s, staleFencef("call %q was started by attempt %d, not %d", r.CallID, c.Attempt, f.Attempt)
+	}
+	st := clone(s)
+	c := &st.Calls[i]
+	switch r.Kind {
+	case ResultUnknown:
+		c.State = exagentv1.CallUncertain
+		return st, nil
+	case ResultSucceeded:
+		c.State = exagentv1.CallSucceeded
+	case ResultFailed:
+		c.State = exagentv1.CallFailed
+	default:
+		return s, conflictf("result kind %q is not Succeeded, Failed or Unknown", r.Kind)
+	}
+	c.Outcome = &exagentv1.CallOutcome{Succeeded: r.Kind == ResultSucceeded, At: microTimePtr(now)}
+	out := bound(r.Output, maxContent)
+	for {
+		c.Outcome.Result = out
+		if encodedSize(&st) <= env.budget {
+			return st, nil
+		}
+		if out == "" {
+			return s, errorf(KindTooLarge, ReasonStatusTooLarge,
+				"the outcome of call %q does not fit the status budget of %d bytes", r.CallID, env.budget)
+		}
+		out = bound(r.Output, len(out)/2)
+	}
+}

@@ -1,0 +1,265 @@
+package loop
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// Defaults of the run's timing fields (DESIGN.md §2).
+const (
+	DefaultApprovalTimeout = 24 * time.Hour
+	DefaultActiveTimeLimit = time.Hour
+	DefaultLeaseDuration   = 30 * time.Second
+	// DefaultSizeBudget bounds the encoded status (etcd refuses objects over 1.5 MiB).
+	DefaultSizeBudget = 1 << 20
+)
+
+// EnvInput is the trusted, current configuration a transition is evaluated
+// against. The controller builds it from the current Agent and the run's
+// spec at every reconcile; it never comes from bytes stored in the run.
+type EnvInput struct {
+	RunUID  string
+	RunName string
+	// Ancestry is the parent chain of run UIDs, root first (empty for a root run).
+	Ancestry        []string
+	Agent           *exagentv1.AgentSpec
+	AgentGeneration int64
+	Run             *exagentv1.AgentRunSpec
+	// SizeBudget is the most bytes the encoded status may take; 0 means DefaultSizeBudget.
+	SizeBudget int
+}
+
+// Env is a validated EnvInput: the compiled policy, fingerprints, tool
+// definitions and parsed durations. It is immutable and safe to share.
+type Env struct {
+	in      EnvInput
+	policy  *Policy
+	binding exagentv1.Binding
+	tools   []ToolDef
+	schemas map[string]string
+
+	approvalTimeout time.Duration
+	approvalNever   bool
+	activeLimit     time.Duration
+	activeNever     bool
+	lease           time.Duration
+	budget          int
+}
+
+// NewEnv validates the configuration, compiles the policy and computes the
+// fingerprints. An error means the configuration is invalid: no transition
+// can be evaluated against it.
+func NewEnv(in EnvInput) (*Env, error) {
+	if in.RunUID == "" {
+		return nil, fmt.Errorf("env: run UID is required")
+	}
+	if in.Agent == nil || in.Run == nil {
+		return nil, fmt.Errorf("env: agent and run specs are required")
+	}
+	e := &Env{in: in, schemas: map[string]string{}, budget: in.SizeBudget}
+	e.in.Agent = in.Agent.DeepCopy()
+	e.in.Run = in.Run.DeepCopy()
+	e.in.Ancestry = append([]string(nil), in.Ancestry...)
+	if e.budget <= 0 {
+		e.budget = DefaultSizeBudget
+	}
+	var err error
+	if e.policy, err = CompilePolicy(in.Agent.Policy); err != nil {
+		return nil, fmt.Errorf("env: %w", err)
+	}
+	if e.approvalTimeout, e.approvalNever, err = in.Run.ApprovalTimeout.Parse(DefaultApprovalTimeout); err != nil {
+		return nil, fmt.Errorf("env: approvalTimeout: %w", err)
+	}
+	if e.activeLimit, e.activeNever, err = activeTimeLimit(in.Run.ActiveTimeLimit, in.Agent.Limits.ActiveTime); err != nil {
+		return nil, fmt.Errorf("env: %w", err)
+	}
+	lease, never, err := in.Run.LeaseDuration.Parse(DefaultLeaseDuration)
+	if err != nil || never || lease <= 0 {
+		return nil, fmt.Errorf("env: leaseDuration %q must be a positive duration (%v)", in.Run.LeaseDuration, err)
+	}
+	e.lease = lease
+	if err := e.fingerprint(); err != nil {
+		return nil, fmt.Errorf("env: %w", err)
+	}
+	return e, nil
+}
+
+// activeTimeLimit combines the run's activeTimeLimit with the Agent's
+// limits.activeTime: the template bounds every run, so the stricter one
+// wins; an unset run field takes the Agent's value, then the default.
+func activeTimeLimit(run, agent exagentv1.Duration) (time.Duration, bool, error) {
+	a, aNever, err := agent.Parse(0)
+	if err != nil {
+		return 0, false, fmt.Errorf("limits.activeTime: %w", err)
+	}
+	agentSet := agent.IsSet() && !aNever
+	if !run.IsSet() {
+		if agent.IsSet() {
+			return a, aNever, nil
+		}
+		return DefaultActiveTimeLimit, false, nil
+	}
+	r, rNever, err := run.Parse(DefaultActiveTimeLimit)
+	if err != nil {
+		return 0, false, fmt.Errorf("activeTimeLimit: %w", err)
+	}
+	switch {
+	case rNever && agentSet:
+		return a, false, nil
+	case rNever:
+		return 0, true, nil
+	case agentSet && a < r:
+		return a, false, nil
+	}
+	return r, false, nil
+}
+
+func (e *Env) fingerprint() error {
+	ag := e.in.Agent
+	type toolDesc struct {
+		Name        string `json:"name"`
+		Kind        string `json:"kind"`
+		Description string `json:"description"`
+	}
+	def := struct {
+		Instructions string     `json:"instructions"`
+		Tools        []toolDesc `json:"tools"`
+	}{Instructions: ag.Instructions, Tools: []toolDesc{}}
+	b := exagentv1.Binding{AgentGeneration: e.in.AgentGeneration}
+	for i := range ag.Tools {
+		t := &ag.Tools[i]
+		def.Tools = append(def.Tools, toolDesc{Name: t.Name, Kind: t.Kind(), Description: t.Description})
+		params := json.RawMessage(`{}`)
+		if t.Parameters != nil && len(t.Parameters.Raw) > 0 {
+			params = json.RawMessage(t.Parameters.Raw)
+		}
+		canon, err := CanonicalJSON(params)
+		if err != nil {
+			return fmt.Errorf("tools[%d] %q parameters: %w", i, t.Name, err)
+		}
+		h, err := hashOf(map[string]any{"name": t.Name, "parameters": json.RawMessage(canon)})
+		if err != nil {
+			return fmt.Errorf("tools[%d] %q: %w", i, t.Name, err)
+		}
+		e.schemas[t.Name] = h
+		b.Tools = append(b.Tools, exagentv1.ToolFingerprint{Name: t.Name, Hash: h})
+		e.tools = append(e.tools, ToolDef{Name: t.Name, Description: t.Description, Parameters: canon})
+	}
+	var err error
+	if b.Definition, err = hashOf(def); err != nil {
+		return fmt.Errorf("definition fingerprint: %w", err)
+	}
+	model := map[string]any{
+		"provider": ag.Model.Provider, "name": ag.Model.Name,
+		"baseURL": ag.Model.BaseURL, "script": ag.Model.Script,
+	}
+	if b.Model, err = hashOf(model); err != nil {
+		return fmt.Errorf("model fingerprint: %w", err)
+	}
+	pol := *ag.Policy.DeepCopy()
+	pol.Default, pol.OnDeny = pol.DefaultAction(), pol.OnDenyAction()
+	if b.Policy, err = hashOf(pol); err != nil {
+		return fmt.Errorf("policy fingerprint: %w", err)
+	}
+	e.binding = b
+	return nil
+}
+
+// Binding returns the fingerprints of the current configuration.
+func (e *Env) Binding() exagentv1.Binding { return *e.binding.DeepCopy() }
+
+// LeaseDuration is how long a claim or renewal holds the run.
+func (e *Env) LeaseDuration() time.Duration { return e.lease }
+
+// Tools returns the tools as the model sees them, in the Agent's order.
+func (e *Env) Tools() []ToolDef {
+	out := make([]ToolDef, len(e.tools))
+	copy(out, e.tools)
+	return out
+}
+
+// Policy returns the compiled current policy.
+func (e *Env) Policy() *Policy { return e.policy }
+
+// SizeBudget is the most bytes the encoded status may take.
+func (e *Env) SizeBudget() int { return e.budget }
+
+// RunUID is the run's UID (the idempotency keys' prefix).
+func (e *Env) RunUID() string { return e.in.RunUID }
+
+// ApprovalTimeout returns the per-approval timeout; never is true for Never.
+func (e *Env) ApprovalTimeout() (d time.Duration, never bool) {
+	return e.approvalTimeout, e.approvalNever
+}
+
+// ActiveTimeLimit returns the active-time budget; never is true for no limit.
+func (e *Env) ActiveTimeLimit() (d time.Duration, never bool) { return e.activeLimit, e.activeNever }
+
+func (e *Env) tool(name string) *exagentv1.ToolSpec { return e.in.Agent.Tool(name) }
+
+func (e *Env) limits() exagentv1.LimitsSpec { return e.in.Agent.Limits }
+
+func (e *Env) deadline() *time.Time {
+	if e.in.Run.Deadline == nil {
+		return nil
+	}
+	t := e.in.Run.Deadline.UTC()
+	return &t
+}
+
+func (e *Env) onDeny() exagentv1.OnDeny { return e.in.Agent.Policy.OnDenyAction() }
+
+// idempotencyKey is stable per call: the same key on every (re-)send.
+func (e *Env) idempotencyKey(callID string) string { return e.in.RunUID + "/" + callID }
+
+// payloadHash binds what an approval covers: the tool's current schema
+// fingerprint, the effective (canonical) args, the definition and policy
+// fingerprints, and the run's ancestry. Any change to one of them means an
+// approval given for the old hash no longer covers the call.
+func (e *Env) payloadHash(tool string, canonicalArgs string) (string, error) {
+	args := json.RawMessage(canonicalArgs)
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	return hashOf(map[string]any{
+		"tool":       tool,
+		"schema":     e.schemas[tool],
+		"args":       args,
+		"definition": e.binding.Definition,
+		"policy":     e.binding.Policy,
+		"run":        e.in.RunUID,
+		"ancestry":   append([]string{}, e.in.Ancestry...),
+	})
+}
+
+// CheckDrift refuses to continue a run whose definition or model changed
+// since it bound them: the transcript was produced under the old ones, and
+// silently swapping them is what the seed forbids. Policy and schemas may
+// change; they are re-evaluated at begin-effect instead.
+func CheckDrift(s Status, env *Env) error {
+	if s.Binding == nil {
+		return invalidf("status.binding is missing")
+	}
+	cur := env.binding
+	switch {
+	case s.Binding.Definition != cur.Definition:
+		return errorf(KindInvalidContinuation, exagentv1.ReasonDefinitionChanged,
+			"the Agent's definition (instructions or tool inventory) changed since the run started (%s → %s)",
+			short(s.Binding.Definition), short(cur.Definition))
+	case s.Binding.Model != cur.Model:
+		return errorf(KindInvalidContinuation, exagentv1.ReasonDefinitionChanged,
+			"the Agent's model changed since the run started (%s → %s)", short(s.Binding.Model), short(cur.Model))
+	}
+	return nil
+}
+
+func short(h string) string {
+	const n = len("sha256:") + 12
+	if len(h) > n {
+		return h[:n]
+	}
+	return h
+}

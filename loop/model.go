@@ -1,0 +1,141 @@
+package loop
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// RecordModelResponse confirms the outcome of the outstanding model request
+// of the current attempt: the assistant message joins the transcript and
+// its tool calls join the journal as Proposed (Step admits them).
+//
+// Touches: history (+assistant), calls (+Proposed, or Failed for arguments
+// that are not JSON), cursor (stage Batch or Finish, modelRequest nil,
+// modelFailures 0), ledger tokens.
+// Guards: the fence; a model request of this attempt is outstanding; the
+// state still fits the size budget. A response with more tool calls than a
+// message may hold is a failed request (RecordModelFailure).
+func RecordModelResponse(s Status, env *Env, f Fence, r ModelResponse, now time.Time) (Status, error) {
+	if err := checkModelOutstanding(&s, f, now); err != nil {
+		return s, err
+	}
+	if len(r.ToolCalls) > maxToolCalls {
+		return RecordModelFailure(s, env, f,
+			fmt.Sprintf("the model asked for %d tool calls in one turn; at most %d are accepted", len(r.ToolCalls), maxToolCalls), now)
+	}
+	st := clone(s)
+	st.Ledger.PromptTokens += max(r.PromptTokens, 0)
+	st.Ledger.CompletionTokens += max(r.CompletionTokens, 0)
+	st.Cursor.ModelRequest = nil
+	st.Cursor.ModelFailures = 0
+
+	msg := exagentv1.Message{Role: exagentv1.RoleAssistant, Content: bound(r.Content, maxContent)}
+	used := map[string]bool{}
+	for i := range st.Calls {
+		used[st.Calls[i].ID] = true
+	}
+	for k, tc := range r.ToolCalls {
+		id := callID(tc.ID, st.Cursor.Step, k, used)
+		used[id] = true
+		call, err := proposeCall(env, id, st.Cursor.Step, tc)
+		if err != nil {
+			return s, err
+		}
+		st.Calls = append(st.Calls, call)
+		msg.ToolCalls = append(msg.ToolCalls, exagentv1.MessageToolCall{ID: id, Name: call.Tool, Arguments: call.Args})
+	}
+	st.History = append(st.History, msg)
+	if len(msg.ToolCalls) > 0 {
+		st.Cursor.Stage = exagentv1.StageBatch
+	} else {
+		st.Cursor.Stage = exagentv1.StageFinish
+	}
+	if err := checkSize(&st, env, 0, "model response"); err != nil {
+		return s, err
+	}
+	return st, nil
+}
+
+// callID keeps the model's id when it is usable and unique in the run
+// (idempotency keys and Resolve target it); otherwise it derives one from
+// the step and position, which a replay derives identically.
+func callID(id string, step int32, k int, used map[string]bool) string {
+	if id != "" && len(id) <= maxID && !used[id] {
+		return id
+	}
+	gen := fmt.Sprintf("call-%d-%d", step, k)
+	for n := 1; used[gen]; n++ {
+		gen = fmt.Sprintf("call-%d-%d-%d", step, k, n)
+	}
+	return gen
+}
+
+// proposeCall journals one requested call with its canonical args and the
+// payload hash an approval would bind. Arguments that are not JSON (or too
+// large to store) become a failed call the model is told about.
+func proposeCall(env *Env, id string, step int32, tc exagentv1.MessageToolCall) (exagentv1.ToolCall, error) {
+	call := exagentv1.ToolCall{ID: id, Step: step, Tool: truncateUTF8(tc.Name, maxID), State: exagentv1.CallProposed}
+	raw := tc.Arguments
+	if raw == "" {
+		raw = "{}"
+	}
+	canon, err := CanonicalJSON(json.RawMessage(raw))
+	switch {
+	case err != nil:
+		call.Args = bound(raw, maxContent)
+		call.State = exagentv1.CallFailed
+		call.Outcome = &exagentv1.CallOutcome{Result: bound(fmt.Sprintf("%s: the arguments are not valid JSON: %v", ReasonInvalidArgs, err), maxContent)}
+		return call, nil
+	case len(canon) > maxContent:
+		call.Args = bound(string(canon), maxContent)
+		call.State = exagentv1.CallFailed
+		call.Outcome = &exagentv1.CallOutcome{Result: fmt.Sprintf("%s: the arguments take %d bytes, more than %d", ReasonInvalidArgs, len(canon), maxContent)}
+		return call, nil
+	}
+	call.Args = string(canon)
+	call.ArgsHash = Hash(canon)
+	ph, err := env.payloadHash(call.Tool, call.Args)
+	if err != nil {
+		return call, fmt.Errorf("payload hash of call %q: %w", id, err)
+	}
+	call.PayloadHash = ph
+	return call, nil
+}
+
+// RecordModelFailure confirms that the outstanding model request failed.
+// A model request has no side effect: it was charged when its intent was
+// recorded and the next Step simply sends a new one (charged again). After
+// maxModelFailures consecutive failures the run ends Failed (ModelError).
+//
+// Touches: cursor.modelRequest (nil), cursor.modelFailures, and on the last
+// failure phase/reason/message/claim.
+// Guards: the fence; a model request of this attempt is outstanding.
+func RecordModelFailure(s Status, env *Env, f Fence, message string, now time.Time) (Status, error) {
+	if err := checkModelOutstanding(&s, f, now); err != nil {
+		return s, err
+	}
+	st := clone(s)
+	st.Cursor.ModelRequest = nil
+	st.Cursor.ModelFailures++
+	if st.Cursor.ModelFailures >= maxModelFailures {
+		endRun(&st, env, now, exagentv1.PhaseFailed, exagentv1.ReasonModelError,
+			fmt.Sprintf("%d consecutive model requests failed; last: %s", st.Cursor.ModelFailures, message))
+		return st, nil
+	}
+	st.Message = bound(fmt.Sprintf("model request failed (%d of %d): %s", st.Cursor.ModelFailures, maxModelFailures, message), maxMessage)
+	return st, nil
+}
+
+func checkModelOutstanding(s *Status, f Fence, now time.Time) error {
+	if err := checkFence(s, f, now); err != nil {
+		return err
+	}
+	m := s.Cursor.ModelRequest
+	if s.Cursor.Stage != exagentv1.StageRequest || m == nil || m.Attempt != f.Attempt {
+		return notPendingf("no model request of attempt %d is outstanding", f.Attempt)
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package loop
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// Pause stops the run for the human decisions its batch needs. It runs
+// only once every admitted sibling has a confirmed outcome, so no process
+// holds IO while the run waits (the claim is released, the unused active
+// time refunded: human waiting is never charged).
+//
+// Touches: revision (+1), approvals (+one per Pending call, binding the
+// call's payload hash and the new revision, expiring after approvalTimeout
+// unless Never), pendingApprovals, phase AwaitingApproval, reason, message,
+// claim (nil), ledger active time.
+// Guards: the fence; the cursor is at a batch with Pending calls; no effect
+// is unresolved (in flight or Uncertain: Uncertain beats paused); the state
+// plus the room reserved for each decision and receipt fits the budget.
+func Pause(s Status, env *Env, f Fence, now time.Time) (Status, error) {
+	if err := checkFence(&s, f, now); err != nil {
+		return s, err
+	}
+	st := clone(s)
+	if _, err := pause(&st, env, now); err != nil {
+		return s, err
+	}
+	return st, nil
+}
+
+func pause(st *Status, env *Env, now time.Time) ([]exagentv1.Approval, error) {
+	if st.Cursor.Stage != exagentv1.StageBatch {
+		return nil, notPendingf("nothing to pause for: the cursor is at %s", st.Cursor.Stage)
+	}
+	if anyCall(st, inFlight) || anyCall(st, isUncertain) {
+		return nil, errorf(KindUncertain, exagentv1.ReasonOutcomeUncertain,
+			"cannot pause with an effect in flight or uncertain")
+	}
+	var pending []int
+	for _, i := range stepCalls(st) {
+		if st.Calls[i].State == exagentv1.CallPending {
+			pending = append(pending, i)
+		}
+	}
+	if len(pending) == 0 {
+		return nil, notPendingf("no call of step %d needs a decision", st.Cursor.Step)
+	}
+	st.Revision++
+	timeout, never := env.ApprovalTimeout()
+	var created []exagentv1.Approval
+	var names []string
+	for _, i := range pending {
+		c := &st.Calls[i]
+		a := exagentv1.Approval{
+			ID:          approvalID(c.ID, st.Revision),
+			CallID:      c.ID,
+			PayloadHash: c.PayloadHash,
+			Revision:    st.Revision,
+			State:       exagentv1.ApprovalPending,
+			Rule:        c.Rule,
+			RequestedAt: secTime(now),
+		}
+		if !never {
+			a.ExpiresAt = secTimePtr(now.Add(timeout))
+		}
+		st.Approvals = append(st.Approvals, a)
+		created = append(created, a)
+		names = append(names, fmt.Sprintf("%s (%s)", c.Tool, a.ID))
+	}
+	countPending(st)
+	releaseClaim(st, env, now)
+	setPhase(st, exagentv1.PhaseAwaitingApproval, exagentv1.ReasonPending,
+		fmt.Sprintf("waiting for %d approval(s): %s", len(created), strings.Join(names, ", ")))
+	if err := checkSize(st, env, decisionReserve*len(created), "pause"); err != nil {
+		return nil, err
+	}
+	return created, nil
+}
+
+// approvalID names the approval of a call at a revision; it is what a
+// person types (`kubectl approve <run> <id>`), hence short and stable.
+func approvalID(callID string, revision int64) string {
+	id := fmt.Sprintf("%s-r%d", callID, revision)
+	if len(id) <= maxID {
+		return id
+	}
+	return fmt.Sprintf("%s-r%d", Hash([]byte(callID))[len("sha256:"):len("sha256:")+16], revision)
+}

@@ -1,0 +1,141 @@
+package loop
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"cel.dev/cel-go/cel"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// celCostLimit bounds the work one `when` may do, so a rule cannot stall a
+// reconcile; exceeding it is an evaluation failure, hence Ask.
+const celCostLimit = 100000
+
+// Policy is a compiled PolicySpec: its rules' `when` expressions are CEL
+// programs over `args`, the call's arguments as a JSON object.
+type Policy struct {
+	spec  exagentv1.PolicySpec
+	rules []compiledRule
+}
+
+type compiledRule struct {
+	name   string
+	action exagentv1.PolicyAction
+	tools  map[string]bool
+	all   bool
+	prg   cel.Program
+}
+
+// CompilePolicy validates and compiles p. The admission webhook calls it to
+// reject a bad `when` before any run uses it; the error names the rule index.
+func CompilePolicy(p exagentv1.PolicySpec) (*Policy, error) {
+	if !validAction(p.Default, true) {
+		return nil, fmt.Errorf("policy.default: %q is not Allow, Ask or Deny", p.Default)
+	}
+	if p.OnDeny != "" && p.OnDeny != exagentv1.OnDenyStop && p.OnDeny != exagentv1.OnDenyContinue {
+		return nil, fmt.Errorf("policy.onDeny: %q is not Stop or Continue", p.OnDeny)
+	}
+	env, err := cel.NewEnv(
+		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
+		cel.CrossTypeNumericComparisons(true),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("policy: cel environment: %w", err)
+	}
+	out := &Policy{spec: *p.DeepCopy()}
+	for i, r := range p.Rules {
+		cr := compiledRule{name: r.Name, action: r.Action, tools: map[string]bool{}}
+		if cr.name == "" {
+			cr.name = fmt.Sprintf("rules[%d]", i)
+		}
+		if !validAction(r.Action, false) {
+			return nil, fmt.Errorf("policy.rules[%d]: action %q is not Allow, Ask or Deny", i, r.Action)
+		}
+		if len(r.Tools) == 0 {
+			return nil, fmt.Errorf("policy.rules[%d]: tools must name at least one tool or \"*\"", i)
+		}
+		for _, t := range r.Tools {
+			if t == "*" {
+				cr.all = true
+			}
+			cr.tools[t] = true
+		}
+		if r.When != "" {
+			ast, iss := env.Compile(r.When)
+			if iss != nil && iss.Err() != nil {
+				return nil, fmt.Errorf("policy.rules[%d].when: %w", i, iss.Err())
+			}
+			if t := ast.OutputType(); t != cel.BoolType && t != cel.DynType {
+				return nil, fmt.Errorf("policy.rules[%d].when: must be a bool expression, not %s", i, t)
+			}
+			prg, err := env.Program(ast, cel.CostLimit(celCostLimit))
+			if err != nil {
+				return nil, fmt.Errorf("policy.rules[%d].when: %w", i, err)
+			}
+			cr.prg = prg
+		}
+		out.rules = append(out.rules, cr)
+	}
+	return out, nil
+}
+
+func validAction(a exagentv1.PolicyAction, emptyOK bool) bool {
+	switch a {
+	case exagentv1.PolicyAllow, exagentv1.PolicyAsk, exagentv1.PolicyDeny:
+		return true
+	case "":
+		return emptyOK
+	}
+	return false
+}
+
+// Spec returns the policy as written.
+func (p *Policy) Spec() exagentv1.PolicySpec { return *p.spec.DeepCopy() }
+
+// Evaluate returns what the policy says about one call and the rule that
+// decided ("" for the default). Rules are tried in order; the first whose
+// tools match and whose `when` is true decides. A `when` that cannot be
+// evaluated (arguments that are not an object, a missing key, a non-bool
+// result, the cost limit) decides Ask: failing closed never allows.
+func (p *Policy) Evaluate(tool string, args json.RawMessage) (exagentv1.PolicyAction, string) {
+	var argv map[string]any
+	argsOK := decodeArgs(args, &argv)
+	for _, r := range p.rules {
+		if !r.all && !r.tools[tool] {
+			continue
+		}
+		if r.prg == nil {
+			return r.action, r.name
+		}
+		if !argsOK {
+			return exagentv1.PolicyAsk, r.name
+		}
+		val, _, err := r.prg.Eval(map[string]any{"args": argv})
+		if err != nil {
+			return exagentv1.PolicyAsk, r.name
+		}
+		b, ok := val.Value().(bool)
+		if !ok {
+			return exagentv1.PolicyAsk, r.name
+		}
+		if b {
+			return r.action, r.name
+		}
+	}
+	return p.spec.DefaultAction(), ""
+}
+
+// decodeArgs reads a JSON object; empty args are the empty object.
+func decodeArgs(args json.RawMessage, into *map[string]any) bool {
+	if len(bytes.TrimSpace(args)) == 0 {
+		*into = map[string]any{}
+		return true
+	}
+	if err := json.Unmarshal(args, into); err != nil || *into == nil {
+		return false
+	}
+	return true
+}

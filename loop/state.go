@@ -1,0 +1,145 @@
+package loop
+
+import (
+	"encoding/json"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// clone deep-copies the state so a transition never mutates its input.
+func clone(s Status) Status { return *s.DeepCopy() }
+
+// Stored times are truncated to what their JSON form keeps (metav1.Time:
+// seconds, MicroTime: microseconds) and put in UTC, so a decode/encode
+// cycle gives back an equal state.
+func secTime(now time.Time) metav1.Time {
+	return metav1.NewTime(now.UTC().Truncate(time.Second))
+}
+
+func secTimePtr(now time.Time) *metav1.Time {
+	t := secTime(now)
+	return &t
+}
+
+func microTime(now time.Time) metav1.MicroTime {
+	return metav1.NewMicroTime(now.UTC().Truncate(time.Microsecond))
+}
+
+func microTimePtr(now time.Time) *metav1.MicroTime {
+	t := microTime(now)
+	return &t
+}
+
+// checkFence is the guard of every owner transition: the caller's fence is
+// the stored claim, the run is Running and the lease has not expired.
+func checkFence(s *Status, f Fence, now time.Time) error {
+	c := s.Claim
+	switch {
+	case s.Phase != exagentv1.PhaseRunning:
+		return staleFencef("run is %s, not Running", phaseName(s.Phase))
+	case c == nil:
+		return staleFencef("run has no claim")
+	case c.Holder != f.Holder || c.Attempt != f.Attempt:
+		return staleFencef("claim is %s attempt %d, not %s attempt %d", c.Holder, c.Attempt, f.Holder, f.Attempt)
+	case !now.Before(c.LeaseExpiresAt.Time):
+		return staleFencef("lease of attempt %d expired at %s", c.Attempt, c.LeaseExpiresAt.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+func phaseName(p exagentv1.RunPhase) string {
+	if p == "" {
+		return "not started"
+	}
+	return string(p)
+}
+
+// findCall returns the index of call id, or -1.
+func findCall(s *Status, id string) int {
+	for i := range s.Calls {
+		if s.Calls[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// findApproval returns the index of approval id, or -1.
+func findApproval(s *Status, id string) int {
+	for i := range s.Approvals {
+		if s.Approvals[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// stepCalls returns the indexes of the calls of the cursor's step, in the
+// model's order.
+func stepCalls(s *Status) []int {
+	var out []int
+	for i := range s.Calls {
+		if s.Calls[i].Step == s.Cursor.Step {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// inFlight reports whether a call's intent is committed and its outcome is not.
+func inFlight(c *exagentv1.ToolCall) bool { return c.State == exagentv1.CallStarted }
+
+// anyCall reports whether some call satisfies pred.
+func anyCall(s *Status, pred func(*exagentv1.ToolCall) bool) bool {
+	for i := range s.Calls {
+		if pred(&s.Calls[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func isUncertain(c *exagentv1.ToolCall) bool { return c.State == exagentv1.CallUncertain }
+
+// countPending recomputes status.pendingApprovals.
+func countPending(s *Status) {
+	n := int32(0)
+	for i := range s.Approvals {
+		if s.Approvals[i].State == exagentv1.ApprovalPending {
+			n++
+		}
+	}
+	s.PendingApprovals = n
+}
+
+// setPhase changes the phase with its reason and message.
+func setPhase(s *Status, p exagentv1.RunPhase, reason, message string) {
+	s.Phase = p
+	s.Reason = reason
+	s.Message = truncateUTF8(message, maxMessage)
+}
+
+// encodedSize is the size of the status as the apiserver stores it.
+func encodedSize(s *Status) int {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return 1 << 30 // unencodable: never fits
+	}
+	return len(b)
+}
+
+// checkSize refuses a state that, with reserve bytes of headroom for what
+// the next commits will add, would not fit the budget. Refusing before the
+// IO is what keeps a later, unavoidable commit (an outcome, a decision)
+// from failing against etcd's object limit.
+func checkSize(s *Status, env *Env, reserve int, what string) error {
+	size := encodedSize(s)
+	if size+reserve > env.budget {
+		return errorf(KindTooLarge, ReasonStatusTooLarge,
+			"%s: status would take %d bytes plus %d reserved, over the budget of %d", what, size, reserve, env.budget)
+	}
+	return nil
+}

@@ -1,0 +1,208 @@
+package loop
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// Step is the loop driver. Given the owned state, it advances to the next
+// action and records that action's intent in the returned state: the
+// caller commits the state by compare-and-swap and only then performs the
+// action's IO (DESIGN.md §4.1). In order:
+//
+//  1. Tool calls of this attempt in flight → ActWait (nothing else may
+//     happen while an effect is open; a call started by an older attempt is
+//     Uncertain).
+//  2. The deadline has passed → Expired (DeadlineExceeded), ActFail.
+//  3. At Finish → Succeeded with the model's last answer, ActFinish.
+//  4. At a batch: Proposed calls get the policy (Allowed/Pending/Refused).
+//     An Uncertain call → run Uncertain, ActFail OutcomeUncertain (uncertain
+//     beats paused). Allowed and Approved calls are re-checked and begun →
+//     ActRunTools with only those newly started. Then Pending calls → Pause,
+//     ActPause. Otherwise every call is closed: the tool messages join the
+//     transcript in the model's order and the cursor moves to the next step.
+//  5. At a request: a request of this attempt outstanding → ActWait; else a
+//     new intent (a request of an older attempt was lost and is re-sent,
+//     charged again) → ActCallModel.
+//
+// Limits (maxSteps, maxToolCalls, maxTokens, active time) end the run
+// Failed with reason LimitExceeded before the IO that would pass them.
+// Errors leave the state unchanged: KindStaleFence (stop), and the
+// permanent kinds (InvalidContinuation, TooLarge) that the caller ends
+// with Fail.
+func Step(s Status, env *Env, f Fence, now time.Time) (Status, Action, error) {
+	if err := checkFence(&s, f, now); err != nil {
+		return s, Action{}, err
+	}
+	if err := validateContinuation(&s); err != nil {
+		return s, Action{}, err
+	}
+	st := clone(s)
+	act, err := drive(&st, env, f, now)
+	if err != nil {
+		return s, Action{}, err
+	}
+	return st, act, nil
+}
+
+func drive(st *Status, env *Env, f Fence, now time.Time) (Action, error) {
+	for i := range st.Calls {
+		if c := &st.Calls[i]; inFlight(c) && c.Attempt != f.Attempt {
+			c.State = exagentv1.CallUncertain // an older owner's intent with no outcome
+		}
+	}
+	if anyCall(st, inFlight) {
+		return Action{Kind: ActWait}, nil
+	}
+	if d := env.deadline(); d != nil && !now.Before(*d) {
+		if anyCall(st, isUncertain) {
+			return goUncertain(st, env, now), nil
+		}
+		endRun(st, env, now, exagentv1.PhaseExpired, exagentv1.ReasonDeadlineExceeded,
+			fmt.Sprintf("the deadline %s passed", d.Format(time.RFC3339)))
+		return failAction(st), nil
+	}
+	switch st.Cursor.Stage {
+	case exagentv1.StageFinish:
+		return finish(st, env, now)
+	case exagentv1.StageBatch:
+		act, done, err := driveBatch(st, env, f, now)
+		if err != nil || done {
+			return act, err
+		}
+	}
+	return requestModel(st, env, f, now)
+}
+
+func finish(st *Status, env *Env, now time.Time) (Action, error) {
+	if anyCall(st, isUncertain) {
+		return goUncertain(st, env, now), nil
+	}
+	output := st.History[len(st.History)-1].Content
+	st.Output = bound(output, maxContent)
+	releaseClaim(st, env, now)
+	setPhase(st, exagentv1.PhaseSucceeded, exagentv1.ReasonSucceeded, "the model gave its final answer")
+	return Action{Kind: ActFinish, Output: st.Output}, nil
+}
+
+// driveBatch returns done=false when the batch closed and the driver
+// should go on to the next model request.
+func driveBatch(st *Status, env *Env, f Fence, now time.Time) (Action, bool, error) {
+	admitProposed(st, env)
+	if anyCall(st, isUncertain) {
+		return goUncertain(st, env, now), true, nil
+	}
+	var ready []string
+	for _, i := range stepCalls(st) {
+		if c := &st.Calls[i]; c.State == exagentv1.CallAllowed || c.State == exagentv1.CallApproved {
+			ready = append(ready, c.ID)
+		}
+	}
+	if len(ready) > 0 {
+		if act, ok := checkIOLimits(st, env, now); !ok {
+			return act, true, nil
+		}
+		started, err := beginEffect(st, env, f, ready, now)
+		switch {
+		case IsKind(err, KindLimitExceeded):
+			e, _ := AsError(err)
+			return limitExceeded(st, env, now, "%s", e.Message), true, nil
+		case err != nil:
+			return Action{}, true, err
+		case len(started) > 0:
+			return Action{Kind: ActRunTools, Calls: started}, true, nil
+		}
+	}
+	for _, i := range stepCalls(st) {
+		if st.Calls[i].State == exagentv1.CallPending {
+			created, err := pause(st, env, now)
+			if err != nil {
+				return Action{}, true, err
+			}
+			return Action{Kind: ActPause, Approvals: created, Reason: st.Reason, Message: st.Message}, true, nil
+		}
+	}
+	if err := closeBatch(st); err != nil {
+		return Action{}, true, err
+	}
+	return Action{}, false, nil
+}
+
+// closeBatch answers every call of the step in the model's order and moves
+// the cursor to the next step's request.
+func closeBatch(st *Status) error {
+	for _, i := range stepCalls(st) {
+		c := &st.Calls[i]
+		if unresolved(c) || c.Outcome == nil {
+			return invalidf("call %q is %s when its batch closes", c.ID, c.State)
+		}
+		content := c.Outcome.Result
+		if c.State == exagentv1.CallFailed {
+			content = "Error: " + content
+		}
+		st.History = append(st.History, exagentv1.Message{
+			Role: exagentv1.RoleTool, ToolCallID: c.ID, Content: bound(content, maxContent),
+		})
+	}
+	st.Cursor.Step++
+	st.Cursor.Stage = exagentv1.StageRequest
+	st.Cursor.ModelRequest = nil
+	return nil
+}
+
+func requestModel(st *Status, env *Env, f Fence, now time.Time) (Action, error) {
+	if m := st.Cursor.ModelRequest; m != nil && m.Attempt == f.Attempt {
+		return Action{Kind: ActWait}, nil
+	}
+	if m := env.limits().MaxSteps; m != nil && st.Cursor.Step >= *m {
+		return limitExceeded(st, env, now, "limit maxSteps (%d) reached", *m), nil
+	}
+	if act, ok := checkIOLimits(st, env, now); !ok {
+		return act, nil
+	}
+	st.Ledger.Requests++
+	st.Cursor.ModelRequest = &exagentv1.ModelRequestIntent{Attempt: f.Attempt, Request: st.Ledger.Requests}
+	if err := checkSize(st, env, env.budget/ioReserveDivisor, "model request"); err != nil {
+		return Action{}, err
+	}
+	msgs := make([]exagentv1.Message, len(st.History))
+	for i := range st.History {
+		st.History[i].DeepCopyInto(&msgs[i])
+	}
+	return Action{Kind: ActCallModel, Model: &ModelRequest{
+		Step: st.Cursor.Step, Request: st.Ledger.Requests, Messages: msgs, Tools: env.Tools(),
+	}}, nil
+}
+
+// checkIOLimits ends the run before an IO when tokens or active time are
+// used up.
+func checkIOLimits(st *Status, env *Env, now time.Time) (Action, bool) {
+	if m := env.limits().MaxTokens; m != nil && st.Ledger.PromptTokens+st.Ledger.CompletionTokens >= *m {
+		return limitExceeded(st, env, now, "limit maxTokens (%d) reached: %d used", *m,
+			st.Ledger.PromptTokens+st.Ledger.CompletionTokens), false
+	}
+	if activeExhausted(st, env, now) {
+		limit, _ := env.ActiveTimeLimit()
+		return limitExceeded(st, env, now, "limit activeTime (%s) reached", limit), false
+	}
+	return Action{}, true
+}
+
+// goUncertain stops the run for a human to Resolve the calls that have no
+// confirmed outcome. The revision is bumped: resolutions bind it.
+func goUncertain(st *Status, env *Env, now time.Time) Action {
+	var ids []string
+	for i := range st.Calls {
+		if isUncertain(&st.Calls[i]) {
+			ids = append(ids, fmt.Sprintf("%s (%s)", st.Calls[i].ID, st.Calls[i].Tool))
+		}
+	}
+	st.Revision++
+	releaseClaim(st, env, now)
+	setPhase(st, exagentv1.PhaseUncertain, exagentv1.ReasonOutcomeUncertain,
+		fmt.Sprintf("no confirmed outcome for %s: resolve with evidence (Succeeded, Failed or Retry)", strings.Join(ids, ", ")))
+	return failAction(st)
+}
