@@ -25,8 +25,8 @@ type compiledRule struct {
 	name   string
 	action exagentv1.PolicyAction
 	tools  map[string]bool
-	all   bool
-	prg   cel.Program
+	all    bool
+	prg    cel.Program
 }
 
 // CompilePolicy validates and compiles p. The admission webhook calls it to

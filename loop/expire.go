@@ -1,0 +1,47 @@
+package loop
+
+import (
+	"fmt"
+	"time"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// Expire applies the UTC clocks to a run nobody owns: the deadline (runs
+// Queued, AwaitingApproval or Approved end Expired, DeadlineExceeded) and
+// each pending approval's expiry (the run ends Expired, ApprovalExpired).
+// The caller commits the result with CAS, so the check and the change are
+// atomic against a concurrent decision. changed is false when nothing was
+// due. A Running run's owner meets the deadline in Step; an Uncertain run
+// waits for its Resolve (the evidence matters more than the clock) and
+// meets the deadline at its next Step.
+//
+// Touches: phase, reason, message, approvals (Pending → Expired),
+// pendingApprovals.
+func Expire(s Status, env *Env, now time.Time) (Status, bool, error) {
+	switch s.Phase {
+	case exagentv1.PhaseQueued, exagentv1.PhaseAwaitingApproval, exagentv1.PhaseApproved:
+	default:
+		return s, false, nil
+	}
+	st := clone(s)
+	if d := env.deadline(); d != nil && !now.Before(*d) {
+		closeOpen(&st, exagentv1.ApprovalExpired, now)
+		setPhase(&st, exagentv1.PhaseExpired, exagentv1.ReasonDeadlineExceeded,
+			fmt.Sprintf("the deadline %s passed", d.Format(time.RFC3339)))
+		return st, true, nil
+	}
+	if st.Phase != exagentv1.PhaseAwaitingApproval {
+		return s, false, nil
+	}
+	for i := range st.Approvals {
+		a := &st.Approvals[i]
+		if a.State == exagentv1.ApprovalPending && a.ExpiresAt != nil && !now.Before(a.ExpiresAt.Time) {
+			closeOpen(&st, exagentv1.ApprovalExpired, now)
+			setPhase(&st, exagentv1.PhaseExpired, exagentv1.ReasonApprovalExpired,
+				fmt.Sprintf("approval %s expired at %s with no decision", a.ID, a.ExpiresAt.UTC().Format(time.RFC3339)))
+			return st, true, nil
+		}
+	}
+	return s, false, nil
+}

@@ -1,0 +1,63 @@
+package loop
+
+import (
+	"fmt"
+	"time"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// Recover takes back a Running run whose owner's lease expired (the owner
+// is presumed dead; if it is not, its fence is now stale and it can
+// neither dispatch nor confirm). The owner's whole active-time reservation
+// is charged: no checkpoint measured it, and a crash must never buy free
+// time. A tool intent without an outcome becomes Uncertain — the effect
+// may have happened — and the run waits for a Resolve; the one exception is
+// a call to an http tool the Agent marks idempotent, re-sent with the same
+// idempotency key at most maxResends times. A lost model request has no
+// side effect: its intent stays and the next Step re-sends it, charged again.
+//
+// Touches: claim (nil), ledger active time, calls in flight (Uncertain, or
+// back to Allowed/Approved with resends+1), revision (+1 when Uncertain),
+// phase (Uncertain, or Queued/Approved), reason, message.
+// Guards: the run is Running and its lease has expired.
+func Recover(s Status, env *Env, now time.Time) (Status, error) {
+	if s.Phase != exagentv1.PhaseRunning {
+		return s, notPendingf("run is %s: nothing to recover", phaseName(s.Phase))
+	}
+	if s.Claim != nil && now.Before(s.Claim.LeaseExpiresAt.Time) {
+		return s, conflictf("the lease of %s (attempt %d) is valid until %s",
+			s.Claim.Holder, s.Claim.Attempt, s.Claim.LeaseExpiresAt.UTC().Format(time.RFC3339Nano))
+	}
+	st := clone(s)
+	holder, attempt := "", int64(0)
+	if st.Claim != nil {
+		holder, attempt = st.Claim.Holder, st.Claim.Attempt
+	}
+	_, never := env.ActiveTimeLimit()
+	settleLost(&st, never, now)
+	st.Claim = nil
+	for i := range st.Calls {
+		c := &st.Calls[i]
+		if !inFlight(c) {
+			continue
+		}
+		if t := env.tool(c.Tool); t != nil && t.HTTP != nil && t.HTTP.Idempotent && c.Resends < maxResends {
+			c.Resends++
+			c.State = exagentv1.CallAllowed
+			if approvalCovers(&st, c.ID, c.PayloadHash) {
+				c.State = exagentv1.CallApproved
+			}
+			continue
+		}
+		c.State = exagentv1.CallUncertain
+	}
+	lost := fmt.Sprintf("the lease of %s (attempt %d) expired", holder, attempt)
+	if anyCall(&st, isUncertain) {
+		goUncertain(&st, env, now)
+		st.Message = bound(lost+"; "+st.Message, maxMessage)
+		return st, nil
+	}
+	setPhase(&st, resumePhase(&st), ReasonRecovered, lost+"; waiting for a worker")
+	return st, nil
+}
