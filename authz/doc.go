@@ -1,0 +1,13 @@
+// Package authz decides whether the author of an ApprovalDecision may decide
+// on a run (DESIGN.md §2 "Who may decide"). The admission webhook and the
+// controller call the same VerifyDecision, so a webhook bypassed by a
+// misconfiguration cannot let a decision through: the controller asks again.
+//
+// The checks, in order: the decision carries an actor stamped by admission;
+// a SubjectAccessReview for that actor with verb approve (Approve, Deny,
+// Cancel) or resolve (Resolve) on agents/approval named after the run's
+// Agent; the Agent's policy.approvers when set; forbidSelfApproval against
+// the run's spec.requestedBy. A failed check is a *DeniedError naming what is
+// missing; any other error is transient (the apiserver could not be asked)
+// and must never be read as "allowed".
+package authz

@@ -1,0 +1,244 @@
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+var (
+	toolNameRE    = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	builtinKindRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*(\.[a-z0-9.-]+)?$`)
+	headerNameRE  = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+)
+
+var (
+	providers        = []string{string(exagentv1.ModelProviderOpenAI), string(exagentv1.ModelProviderScripted)}
+	policyActions    = []string{string(exagentv1.PolicyAllow), string(exagentv1.PolicyAsk), string(exagentv1.PolicyDeny)}
+	onDenyActions    = []string{string(exagentv1.OnDenyStop), string(exagentv1.OnDenyContinue)}
+	builtinOps       = []string{"Get", "List", "Scale", "Patch", "Apply", "Delete"}
+	reservedToolName = "*" // matches every tool in policy rules
+)
+
+// ValidateAgent checks an Agent: the model provider's settings, tools
+// (unique names, exactly one implementation, parameter schemas that are
+// JSON Schema objects), the policy (every CEL when compiles, approvers are
+// well-formed) and limits. old is unused: an Agent may change, and runs
+// notice through their fingerprints.
+func ValidateAgent(newObj, _ *exagentv1.Agent) field.ErrorList {
+	spec := field.NewPath("spec")
+	s := &newObj.Spec
+	errs := validateModel(spec.Child("model"), &s.Model)
+	errs = append(errs, validateTools(spec.Child("tools"), s.Tools)...)
+	errs = append(errs, validatePolicy(spec.Child("policy"), &s.Policy)...)
+	errs = append(errs, validateDuration(spec.Child("limits", "activeTime"), s.Limits.ActiveTime, true)...)
+	return errs
+}
+
+func validateModel(path *field.Path, m *exagentv1.ModelSpec) field.ErrorList {
+	var errs field.ErrorList
+	switch m.Provider {
+	case exagentv1.ModelProviderScripted:
+		if len(m.Script) == 0 {
+			errs = append(errs, field.Required(path.Child("script"), "provider Scripted replays a script: give at least one turn"))
+		}
+	case exagentv1.ModelProviderOpenAI:
+		if m.Name == "" {
+			errs = append(errs, field.Required(path.Child("name"), "provider OpenAI needs the model's name"))
+		}
+		if len(m.Script) > 0 {
+			errs = append(errs, field.Forbidden(path.Child("script"), "only with provider Scripted"))
+		}
+		// baseURL may be empty: the OpenAI default endpoint is used.
+	case "":
+		errs = append(errs, field.Required(path.Child("provider"), ""))
+	default:
+		errs = append(errs, field.NotSupported(path.Child("provider"), m.Provider, providers))
+	}
+	errs = append(errs, validateHTTPURL(path.Child("baseURL"), m.BaseURL, false)...)
+	if m.APIKeySecretRef != nil {
+		errs = append(errs, validateSecretKeySelector(path.Child("apiKeySecretRef"), *m.APIKeySecretRef)...)
+	}
+	if m.Temperature != "" {
+		if t, err := strconv.ParseFloat(m.Temperature, 64); err != nil || t < 0 || t > 2 {
+			errs = append(errs, field.Invalid(path.Child("temperature"), m.Temperature, "must be a decimal between 0 and 2"))
+		}
+	}
+	if m.MaxCompletionTokens != nil && *m.MaxCompletionTokens < 1 {
+		errs = append(errs, field.Invalid(path.Child("maxCompletionTokens"), *m.MaxCompletionTokens, "must be at least 1"))
+	}
+	for i, turn := range m.Script {
+		p := path.Child("script").Index(i)
+		if turn.Text == "" && len(turn.ToolCalls) == 0 {
+			errs = append(errs, field.Required(p, "a script turn needs text or toolCalls"))
+		}
+		for j, tc := range turn.ToolCalls {
+			cp := p.Child("toolCalls").Index(j)
+			if tc.Name == "" {
+				errs = append(errs, field.Required(cp.Child("name"), ""))
+			}
+			if len(tc.ID) > maxIDLength {
+				errs = append(errs, field.TooLong(cp.Child("id"), "", maxIDLength))
+			}
+			if tc.Arguments != nil && len(tc.Arguments.Raw) > 0 {
+				var args map[string]any
+				if err := json.Unmarshal(tc.Arguments.Raw, &args); err != nil || args == nil {
+					errs = append(errs, field.Invalid(cp.Child("arguments"), "", "must be a JSON object"))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+func validateTools(path *field.Path, tools []exagentv1.ToolSpec) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i := range tools {
+		t, p := &tools[i], path.Index(i)
+		switch {
+		case !toolNameRE.MatchString(t.Name):
+			errs = append(errs, field.Invalid(p.Child("name"), t.Name, "must be 1-64 letters, digits, '_' or '-'"))
+		case seen[t.Name]:
+			errs = append(errs, field.Duplicate(p.Child("name"), t.Name))
+		}
+		seen[t.Name] = true
+		if t.Parameters != nil && len(t.Parameters.Raw) > 0 {
+			errs = append(errs, validateParameters(p.Child("parameters"), t.Parameters.Raw)...)
+		}
+		kinds := 0
+		if t.HTTP != nil {
+			kinds++
+			hp := p.Child("http")
+			errs = append(errs, validateHTTPURL(hp.Child("url"), t.HTTP.URL, true)...)
+			errs = append(errs, validateDuration(hp.Child("timeout"), t.HTTP.Timeout, false)...)
+			errs = append(errs, validateHeaders(hp.Child("headers"), t.HTTP.Headers)...)
+		}
+		if t.MCP != nil {
+			kinds++
+			mp := p.Child("mcp")
+			errs = append(errs, validateHTTPURL(mp.Child("url"), t.MCP.URL, true)...)
+			errs = append(errs, validateHeaders(mp.Child("headers"), t.MCP.Headers)...)
+		}
+		if t.Agent != nil {
+			kinds++
+			errs = append(errs, validateObjectName(p.Child("agent", "agentRef", "name"), t.Agent.AgentRef.Name)...)
+		}
+		if t.Builtin != nil {
+			kinds++
+			errs = append(errs, validateBuiltin(p.Child("builtin"), t.Builtin)...)
+		}
+		if kinds != 1 {
+			errs = append(errs, field.Invalid(p, t.Name, fmt.Sprintf("exactly one of http, mcp, agent or builtin must be set, not %d", kinds)))
+		}
+	}
+	return errs
+}
+
+func validateHeaders(path *field.Path, headers []exagentv1.SecretHeader) field.ErrorList {
+	var errs field.ErrorList
+	for i, h := range headers {
+		p := path.Index(i)
+		if !headerNameRE.MatchString(h.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), h.Name, "must be an HTTP header name"))
+		}
+		errs = append(errs, validateSecretKeySelector(p.Child("valueFrom"), h.ValueFrom)...)
+	}
+	return errs
+}
+
+func validateBuiltin(path *field.Path, b *exagentv1.BuiltinTool) field.ErrorList {
+	var errs field.ErrorList
+	if !slices.Contains(builtinOps, string(b.Operation)) {
+		errs = append(errs, field.NotSupported(path.Child("operation"), b.Operation, builtinOps))
+	}
+	if len(b.Kinds) == 0 {
+		errs = append(errs, field.Required(path.Child("kinds"), "name the kinds the tool may touch"))
+	}
+	for i, k := range b.Kinds {
+		if !builtinKindRE.MatchString(k) {
+			errs = append(errs, field.Invalid(path.Child("kinds").Index(i), k, "must be Kind or Kind.group, e.g. Deployment.apps"))
+		}
+	}
+	return errs
+}
+
+func validatePolicy(path *field.Path, p *exagentv1.PolicySpec) field.ErrorList {
+	var errs field.ErrorList
+	if p.Default != "" && !slices.Contains(policyActions, string(p.Default)) {
+		errs = append(errs, field.NotSupported(path.Child("default"), p.Default, policyActions))
+	}
+	if p.OnDeny != "" && !slices.Contains(onDenyActions, string(p.OnDeny)) {
+		errs = append(errs, field.NotSupported(path.Child("onDeny"), p.OnDeny, onDenyActions))
+	}
+	ruleNames := map[string]bool{}
+	for i, r := range p.Rules {
+		rp := path.Child("rules").Index(i)
+		if r.Name != "" {
+			if ruleNames[r.Name] {
+				// Approvers are shown the rule that asked; two with one name
+				// would make that ambiguous.
+				errs = append(errs, field.Duplicate(rp.Child("name"), r.Name))
+			}
+			ruleNames[r.Name] = true
+		}
+		if len(r.Tools) == 0 {
+			errs = append(errs, field.Required(rp.Child("tools"), `name the tools the rule applies to, or "*"`))
+		}
+		for j, t := range r.Tools {
+			if t != reservedToolName && !toolNameRE.MatchString(t) {
+				errs = append(errs, field.Invalid(rp.Child("tools").Index(j), t, `must be a tool name or "*"`))
+			}
+		}
+		if !slices.Contains(policyActions, string(r.Action)) {
+			errs = append(errs, field.NotSupported(rp.Child("action"), r.Action, policyActions))
+		}
+		if strings.TrimSpace(r.When) != "" {
+			if err := compileWhen(r.When); err != nil {
+				errs = append(errs, field.Invalid(rp.Child("when"), r.When, fmt.Sprintf("CEL: %v", err)))
+			}
+		}
+	}
+	if a := p.Approvers; a != nil {
+		ap := path.Child("approvers")
+		for i, u := range a.Users {
+			if u == "" {
+				errs = append(errs, field.Required(ap.Child("users").Index(i), ""))
+			}
+		}
+		for i, g := range a.Groups {
+			if g == "" {
+				errs = append(errs, field.Required(ap.Child("groups").Index(i), ""))
+			}
+		}
+		for i, sa := range a.ServiceAccounts {
+			errs = append(errs, validateServiceAccountRef(ap.Child("serviceAccounts").Index(i), sa)...)
+		}
+	}
+	return errs
+}
+
+// validateServiceAccountRef checks "namespace/name", as matched against
+// the username system:serviceaccount:namespace:name.
+func validateServiceAccountRef(path *field.Path, ref string) field.ErrorList {
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok {
+		return field.ErrorList{field.Invalid(path, ref, "must be namespace/name")}
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Label(ns) {
+		errs = append(errs, field.Invalid(path, ref, "namespace: "+msg))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(path, ref, "name: "+msg))
+	}
+	return errs
+}

@@ -1,0 +1,31 @@
+package webhook
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agent,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agents,verbs=create;update,versions=v1alpha1,name=vagent.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10
+
+// AgentWebhook validates Agents.
+type AgentWebhook struct{}
+
+var _ admission.Validator[*exagentv1.Agent] = &AgentWebhook{}
+
+// ValidateCreate validates a new Agent.
+func (w *AgentWebhook) ValidateCreate(_ context.Context, a *exagentv1.Agent) (admission.Warnings, error) {
+	return nil, invalid(agentGK, a.Name, ValidateAgent(a, nil))
+}
+
+// ValidateUpdate validates a changed Agent.
+func (w *AgentWebhook) ValidateUpdate(_ context.Context, old, a *exagentv1.Agent) (admission.Warnings, error) {
+	return nil, invalid(agentGK, a.Name, ValidateAgent(a, old))
+}
+
+// ValidateDelete allows deletes (the webhook is not registered for them).
+func (w *AgentWebhook) ValidateDelete(context.Context, *exagentv1.Agent) (admission.Warnings, error) {
+	return nil, nil
+}

@@ -1,0 +1,48 @@
+package webhook
+
+import (
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+const maxInputLength = 65536
+
+// ValidateAgentRun checks a run on its own. old is nil on create; on update
+// the spec must not change (a run binds what it was created with). A missing
+// Agent is deliberately not checked: GitOps may apply a run before its Agent,
+// and the controller waits with Ready=False, reason AgentNotFound.
+//
+// Durations are checked here, before any model or tool IO: Never disables
+// approvalTimeout and activeTimeLimit, a lease cannot be Never, and zero or
+// malformed values are rejected rather than read as "unset".
+func ValidateAgentRun(newObj, old *exagentv1.AgentRun) field.ErrorList {
+	spec := field.NewPath("spec")
+	if old != nil {
+		if !equality.Semantic.DeepEqual(newObj.Spec, old.Spec) {
+			return field.ErrorList{field.Forbidden(spec, "is immutable: create a new AgentRun instead")}
+		}
+		return nil
+	}
+	s := &newObj.Spec
+	errs := validateObjectName(spec.Child("agentRef", "name"), s.AgentRef.Name)
+	switch {
+	case s.Input == "":
+		errs = append(errs, field.Required(spec.Child("input"), "the user message that starts the run"))
+	case len(s.Input) > maxInputLength:
+		errs = append(errs, field.TooLong(spec.Child("input"), "", maxInputLength))
+	}
+	errs = append(errs, validateDuration(spec.Child("approvalTimeout"), s.ApprovalTimeout, true)...)
+	errs = append(errs, validateDuration(spec.Child("activeTimeLimit"), s.ActiveTimeLimit, true)...)
+	errs = append(errs, validateDuration(spec.Child("leaseDuration"), s.LeaseDuration, false)...)
+	if s.ServiceAccountName != "" {
+		// The builtin tools impersonate system:serviceaccount:<ns>:<name>;
+		// a name the apiserver could never hold would only fail later.
+		for _, msg := range validation.IsDNS1123Subdomain(s.ServiceAccountName) {
+			errs = append(errs, field.Invalid(spec.Child("serviceAccountName"), s.ServiceAccountName, msg))
+		}
+	}
+	return append(errs, validateActor(spec.Child("requestedBy"), s.RequestedBy)...)
+}

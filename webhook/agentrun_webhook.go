@@ -1,0 +1,63 @@
+package webhook
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/authz"
+)
+
+// +kubebuilder:webhook:path=/mutate-exagent-io-v1alpha1-agentrun,mutating=true,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agentruns,verbs=create,versions=v1alpha1,name=magentrun.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,reinvocationPolicy=Never
+// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agentrun,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agentruns,verbs=create;update,versions=v1alpha1,name=vagentrun.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10
+
+// AgentRunWebhook stamps spec.requestedBy and validates AgentRuns.
+type AgentRunWebhook struct{}
+
+var (
+	_ admission.Defaulter[*exagentv1.AgentRun] = &AgentRunWebhook{}
+	_ admission.Validator[*exagentv1.AgentRun] = &AgentRunWebhook{}
+)
+
+// Default stamps spec.requestedBy from the creating user: forbidSelfApproval
+// compares deciders against it, so a client must not be able to name
+// someone else as the requester.
+func (w *AgentRunWebhook) Default(ctx context.Context, run *exagentv1.AgentRun) error {
+	req, err := requester(ctx)
+	if err != nil || !isCreate(req) {
+		return err
+	}
+	stamped := authz.ActorFromUserInfo(req.UserInfo)
+	if run.Spec.RequestedBy != nil {
+		if ferr := checkStamped(field.NewPath("spec", "requestedBy"), run.Spec.RequestedBy, stamped); ferr != nil {
+			return invalid(agentRunGK, run.Name, field.ErrorList{ferr})
+		}
+	}
+	run.Spec.RequestedBy = &stamped
+	return nil
+}
+
+// ValidateCreate validates the run and that requestedBy is the creating user.
+func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.AgentRun) (admission.Warnings, error) {
+	errs := ValidateAgentRun(run, nil)
+	req, err := requester(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ferr := checkStamped(field.NewPath("spec", "requestedBy"), run.Spec.RequestedBy, authz.ActorFromUserInfo(req.UserInfo)); ferr != nil {
+		errs = append(errs, ferr)
+	}
+	return nil, invalid(agentRunGK, run.Name, errs)
+}
+
+// ValidateUpdate denies spec changes.
+func (w *AgentRunWebhook) ValidateUpdate(_ context.Context, old, run *exagentv1.AgentRun) (admission.Warnings, error) {
+	return nil, invalid(agentRunGK, run.Name, ValidateAgentRun(run, old))
+}
+
+// ValidateDelete allows deletes (the webhook is not registered for them).
+func (w *AgentRunWebhook) ValidateDelete(context.Context, *exagentv1.AgentRun) (admission.Warnings, error) {
+	return nil, nil
+}

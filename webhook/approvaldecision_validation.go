@@ -1,0 +1,103 @@
+package webhook
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// Field bounds mirrored from the CRD schema, so that the pure validation
+// stands on its own (the controller and tests call it without an apiserver).
+const (
+	maxIDLength          = 64
+	maxOperationIDLength = 253
+	maxTextLength        = 4096
+)
+
+var decisionKinds = []string{
+	string(exagentv1.DecisionApprove), string(exagentv1.DecisionDeny),
+	string(exagentv1.DecisionCancel), string(exagentv1.DecisionResolve),
+}
+
+// ValidateApprovalDecision checks a decision on its own. old is nil on
+// create; on update the spec must not change at all — a decision is a
+// write-once record, and a changed one would be a second decision under the
+// first one's receipt.
+func ValidateApprovalDecision(newObj, old *exagentv1.ApprovalDecision) field.ErrorList {
+	spec := field.NewPath("spec")
+	if old != nil {
+		if !equality.Semantic.DeepEqual(newObj.Spec, old.Spec) {
+			return field.ErrorList{field.Forbidden(spec, "is immutable: create a new ApprovalDecision instead")}
+		}
+		return nil
+	}
+	s := &newObj.Spec
+	errs := validateObjectName(spec.Child("runRef", "name"), s.RunRef.Name)
+	errs = append(errs, validateID(spec.Child("approvalID"), s.ApprovalID)...)
+	errs = append(errs, validateID(spec.Child("callID"), s.CallID)...)
+
+	switch s.Decision {
+	case exagentv1.DecisionApprove, exagentv1.DecisionDeny:
+		if s.ApprovalID == "" {
+			errs = append(errs, field.Required(spec.Child("approvalID"), fmt.Sprintf("decision %s names the approval it decides", s.Decision)))
+		}
+	case exagentv1.DecisionCancel:
+		// approvalID is optional: without it the whole waiting run is cancelled.
+	case exagentv1.DecisionResolve:
+		if s.CallID == "" {
+			errs = append(errs, field.Required(spec.Child("callID"), "decision Resolve names the Uncertain call it resolves"))
+		}
+		if s.ApprovalID != "" {
+			errs = append(errs, field.Forbidden(spec.Child("approvalID"), "decision Resolve targets a call: set callID, not approvalID"))
+		}
+		switch s.Outcome {
+		case exagentv1.ResolveSucceeded, exagentv1.ResolveFailed, exagentv1.ResolveRetry:
+		case "":
+			errs = append(errs, field.Required(spec.Child("outcome"), "decision Resolve says what happened: Succeeded, Failed or Retry"))
+		default:
+			errs = append(errs, field.NotSupported(spec.Child("outcome"), s.Outcome,
+				[]string{string(exagentv1.ResolveSucceeded), string(exagentv1.ResolveFailed), string(exagentv1.ResolveRetry)}))
+		}
+	case "":
+		errs = append(errs, field.Required(spec.Child("decision"), ""))
+	default:
+		errs = append(errs, field.NotSupported(spec.Child("decision"), s.Decision, decisionKinds))
+	}
+	if s.Decision != exagentv1.DecisionResolve {
+		if s.CallID != "" {
+			errs = append(errs, field.Forbidden(spec.Child("callID"), "only with decision Resolve; approvals are named by approvalID"))
+		}
+		if s.Outcome != "" {
+			errs = append(errs, field.Forbidden(spec.Child("outcome"), "only with decision Resolve"))
+		}
+		if s.Evidence != "" {
+			errs = append(errs, field.Forbidden(spec.Child("evidence"), "only with decision Resolve"))
+		}
+	}
+	if s.Revision < 0 {
+		errs = append(errs, field.Invalid(spec.Child("revision"), s.Revision, "must not be negative"))
+	}
+	if len(s.PayloadHash) > 128 {
+		errs = append(errs, field.TooLong(spec.Child("payloadHash"), "", 128))
+	}
+	if len(s.OperationID) > maxOperationIDLength {
+		errs = append(errs, field.TooLong(spec.Child("operationID"), "", maxOperationIDLength))
+	}
+	if len(s.Reason) > maxTextLength {
+		errs = append(errs, field.TooLong(spec.Child("reason"), "", maxTextLength))
+	}
+	if len(s.Evidence) > maxTextLength {
+		errs = append(errs, field.TooLong(spec.Child("evidence"), "", maxTextLength))
+	}
+	return append(errs, validateActor(spec.Child("actor"), s.Actor)...)
+}
+
+func validateID(path *field.Path, id string) field.ErrorList {
+	if len(id) > maxIDLength {
+		return field.ErrorList{field.TooLong(path, "", maxIDLength)}
+	}
+	return nil
+}

@@ -1,0 +1,117 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/authz"
+)
+
+// Only CREATE is intercepted by the mutating webhook (identities are stamped
+// once) and CREATE/UPDATE by the validating one; DELETE is allowed — the
+// receipt of an applied decision lives in the run.
+// +kubebuilder:webhook:path=/mutate-exagent-io-v1alpha1-approvaldecision,mutating=true,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=approvaldecisions,verbs=create,versions=v1alpha1,name=mapprovaldecision.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,reinvocationPolicy=Never
+// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-approvaldecision,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=approvaldecisions,verbs=create;update,versions=v1alpha1,name=vapprovaldecision.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10
+
+// +kubebuilder:rbac:groups=exagent.io,resources=agents;agentruns,verbs=get
+
+// ApprovalDecisionWebhook stamps and checks ApprovalDecisions.
+type ApprovalDecisionWebhook struct {
+	// Reader reads runs and Agents; the manager's APIReader (uncached).
+	Reader client.Reader
+	// Client creates SubjectAccessReviews.
+	Client client.Client
+}
+
+var (
+	_ admission.Defaulter[*exagentv1.ApprovalDecision] = &ApprovalDecisionWebhook{}
+	_ admission.Validator[*exagentv1.ApprovalDecision] = &ApprovalDecisionWebhook{}
+)
+
+// Default stamps spec.actor from the authenticated user and defaults
+// spec.operationID to the object's name. A client-written actor that differs
+// is refused here, before anything else sees it.
+func (w *ApprovalDecisionWebhook) Default(ctx context.Context, d *exagentv1.ApprovalDecision) error {
+	req, err := requester(ctx)
+	if err != nil || !isCreate(req) {
+		return err
+	}
+	stamped := authz.ActorFromUserInfo(req.UserInfo)
+	if d.Spec.Actor != nil {
+		if ferr := checkStamped(field.NewPath("spec", "actor"), d.Spec.Actor, stamped); ferr != nil {
+			return invalid(approvalDecisionGK, d.Name, field.ErrorList{ferr})
+		}
+	}
+	d.Spec.Actor = &stamped
+	if d.Spec.OperationID == "" {
+		d.Spec.OperationID = d.Name
+	}
+	return nil
+}
+
+// ValidateCreate admits a decision only when its author may decide on its
+// target now: shape, stamped actor, target decidable, then authz.
+func (w *ApprovalDecisionWebhook) ValidateCreate(ctx context.Context, d *exagentv1.ApprovalDecision) (admission.Warnings, error) {
+	if err := invalid(approvalDecisionGK, d.Name, ValidateApprovalDecision(d, nil)); err != nil {
+		return nil, err
+	}
+	req, err := requester(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Checked again although Default stamped it: another mutating webhook
+	// may run after ours, or ours may be missing from the configuration.
+	if ferr := checkStamped(field.NewPath("spec", "actor"), d.Spec.Actor, authz.ActorFromUserInfo(req.UserInfo)); ferr != nil {
+		return nil, invalid(approvalDecisionGK, d.Name, field.ErrorList{ferr})
+	}
+
+	run := &exagentv1.AgentRun{}
+	if err := w.Reader.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Spec.RunRef.Name}, run); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, invalid(approvalDecisionGK, d.Name, field.ErrorList{
+				field.NotFound(field.NewPath("spec", "runRef", "name"), d.Spec.RunRef.Name)})
+		}
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading AgentRun %s/%s: %w", d.Namespace, d.Spec.RunRef.Name, err))
+	}
+	agent := &exagentv1.Agent{}
+	if err := w.Reader.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: run.Spec.AgentRef.Name}, agent); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, apierrors.NewInternalError(fmt.Errorf("reading Agent %s/%s: %w", d.Namespace, run.Spec.AgentRef.Name, err))
+		}
+		agent = nil // authz denies after the RBAC check: the policy is unknown
+	}
+
+	// Who may decide comes before whether the target is decidable, so that
+	// someone without the verb learns nothing about the run's approvals.
+	if err := authz.VerifyDecision(ctx, w.Client, d, run, agent, authz.WithExtra(req.UserInfo.Extra)); err != nil {
+		if authz.IsDenied(err) {
+			logf.FromContext(ctx).Info("decision denied", "decision", d.Name, "run", run.Name,
+				"actor", d.Spec.Actor.Username, "check", authz.DeniedCheck(err), "message", err.Error())
+			return nil, apierrors.NewForbidden(approvalDecisionGR, d.Name, err)
+		}
+		return nil, apierrors.NewInternalError(fmt.Errorf("authorizing decision: %w", err))
+	}
+	if err := invalid(approvalDecisionGK, d.Name, ValidateDecisionTarget(d, run)); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// ValidateUpdate denies any change of spec; metadata (labels, finalizers)
+// may change.
+func (w *ApprovalDecisionWebhook) ValidateUpdate(_ context.Context, old, d *exagentv1.ApprovalDecision) (admission.Warnings, error) {
+	return nil, invalid(approvalDecisionGK, d.Name, ValidateApprovalDecision(d, old))
+}
+
+// ValidateDelete allows deletes (the webhook is not registered for them).
+func (w *ApprovalDecisionWebhook) ValidateDelete(context.Context, *exagentv1.ApprovalDecision) (admission.Warnings, error) {
+	return nil, nil
+}

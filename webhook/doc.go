@@ -1,0 +1,22 @@
+// Package webhook owns admission for the exagent.io API, served by the
+// manager: thin typed webhooks (admission.Defaulter[T] / Validator[T]) that
+// stamp identities from the admission request and delegate to exported pure
+// ValidateX(new, old) field.ErrorList functions, plus the decision check of
+// package authz (SubjectAccessReview, policy.approvers, forbidSelfApproval).
+//
+// What is checked where:
+//   - ApprovalDecision: mutating stamps spec.actor from the authenticated
+//     user and defaults spec.operationID to the object's name; validating
+//     re-checks the actor, the target (run and approval exist and are
+//     pending, or the call is Uncertain for Resolve) and who may decide.
+//     Spec updates are denied; deletes are not intercepted (the receipt
+//     lives in the run).
+//   - AgentRun: mutating stamps spec.requestedBy from the creating user;
+//     validating checks durations, Never, names. A missing Agent is not a
+//     rejection: the controller waits with Ready=False, AgentNotFound.
+//   - Agent: validating compiles every CEL when, checks tool parameter
+//     schemas, unique names and the model provider's settings.
+//
+// Every webhook is failurePolicy Fail: when the manager is down, nothing is
+// decided. The controller re-verifies each decision anyway (authz).
+package webhook
