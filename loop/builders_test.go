@@ -44,8 +44,11 @@ func (w *AgentWrapper) Schema(name, schema string) *AgentWrapper {
 	return w
 }
 
-func (w *AgentWrapper) Default(a exagentv1.PolicyAction) *AgentWrapper { w.Policy.Default = a; return w }
-func (w *AgentWrapper) OnDeny(o exagentv1.OnDeny) *AgentWrapper      { w.Policy.OnDeny = o; return w }
+func (w *AgentWrapper) Default(a exagentv1.PolicyAction) *AgentWrapper {
+	w.Policy.Default = a
+	return w
+}
+func (w *AgentWrapper) OnDeny(o exagentv1.OnDeny) *AgentWrapper { w.Policy.OnDeny = o; return w }
 
 // Rule appends a policy rule.
 func (w *AgentWrapper) Rule(name string, a exagentv1.PolicyAction, when string, tools ...string) *AgentWrapper {
@@ -96,7 +99,7 @@ func (w *RunWrapper) ActiveTimeLimit(d exagentv1.Duration) *RunWrapper {
 	return w
 }
 func (w *RunWrapper) Lease(d exagentv1.Duration) *RunWrapper { w.LeaseDuration = d; return w }
-func (w *RunWrapper) Obj() *exagentv1.AgentRunSpec        { return w.AgentRunSpec.DeepCopy() }
+func (w *RunWrapper) Obj() *exagentv1.AgentRunSpec           { return w.AgentRunSpec.DeepCopy() }
 
 // mustEnv builds an Env or fails the test.
 func mustEnv(t testing.TB, agent *exagentv1.AgentSpec, run *exagentv1.AgentRunSpec) *Env {
@@ -120,7 +123,9 @@ func call(id, name, args string) exagentv1.MessageToolCall {
 }
 
 // text is a model answer without tool calls.
-func text(s string) ModelResponse { return ModelResponse{Content: s, PromptTokens: 10, CompletionTokens: 5} }
+func text(s string) ModelResponse {
+	return ModelResponse{Content: s, PromptTokens: 10, CompletionTokens: 5}
+}
 
 // tools is a model answer asking for calls.
 func tools(calls ...exagentv1.MessageToolCall) ModelResponse {
