@@ -1,0 +1,160 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
+)
+
+// OpenAIConfig configures the OpenAI-compatible provider. Everything comes
+// from the current Agent and its Secret, never from the run.
+type OpenAIConfig struct {
+	BaseURL             string
+	Model               string
+	APIKey              string
+	Temperature         string
+	MaxCompletionTokens *int64
+	// HTTPClient is shared by all requests (connection reuse); nil means http.DefaultClient.
+	HTTPClient *http.Client
+	// Timeout bounds one request, retries included; zero means 2 minutes.
+	Timeout time.Duration
+}
+
+// OpenAI speaks chat completions through the official SDK. Tools are sent as
+// functions with their JSON schema; tool-call IDs from the model are kept.
+type OpenAI struct {
+	cfg    OpenAIConfig
+	client openai.Client
+}
+
+var _ Provider = (*OpenAI)(nil)
+
+// NewOpenAI builds the provider.
+func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("openai: model name is required")
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 2 * time.Minute
+	}
+	opts := []option.RequestOption{
+		option.WithAPIKey(cfg.APIKey),
+		option.WithRequestTimeout(cfg.Timeout),
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &OpenAI{cfg: cfg, client: openai.NewClient(opts...)}, nil
+}
+
+// Complete sends one chat-completion request.
+func (o *OpenAI) Complete(ctx context.Context, req loop.ModelRequest) (loop.ModelResponse, error) {
+	params, err := o.params(req)
+	if err != nil {
+		return loop.ModelResponse{}, err
+	}
+	res, err := o.client.Chat.Completions.New(ctx, params)
+	if err != nil {
+		return loop.ModelResponse{}, fmt.Errorf("openai chat completion (model %s): %w", o.cfg.Model, err)
+	}
+	if len(res.Choices) == 0 {
+		return loop.ModelResponse{}, fmt.Errorf("openai chat completion (model %s): response has no choices", o.cfg.Model)
+	}
+	msg := res.Choices[0].Message
+	out := loop.ModelResponse{
+		Content:          msg.Content,
+		PromptTokens:     res.Usage.PromptTokens,
+		CompletionTokens: res.Usage.CompletionTokens,
+	}
+	for _, tc := range msg.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			return loop.ModelResponse{}, fmt.Errorf("openai: unsupported tool call type %q", tc.Type)
+		}
+		args := tc.Function.Arguments
+		if args == "" {
+			args = "{}"
+		}
+		out.ToolCalls = append(out.ToolCalls, exagentv1.MessageToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+	}
+	return out, nil
+}
+
+func (o *OpenAI) params(req loop.ModelRequest) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(o.cfg.Model)}
+	if o.cfg.Temperature != "" {
+		t, err := strconv.ParseFloat(o.cfg.Temperature, 64)
+		if err != nil {
+			return p, fmt.Errorf("openai: temperature %q: %w", o.cfg.Temperature, err)
+		}
+		p.Temperature = openai.Float(t)
+	}
+	if o.cfg.MaxCompletionTokens != nil {
+		p.MaxCompletionTokens = openai.Int(*o.cfg.MaxCompletionTokens)
+	}
+	for _, m := range req.Messages {
+		msg, err := toParam(m)
+		if err != nil {
+			return p, err
+		}
+		p.Messages = append(p.Messages, msg)
+	}
+	for _, t := range req.Tools {
+		fn := shared.FunctionDefinitionParam{Name: t.Name}
+		if t.Description != "" {
+			fn.Description = openai.String(t.Description)
+		}
+		schema := shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
+		if len(t.Parameters) > 0 {
+			schema = shared.FunctionParameters{}
+			if err := json.Unmarshal(t.Parameters, &schema); err != nil {
+				return p, fmt.Errorf("openai: tool %q parameters: %w", t.Name, err)
+			}
+		}
+		fn.Parameters = schema
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fn))
+	}
+	return p, nil
+}
+
+func toParam(m exagentv1.Message) (openai.ChatCompletionMessageParamUnion, error) {
+	switch m.Role {
+	case exagentv1.RoleSystem:
+		return openai.SystemMessage(m.Content), nil
+	case exagentv1.RoleUser:
+		return openai.UserMessage(m.Content), nil
+	case exagentv1.RoleTool:
+		return openai.ToolMessage(m.Content, m.ToolCallID), nil
+	case exagentv1.RoleAssistant:
+		a := openai.ChatCompletionAssistantMessageParam{}
+		if m.Content != "" {
+			a.Content.OfString = openai.String(m.Content)
+		}
+		for _, tc := range m.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID: tc.ID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
+						Name:      tc.Name,
+						Arguments: tc.Arguments,
+					},
+				},
+			})
+		}
+		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+	}
+	return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("openai: message role %q not supported", m.Role)
+}

@@ -1,0 +1,46 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// SecretGetter reads one key of a Secret in the run's namespace.
+type SecretGetter func(ctx context.Context, sel exagentv1.SecretKeySelector) (string, error)
+
+// Options are the process-wide settings of providers built by For.
+type Options struct {
+	HTTPClient *http.Client
+	Timeout    time.Duration
+}
+
+// For builds the provider an Agent's current model spec asks for. The API
+// key is read now, so a rotated Secret is used by the next request.
+func For(ctx context.Context, spec *exagentv1.ModelSpec, secret SecretGetter, opts Options) (Provider, error) {
+	switch spec.Provider {
+	case exagentv1.ModelProviderScripted:
+		return Scripted{Script: spec.Script}, nil
+	case exagentv1.ModelProviderOpenAI:
+		cfg := OpenAIConfig{
+			BaseURL:             spec.BaseURL,
+			Model:               spec.Name,
+			Temperature:         spec.Temperature,
+			MaxCompletionTokens: spec.MaxCompletionTokens,
+			HTTPClient:          opts.HTTPClient,
+			Timeout:             opts.Timeout,
+		}
+		if spec.APIKeySecretRef != nil {
+			key, err := secret(ctx, *spec.APIKeySecretRef)
+			if err != nil {
+				return nil, fmt.Errorf("reading API key: %w", err)
+			}
+			cfg.APIKey = key
+		}
+		return NewOpenAI(cfg)
+	}
+	return nil, fmt.Errorf("model provider %q not supported", spec.Provider)
+}
