@@ -1,0 +1,221 @@
+package loop
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+func TestNewEnvErrors(t *testing.T) {
+	cases := map[string]struct {
+		in      EnvInput
+		wantErr string
+	}{
+		"no uid":           {in: EnvInput{Agent: MakeAgent().Obj(), Run: MakeRun().Obj()}, wantErr: "run UID"},
+		"no agent":         {in: EnvInput{RunUID: "u", Run: MakeRun().Obj()}, wantErr: "agent and run"},
+		"bad policy":       {in: EnvInput{RunUID: "u", Agent: MakeAgent().Rule("r", exagentv1.PolicyAllow, "args.x >", "a").Obj(), Run: MakeRun().Obj()}, wantErr: "policy.rules[0].when"},
+		"bad approval":     {in: EnvInput{RunUID: "u", Agent: MakeAgent().Obj(), Run: MakeRun().ApprovalTimeout("soon").Obj()}, wantErr: "approvalTimeout"},
+		"bad active":       {in: EnvInput{RunUID: "u", Agent: MakeAgent().Obj(), Run: MakeRun().ActiveTimeLimit("-1s").Obj()}, wantErr: "activeTimeLimit"},
+		"bad agent active": {in: EnvInput{RunUID: "u", Agent: MakeAgent().ActiveTime("x").Obj(), Run: MakeRun().Obj()}, wantErr: "limits.activeTime"},
+		"lease never":      {in: EnvInput{RunUID: "u", Agent: MakeAgent().Obj(), Run: MakeRun().Lease(exagentv1.Never).Obj()}, wantErr: "leaseDuration"},
+		"bad schema": {in: EnvInput{RunUID: "u", Agent: func() *exagentv1.AgentSpec {
+			a := MakeAgent().HTTPTool("t", false).Obj()
+			a.Tools[0].Parameters = &runtime.RawExtension{Raw: []byte(`{`)}
+			return a
+		}(), Run: MakeRun().Obj()}, wantErr: `tools[0] "t" parameters`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := NewEnv(tc.in)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestEnvDurations(t *testing.T) {
+	type want struct {
+		Approval      time.Duration
+		ApprovalNever bool
+		Active        time.Duration
+		ActiveNever   bool
+		Lease         time.Duration
+		Budget        int
+	}
+	cases := map[string]struct {
+		agent *exagentv1.AgentSpec
+		run   *exagentv1.AgentRunSpec
+		size  int
+		want  want
+	}{
+		"defaults": {agent: MakeAgent().Obj(), run: MakeRun().Obj(),
+			want: want{Approval: 24 * time.Hour, Active: time.Hour, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},
+		"never vs unset": {agent: MakeAgent().Obj(), run: MakeRun().ApprovalTimeout(exagentv1.Never).ActiveTimeLimit(exagentv1.Never).Lease("5s").Obj(), size: 1000,
+			want: want{ApprovalNever: true, ActiveNever: true, Lease: 5 * time.Second, Budget: 1000}},
+		"agent limit when run unset": {agent: MakeAgent().ActiveTime("2h").Obj(), run: MakeRun().Obj(),
+			want: want{Approval: 24 * time.Hour, Active: 2 * time.Hour, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},
+		"agent never when run unset": {agent: MakeAgent().ActiveTime(exagentv1.Never).Obj(), run: MakeRun().Obj(),
+			want: want{Approval: 24 * time.Hour, ActiveNever: true, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},
+		"stricter agent wins": {agent: MakeAgent().ActiveTime("10m").Obj(), run: MakeRun().ActiveTimeLimit("20m").Obj(),
+			want: want{Approval: 24 * time.Hour, Active: 10 * time.Minute, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},
+		"stricter run wins": {agent: MakeAgent().ActiveTime("10m").Obj(), run: MakeRun().ActiveTimeLimit("5m").Obj(),
+			want: want{Approval: 24 * time.Hour, Active: 5 * time.Minute, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},
+		"run never cannot lift agent limit": {agent: MakeAgent().ActiveTime("10m").Obj(), run: MakeRun().ActiveTimeLimit(exagentv1.Never).Obj(),
+			want: want{Approval: 24 * time.Hour, Active: 10 * time.Minute, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			env, err := NewEnv(EnvInput{RunUID: "u", Agent: tc.agent, Run: tc.run, SizeBudget: tc.size})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got want
+			got.Approval, got.ApprovalNever = env.ApprovalTimeout()
+			got.Active, got.ActiveNever = env.ActiveTimeLimit()
+			got.Lease, got.Budget = env.LeaseDuration(), env.SizeBudget()
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("durations (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEnvFingerprints(t *testing.T) {
+	base := MakeAgent().HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search")
+	fp := func(a *exagentv1.AgentSpec) exagentv1.Binding { return mustEnv(t, a, MakeRun().Obj()).Binding() }
+	ref := fp(base.Obj())
+	cases := map[string]struct {
+		agent                                   *exagentv1.AgentSpec
+		sameDef, sameModel, samePolicy, sameSch bool
+	}{
+		"identical":           {agent: base.Obj(), sameDef: true, sameModel: true, samePolicy: true, sameSch: true},
+		"instructions":        {agent: MakeAgent().Instructions("other").HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameModel: true, samePolicy: true, sameSch: true},
+		"model name":          {agent: MakeAgent().ModelName("m2").HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameDef: true, samePolicy: true, sameSch: true},
+		"policy":              {agent: MakeAgent().HTTPTool("search", false).Rule("r", exagentv1.PolicyAsk, "", "search").Obj(), sameDef: true, sameModel: true, sameSch: true},
+		"explicit defaults":   {agent: MakeAgent().HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search").Default(exagentv1.PolicyAsk).OnDeny(exagentv1.OnDenyStop).Obj(), sameDef: true, sameModel: true, samePolicy: true, sameSch: true},
+		"schema":              {agent: MakeAgent().HTTPTool("search", false).Schema("search", `{"type":"object","required":["q"]}`).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameDef: true, sameModel: true, samePolicy: true},
+		"schema whitespace":   {agent: MakeAgent().HTTPTool("search", false).Schema("search", `{ "type" : "object" }`).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameDef: true, sameModel: true, samePolicy: true, sameSch: true},
+		"endpoint is not def": {agent: func() *exagentv1.AgentSpec { a := base.Obj(); a.Tools[0].HTTP.URL = "http://elsewhere"; return a }(), sameDef: true, sameModel: true, samePolicy: true, sameSch: true},
+		"tool added":          {agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameModel: true, samePolicy: true},
+		"credentials excluded": {agent: func() *exagentv1.AgentSpec {
+			a := base.Obj()
+			a.Model.APIKeySecretRef = &exagentv1.SecretKeySelector{Name: "s", Key: "k"}
+			return a
+		}(), sameDef: true, sameModel: true, samePolicy: true, sameSch: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := fp(tc.agent)
+			check := func(what string, a, b string, same bool) {
+				if (a == b) != same {
+					t.Errorf("%s fingerprint equal=%v, want %v", what, a == b, same)
+				}
+			}
+			check("definition", ref.Definition, got.Definition, tc.sameDef)
+			check("model", ref.Model, got.Model, tc.sameModel)
+			check("policy", ref.Policy, got.Policy, tc.samePolicy)
+			check("schema", ref.Tools[0].Hash, got.Tools[0].Hash, tc.sameSch)
+		})
+	}
+}
+
+func TestEnvAccessors(t *testing.T) {
+	env := defaultEnv(t)
+	if env.RunUID() != runUID || env.Policy() == nil {
+		t.Errorf("RunUID/Policy accessors")
+	}
+	tools := env.Tools()
+	tools[0].Name = "mutated"
+	if env.Tools()[0].Name != "search" {
+		t.Errorf("Tools() leaks internal state")
+	}
+	if diff := cmp.Diff([]string{"search", "pay"}, []string{env.Tools()[0].Name, env.Tools()[1].Name}); diff != "" {
+		t.Errorf("tool order (-want +got):\n%s", diff)
+	}
+	if got := string(env.Tools()[0].Parameters); got != `{"type":"object"}` {
+		t.Errorf("parameters = %s", got)
+	}
+	if noParams := mustEnv(t, &exagentv1.AgentSpec{Tools: []exagentv1.ToolSpec{{Name: "x", HTTP: &exagentv1.HTTPTool{URL: "http://x"}}}}, MakeRun().Obj()); string(noParams.Tools()[0].Parameters) != `{}` {
+		t.Errorf("absent parameters should be the empty object schema")
+	}
+}
+
+func TestCheckDrift(t *testing.T) {
+	env := defaultEnv(t)
+	s, err := Start(Status{}, env, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		s          Status
+		agent      *exagentv1.AgentSpec
+		wantReason string
+	}{
+		"same":               {s: s, agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj()},
+		"policy may change":  {s: s, agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Default(exagentv1.PolicyDeny).Obj()},
+		"schema may change":  {s: s, agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Schema("pay", `{"type":"object","required":["amount"]}`).Obj()},
+		"definition changed": {s: s, agent: MakeAgent().Instructions("new").HTTPTool("search", false).HTTPTool("pay", false).Obj(), wantReason: exagentv1.ReasonDefinitionChanged},
+		"model changed":      {s: s, agent: MakeAgent().ModelName("m").HTTPTool("search", false).HTTPTool("pay", false).Obj(), wantReason: exagentv1.ReasonDefinitionChanged},
+		"binding omitted":    {s: Status{Phase: exagentv1.PhaseQueued}, agent: MakeAgent().Obj(), wantReason: exagentv1.ReasonInvalidContinuation},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := CheckDrift(tc.s, mustEnv(t, tc.agent, MakeRun().Obj()))
+			if tc.wantReason == "" {
+				if err != nil {
+					t.Fatalf("CheckDrift: %v", err)
+				}
+				return
+			}
+			e, ok := AsError(err)
+			if !ok || e.Reason != tc.wantReason || e.Kind != KindInvalidContinuation {
+				t.Fatalf("error = %v, want InvalidContinuation/%s", err, tc.wantReason)
+			}
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	err := fmt.Errorf("commit: %w", conflictf("x %d", 1))
+	cases := map[string]struct {
+		err                     error
+		target                  error
+		wantIs, wantPermanent   bool
+		wantMessage, wantIsKind string
+	}{
+		"wrapped conflict":   {err: err, target: ErrConflict, wantIs: true, wantMessage: "commit: Conflict: x 1", wantIsKind: "Conflict"},
+		"other kind":         {err: err, target: ErrExpired, wantMessage: "commit: Conflict: x 1", wantIsKind: "Conflict"},
+		"invalid permanent":  {err: invalidf("gone"), target: ErrInvalidContinuation, wantIs: true, wantPermanent: true, wantMessage: "InvalidContinuation: gone", wantIsKind: "InvalidContinuation"},
+		"too large":          {err: &Error{Kind: KindTooLarge}, target: ErrTooLarge, wantIs: true, wantPermanent: true, wantMessage: "TooLarge", wantIsKind: "TooLarge"},
+		"limit":              {err: ErrLimitExceeded, target: ErrLimitExceeded, wantIs: true, wantPermanent: true, wantMessage: "LimitExceeded", wantIsKind: "LimitExceeded"},
+		"stale":              {err: staleFencef("s"), target: ErrStaleFence, wantIs: true, wantMessage: "StaleFence: s", wantIsKind: "StaleFence"},
+		"plain error":        {err: errors.New("x"), target: ErrConflict, wantMessage: "x"},
+		"sentinels distinct": {err: ErrNotPending, target: ErrUncertain, wantMessage: "NotPending", wantIsKind: "NotPending"},
+		"forbidden":          {err: ErrForbidden, target: ErrForbidden, wantIs: true, wantMessage: "Forbidden", wantIsKind: "Forbidden"},
+		"expired":            {err: ErrExpired, target: ErrExpired, wantIs: true, wantMessage: "Expired", wantIsKind: "Expired"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			kind := ""
+			if e, ok := AsError(tc.err); ok {
+				kind = string(e.Kind)
+				if !IsKind(tc.err, e.Kind) {
+					t.Errorf("IsKind(err, %s) = false", e.Kind)
+				}
+			}
+			got := []any{errors.Is(tc.err, tc.target), IsPermanent(tc.err), tc.err.Error(), kind}
+			want := []any{tc.wantIs, tc.wantPermanent, tc.wantMessage, tc.wantIsKind}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
