@@ -104,7 +104,7 @@ func TestEnvFingerprints(t *testing.T) {
 		"schema":              {agent: MakeAgent().HTTPTool("search", false).Schema("search", `{"type":"object","required":["q"]}`).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameDef: true, sameModel: true, samePolicy: true},
 		"schema whitespace":   {agent: MakeAgent().HTTPTool("search", false).Schema("search", `{ "type" : "object" }`).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameDef: true, sameModel: true, samePolicy: true, sameSch: true},
 		"endpoint is not def": {agent: func() *exagentv1.AgentSpec { a := base.Obj(); a.Tools[0].HTTP.URL = "http://elsewhere"; return a }(), sameDef: true, sameModel: true, samePolicy: true, sameSch: true},
-		"tool added":          {agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameModel: true, samePolicy: true},
+		"tool added":          {agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameModel: true, samePolicy: true, sameSch: true},
 		"credentials excluded": {agent: func() *exagentv1.AgentSpec {
 			a := base.Obj()
 			a.Model.APIKeySecretRef = &exagentv1.SecretKeySelector{Name: "s", Key: "k"}
