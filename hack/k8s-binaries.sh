@@ -19,7 +19,7 @@ OUT="${CACHE_ROOT}/k8s/${K8S_VERSION}"
 
 log() { echo "k8s-binaries: $*" >&2; }
 
-if [[ -x "$OUT/kube-apiserver" && -x "$OUT/etcd" && -x "$OUT/kubectl" ]]; then
+if [[ -f "$OUT/kube-apiserver" && -f "$OUT/etcd" && -f "$OUT/kubectl" && -x "$OUT/etcd" ]]; then
   echo "$OUT"
   exit 0
 fi
@@ -31,7 +31,7 @@ export GOFLAGS="-mod=mod"
 export CGO_ENABLED=0
 
 build_kubernetes() {
-  local dir="$WORK/kubernetes"
+  local dir="$WORK/kubernetes-module"
   mkdir -p "$dir"
   cd "$dir"
   go mod init exagent.local/k8sbinaries >/dev/null 2>&1
@@ -59,7 +59,7 @@ build_kubernetes() {
 }
 
 build_etcd() {
-  local dir="$WORK/etcd"
+  local dir="$WORK/etcd-module"
   mkdir -p "$dir"
   cd "$dir"
   go mod init exagent.local/etcdbinary >/dev/null 2>&1
@@ -83,6 +83,6 @@ GO
 
 (build_etcd)
 (build_kubernetes)
-for b in etcd kube-apiserver kubectl; do mv "$WORK/$b" "$OUT/$b"; done
+for b in etcd kube-apiserver kubectl; do rm -rf "${OUT:?}/$b"; mv "$WORK/$b" "$OUT/$b"; done
 log "binaries ready in $OUT"
 echo "$OUT"
