@@ -31,9 +31,11 @@ func CheckPolicy(agentName string, policy exagentv1.PolicySpec, run *exagentv1.A
 			return denied(CheckSelfApproval,
 				"forbidSelfApproval: the run has no spec.requestedBy, so its requester cannot be told apart from the decider")
 		}
-		if run.RequestedBy.Username == actor.Username {
+		// ImpersonatedBy is compared too, for authenticators that report the
+		// impersonator: asking someone to stand in is still deciding alone.
+		if req := run.RequestedBy.Username; req == actor.Username || req == actor.ImpersonatedBy {
 			return denied(CheckSelfApproval, fmt.Sprintf(
-				"forbidSelfApproval: %q requested this run and cannot decide on it", actor.Username))
+				"forbidSelfApproval: %q requested this run and cannot decide on it", req))
 		}
 	}
 	return nil

@@ -201,12 +201,9 @@ func validatePolicy(path *field.Path, p *exagentv1.PolicySpec) field.ErrorList {
 		if !slices.Contains(policyActions, string(r.Action)) {
 			errs = append(errs, field.NotSupported(rp.Child("action"), r.Action, policyActions))
 		}
-		if strings.TrimSpace(r.When) != "" {
-			if err := compileWhen(r.When); err != nil {
-				errs = append(errs, field.Invalid(rp.Child("when"), r.When, fmt.Sprintf("CEL: %v", err)))
-			}
-		}
 	}
+	// The whole policy is compiled only when every field above is sound.
+	errs = append(errs, validateWhens(path, p, len(errs) == 0)...)
 	if a := p.Approvers; a != nil {
 		ap := path.Child("approvers")
 		for i, u := range a.Users {

@@ -2,34 +2,38 @@ package webhook
 
 import (
 	"fmt"
-	"sync"
+	"strings"
 
-	"cel.dev/cel-go/cel"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
 )
 
-// whenEnv is the CEL environment of a policy rule's when: one variable,
-// args, the call's arguments as decoded JSON (dyn). It is built once; Env is
-// safe for concurrent use.
-var whenEnv = sync.OnceValues(func() (*cel.Env, error) {
-	return cel.NewEnv(cel.Variable("args", cel.DynType))
-})
-
-// compileWhen reports why expr is not a usable when condition: it must
-// compile against args and yield a bool. A dyn result (args.dryRun) is
-// accepted — its type is only known at evaluation, where a non-bool makes
-// the rule fail to evaluate, which the engine treats as Ask.
-func compileWhen(expr string) error {
-	env, err := whenEnv()
-	if err != nil {
-		return fmt.Errorf("building the CEL environment: %w", err)
+// validateWhens compiles every rule's CEL when with the engine's own
+// compiler (loop.CompilePolicy), so that what admission accepts is exactly
+// what the engine evaluates. Each rule is compiled alone to put the error
+// on its own field path; when whole, the policy is then compiled as a
+// catch-all for anything the engine rejects that no field check named.
+func validateWhens(path *field.Path, p *exagentv1.PolicySpec, whole bool) field.ErrorList {
+	var errs field.ErrorList
+	for i, r := range p.Rules {
+		if strings.TrimSpace(r.When) == "" {
+			continue
+		}
+		one := exagentv1.PolicySpec{Rules: []exagentv1.PolicyRule{{
+			Tools: []string{"*"}, Action: exagentv1.PolicyAsk, When: r.When,
+		}}}
+		if _, err := loop.CompilePolicy(one); err != nil {
+			msg := strings.TrimPrefix(err.Error(), "policy.rules[0].when: ")
+			errs = append(errs, field.Invalid(path.Child("rules").Index(i).Child("when"), r.When, "CEL: "+msg))
+		}
 	}
-	ast, iss := env.Compile(expr)
-	if iss.Err() != nil {
-		return iss.Err()
+	if len(errs) > 0 || !whole {
+		return errs
 	}
-	out := ast.OutputType()
-	if !out.IsExactType(cel.BoolType) && !out.IsExactType(cel.DynType) {
-		return fmt.Errorf("must evaluate to a bool, not %s", out)
+	if _, err := loop.CompilePolicy(*p); err != nil {
+		return field.ErrorList{field.Invalid(path, "", fmt.Sprintf("the engine rejects this policy: %v", err))}
 	}
 	return nil
 }

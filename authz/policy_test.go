@@ -1,0 +1,213 @@
+package authz_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	authenticationv1 "k8s.io/api/authentication/v1"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/loop"
+)
+
+func actor(name string, groups ...string) exagentv1.Actor {
+	return exagentv1.Actor{Username: name, Groups: groups}
+}
+
+func requestedBy(name string) *exagentv1.AgentRunSpec {
+	return &exagentv1.AgentRunSpec{RequestedBy: &exagentv1.Actor{Username: name}}
+}
+
+func TestCheckPolicy(t *testing.T) {
+	approvers := &exagentv1.Approvers{
+		Users:           []string{"alice"},
+		Groups:          []string{"payments-approvers"},
+		ServiceAccounts: []string{"ops/releaser"},
+	}
+	cases := map[string]struct {
+		policy    exagentv1.PolicySpec
+		run       *exagentv1.AgentRunSpec
+		actor     exagentv1.Actor
+		wantCheck authz.Check
+		wantMsg   string
+	}{
+		"no approvers: RBAC alone": {
+			run: requestedBy("zed"), actor: actor("bob"),
+		},
+		"empty approvers: RBAC alone, never everyone-or-no-one": {
+			policy: exagentv1.PolicySpec{Approvers: &exagentv1.Approvers{}},
+			run:    requestedBy("zed"), actor: actor("bob"),
+		},
+		"listed user": {
+			policy: exagentv1.PolicySpec{Approvers: approvers},
+			run:    requestedBy("zed"), actor: actor("alice"),
+		},
+		"listed group": {
+			policy: exagentv1.PolicySpec{Approvers: approvers},
+			run:    requestedBy("zed"), actor: actor("carol", "system:authenticated", "payments-approvers"),
+		},
+		"listed service account": {
+			policy: exagentv1.PolicySpec{Approvers: approvers},
+			run:    requestedBy("zed"), actor: actor("system:serviceaccount:ops:releaser"),
+		},
+		"service account of another namespace": {
+			policy:    exagentv1.PolicySpec{Approvers: approvers},
+			run:       requestedBy("zed"),
+			actor:     actor("system:serviceaccount:dev:releaser"),
+			wantCheck: authz.CheckApprovers,
+			wantMsg:   `user "system:serviceaccount:dev:releaser" is not in policy.approvers of agent "payments" (users: [alice], groups: [payments-approvers], serviceAccounts: [ops/releaser])`,
+		},
+		"a user named like a service account entry is not one": {
+			policy:    exagentv1.PolicySpec{Approvers: approvers},
+			run:       requestedBy("zed"),
+			actor:     actor("ops/releaser"),
+			wantCheck: authz.CheckApprovers,
+			wantMsg:   `user "ops/releaser" is not in policy.approvers of agent "payments" (users: [alice], groups: [payments-approvers], serviceAccounts: [ops/releaser])`,
+		},
+		"not listed": {
+			policy:    exagentv1.PolicySpec{Approvers: &exagentv1.Approvers{Groups: []string{"payments-approvers"}}},
+			run:       requestedBy("zed"),
+			actor:     actor("bob", "system:authenticated"),
+			wantCheck: authz.CheckApprovers,
+			wantMsg:   `user "bob" is not in policy.approvers of agent "payments" (users: [], groups: [payments-approvers], serviceAccounts: [])`,
+		},
+		"self approval forbidden": {
+			policy:    exagentv1.PolicySpec{ForbidSelfApproval: true},
+			run:       requestedBy("alice"),
+			actor:     actor("alice"),
+			wantCheck: authz.CheckSelfApproval,
+			wantMsg:   `forbidSelfApproval: "alice" requested this run and cannot decide on it`,
+		},
+		"self approval through a stand-in": {
+			policy:    exagentv1.PolicySpec{ForbidSelfApproval: true},
+			run:       requestedBy("alice"),
+			actor:     exagentv1.Actor{Username: "bob", Impersonated: true, ImpersonatedBy: "alice"},
+			wantCheck: authz.CheckSelfApproval,
+			wantMsg:   `forbidSelfApproval: "alice" requested this run and cannot decide on it`,
+		},
+		"self approval allowed when not forbidden": {
+			run: requestedBy("alice"), actor: actor("alice"),
+		},
+		"another user with forbidSelfApproval": {
+			policy: exagentv1.PolicySpec{ForbidSelfApproval: true},
+			run:    requestedBy("alice"), actor: actor("bob"),
+		},
+		"forbidSelfApproval without a recorded requester fails closed": {
+			policy:    exagentv1.PolicySpec{ForbidSelfApproval: true},
+			run:       &exagentv1.AgentRunSpec{},
+			actor:     actor("bob"),
+			wantCheck: authz.CheckSelfApproval,
+			wantMsg:   `forbidSelfApproval: the run has no spec.requestedBy, so its requester cannot be told apart from the decider`,
+		},
+		"approvers are checked before self approval": {
+			policy:    exagentv1.PolicySpec{ForbidSelfApproval: true, Approvers: approvers},
+			run:       requestedBy("bob"),
+			actor:     actor("bob"),
+			wantCheck: authz.CheckApprovers,
+			wantMsg:   `user "bob" is not in policy.approvers of agent "payments" (users: [alice], groups: [payments-approvers], serviceAccounts: [ops/releaser])`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := authz.CheckPolicy("payments", tc.policy, tc.run, tc.actor)
+			if diff := cmp.Diff(tc.wantCheck, authz.DeniedCheck(err)); diff != "" {
+				t.Errorf("check (-want +got):\n%s", diff)
+			}
+			gotMsg := ""
+			if err != nil {
+				gotMsg = err.Error()
+			}
+			if diff := cmp.Diff(tc.wantMsg, gotMsg); diff != "" {
+				t.Errorf("message (-want +got):\n%s", diff)
+			}
+			if (err == nil) != !authz.IsDenied(err) {
+				t.Errorf("IsDenied(%v) = %v", err, authz.IsDenied(err))
+			}
+		})
+	}
+}
+
+// TestCheckPolicyAgreesWithEngine keeps the admission/controller check and
+// the engine's own check (loop.Authorize, run inside the decision's
+// transition) from drifting apart on every case where the run records its
+// requester. (Without a requester, authz fails closed and the engine does
+// not see the decision at all.)
+func TestCheckPolicyAgreesWithEngine(t *testing.T) {
+	policies := map[string]exagentv1.PolicySpec{
+		"open":      {},
+		"empty":     {Approvers: &exagentv1.Approvers{}},
+		"users":     {Approvers: &exagentv1.Approvers{Users: []string{"alice"}}},
+		"groups":    {Approvers: &exagentv1.Approvers{Groups: []string{"g"}}},
+		"sas":       {Approvers: &exagentv1.Approvers{ServiceAccounts: []string{"ns/sa"}}},
+		"self":      {ForbidSelfApproval: true},
+		"self+user": {ForbidSelfApproval: true, Approvers: &exagentv1.Approvers{Users: []string{"alice", "bob"}}},
+	}
+	actors := []exagentv1.Actor{
+		actor("alice"), actor("bob", "g"), actor("carol"), actor("system:serviceaccount:ns:sa"),
+		actor("system:serviceaccount:other:sa", "g"),
+	}
+	for pname, p := range policies {
+		for _, requester := range []string{"alice", "bob"} {
+			for _, a := range actors {
+				got := authz.CheckPolicy("x", p, requestedBy(requester), a) == nil
+				want := loop.Authorize(p, requestedBy(requester), a) == nil
+				if got != want {
+					t.Errorf("policy %s, requester %s, actor %s: authz allows=%v, loop allows=%v", pname, requester, a.Username, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestActorFromUserInfo(t *testing.T) {
+	cases := map[string]struct {
+		in   authenticationv1.UserInfo
+		want exagentv1.Actor
+	}{
+		"client certificate": {
+			in: authenticationv1.UserInfo{Username: "alice", Groups: []string{"a", "system:authenticated"},
+				Extra: map[string]authenticationv1.ExtraValue{authz.CredentialIDKey: {"X509SHA256=ab"}}},
+			want: exagentv1.Actor{Username: "alice", Groups: []string{"a", "system:authenticated"}},
+		},
+		"service account token": {
+			in: authenticationv1.UserInfo{Username: "system:serviceaccount:ns:sa", UID: "u1",
+				Extra: map[string]authenticationv1.ExtraValue{authz.CredentialIDKey: {"JTI=x"}}},
+			want: exagentv1.Actor{Username: "system:serviceaccount:ns:sa", UID: "u1"},
+		},
+		"impersonated: no credential id": {
+			in:   authenticationv1.UserInfo{Username: "alice", Groups: []string{"system:authenticated"}},
+			want: exagentv1.Actor{Username: "alice", Groups: []string{"system:authenticated"}, Impersonated: true},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, authz.ActorFromUserInfo(tc.in)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSameActor(t *testing.T) {
+	base := exagentv1.Actor{Username: "alice", UID: "1", Groups: []string{"a", "b"}}
+	cases := map[string]struct {
+		other exagentv1.Actor
+		want  bool
+	}{
+		"identical":          {other: base, want: true},
+		"groups reordered":   {other: exagentv1.Actor{Username: "alice", UID: "1", Groups: []string{"b", "a"}}, want: true},
+		"other user":         {other: exagentv1.Actor{Username: "bob", UID: "1", Groups: []string{"a", "b"}}},
+		"other uid":          {other: exagentv1.Actor{Username: "alice", UID: "2", Groups: []string{"a", "b"}}},
+		"extra group":        {other: exagentv1.Actor{Username: "alice", UID: "1", Groups: []string{"a", "b", "system:masters"}}},
+		"missing group":      {other: exagentv1.Actor{Username: "alice", UID: "1", Groups: []string{"a"}}},
+		"claims not imperso": {other: exagentv1.Actor{Username: "alice", UID: "1", Groups: []string{"a", "b"}, Impersonated: true}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := authz.SameActor(base, tc.other); got != tc.want {
+				t.Errorf("SameActor = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,141 @@
+package webhook_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/webhook"
+)
+
+func TestValidateAgent(t *testing.T) {
+	openAI := func(a *exagentv1.Agent) {
+		a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI, Name: "gpt-4.1-mini"}
+	}
+	params := func(s string) func(*exagentv1.Agent) {
+		return func(a *exagentv1.Agent) { a.Spec.Tools[0].Parameters = raw(s) }
+	}
+	rule := func(r exagentv1.PolicyRule) func(*exagentv1.Agent) {
+		return func(a *exagentv1.Agent) { a.Spec.Policy.Rules = []exagentv1.PolicyRule{r} }
+	}
+	cases := map[string]struct {
+		agent *exagentv1.Agent
+		want  []string
+	}{
+		"scripted":                         {agent: agent()},
+		"openai with the default endpoint": {agent: agent(openAI)},
+		"openai with a base URL": {agent: agent(openAI, func(a *exagentv1.Agent) {
+			a.Spec.Model.BaseURL = "http://127.0.0.1:8080/v1"
+			a.Spec.Model.APIKeySecretRef = &exagentv1.SecretKeySelector{Name: "openai", Key: "api-key"}
+		})},
+		"openai without a model name": {
+			agent: agent(openAI, func(a *exagentv1.Agent) { a.Spec.Model.Name = "" }),
+			want:  []string{"FieldValueRequired spec.model.name"},
+		},
+		"openai with a script": {
+			agent: agent(openAI, func(a *exagentv1.Agent) { a.Spec.Model.Script = []exagentv1.ScriptTurn{{Text: "x"}} }),
+			want:  []string{"FieldValueForbidden spec.model.script"},
+		},
+		"openai with a bad base URL": {
+			agent: agent(openAI, func(a *exagentv1.Agent) { a.Spec.Model.BaseURL = "http://user:pw@host/v1" }),
+			want:  []string{"FieldValueInvalid spec.model.baseURL"},
+		},
+		"scripted without a script": {
+			agent: agent(func(a *exagentv1.Agent) { a.Spec.Model.Script = nil }),
+			want:  []string{"FieldValueRequired spec.model.script"},
+		},
+		"script arguments must be an object": {
+			agent: agent(func(a *exagentv1.Agent) {
+				a.Spec.Model.Script = []exagentv1.ScriptTurn{{ToolCalls: []exagentv1.ScriptToolCall{{Name: "pay", Arguments: raw(`[1]`)}}}}
+			}),
+			want: []string{"FieldValueInvalid spec.model.script[0].toolCalls[0].arguments"},
+		},
+		"unknown provider": {
+			agent: agent(func(a *exagentv1.Agent) { a.Spec.Model.Provider = "Oracle" }),
+			want:  []string{"FieldValueNotSupported spec.model.provider"},
+		},
+		"duplicate tool names": {
+			agent: agent(func(a *exagentv1.Agent) { a.Spec.Tools = append(a.Spec.Tools, a.Spec.Tools[0]) }),
+			want:  []string{"FieldValueDuplicate spec.tools[1].name"},
+		},
+		"a tool with two implementations": {
+			agent: agent(func(a *exagentv1.Agent) { a.Spec.Tools[0].MCP = &exagentv1.MCPTool{URL: "http://mcp"} }),
+			want:  []string{"FieldValueInvalid spec.tools[0]"},
+		},
+		"a tool with none": {
+			agent: agent(func(a *exagentv1.Agent) { a.Spec.Tools[0].HTTP = nil }),
+			want:  []string{"FieldValueInvalid spec.tools[0]"},
+		},
+		"http timeout cannot be Never": {
+			agent: agent(func(a *exagentv1.Agent) { a.Spec.Tools[0].HTTP.Timeout = exagentv1.Never }),
+			want:  []string{"FieldValueInvalid spec.tools[0].http.timeout"},
+		},
+		"parameters are not an object schema": {
+			agent: agent(params(`{"type":"string"}`)),
+			want:  []string{"FieldValueInvalid spec.tools[0].parameters.type"},
+		},
+		"parameters without a type": {
+			agent: agent(params(`{"properties":{}}`)),
+			want:  []string{"FieldValueRequired spec.tools[0].parameters.type"},
+		},
+		"parameters are not JSON Schema": {
+			agent: agent(params(`[1,2]`)),
+			want:  []string{"FieldValueInvalid spec.tools[0].parameters"},
+		},
+		"nested schema errors name their path": {
+			agent: agent(params(`{"type":"object","properties":{"amount":{"type":"money"},"tags":{"type":"array","items":{"type":7}}},"required":"amount"}`)),
+			want: []string{
+				"FieldValueNotSupported spec.tools[0].parameters.properties[amount].type",
+				"FieldValueInvalid spec.tools[0].parameters.properties[tags].items.type",
+				"FieldValueInvalid spec.tools[0].parameters.required",
+			},
+		},
+		"a rich valid schema": {
+			agent: agent(params(`{"type":"object","additionalProperties":false,"properties":{"to":{"type":["string","null"],"enum":["a","b",null]},"n":{"type":"integer","minimum":1,"maxLength":3},"o":{"anyOf":[{"type":"string"},true]}},"required":["to"]}`)),
+		},
+		"CEL that does not compile": {
+			agent: agent(rule(exagentv1.PolicyRule{Tools: []string{"pay"}, Action: exagentv1.PolicyAsk, When: "args.amount >"})),
+			want:  []string{"FieldValueInvalid spec.policy.rules[0].when"},
+		},
+		"CEL that is not a bool": {
+			agent: agent(rule(exagentv1.PolicyRule{Tools: []string{"pay"}, Action: exagentv1.PolicyAsk, When: `"yes"`})),
+			want:  []string{"FieldValueInvalid spec.policy.rules[0].when"},
+		},
+		"CEL over an unknown variable": {
+			agent: agent(rule(exagentv1.PolicyRule{Tools: []string{"pay"}, Action: exagentv1.PolicyAsk, When: "request.user == 'x'"})),
+			want:  []string{"FieldValueInvalid spec.policy.rules[0].when"},
+		},
+		"rule without tools or action": {
+			agent: agent(rule(exagentv1.PolicyRule{})),
+			want:  []string{"FieldValueRequired spec.policy.rules[0].tools", "FieldValueNotSupported spec.policy.rules[0].action"},
+		},
+		"duplicate rule names": {
+			agent: agent(func(a *exagentv1.Agent) { a.Spec.Policy.Rules = append(a.Spec.Policy.Rules, a.Spec.Policy.Rules[0]) }),
+			want:  []string{"FieldValueDuplicate spec.policy.rules[1].name"},
+		},
+		"approvers": {
+			agent: agent(func(a *exagentv1.Agent) {
+				a.Spec.Policy.Approvers = &exagentv1.Approvers{Users: []string{"alice"}, Groups: []string{"g"}, ServiceAccounts: []string{"ops/releaser"}}
+			}),
+		},
+		"a service account approver is namespace/name": {
+			agent: agent(func(a *exagentv1.Agent) {
+				a.Spec.Policy.Approvers = &exagentv1.Approvers{ServiceAccounts: []string{"releaser", "Ops/x"}}
+			}),
+			want: []string{"FieldValueInvalid spec.policy.approvers.serviceAccounts[0]", "FieldValueInvalid spec.policy.approvers.serviceAccounts[1]"},
+		},
+		"limits": {
+			agent: agent(func(a *exagentv1.Agent) { a.Spec.Limits.ActiveTime = "0s" }),
+			want:  []string{"FieldValueInvalid spec.limits.activeTime"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := errKeys(webhook.ValidateAgent(tc.agent, nil))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

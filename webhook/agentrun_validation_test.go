@@ -1,0 +1,67 @@
+package webhook_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/webhook"
+)
+
+func TestValidateAgentRun(t *testing.T) {
+	cases := map[string]struct {
+		run, old *exagentv1.AgentRun
+		want     []string
+	}{
+		"minimal": {run: run()},
+		"every duration set": {run: run(func(r *exagentv1.AgentRun) {
+			r.Spec.ApprovalTimeout, r.Spec.ActiveTimeLimit, r.Spec.LeaseDuration = "48h", "1h30m", "15s"
+		})},
+		"Never where it is allowed": {run: run(func(r *exagentv1.AgentRun) {
+			r.Spec.ApprovalTimeout, r.Spec.ActiveTimeLimit = exagentv1.Never, exagentv1.Never
+		})},
+		"a lease cannot be Never": {
+			run:  run(func(r *exagentv1.AgentRun) { r.Spec.LeaseDuration = exagentv1.Never }),
+			want: []string{"FieldValueInvalid spec.leaseDuration"},
+		},
+		"zero and malformed durations": {
+			run: run(func(r *exagentv1.AgentRun) {
+				r.Spec.ApprovalTimeout, r.Spec.ActiveTimeLimit, r.Spec.LeaseDuration = "0s", "soon", "-1s"
+			}),
+			want: []string{"FieldValueInvalid spec.approvalTimeout", "FieldValueInvalid spec.activeTimeLimit", "FieldValueInvalid spec.leaseDuration"},
+		},
+		"lowercase never is not Never": {
+			run:  run(func(r *exagentv1.AgentRun) { r.Spec.ApprovalTimeout = "never" }),
+			want: []string{"FieldValueInvalid spec.approvalTimeout"},
+		},
+		"service account name": {
+			run: run(func(r *exagentv1.AgentRun) { r.Spec.ServiceAccountName = "payments-bot" }),
+		},
+		"invalid service account name": {
+			run:  run(func(r *exagentv1.AgentRun) { r.Spec.ServiceAccountName = "Payments_Bot" }),
+			want: []string{"FieldValueInvalid spec.serviceAccountName"},
+		},
+		"agent and input required": {
+			run:  run(func(r *exagentv1.AgentRun) { r.Spec.AgentRef.Name, r.Spec.Input = "", "" }),
+			want: []string{"FieldValueRequired spec.agentRef.name", "FieldValueRequired spec.input"},
+		},
+		"update of metadata only": {
+			run: run(func(r *exagentv1.AgentRun) { r.Finalizers = []string{"exagent.io/run"} }),
+			old: run(),
+		},
+		"update of spec": {
+			run:  run(func(r *exagentv1.AgentRun) { r.Spec.RequestedBy = &exagentv1.Actor{Username: "mallory"} }),
+			old:  run(),
+			want: []string{"FieldValueForbidden spec"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := errKeys(webhook.ValidateAgentRun(tc.run, tc.old))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

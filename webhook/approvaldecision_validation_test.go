@@ -1,0 +1,143 @@
+package webhook_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/webhook"
+)
+
+func TestValidateApprovalDecision(t *testing.T) {
+	cases := map[string]struct {
+		d, old *exagentv1.ApprovalDecision
+		want   []string
+	}{
+		"approve":              {d: decision()},
+		"cancel without id":    {d: decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Decision, d.Spec.ApprovalID = exagentv1.DecisionCancel, "" })},
+		"approve needs its id": {d: decision(func(d *exagentv1.ApprovalDecision) { d.Spec.ApprovalID = "" }), want: []string{"FieldValueRequired spec.approvalID"}},
+		"resolve": {d: decision(func(d *exagentv1.ApprovalDecision) {
+			d.Spec.Decision, d.Spec.ApprovalID, d.Spec.CallID, d.Spec.Outcome = exagentv1.DecisionResolve, "", "c1", exagentv1.ResolveFailed
+		})},
+		"resolve needs call and outcome": {
+			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Decision = exagentv1.DecisionResolve }),
+			want: []string{"FieldValueRequired spec.callID", "FieldValueForbidden spec.approvalID", "FieldValueRequired spec.outcome"},
+		},
+		"outcome and evidence only with resolve": {
+			d: decision(func(d *exagentv1.ApprovalDecision) {
+				d.Spec.Outcome, d.Spec.Evidence, d.Spec.CallID = exagentv1.ResolveRetry, "logs", "c1"
+			}),
+			want: []string{"FieldValueForbidden spec.callID", "FieldValueForbidden spec.outcome", "FieldValueForbidden spec.evidence"},
+		},
+		"unknown decision": {
+			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Decision = "Maybe" }),
+			want: []string{"FieldValueNotSupported spec.decision"},
+		},
+		"bad run name": {
+			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.RunRef.Name = "Not_A_Name" }),
+			want: []string{"FieldValueInvalid spec.runRef.name"},
+		},
+		"actor without username": {
+			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Actor = &exagentv1.Actor{} }),
+			want: []string{"FieldValueRequired spec.actor.username"},
+		},
+		"update of metadata only": {
+			d:   decision(func(d *exagentv1.ApprovalDecision) { d.Labels = map[string]string{"a": "b"} }),
+			old: decision(),
+		},
+		"update of spec": {
+			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Reason = "changed my mind" }),
+			old:  decision(),
+			want: []string{"FieldValueForbidden spec"},
+		},
+		"update of the actor": {
+			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Actor.Username = "mallory" }),
+			old:  decision(),
+			want: []string{"FieldValueForbidden spec"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := errKeys(webhook.ValidateApprovalDecision(tc.d, tc.old))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestValidateDecisionTarget(t *testing.T) {
+	resolve := func(d *exagentv1.ApprovalDecision) {
+		d.Spec.Decision, d.Spec.ApprovalID, d.Spec.CallID, d.Spec.Outcome = exagentv1.DecisionResolve, "", "c1", exagentv1.ResolveSucceeded
+	}
+	cases := map[string]struct {
+		d    *exagentv1.ApprovalDecision
+		run  *exagentv1.AgentRun
+		want []string
+	}{
+		"pending approval": {d: decision(), run: run()},
+		"no revision or hash given": {
+			d:   decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Revision, d.Spec.PayloadHash = 0, "" }),
+			run: run(),
+		},
+		"unknown approval": {
+			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.ApprovalID = "a9" }),
+			run:  run(),
+			want: []string{"FieldValueNotFound spec.approvalID"},
+		},
+		"approval already decided": {
+			d:    decision(),
+			run:  run(func(r *exagentv1.AgentRun) { r.Status.Approvals[0].State = exagentv1.ApprovalApproved }),
+			want: []string{"FieldValueInvalid spec.approvalID"},
+		},
+		"stale revision and payload": {
+			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Revision, d.Spec.PayloadHash = 2, "sha256:other" }),
+			run:  run(),
+			want: []string{"FieldValueInvalid spec.revision", "FieldValueInvalid spec.payloadHash"},
+		},
+		"terminal run": {
+			d:    decision(),
+			run:  run(func(r *exagentv1.AgentRun) { r.Status.Phase = exagentv1.PhaseSucceeded }),
+			want: []string{"FieldValueInvalid spec.runRef.name"},
+		},
+		"replay of an applied operation passes to the controller": {
+			d: decision(),
+			run: run(func(r *exagentv1.AgentRun) {
+				r.Status.Approvals[0].State = exagentv1.ApprovalApproved
+				r.Status.Receipts = []exagentv1.Receipt{{OperationID: "d1", Decision: "Approve"}}
+			}),
+		},
+		"cancel of a waiting run": {
+			d:   decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Decision, d.Spec.ApprovalID = exagentv1.DecisionCancel, "" }),
+			run: run(),
+		},
+		"cancel of a running run": {
+			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Decision, d.Spec.ApprovalID = exagentv1.DecisionCancel, "" }),
+			run:  run(func(r *exagentv1.AgentRun) { r.Status.Phase = exagentv1.PhaseRunning }),
+			want: []string{"FieldValueInvalid spec.runRef.name"},
+		},
+		"resolve of an uncertain call": {
+			d:   decision(resolve),
+			run: run(func(r *exagentv1.AgentRun) { r.Status.Calls[0].State = exagentv1.CallUncertain }),
+		},
+		"resolve of a call that is not uncertain": {
+			d:    decision(resolve),
+			run:  run(),
+			want: []string{"FieldValueInvalid spec.callID"},
+		},
+		"resolve of an unknown call": {
+			d:    decision(resolve, func(d *exagentv1.ApprovalDecision) { d.Spec.CallID = "c9" }),
+			run:  run(),
+			want: []string{"FieldValueNotFound spec.callID"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := errKeys(webhook.ValidateDecisionTarget(tc.d, tc.run))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
