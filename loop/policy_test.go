@@ -18,16 +18,16 @@ func TestCompilePolicy(t *testing.T) {
 		spec    exagentv1.PolicySpec
 		wantErr string
 	}{
-		"empty":          {},
-		"valid rules":    {spec: exagentv1.PolicySpec{Default: exagentv1.PolicyDeny, Rules: []exagentv1.PolicyRule{rule(exagentv1.PolicyAllow, "args.amount < 100", "pay")}}},
-		"dyn result ok":  {spec: exagentv1.PolicySpec{Rules: []exagentv1.PolicyRule{rule(exagentv1.PolicyAllow, "args.flag", "*")}}},
-		"bad default":    {spec: exagentv1.PolicySpec{Default: "Maybe"}, wantErr: "policy.default"},
-		"bad onDeny":     {spec: exagentv1.PolicySpec{OnDeny: "Later"}, wantErr: "policy.onDeny"},
-		"bad action":     {spec: exagentv1.PolicySpec{Rules: []exagentv1.PolicyRule{rule(exagentv1.PolicyAllow, "", "a"), rule("", "", "b")}}, wantErr: "policy.rules[1]: action"},
-		"no tools":       {spec: exagentv1.PolicySpec{Rules: []exagentv1.PolicyRule{rule(exagentv1.PolicyAllow, "")}}, wantErr: "policy.rules[0]: tools"},
-		"syntax error":   {spec: exagentv1.PolicySpec{Rules: []exagentv1.PolicyRule{rule(exagentv1.PolicyAllow, "", "a"), rule(exagentv1.PolicyAsk, "args.x >", "b")}}, wantErr: "policy.rules[1].when"},
-		"not bool":       {spec: exagentv1.PolicySpec{Rules: []exagentv1.PolicyRule{rule(exagentv1.PolicyAllow, "1 + 2", "a")}}, wantErr: "policy.rules[0].when: must be a bool"},
-		"unknown var":    {spec: exagentv1.PolicySpec{Rules: []exagentv1.PolicyRule{rule(exagentv1.PolicyAllow, "user == 'x'", "a")}}, wantErr: "policy.rules[0].when"},
+		"empty":         {},
+		"valid rules":   {spec: exagentv1.PolicySpec{Default: exagentv1.PolicyDeny, Rules: []exagentv1.PolicyRule{rule(exagentv1.PolicyAllow, "args.amount < 100", "pay")}}},
+		"dyn result ok": {spec: exagentv1.PolicySpec{Rules: []exagentv1.PolicyRule{rule(exagentv1.PolicyAllow, "args.flag", "*")}}},
+		"bad default":   {spec: exagentv1.PolicySpec{Default: "Maybe"}, wantErr: "policy.default"},
+		"bad onDeny":    {spec: exagentv1.PolicySpec{OnDeny: "Later"}, wantErr: "policy.onDeny"},
+		"bad action":    {spec: exagentv1.PolicySpec{Rules: []exagentv1.PolicyRule{rule(exagentv1.PolicyAllow, "", "a"), rule("", "", "b")}}, wantErr: "policy.rules[1]: action"},
+		"no tools":      {spec: exagentv1.PolicySpec{Rules: []exagentv1.PolicyRule{rule(exagentv1.PolicyAllow, "")}}, wantErr: "policy.rules[0]: tools"},
+		"syntax error":  {spec: exagentv1.PolicySpec{Rules: []exagentv1.PolicyRule{rule(exagentv1.PolicyAllow, "", "a"), rule(exagentv1.PolicyAsk, "args.x >", "b")}}, wantErr: "policy.rules[1].when"},
+		"not bool":      {spec: exagentv1.PolicySpec{Rules: []exagentv1.PolicyRule{rule(exagentv1.PolicyAllow, "1 + 2", "a")}}, wantErr: "policy.rules[0].when: must be a bool"},
+		"unknown var":   {spec: exagentv1.PolicySpec{Rules: []exagentv1.PolicyRule{rule(exagentv1.PolicyAllow, "user == 'x'", "a")}}, wantErr: "policy.rules[0].when"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
