@@ -1,0 +1,48 @@
+package app
+
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+func newApproveCommand(f *factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := newDecideOptions(streams, exagentv1.DecisionApprove)
+	cmd := &cobra.Command{
+		Use:   "approve RUN [APPROVAL]",
+		Short: "Approve, deny, cancel or resolve the tool calls exagent runs are waiting for",
+		Long: `Approve a pending tool call of an exagent AgentRun, as the authenticated kubectl user.
+
+The decision carries the payload hash and revision the plugin read: if the
+request changed in between, the operator rejects the decision instead of
+approving something nobody read. With several pending approvals, name one
+or pass --all. By default the command waits until the operator has applied
+or rejected the decision and prints the result.`,
+		Example: `  # List the approvals waiting in the current namespace, or in all of them
+  kubectl approve list
+  kubectl approve list -A
+
+  # Look at the exact tool call before deciding
+  kubectl approve show triage-42
+
+  # Approve the run's only pending approval, or a named one
+  kubectl approve triage-42 --reason "ok"
+  kubectl approve triage-42 call-0-1
+
+  # Deny, cancel, or resolve a call whose outcome is unknown
+  kubectl approve deny triage-42 --reason "not during the freeze"
+  kubectl approve cancel triage-42
+  kubectl approve resolve triage-42 --call call-1-0 --outcome Succeeded --evidence "ticket OPS-12"`,
+		Args:              cobra.MaximumNArgs(2),
+		ValidArgsFunction: completeRunThenApproval(f, pendingRuns),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return runOptions(cmd.Context(), o, f, cmd, args)
+		},
+	}
+	o.AddFlags(cmd)
+	return cmd
+}

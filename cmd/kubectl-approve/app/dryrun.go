@@ -1,0 +1,39 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+// dryRun is kubectl's --dry-run strategy.
+type dryRun string
+
+const (
+	dryRunNone   dryRun = "none"
+	dryRunClient dryRun = "client"
+	dryRunServer dryRun = "server"
+	// dryRunUnset is what a bare --dry-run gives; like kubectl, it is an error.
+	dryRunUnset = "unchanged"
+)
+
+func addDryRunFlag(cmd *cobra.Command, target *string) {
+	cmd.Flags().StringVar(target, "dry-run", string(dryRunNone),
+		`Must be "none", "server", or "client". If client strategy, only print the decision that would be sent, without sending it. If server strategy, submit a server-side request without persisting it: admission (actor stamping, authorization) runs, nothing is decided.`)
+	cmd.Flags().Lookup("dry-run").NoOptDefVal = dryRunUnset
+}
+
+func parseDryRun(v string) (dryRun, error) {
+	switch dryRun(v) {
+	case dryRunNone, "":
+		return dryRunNone, nil
+	case dryRunClient:
+		return dryRunClient, nil
+	case dryRunServer:
+		return dryRunServer, nil
+	}
+	if v == dryRunUnset {
+		return "", fmt.Errorf(`--dry-run flag without a value was specified. A value must be set: "none", "server", or "client".`)
+	}
+	return "", fmt.Errorf(`invalid dry-run value (%v). Must be "none", "server", or "client".`, v)
+}

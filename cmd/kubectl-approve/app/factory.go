@@ -1,0 +1,68 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// scheme holds the types the plugin reads and writes.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := exagentv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := authorizationv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := corev1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// factory turns kubectl's connection flags (--kubeconfig, --context, -n,
+// --as, …) into a client and a namespace, the way kubectl resolves them.
+type factory struct {
+	flags *genericclioptions.ConfigFlags
+}
+
+func newFactory() *factory {
+	return &factory{flags: genericclioptions.NewConfigFlags(true)}
+}
+
+// AddFlags registers the standard kubectl connection flags.
+func (f *factory) AddFlags(fs *pflag.FlagSet) { f.flags.AddFlags(fs) }
+
+// Namespace is -n, else the kubeconfig context's namespace, else "default".
+func (f *factory) Namespace() (string, error) {
+	ns, _, err := f.flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("resolving the namespace: %w", err)
+	}
+	return ns, nil
+}
+
+// Client returns a client for the exagent and authorization types.
+func (f *factory) Client() (client.Client, error) {
+	cfg, err := f.flags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	mapper, err := f.flags.ToRESTMapper()
+	if err != nil {
+		return nil, fmt.Errorf("building the REST mapper: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper})
+	if err != nil {
+		return nil, fmt.Errorf("building the client: %w", err)
+	}
+	return c, nil
+}

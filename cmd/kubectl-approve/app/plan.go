@@ -1,0 +1,176 @@
+package app
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// decisionRequest is what the user asked for on the command line.
+type decisionRequest struct {
+	Kind       exagentv1.DecisionKind
+	ApprovalID string
+	All        bool
+	CallID     string
+	Outcome    exagentv1.ResolveOutcome
+	Evidence   string
+	Reason     string
+}
+
+// planDecisions builds the ApprovalDecisions req means for run, binding each
+// to the payload hash and revision the plugin read — so that a request that
+// changed in between is rejected rather than approved unread. It refuses
+// ambiguous requests (several pending approvals and none named) instead of
+// guessing.
+func planDecisions(run *exagentv1.AgentRun, req decisionRequest, now time.Time) ([]*exagentv1.ApprovalDecision, error) {
+	if run.Status.Phase.IsTerminal() {
+		return nil, fmt.Errorf("run %q has already ended: %s", run.Name, run.Status.Phase)
+	}
+	switch req.Kind {
+	case exagentv1.DecisionApprove, exagentv1.DecisionDeny:
+		approvals, err := chooseApprovals(run, req, now)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*exagentv1.ApprovalDecision, 0, len(approvals))
+		for _, a := range approvals {
+			d := newDecision(run, req)
+			d.Spec.ApprovalID = a.ID
+			d.Spec.PayloadHash = a.PayloadHash
+			d.Spec.Revision = a.Revision
+			out = append(out, d)
+		}
+		return out, nil
+	case exagentv1.DecisionCancel:
+		d := newDecision(run, req)
+		d.Spec.Revision = run.Status.Revision
+		if req.ApprovalID != "" {
+			a, err := pendingApprovalNamed(run, req.ApprovalID)
+			if err != nil {
+				return nil, err
+			}
+			d.Spec.ApprovalID = a.ID
+			d.Spec.PayloadHash = a.PayloadHash
+			d.Spec.Revision = a.Revision
+		}
+		return []*exagentv1.ApprovalDecision{d}, nil
+	case exagentv1.DecisionResolve:
+		call, err := chooseUncertainCall(run, req.CallID)
+		if err != nil {
+			return nil, err
+		}
+		d := newDecision(run, req)
+		d.Spec.CallID = call.ID
+		d.Spec.PayloadHash = call.PayloadHash
+		d.Spec.Revision = run.Status.Revision
+		d.Spec.Outcome = req.Outcome
+		d.Spec.Evidence = req.Evidence
+		return []*exagentv1.ApprovalDecision{d}, nil
+	}
+	return nil, fmt.Errorf("unknown decision %q", req.Kind)
+}
+
+func newDecision(run *exagentv1.AgentRun, req decisionRequest) *exagentv1.ApprovalDecision {
+	return &exagentv1.ApprovalDecision{
+		TypeMeta: metav1.TypeMeta{APIVersion: exagentv1.GroupVersion.String(), Kind: "ApprovalDecision"},
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: generateName(run.Name, req.Kind),
+			Namespace:    run.Namespace,
+		},
+		Spec: exagentv1.ApprovalDecisionSpec{
+			RunRef:   exagentv1.LocalObjectReference{Name: run.Name},
+			Decision: req.Kind,
+			Reason:   req.Reason,
+		},
+	}
+}
+
+// generateName is "<run>-<verb>-", cut so that the apiserver's 5-character
+// suffix still fits a 253-character name.
+func generateName(run string, kind exagentv1.DecisionKind) string {
+	suffix := "-" + strings.ToLower(string(kind)) + "-"
+	const max = 253 - 5
+	if len(run)+len(suffix) > max {
+		run = strings.TrimRight(run[:max-len(suffix)], "-.")
+	}
+	return run + suffix
+}
+
+func chooseApprovals(run *exagentv1.AgentRun, req decisionRequest, now time.Time) ([]exagentv1.Approval, error) {
+	pending := pendingOf(run)
+	if len(pending) == 0 {
+		return nil, fmt.Errorf("run %q has no pending approvals (phase %s)", run.Name, orNone(string(run.Status.Phase)))
+	}
+	switch {
+	case req.ApprovalID != "":
+		a, err := pendingApprovalNamed(run, req.ApprovalID)
+		if err != nil {
+			return nil, err
+		}
+		return []exagentv1.Approval{*a}, nil
+	case req.All || len(pending) == 1:
+		return pending, nil
+	}
+	return nil, &ambiguousError{run: run, now: now}
+}
+
+func pendingApprovalNamed(run *exagentv1.AgentRun, id string) (*exagentv1.Approval, error) {
+	a := findApproval(run, id)
+	if a == nil {
+		ids := make([]string, 0)
+		for _, p := range pendingOf(run) {
+			ids = append(ids, p.ID)
+		}
+		return nil, fmt.Errorf("run %q has no approval %q (pending: %s)", run.Name, id, orNone(strings.Join(ids, ", ")))
+	}
+	if a.State != exagentv1.ApprovalPending {
+		return nil, fmt.Errorf("approval %q of run %q is already %s", id, run.Name, a.State)
+	}
+	return a, nil
+}
+
+func chooseUncertainCall(run *exagentv1.AgentRun, id string) (*exagentv1.ToolCall, error) {
+	uncertain := uncertainOf(run)
+	if id != "" {
+		c := findCall(run, id)
+		if c == nil {
+			return nil, fmt.Errorf("run %q has no tool call %q", run.Name, id)
+		}
+		if c.State != exagentv1.CallUncertain {
+			return nil, fmt.Errorf("tool call %q of run %q is %s, not Uncertain: only an Uncertain call can be resolved", id, run.Name, c.State)
+		}
+		return c, nil
+	}
+	switch len(uncertain) {
+	case 0:
+		return nil, fmt.Errorf("run %q has no Uncertain tool calls (phase %s)", run.Name, orNone(string(run.Status.Phase)))
+	case 1:
+		return &uncertain[0], nil
+	}
+	ids := make([]string, 0, len(uncertain))
+	for _, c := range uncertain {
+		ids = append(ids, fmt.Sprintf("%s (%s)", c.ID, c.Tool))
+	}
+	return nil, fmt.Errorf("run %q has %d Uncertain tool calls; name one with --call: %s", run.Name, len(uncertain), strings.Join(ids, ", "))
+}
+
+// ambiguousError refuses to pick one of several pending approvals and
+// lists them, so the user can name one or pass --all.
+type ambiguousError struct {
+	run *exagentv1.AgentRun
+	now time.Time
+}
+
+func (e *ambiguousError) Error() string {
+	rows := pendingApprovals([]exagentv1.AgentRun{*e.run})
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "run %q has %d pending approvals; name one (kubectl approve %s APPROVAL) or pass --all:\n",
+		e.run.Name, len(rows), e.run.Name)
+	_ = printApprovalTable(&b, rows, e.now, false)
+	return strings.TrimRight(b.String(), "\n")
+}

@@ -1,0 +1,127 @@
+package app
+
+import (
+	"encoding/json"
+	"sort"
+	"time"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// pendingApproval is one approval a run is waiting for, joined with its tool
+// call: what `list` prints and what `-o json|yaml` emits, one item per
+// approval, with everything a script needs to decide (run, approval id,
+// payload hash, revision).
+type pendingApproval struct {
+	Namespace   string          `json:"namespace"`
+	Run         string          `json:"run"`
+	Agent       string          `json:"agent"`
+	Approval    string          `json:"approval"`
+	CallID      string          `json:"callID"`
+	Tool        string          `json:"tool"`
+	Args        json.RawMessage `json:"args,omitempty"`
+	PayloadHash string          `json:"payloadHash"`
+	Revision    int64           `json:"revision"`
+	Rule        string          `json:"rule,omitempty"`
+	RequestedAt time.Time       `json:"requestedAt"`
+	ExpiresAt   *time.Time      `json:"expiresAt,omitempty"`
+}
+
+// pendingList is the -o json|yaml document of `list`.
+type pendingList struct {
+	Items []pendingApproval `json:"items"`
+}
+
+// pendingApprovals returns the Pending approvals of runs, ordered by
+// namespace, run and request time.
+func pendingApprovals(runs []exagentv1.AgentRun) []pendingApproval {
+	var out []pendingApproval
+	for i := range runs {
+		run := &runs[i]
+		for _, a := range run.Status.Approvals {
+			if a.State != exagentv1.ApprovalPending {
+				continue
+			}
+			out = append(out, newPendingApproval(run, a))
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Run != b.Run {
+			return a.Run < b.Run
+		}
+		if !a.RequestedAt.Equal(b.RequestedAt) {
+			return a.RequestedAt.Before(b.RequestedAt)
+		}
+		return a.Approval < b.Approval
+	})
+	return out
+}
+
+func newPendingApproval(run *exagentv1.AgentRun, a exagentv1.Approval) pendingApproval {
+	p := pendingApproval{
+		Namespace:   run.Namespace,
+		Run:         run.Name,
+		Agent:       run.Spec.AgentRef.Name,
+		Approval:    a.ID,
+		CallID:      a.CallID,
+		PayloadHash: a.PayloadHash,
+		Revision:    a.Revision,
+		Rule:        a.Rule,
+		RequestedAt: a.RequestedAt.UTC(),
+	}
+	if a.ExpiresAt != nil {
+		t := a.ExpiresAt.UTC()
+		p.ExpiresAt = &t
+	}
+	if call := findCall(run, a.CallID); call != nil {
+		p.Tool = call.Tool
+		if call.Args != "" && json.Valid([]byte(call.Args)) {
+			p.Args = json.RawMessage(call.Args)
+		}
+	}
+	return p
+}
+
+// pendingOf returns the run's Pending approvals in request order.
+func pendingOf(run *exagentv1.AgentRun) []exagentv1.Approval {
+	var out []exagentv1.Approval
+	for _, a := range run.Status.Approvals {
+		if a.State == exagentv1.ApprovalPending {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// uncertainOf returns the run's Uncertain calls in journal order.
+func uncertainOf(run *exagentv1.AgentRun) []exagentv1.ToolCall {
+	var out []exagentv1.ToolCall
+	for _, c := range run.Status.Calls {
+		if c.State == exagentv1.CallUncertain {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func findCall(run *exagentv1.AgentRun, id string) *exagentv1.ToolCall {
+	for i := range run.Status.Calls {
+		if run.Status.Calls[i].ID == id {
+			return &run.Status.Calls[i]
+		}
+	}
+	return nil
+}
+
+func findApproval(run *exagentv1.AgentRun, id string) *exagentv1.Approval {
+	for i := range run.Status.Approvals {
+		if run.Status.Approvals[i].ID == id {
+			return &run.Status.Approvals[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,208 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// showView is everything `show` prints, read beforehand so that rendering
+// is a pure function.
+type showView struct {
+	Run        *exagentv1.AgentRun
+	Agent      *exagentv1.Agent // nil when not readable
+	AgentNote  string           // why Agent is nil
+	ApprovalID string           // only this approval; all pending ones when empty
+	YouMay     *bool            // RBAC answer for the current user; nil when unknown
+	Now        time.Time
+	Tail       int // transcript messages; -1 all
+}
+
+const (
+	contentWidth = 160
+	labelWidth   = 17
+)
+
+func renderShow(w io.Writer, v showView) error {
+	run := v.Run
+	p := func(format string, a ...any) { _, _ = fmt.Fprintf(w, format+"\n", a...) }
+	// field writes "label:" padded to one column so values line up.
+	field := func(label, format string, a ...any) {
+		_, _ = fmt.Fprintf(w, "%-*s %s\n", labelWidth, label+":", fmt.Sprintf(format, a...))
+	}
+
+	field("Run", "%s/%s", run.Namespace, run.Name)
+	field("Agent", "%s", run.Spec.AgentRef.Name)
+	field("Phase", "%s (step %d, revision %d)", orNone(string(run.Status.Phase)), run.Status.Cursor.Step, run.Status.Revision)
+	if run.Status.Message != "" {
+		field("Message", "%s", run.Status.Message)
+	}
+	if rb := run.Spec.RequestedBy; rb != nil {
+		field("Requested by", "%s", rb.Username)
+	}
+
+	approvals := v.approvals()
+	if len(approvals) == 0 {
+		p("")
+		p("No pending approvals.")
+	}
+	for _, a := range approvals {
+		p("")
+		p("Approval %s (%s):", a.ID, a.State)
+		call := findCall(run, a.CallID)
+		if call != nil {
+			field("  Tool", "%s (call %s, step %d)", call.Tool, call.ID, call.Step)
+			p("  Arguments:")
+			_, _ = fmt.Fprintln(w, prettyJSON(call.Args, "    "))
+		} else {
+			field("  Tool", "<unknown> (call %s not in the journal)", a.CallID)
+		}
+		field("  Payload hash", "%s", a.PayloadHash)
+		field("  Revision", "%d", a.Revision)
+		field("  Policy rule", "%s", ruleName(a.Rule))
+		field("  Requested", "%s (%s ago)", a.RequestedAt.UTC().Format(time.RFC3339), age(a.RequestedAt.Time, v.Now))
+		if a.ExpiresAt == nil {
+			field("  Expires", "never")
+		} else {
+			field("  Expires", "%s (%s)", a.ExpiresAt.UTC().Format(time.RFC3339), expires(&a.ExpiresAt.Time, v.Now))
+		}
+		if a.State == exagentv1.ApprovalPending {
+			field("  Decide", "kubectl approve %s %s   |   kubectl approve deny %s %s", run.Name, a.ID, run.Name, a.ID)
+		} else if a.Actor != nil {
+			field("  Decided", "%s by %s%s", orNone(a.Decision), a.Actor.Username, reasonSuffix(a.Reason))
+		}
+	}
+
+	if unc := uncertainOf(run); len(unc) > 0 {
+		p("")
+		p("Uncertain calls (need kubectl approve resolve):")
+		for _, c := range unc {
+			field("  "+c.ID, "%s %s", c.Tool, truncate(compactJSON([]byte(c.Args)), argsWidth))
+		}
+	}
+
+	p("")
+	p("Who may decide:")
+	field("  RBAC", "verb %q on agents/approval %q in namespace %q (ClusterRole exagent-approver; resolve: exagent-resolver)",
+		"approve", run.Spec.AgentRef.Name, run.Namespace)
+	switch {
+	case v.Agent == nil:
+		field("  Approvers", "<unknown: agent %s>", v.AgentNote)
+	default:
+		field("  Approvers", "%s", approversLine(v.Agent.Spec.Policy.Approvers))
+		if v.Agent.Spec.Policy.ForbidSelfApproval {
+			who := "the run's requester"
+			if run.Spec.RequestedBy != nil {
+				who = run.Spec.RequestedBy.Username
+			}
+			field("  Self-approval", "forbidden (%s may not decide)", who)
+		}
+	}
+	switch {
+	case v.YouMay == nil:
+		field("  You", "<unknown>")
+	case *v.YouMay:
+		field("  You", "RBAC allows you to approve")
+	default:
+		field("  You", "RBAC does not allow you to approve (missing verb \"approve\" on agents/approval)")
+	}
+
+	return renderTranscript(w, run.Status.History, v.Tail)
+}
+
+// approvals are the ones to show: the named one, or every pending one.
+func (v showView) approvals() []exagentv1.Approval {
+	if v.ApprovalID != "" {
+		if a := findApproval(v.Run, v.ApprovalID); a != nil {
+			return []exagentv1.Approval{*a}
+		}
+		return nil
+	}
+	return pendingOf(v.Run)
+}
+
+func approversLine(a *exagentv1.Approvers) string {
+	if a == nil || (len(a.Users) == 0 && len(a.Groups) == 0 && len(a.ServiceAccounts) == 0) {
+		return "anyone RBAC allows (the Agent's policy names no approvers)"
+	}
+	var parts []string
+	if len(a.Users) > 0 {
+		parts = append(parts, "users "+strings.Join(a.Users, ", "))
+	}
+	if len(a.Groups) > 0 {
+		parts = append(parts, "groups "+strings.Join(a.Groups, ", "))
+	}
+	if len(a.ServiceAccounts) > 0 {
+		parts = append(parts, "serviceAccounts "+strings.Join(a.ServiceAccounts, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func ruleName(r string) string {
+	if r == "" {
+		return "<policy default>"
+	}
+	return r
+}
+
+func reasonSuffix(r string) string {
+	if r == "" {
+		return ""
+	}
+	return fmt.Sprintf(": %q", r)
+}
+
+// renderTranscript writes the last tail messages of the history.
+func renderTranscript(w io.Writer, history []exagentv1.Message, tail int) error {
+	if tail == 0 {
+		return nil
+	}
+	start := 0
+	if tail > 0 && len(history) > tail {
+		start = len(history) - tail
+	}
+	if _, err := fmt.Fprintf(w, "\nTranscript (%s):\n", transcriptCount(len(history)-start, len(history))); err != nil {
+		return err
+	}
+	if len(history) == 0 {
+		_, err := fmt.Fprintln(w, "  <empty>")
+		return err
+	}
+	for _, m := range history[start:] {
+		for _, line := range messageLines(m) {
+			if _, err := fmt.Fprintf(w, "  %-12s %s\n", "["+string(m.Role)+"]", line); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func transcriptCount(shown, total int) string {
+	if shown == total {
+		return fmt.Sprintf("%d messages", total)
+	}
+	return fmt.Sprintf("last %d of %d messages", shown, total)
+}
+
+// messageLines renders one message: its text on one line, then one line per tool call.
+func messageLines(m exagentv1.Message) []string {
+	var lines []string
+	text := strings.Join(strings.Fields(m.Content), " ")
+	if m.ToolCallID != "" {
+		text = fmt.Sprintf("(%s) %s", m.ToolCallID, text)
+	}
+	if text != "" {
+		lines = append(lines, truncate(text, contentWidth))
+	}
+	for _, tc := range m.ToolCalls {
+		lines = append(lines, truncate(fmt.Sprintf("→ %s %s (call %s)", tc.Name, compactJSON([]byte(tc.Arguments)), tc.ID), contentWidth))
+	}
+	if len(lines) == 0 {
+		lines = append(lines, "<empty>")
+	}
+	return lines
+}

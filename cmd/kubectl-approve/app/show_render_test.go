@@ -1,0 +1,132 @@
+package app
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+func TestRenderShow(t *testing.T) {
+	yes, no := true, false
+	paused := makeRun("scale-web", "demo").phase(exagentv1.PhaseAwaitingApproval).revision(1).
+		call("call-0-0", "scale", `{"name":"web","replicas":3}`, exagentv1.CallPending).
+		approval("call-0-0", "call-0-0", exagentv1.ApprovalPending, 2*time.Minute, 24*time.Hour).
+		history(
+			exagentv1.Message{Role: exagentv1.RoleSystem, Content: "You operate\nthe demo namespace."},
+			exagentv1.Message{Role: exagentv1.RoleUser, Content: "Scale web to 3."},
+			exagentv1.Message{Role: exagentv1.RoleAssistant, ToolCalls: []exagentv1.MessageToolCall{{ID: "call-0-0", Name: "scale", Arguments: `{"name":"web","replicas":3}`}}},
+		).obj()
+	paused.Spec.RequestedBy = &exagentv1.Actor{Username: "carol"}
+	agent := &exagentv1.Agent{Spec: exagentv1.AgentSpec{Policy: exagentv1.PolicySpec{
+		Approvers:          &exagentv1.Approvers{Users: []string{"alice"}, Groups: []string{"sre"}},
+		ForbidSelfApproval: true,
+	}}}
+
+	tests := map[string]struct {
+		view showView
+		want string
+	}{
+		"pending approval, approvers, you may, last two messages": {
+			view: showView{Run: paused, Agent: agent, YouMay: &yes, Now: t0, Tail: 2},
+			want: `
+Run:              demo/scale-web
+Agent:            ops
+Phase:            AwaitingApproval (step 0, revision 1)
+Requested by:     carol
+
+Approval call-0-0 (Pending):
+  Tool:           scale (call call-0-0, step 0)
+  Arguments:
+    {
+      "name": "web",
+      "replicas": 3
+    }
+  Payload hash:   sha256:call-0-00123456789abcdef
+  Revision:       1
+  Policy rule:    ask-before-scaling
+  Requested:      2026-03-01T11:58:00Z (2m ago)
+  Expires:        2026-03-02T12:00:00Z (in 24h)
+  Decide:         kubectl approve scale-web call-0-0   |   kubectl approve deny scale-web call-0-0
+
+Who may decide:
+  RBAC:           verb "approve" on agents/approval "ops" in namespace "demo" (ClusterRole exagent-approver; resolve: exagent-resolver)
+  Approvers:      users alice; groups sre
+  Self-approval:  forbidden (carol may not decide)
+  You:            RBAC allows you to approve
+
+Transcript (last 2 of 3 messages):
+  [user]       Scale web to 3.
+  [assistant]  → scale {"name":"web","replicas":3} (call call-0-0)
+`,
+		},
+		"agent unreadable, you may not, no transcript": {
+			view: showView{Run: paused, AgentNote: "not readable: Error from server (Forbidden): nope", YouMay: &no, Now: t0, Tail: 0},
+			want: `
+Run:              demo/scale-web
+Agent:            ops
+Phase:            AwaitingApproval (step 0, revision 1)
+Requested by:     carol
+
+Approval call-0-0 (Pending):
+  Tool:           scale (call call-0-0, step 0)
+  Arguments:
+    {
+      "name": "web",
+      "replicas": 3
+    }
+  Payload hash:   sha256:call-0-00123456789abcdef
+  Revision:       1
+  Policy rule:    ask-before-scaling
+  Requested:      2026-03-01T11:58:00Z (2m ago)
+  Expires:        2026-03-02T12:00:00Z (in 24h)
+  Decide:         kubectl approve scale-web call-0-0   |   kubectl approve deny scale-web call-0-0
+
+Who may decide:
+  RBAC:           verb "approve" on agents/approval "ops" in namespace "demo" (ClusterRole exagent-approver; resolve: exagent-resolver)
+  Approvers:      <unknown: agent not readable: Error from server (Forbidden): nope>
+  You:            RBAC does not allow you to approve (missing verb "approve" on agents/approval)
+`,
+		},
+		"nothing pending, an uncertain call": {
+			view: showView{
+				Run: makeRun("charge", "demo").phase(exagentv1.PhaseUncertain).revision(2).
+					call("c1", "charge", `{"amount":5}`, exagentv1.CallUncertain).obj(),
+				Agent: &exagentv1.Agent{}, Now: t0, Tail: -1,
+			},
+			want: `
+Run:              demo/charge
+Agent:            ops
+Phase:            Uncertain (step 0, revision 2)
+
+No pending approvals.
+
+Uncertain calls (need kubectl approve resolve):
+  c1:             charge {"amount":5}
+
+Who may decide:
+  RBAC:           verb "approve" on agents/approval "ops" in namespace "demo" (ClusterRole exagent-approver; resolve: exagent-resolver)
+  Approvers:      anyone RBAC allows (the Agent's policy names no approvers)
+  You:            <unknown>
+
+Transcript (0 messages):
+  <empty>
+`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := renderShow(&b, tc.view); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(strings.TrimPrefix(tc.want, "\n"), b.String()); diff != "" {
+				t.Errorf("show (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,123 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/printers"
+)
+
+const (
+	argsWidth     = 40
+	wideArgsWidth = 80
+)
+
+// printApprovalTable writes rows as kubectl-style columns. wide adds the
+// agent, call, rule, revision and a short payload hash.
+func printApprovalTable(w io.Writer, rows []pendingApproval, now time.Time, wide bool) error {
+	tw := printers.GetNewTabWriter(w)
+	header := []string{"NAMESPACE", "RUN", "APPROVAL", "TOOL", "ARGS", "REQUESTED", "EXPIRES"}
+	if wide {
+		header = append(header, "AGENT", "CALL", "RULE", "REVISION", "PAYLOAD")
+	}
+	if _, err := fmt.Fprintln(tw, strings.Join(header, "\t")); err != nil {
+		return err
+	}
+	width := argsWidth
+	if wide {
+		width = wideArgsWidth
+	}
+	for _, r := range rows {
+		cols := []string{
+			r.Namespace, r.Run, r.Approval, orNone(r.Tool),
+			truncate(compactJSON(r.Args), width),
+			age(r.RequestedAt, now),
+			expires(r.ExpiresAt, now),
+		}
+		if wide {
+			cols = append(cols, r.Agent, r.CallID, orNone(r.Rule),
+				fmt.Sprint(r.Revision), shortHash(r.PayloadHash))
+		}
+		if _, err := fmt.Fprintln(tw, strings.Join(cols, "\t")); err != nil {
+			return err
+		}
+	}
+	return tw.Flush()
+}
+
+// age is kubectl's AGE rendering of the time elapsed since t.
+func age(t, now time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t))
+}
+
+// expires renders the time left before t: "in 23h", "expired", or "never"
+// for an approval whose timeout is Never.
+func expires(t *time.Time, now time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	if !t.After(now) {
+		return "expired"
+	}
+	return "in " + duration.HumanDuration(t.Sub(now))
+}
+
+// compactJSON renders args on one line; arguments that are not JSON are shown as they are.
+func compactJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "{}"
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// prettyJSON renders args indented for reading.
+func prettyJSON(raw string, indent string) string {
+	if raw == "" {
+		return indent + "{}"
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, []byte(raw), indent, "  "); err != nil {
+		return indent + raw
+	}
+	return indent + b.String()
+}
+
+// truncate shortens s to at most n runes, marking the cut with "…".
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// shortHash keeps the algorithm prefix and the first 12 hex digits.
+func shortHash(h string) string {
+	algo, hex, ok := strings.Cut(h, ":")
+	if !ok {
+		return truncate(h, 12)
+	}
+	if len(hex) > 12 {
+		hex = hex[:12]
+	}
+	return algo + ":" + hex
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}

@@ -1,0 +1,112 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+const defaultWaitTimeout = 5 * time.Minute
+
+// waitOptions waits until a run pauses for a human or ends.
+type waitOptions struct {
+	genericiooptions.IOStreams
+	For     string
+	Timeout time.Duration
+
+	namespace string
+	run       string
+	cond      runCondition
+	client    client.Client
+}
+
+func newWaitCommand(f *factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &waitOptions{IOStreams: streams, Timeout: defaultWaitTimeout}
+	cmd := &cobra.Command{
+		Use:   "wait RUN --for=paused|done",
+		Short: "Wait until a run pauses for a decision or ends",
+		Long: `Wait until the run is paused (waiting for an approval, or Uncertain and
+waiting for a resolve) or done (Succeeded, Failed, Denied, Cancelled or
+Expired), then print its phase. A zero --timeout checks once; a negative one
+waits a week.`,
+		Example: `  kubectl approve wait triage-42 --for=paused && kubectl approve show triage-42
+  kubectl approve wait triage-42 --for=done --timeout=10m`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeRuns(f, anyRun),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runOptions(cmd.Context(), o, f, cmd, args)
+		},
+	}
+	cmd.Flags().StringVar(&o.For, "for", "", "The state to wait for: paused or done.")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait.")
+	_ = cmd.RegisterFlagCompletionFunc("for", cobra.FixedCompletions(conditionNames(), cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func conditionNames() []string {
+	names := make([]string, 0, len(runConditions))
+	for n := range runConditions {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Complete resolves the namespace, the client and the condition.
+func (o *waitOptions) Complete(f *factory, _ *cobra.Command, args []string) error {
+	var err error
+	if o.namespace, err = f.Namespace(); err != nil {
+		return err
+	}
+	o.run = args[0]
+	o.cond = runConditions[o.For]
+	if o.Timeout < 0 {
+		o.Timeout = 7 * 24 * time.Hour
+	}
+	o.client, err = f.Client()
+	return err
+}
+
+// Validate checks --for.
+func (o *waitOptions) Validate() error {
+	if _, ok := runConditions[o.For]; !ok {
+		if o.For == "" {
+			return fmt.Errorf("--for is required: %s", strings.Join(conditionNames(), " or "))
+		}
+		return fmt.Errorf("invalid --for %q: must be %s", o.For, strings.Join(conditionNames(), " or "))
+	}
+	return nil
+}
+
+// Run waits and prints the phase reached.
+func (o *waitOptions) Run(ctx context.Context) error {
+	run, err := waitForRun(ctx, o.client, o.namespace, o.run, o.cond, o.Timeout)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(o.Out, runStateLine(run, o.cond.name))
+	return err
+}
+
+// runStateLine is kubectl wait's "<resource>/<name> condition met", with the phase.
+func runStateLine(run *exagentv1.AgentRun, cond string) string {
+	line := fmt.Sprintf("agentrun.exagent.io/%s %s: %s", run.Name, cond, run.Status.Phase)
+	switch {
+	case run.Status.PendingApprovals == 1:
+		line += " (1 pending approval)"
+	case run.Status.PendingApprovals > 1:
+		line += fmt.Sprintf(" (%d pending approvals)", run.Status.PendingApprovals)
+	}
+	if run.Status.Phase != exagentv1.PhaseSucceeded && run.Status.Reason != "" && cond == "done" {
+		line += " (" + run.Status.Reason + ")"
+	}
+	return line
+}
