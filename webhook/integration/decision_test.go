@@ -1,0 +1,194 @@
+package integration_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// TestDecisionAdmission is "who may decide" end to end: each user creates a
+// decision with their own client certificate; the apiserver calls the
+// webhooks over TLS; the webhook asks the apiserver's real RBAC.
+func TestDecisionAdmission(t *testing.T) {
+	s := newScenario(t)
+	cases := map[string]struct {
+		user string
+		d    *exagentv1.ApprovalDecision
+		// wantDenied is a substring of the refusal; empty means admitted.
+		wantDenied string
+	}{
+		"an approver in the listed group approves": {
+			user: "alice", d: approve(s.ns, "alice-approves", runPayments),
+		},
+		"an approver denies": {
+			user: "alice", d: with(approve(s.ns, "alice-denies", runPayments), func(d *exagentv1.ApprovalDecision) {
+				d.Spec.Decision = exagentv1.DecisionDeny
+			}),
+		},
+		"an approver cancels the waiting run": {
+			user: "alice", d: with(approve(s.ns, "alice-cancels", runPayments), func(d *exagentv1.ApprovalDecision) {
+				d.Spec.Decision, d.Spec.ApprovalID = exagentv1.DecisionCancel, ""
+			}),
+		},
+		"without the approve verb": {
+			user: "bob", d: approve(s.ns, "bob-approves", runPayments),
+			wantDenied: `you are not allowed to approve runs of agent "payments": missing verb "approve" on agents/approval`,
+		},
+		"with the verb but not in policy.approvers": {
+			user: "carol", d: approve(s.ns, "carol-approves", runPayments),
+			wantDenied: `user "carol" is not in policy.approvers of agent "payments" (users: [], groups: [payments-approvers], serviceAccounts: [])`,
+		},
+		"the requester under forbidSelfApproval": {
+			user: "dave", d: approve(s.ns, "dave-approves", runPayments),
+			wantDenied: `forbidSelfApproval: "dave" requested this run and cannot decide on it`,
+		},
+		"a forged actor": {
+			user: "alice", d: with(approve(s.ns, "alice-as-carol", runPayments), func(d *exagentv1.ApprovalDecision) {
+				d.Spec.Actor = &exagentv1.Actor{Username: "carol", Groups: []string{"payments-approvers", "system:authenticated"}}
+			}),
+			wantDenied: `spec.actor: Forbidden: is stamped from the authenticated user "alice"; a client-written identity ("carol") is not accepted`,
+		},
+		"RBAC scoped by resourceNames: the named agent": {
+			user: "erin", d: approve(s.ns, "erin-approves-payments", runPayments),
+		},
+		"RBAC scoped by resourceNames: another agent": {
+			user: "erin", d: approve(s.ns, "erin-approves-billing", runBilling),
+			wantDenied: `you are not allowed to approve runs of agent "billing": missing verb "approve" on agents/approval`,
+		},
+		"a ClusterRole binding covers every agent of the namespace": {
+			user: "alice", d: approve(s.ns, "alice-approves-billing", runBilling),
+		},
+		"Resolve by an approver without resolve": {
+			user: "alice", d: resolve(s.ns, "alice-resolves", runUncertain),
+			wantDenied: `you are not allowed to resolve runs of agent "payments": missing verb "resolve" on agents/approval`,
+		},
+		"Resolve by a resolver": {
+			user: "grace", d: resolve(s.ns, "grace-resolves", runUncertain),
+		},
+		"resolve does not imply approve": {
+			user: "grace", d: approve(s.ns, "grace-approves", runPayments),
+			wantDenied: `missing verb "approve" on agents/approval`,
+		},
+		"Resolve of a call that is not Uncertain": {
+			user: "grace", d: resolve(s.ns, "grace-resolves-pending", runPayments),
+			wantDenied: `spec.callID: Invalid value: "c1": call is Pending, not Uncertain`,
+		},
+		"a stale revision": {
+			user: "alice", d: with(approve(s.ns, "alice-stale", runPayments), func(d *exagentv1.ApprovalDecision) { d.Spec.Revision = 2 }),
+			wantDenied: `spec.revision: Invalid value: 2: the approval is at revision 1`,
+		},
+		"a changed payload": {
+			user: "alice", d: with(approve(s.ns, "alice-other-payload", runPayments), func(d *exagentv1.ApprovalDecision) { d.Spec.PayloadHash = "sha256:other" }),
+			wantDenied: `spec.payloadHash: Invalid value: "sha256:other"`,
+		},
+		"an unknown approval": {
+			user: "alice", d: with(approve(s.ns, "alice-a9", runPayments), func(d *exagentv1.ApprovalDecision) { d.Spec.ApprovalID = "a9" }),
+			wantDenied: `spec.approvalID: Not found: "a9"`,
+		},
+		"a missing run": {
+			user: "alice", d: approve(s.ns, "alice-nothing", "nope"),
+			wantDenied: `spec.runRef.name: Not found: "nope"`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := as(t, tc.user).Create(t.Context(), tc.d)
+			if tc.wantDenied != "" {
+				if err == nil {
+					t.Fatalf("admitted; want denied with %q", tc.wantDenied)
+				}
+				if !strings.Contains(err.Error(), tc.wantDenied) {
+					t.Fatalf("denied with:\n  %v\nwant it to contain:\n  %s", err, tc.wantDenied)
+				}
+				t.Logf("denied as expected: %v", err)
+				assertAbsent(t, tc.d)
+				return
+			}
+			if err != nil {
+				t.Fatalf("denied: %v", err)
+			}
+			stored := &exagentv1.ApprovalDecision{}
+			if err := admin.Get(t.Context(), client.ObjectKeyFromObject(tc.d), stored); err != nil {
+				t.Fatal(err)
+			}
+			want := &exagentv1.Actor{Username: tc.user, Groups: []string{"payments-approvers", "system:authenticated"}}
+			if diff := cmp.Diff(want, stored.Spec.Actor); diff != "" {
+				t.Errorf("stamped actor (-want +got):\n%s", diff)
+			}
+			if stored.Spec.OperationID != stored.Name {
+				t.Errorf("operationID = %q, want the object's name %q", stored.Spec.OperationID, stored.Name)
+			}
+		})
+	}
+}
+
+// TestImpersonatedDecision: an admin deciding with kubectl --as is recorded
+// as the impersonated user, marked impersonated; the same user deciding
+// with their own certificate is not.
+func TestImpersonatedDecision(t *testing.T) {
+	s := newScenario(t)
+	d := approve(s.ns, "admin-as-alice", runPayments)
+	if err := impersonating(t, "alice", "payments-approvers").Create(t.Context(), d); err != nil {
+		t.Fatalf("denied: %v", err)
+	}
+	want := &exagentv1.Actor{Username: "alice", Groups: []string{"payments-approvers", "system:authenticated"}, Impersonated: true}
+	if diff := cmp.Diff(want, d.Spec.Actor); diff != "" {
+		t.Errorf("actor (-want +got):\n%s", diff)
+	}
+
+	// Impersonation does not launder rights: impersonating carol (not
+	// listed) is judged as carol.
+	err := impersonating(t, "carol").Create(t.Context(), approve(s.ns, "admin-as-carol", runPayments))
+	if err == nil || !strings.Contains(err.Error(), `user "carol" is not in policy.approvers`) {
+		t.Errorf("impersonating carol: got %v, want the approvers denial", err)
+	}
+}
+
+// TestDecisionSpecIsImmutable: a decision cannot be rewritten after the
+// fact (not even by the admin); metadata can change and deletes are allowed.
+func TestDecisionSpecIsImmutable(t *testing.T) {
+	s := newScenario(t)
+	d := approve(s.ns, "alice-approves", runPayments)
+	if err := as(t, "alice").Create(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	changed := d.DeepCopy()
+	changed.Spec.Reason = "rewritten later"
+	err := admin.Update(t.Context(), changed)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec is immutable") {
+		t.Fatalf("update of spec: got %v, want Invalid: spec is immutable", err)
+	}
+	forged := d.DeepCopy()
+	forged.Spec.Actor.Username = "carol"
+	if err := admin.Update(t.Context(), forged); !apierrors.IsInvalid(err) {
+		t.Fatalf("update of the actor: got %v, want Invalid", err)
+	}
+
+	labelled := d.DeepCopy()
+	labelled.Labels = map[string]string{"team": "payments"}
+	if err := admin.Update(t.Context(), labelled); err != nil {
+		t.Fatalf("update of metadata: %v", err)
+	}
+	if err := admin.Delete(t.Context(), labelled); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+}
+
+func with(d *exagentv1.ApprovalDecision, mut func(*exagentv1.ApprovalDecision)) *exagentv1.ApprovalDecision {
+	mut(d)
+	return d
+}
+
+// assertAbsent checks that a refused object was not stored.
+func assertAbsent(t *testing.T, obj client.Object) {
+	t.Helper()
+	err := admin.Get(t.Context(), client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("refused object %s: Get returned %v, want NotFound", obj.GetName(), err)
+	}
+}

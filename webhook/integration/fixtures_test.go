@@ -1,0 +1,111 @@
+package integration_test
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+const payloadHash = "sha256:0f1e2d3c"
+
+// createAgent creates, as the admin, an Agent whose decisions are limited
+// to the payments-approvers group and forbid self-approval.
+func createAgent(t *testing.T, ns, name string) *exagentv1.Agent {
+	t.Helper()
+	a := &exagentv1.Agent{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: exagentv1.AgentSpec{
+			Model: exagentv1.ModelSpec{
+				Provider: exagentv1.ModelProviderScripted,
+				Script: []exagentv1.ScriptTurn{{ToolCalls: []exagentv1.ScriptToolCall{{
+					ID: "c1", Name: "pay", Arguments: &runtime.RawExtension{Raw: []byte(`{"amount":500}`)},
+				}}}},
+			},
+			Tools: []exagentv1.ToolSpec{{
+				Name:       "pay",
+				Parameters: &runtime.RawExtension{Raw: []byte(`{"type":"object","properties":{"amount":{"type":"number"}}}`)},
+				HTTP:       &exagentv1.HTTPTool{URL: "http://127.0.0.1:1/pay"},
+			}},
+			Policy: exagentv1.PolicySpec{
+				Rules:              []exagentv1.PolicyRule{{Name: "big", Tools: []string{"pay"}, Action: exagentv1.PolicyAsk, When: "args.amount > 100"}},
+				Approvers:          &exagentv1.Approvers{Groups: []string{"payments-approvers"}},
+				ForbidSelfApproval: true,
+			},
+		},
+	}
+	if err := admin.Create(t.Context(), a); err != nil {
+		t.Fatalf("creating Agent %s: %v", name, err)
+	}
+	return a
+}
+
+// createPausedRun creates a run of agentName as c (its requester), then
+// writes — as the admin, standing in for the controller — a paused status:
+// AwaitingApproval with one pending approval a1 for call c1. uncertain
+// instead leaves call c1 Uncertain with no approval.
+func createPausedRun(t *testing.T, c client.Client, ns, name, agentName string, uncertain bool) *exagentv1.AgentRun {
+	t.Helper()
+	r := &exagentv1.AgentRun{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: agentName}, Input: "pay invoice 42"},
+	}
+	if err := c.Create(t.Context(), r); err != nil {
+		t.Fatalf("creating AgentRun %s: %v", name, err)
+	}
+	now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+	r.Status = exagentv1.AgentRunStatus{
+		Phase:    exagentv1.PhaseAwaitingApproval,
+		Revision: 1,
+		Cursor:   exagentv1.Cursor{Step: 1, Stage: exagentv1.StageBatch},
+		Calls: []exagentv1.ToolCall{{
+			ID: "c1", Step: 0, Tool: "pay", Args: `{"amount":500}`, PayloadHash: payloadHash, State: exagentv1.CallPending,
+		}},
+		Approvals: []exagentv1.Approval{{
+			ID: "a1", CallID: "c1", PayloadHash: payloadHash, Revision: 1, State: exagentv1.ApprovalPending, RequestedAt: now,
+		}},
+		PendingApprovals: 1,
+	}
+	if uncertain {
+		r.Status.Phase = exagentv1.PhaseUncertain
+		r.Status.Calls[0].State = exagentv1.CallUncertain
+		r.Status.Approvals, r.Status.PendingApprovals = nil, 0
+	}
+	if err := admin.Status().Update(t.Context(), r); err != nil {
+		t.Fatalf("pausing AgentRun %s: %v", name, err)
+	}
+	return r
+}
+
+// approve is a decision as the kubectl plugin sends it: approvalID,
+// revision and payload hash of what the decider saw.
+func approve(ns, name, run string) *exagentv1.ApprovalDecision {
+	return &exagentv1.ApprovalDecision{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: exagentv1.ApprovalDecisionSpec{
+			RunRef:      exagentv1.LocalObjectReference{Name: run},
+			ApprovalID:  "a1",
+			Decision:    exagentv1.DecisionApprove,
+			Revision:    1,
+			PayloadHash: payloadHash,
+			Reason:      "ok",
+		},
+	}
+}
+
+func resolve(ns, name, run string) *exagentv1.ApprovalDecision {
+	return &exagentv1.ApprovalDecision{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: exagentv1.ApprovalDecisionSpec{
+			RunRef:   exagentv1.LocalObjectReference{Name: run},
+			CallID:   "c1",
+			Decision: exagentv1.DecisionResolve,
+			Outcome:  exagentv1.ResolveSucceeded,
+			Evidence: "the payment shows in the ledger",
+		},
+	}
+}
