@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/exagent-io/exagent/internal/testenv"
+)
+
+// options is what the flags configure.
+type options struct {
+	Dir         string
+	Root        string
+	Users       []user
+	WebhookHost string
+	WebhookPort int
+}
+
+// cluster is a running control plane and the log files it writes to.
+type cluster struct {
+	env  *envtest.Environment
+	logs []*os.File
+}
+
+// start builds (or reuses) the binaries, boots etcd and kube-apiserver,
+// installs what the manager and the users need, and writes the kubeconfigs.
+func start(ctx context.Context, o options) (*cluster, error) {
+	for _, sub := range []string{"", "logs", "webhook"} {
+		if err := os.MkdirAll(filepath.Join(o.Dir, sub), 0o755); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", filepath.Join(o.Dir, sub), err)
+		}
+	}
+	logf("locating kube-apiserver, etcd and kubectl (hack/k8s-binaries.sh; the first build takes minutes)")
+	assets, err := testenv.BinaryAssets()
+	if err != nil {
+		return nil, err
+	}
+
+	mut, val, err := readWebhooks(filepath.Join(o.Root, "config", "webhook", "manifests.yaml"), o.WebhookHost, o.WebhookPort)
+	if err != nil {
+		return nil, err
+	}
+
+	c := &cluster{}
+	apiLog, err := c.openLog(o.Dir, "kube-apiserver.log")
+	if err != nil {
+		return nil, err
+	}
+	etcdLog, err := c.openLog(o.Dir, "etcd.log")
+	if err != nil {
+		return nil, err
+	}
+
+	c.env = &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(o.Root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		// The registered configuration is config/webhook's with URL
+		// clientConfigs on WebhookHost:WebhookPort; envtest generates a
+		// self-signed serving certificate for that host and sets it as the
+		// CA bundle.
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			MutatingWebhooks:   mut,
+			ValidatingWebhooks: val,
+			LocalServingHost:   o.WebhookHost,
+			LocalServingPort:   o.WebhookPort,
+		},
+		Scheme: testenv.Scheme(),
+	}
+	api := c.env.ControlPlane.GetAPIServer()
+	api.Out, api.Err = apiLog, apiLog
+	c.env.ControlPlane.Etcd = &envtest.Etcd{Out: etcdLog, Err: etcdLog}
+
+	logf("starting etcd and kube-apiserver (logs in %s)", filepath.Join(o.Dir, "logs"))
+	cfg, err := c.env.Start()
+	if err != nil {
+		c.closeLogs()
+		return nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	if err := c.install(ctx, cfg, o); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	return c, nil
+}
+
+func (c *cluster) install(ctx context.Context, cfg *rest.Config, o options) error {
+	if err := copyWebhookCerts(c.env.WebhookInstallOptions, filepath.Join(o.Dir, "webhook")); err != nil {
+		return err
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: c.env.Scheme})
+	if err != nil {
+		return fmt.Errorf("building a client: %w", err)
+	}
+	n, err := installClusterRoles(ctx, cl, filepath.Join(o.Root, "config", "rbac"))
+	if err != nil {
+		return err
+	}
+	logf("installed the CRDs, %d ClusterRoles and the webhook configuration (https://%s:%d)", n, o.WebhookHost, o.WebhookPort)
+
+	if err := writeKubeconfig(filepath.Join(o.Dir, "kubeconfig"), "admin", cfg); err != nil {
+		return err
+	}
+	for _, u := range o.Users {
+		au, err := c.env.AddUser(envtest.User{Name: u.Name, Groups: u.Groups}, nil)
+		if err != nil {
+			return fmt.Errorf("provisioning user %q: %w", u.Name, err)
+		}
+		path := filepath.Join(o.Dir, u.Name+".kubeconfig")
+		if err := writeKubeconfig(path, u.Name, au.Config()); err != nil {
+			return err
+		}
+		logf("user %s (groups %v): %s", u.Name, u.Groups, path)
+	}
+	return nil
+}
+
+// Stop stops kube-apiserver and etcd and removes envtest's temporary folders.
+func (c *cluster) Stop() error {
+	err := c.env.Stop()
+	c.closeLogs()
+	return err
+}
+
+func (c *cluster) openLog(dir, name string) (*os.File, error) {
+	f, err := os.Create(filepath.Join(dir, "logs", name))
+	if err != nil {
+		return nil, fmt.Errorf("creating log file: %w", err)
+	}
+	c.logs = append(c.logs, f)
+	return f, nil
+}
+
+func (c *cluster) closeLogs() {
+	for _, f := range c.logs {
+		_ = f.Close()
+	}
+	c.logs = nil
+}

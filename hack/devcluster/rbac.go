@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// installClusterRoles creates (or updates) every ClusterRole of dir's YAML
+// files: the shipped exagent-viewer/editor/approver/resolver roles users are
+// bound to, and the manager's. Bindings and the ServiceAccount are left out:
+// in the dev cluster the manager runs with the admin kubeconfig, and users
+// are bound by whoever uses the cluster (config/samples does it for the demo).
+func installClusterRoles(ctx context.Context, c client.Client, dir string) (int, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, file := range files {
+		if filepath.Base(file) == "kustomization.yaml" {
+			continue
+		}
+		roles, err := readClusterRoles(file)
+		if err != nil {
+			return n, err
+		}
+		for _, role := range roles {
+			if err := createOrUpdate(ctx, c, role); err != nil {
+				return n, fmt.Errorf("installing ClusterRole %s from %s: %w", role.Name, file, err)
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+func readClusterRoles(file string) ([]*rbacv1.ClusterRole, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var out []*rbacv1.ClusterRole
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", file, err)
+		}
+		if len(strings.TrimSpace(string(doc))) == 0 {
+			continue
+		}
+		var role rbacv1.ClusterRole
+		if err := yaml.Unmarshal(doc, &role); err != nil {
+			return nil, fmt.Errorf("parsing %s: %w", file, err)
+		}
+		if role.Kind == "ClusterRole" && role.APIVersion == rbacv1.SchemeGroupVersion.String() {
+			out = append(out, &role)
+		}
+	}
+}
+
+func createOrUpdate(ctx context.Context, c client.Client, role *rbacv1.ClusterRole) error {
+	err := c.Create(ctx, role)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	existing := &rbacv1.ClusterRole{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(role), existing); err != nil {
+		return err
+	}
+	role.ResourceVersion = existing.ResourceVersion
+	return c.Update(ctx, role)
+}
