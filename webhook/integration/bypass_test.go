@@ -1,0 +1,209 @@
+package integration_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/authz"
+)
+
+// TestWebhookUnreachable: with failurePolicy Fail, a manager that cannot be
+// reached means no decision is admitted and the run is untouched.
+func TestWebhookUnreachable(t *testing.T) {
+	s := newScenario(t)
+	before := get(t, s.ns, runPayments, &exagentv1.AgentRun{})
+
+	dead := unusedAddress(t)
+	restore := rewriteWebhooks(t, func(cc *admissionregistrationv1.WebhookClientConfig) {
+		u := "https://" + dead + "/unreachable"
+		cc.URL = &u
+	})
+	alice := as(t, "alice")
+	probe := func() error {
+		return alice.Create(t.Context(), approve(s.ns, "probe", runPayments), client.DryRunAll)
+	}
+	// The apiserver picks configuration changes up asynchronously.
+	eventually(t, "the apiserver calls the unreachable webhook", func() bool {
+		err := probe()
+		return err != nil && strings.Contains(err.Error(), "failed calling webhook")
+	})
+
+	d := approve(s.ns, "alice-while-down", runPayments)
+	err := alice.Create(t.Context(), d)
+	if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+		t.Fatalf("got %v, want the decision refused because the webhook cannot be called", err)
+	}
+	assertAbsent(t, d)
+	after := get(t, s.ns, runPayments, &exagentv1.AgentRun{})
+	if diff := cmp.Diff(before.Status, after.Status); diff != "" || after.ResourceVersion != before.ResourceVersion {
+		t.Errorf("the run changed while the webhook was down (-before +after):\n%s", diff)
+	}
+
+	restore()
+	eventually(t, "decisions are admitted again", func() bool { return probe() == nil })
+}
+
+// TestWebhookBypassed: with the webhook configurations deleted (a
+// misconfigured cluster), nothing stops a user with create on
+// approvaldecisions from storing a decision — the controller's re-check
+// (authz.VerifyDecision, run before it applies anything) rejects it.
+func TestWebhookBypassed(t *testing.T) {
+	s := newScenario(t)
+	bob := as(t, "bob") // may create decisions; lacks "approve"
+	probe := func() error {
+		return bob.Create(t.Context(), approve(s.ns, "probe", runPayments), client.DryRunAll)
+	}
+	restore := deleteWebhooks(t)
+	eventually(t, "the apiserver stops calling the webhooks", func() bool { return probe() == nil })
+
+	cases := map[string]struct {
+		actor     *exagentv1.Actor
+		wantCheck authz.Check
+	}{
+		// Without the mutating webhook nothing stamps an actor.
+		"no actor": {wantCheck: authz.CheckActor},
+		// bob names himself: RBAC says no.
+		"his own name": {actor: &exagentv1.Actor{Username: "bob", Groups: []string{"payments-approvers"}}, wantCheck: authz.CheckRBAC},
+	}
+	paid := get(t, s.ns, runPayments, &exagentv1.AgentRun{})
+	agent := get(t, s.ns, "payments", &exagentv1.Agent{})
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := approve(s.ns, "bob-"+strings.ReplaceAll(name, " ", "-"), runPayments)
+			d.Spec.Actor = tc.actor
+			if err := bob.Create(t.Context(), d); err != nil {
+				t.Fatalf("with the webhooks gone the apiserver should store it: %v", err)
+			}
+			stored := get(t, s.ns, d.Name, &exagentv1.ApprovalDecision{})
+			err := authz.VerifyDecision(t.Context(), admin, stored, paid, agent)
+			if diff := cmp.Diff(tc.wantCheck, authz.DeniedCheck(err)); diff != "" {
+				t.Errorf("re-check (-want +got):\n%s\nerror: %v", diff, err)
+			}
+		})
+	}
+
+	restore()
+	eventually(t, "the webhooks are called again", func() bool {
+		err := probe()
+		return err != nil && strings.Contains(err.Error(), `missing verb "approve"`)
+	})
+}
+
+// rewriteWebhooks points every exagent webhook elsewhere and returns a
+// function that puts the original client configurations back.
+func rewriteWebhooks(t *testing.T, mut func(*admissionregistrationv1.WebhookClientConfig)) func() {
+	t.Helper()
+	ctx := t.Context()
+	mutating, validating := webhookConfigs(t)
+	origM, origV := mutating.DeepCopy(), validating.DeepCopy()
+	for i := range mutating.Webhooks {
+		mut(&mutating.Webhooks[i].ClientConfig)
+	}
+	for i := range validating.Webhooks {
+		mut(&validating.Webhooks[i].ClientConfig)
+	}
+	if err := admin.Update(ctx, mutating); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Update(ctx, validating); err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	restore := func() {
+		if restored {
+			return
+		}
+		restored = true
+		// A fresh context: this also runs from Cleanup, after t.Context ends.
+		ctx := context.Background()
+		m, v := webhookConfigs(t)
+		m.Webhooks, v.Webhooks = origM.Webhooks, origV.Webhooks
+		if err := admin.Update(ctx, m); err != nil {
+			t.Errorf("restoring the mutating webhooks: %v", err)
+		}
+		if err := admin.Update(ctx, v); err != nil {
+			t.Errorf("restoring the validating webhooks: %v", err)
+		}
+	}
+	t.Cleanup(restore)
+	return restore
+}
+
+// deleteWebhooks removes the exagent webhook configurations and returns a
+// function that re-creates them.
+func deleteWebhooks(t *testing.T) func() {
+	t.Helper()
+	mutating, validating := webhookConfigs(t)
+	for _, obj := range []client.Object{mutating, validating} {
+		if err := admin.Delete(t.Context(), obj.DeepCopyObject().(client.Object)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restored := false
+	restore := func() {
+		if restored {
+			return
+		}
+		restored = true
+		for _, obj := range []client.Object{mutating, validating} {
+			obj.SetResourceVersion("")
+			obj.SetUID("")
+			if err := admin.Create(context.Background(), obj); err != nil {
+				t.Errorf("re-creating %s: %v", obj.GetName(), err)
+			}
+		}
+	}
+	t.Cleanup(restore)
+	return restore
+}
+
+func webhookConfigs(t *testing.T) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	t.Helper()
+	wio := env.WebhookInstallOptions
+	if len(wio.MutatingWebhooks) != 1 || len(wio.ValidatingWebhooks) != 1 {
+		t.Fatalf("want one mutating and one validating configuration, have %d and %d", len(wio.MutatingWebhooks), len(wio.ValidatingWebhooks))
+	}
+	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := admin.Get(context.Background(), client.ObjectKey{Name: wio.MutatingWebhooks[0].Name}, m); err != nil {
+		t.Fatal(err)
+	}
+	v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := admin.Get(context.Background(), client.ObjectKey{Name: wio.ValidatingWebhooks[0].Name}, v); err != nil {
+		t.Fatal(err)
+	}
+	return m, v
+}
+
+// unusedAddress returns a loopback address nothing listens on.
+func unusedAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// eventually polls cond until it holds; for state the apiserver reaches
+// asynchronously (webhook configuration changes), never as a sleep.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("waiting until %s: %v", what, err)
+	}
+}

@@ -1,0 +1,150 @@
+package integration_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// TestAgentRunAdmission: requestedBy is the creating user's, never a
+// client's claim; malformed durations are refused before any IO; a run of
+// an Agent that does not exist yet is admitted (GitOps order).
+func TestAgentRunAdmission(t *testing.T) {
+	s := newScenario(t)
+	newRun := func(name string, mut func(*exagentv1.AgentRun)) *exagentv1.AgentRun {
+		r := &exagentv1.AgentRun{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+			Spec:       exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: "payments"}, Input: "hello"},
+		}
+		if mut != nil {
+			mut(r)
+		}
+		return r
+	}
+	cases := map[string]struct {
+		run        *exagentv1.AgentRun
+		wantDenied string
+	}{
+		"stamped requester": {run: newRun("r-plain", nil)},
+		"a run before its Agent": {run: newRun("r-early", func(r *exagentv1.AgentRun) {
+			r.Spec.AgentRef.Name = "not-applied-yet"
+		})},
+		"Never timeouts": {run: newRun("r-never", func(r *exagentv1.AgentRun) {
+			r.Spec.ApprovalTimeout, r.Spec.ActiveTimeLimit = exagentv1.Never, exagentv1.Never
+		})},
+		"a forged requester": {
+			run: newRun("r-forged", func(r *exagentv1.AgentRun) {
+				r.Spec.RequestedBy = &exagentv1.Actor{Username: "alice"}
+			}),
+			wantDenied: `spec.requestedBy: Forbidden: is stamped from the authenticated user "dave"; a client-written identity ("alice") is not accepted`,
+		},
+		"a zero approval timeout": {
+			run:        newRun("r-zero", func(r *exagentv1.AgentRun) { r.Spec.ApprovalTimeout = "0s" }),
+			wantDenied: `spec.approvalTimeout: Invalid value: "0s": must be positive (use Never to disable)`,
+		},
+		"a lease that never ends": {
+			run:        newRun("r-lease", func(r *exagentv1.AgentRun) { r.Spec.LeaseDuration = exagentv1.Never }),
+			wantDenied: `leaseDuration cannot be Never`,
+		},
+		"an invalid service account": {
+			run:        newRun("r-sa", func(r *exagentv1.AgentRun) { r.Spec.ServiceAccountName = "Not_Valid" }),
+			wantDenied: `spec.serviceAccountName`,
+		},
+	}
+	dave := as(t, "dave")
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := dave.Create(t.Context(), tc.run)
+			if tc.wantDenied != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantDenied) {
+					t.Fatalf("got %v, want denied with %q", err, tc.wantDenied)
+				}
+				assertAbsent(t, tc.run)
+				return
+			}
+			if err != nil {
+				t.Fatalf("denied: %v", err)
+			}
+			want := &exagentv1.Actor{Username: "dave", Groups: []string{"payments-approvers", "system:authenticated"}}
+			if diff := cmp.Diff(want, tc.run.Spec.RequestedBy); diff != "" {
+				t.Errorf("requestedBy (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	t.Run("spec is immutable, even to the admin", func(t *testing.T) {
+		r := newRun("r-immutable", nil)
+		if err := dave.Create(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+		r.Spec.RequestedBy = &exagentv1.Actor{Username: "someone-else"}
+		if err := admin.Update(t.Context(), r); err == nil || !strings.Contains(err.Error(), "spec is immutable") {
+			t.Fatalf("got %v, want spec is immutable", err)
+		}
+	})
+}
+
+// TestAgentAdmission: an Agent whose policy or tools the engine could not
+// use is refused with the field that is wrong.
+func TestAgentAdmission(t *testing.T) {
+	ns := newNamespace(t)
+	base := func(name string, mut func(*exagentv1.Agent)) *exagentv1.Agent {
+		a := &exagentv1.Agent{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: exagentv1.AgentSpec{
+				Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI, Name: "gpt-4.1-mini"},
+				Tools: []exagentv1.ToolSpec{{
+					Name:       "pay",
+					Parameters: &runtime.RawExtension{Raw: []byte(`{"type":"object"}`)},
+					HTTP:       &exagentv1.HTTPTool{URL: "https://payments.example/pay"},
+				}},
+			},
+		}
+		mut(a)
+		return a
+	}
+	cases := map[string]struct {
+		agent      *exagentv1.Agent
+		wantDenied string
+	}{
+		"valid": {agent: base("ok", func(a *exagentv1.Agent) {
+			a.Spec.Policy.Rules = []exagentv1.PolicyRule{{Tools: []string{"pay"}, Action: exagentv1.PolicyAsk, When: "args.amount > 100"}}
+		})},
+		"a when that does not compile": {
+			agent: base("bad-cel", func(a *exagentv1.Agent) {
+				a.Spec.Policy.Rules = []exagentv1.PolicyRule{{Tools: []string{"pay"}, Action: exagentv1.PolicyAsk, When: "args.amount >"}}
+			}),
+			wantDenied: `spec.policy.rules[0].when: Invalid value: "args.amount >": CEL:`,
+		},
+		"parameters that are not an object schema": {
+			agent: base("bad-schema", func(a *exagentv1.Agent) {
+				a.Spec.Tools[0].Parameters = &runtime.RawExtension{Raw: []byte(`{"type":"object","properties":{"amount":{"type":"money"}}}`)}
+			}),
+			wantDenied: `spec.tools[0].parameters.properties[amount].type: Unsupported value: "money"`,
+		},
+		"a base URL with credentials": {
+			agent:      base("bad-url", func(a *exagentv1.Agent) { a.Spec.Model.BaseURL = "https://key:secret@api.example/v1" }),
+			wantDenied: `spec.model.baseURL`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := admin.Create(t.Context(), tc.agent)
+			if tc.wantDenied == "" {
+				if err != nil {
+					t.Fatalf("denied: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantDenied) {
+				t.Fatalf("got %v, want denied with %q", err, tc.wantDenied)
+			}
+			assertAbsent(t, tc.agent)
+		})
+	}
+}
