@@ -77,3 +77,31 @@ $(KUSTOMIZE): | $(LOCALBIN)
 
 $(LOCALBIN):
 	mkdir -p $(LOCALBIN)
+
+##@ Local control plane, demo and deployment
+
+KUBECTL ?= kubectl
+IMG ?= ghcr.io/exagent-io/exagent:latest
+
+.PHONY: dev
+dev: ## Run the local control plane (hack/devcluster) and bin/manager against it until Ctrl-C.
+	hack/dev.sh
+
+.PHONY: demo
+demo: ## The first command: build everything, start a local control plane and the manager, and narrate an approval end to end.
+	hack/demo.sh
+
+.PHONY: test-e2e
+test-e2e: ## Run the end-to-end tests: real kubectl + the plugin against devcluster and a manager process.
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test $(GO_TEST_FLAGS) ./test/e2e/...
+
+.PHONY: deploy
+deploy: kustomize ## Install into the cluster of the current kubeconfig context (IMG=registry/exagent:tag; needs cert-manager).
+	@overlay="$$(mktemp -d)"; trap 'rm -rf "$$overlay"' EXIT; \
+	cd "$$overlay" && $(KUSTOMIZE) create --resources "$(CURDIR)/config/default" && \
+	$(KUSTOMIZE) edit set image controller=$(IMG) && \
+	$(KUSTOMIZE) build . | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: kustomize ## Remove what deploy installed (CRDs included: this deletes every Agent, AgentRun and ApprovalDecision).
+	$(KUSTOMIZE) build config/default | $(KUBECTL) delete --ignore-not-found -f -

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# make dev: the local control plane plus the manager, until Ctrl-C.
+# Users alice (exagent approver in the samples) and bob get kubeconfigs.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/devenv.sh"
+
+DIR="${DEV_DIR:-$REPO_ROOT/.cache/dev}"
+trap stop_all EXIT
+trap 'exit 130' INT TERM
+
+build_all
+start_devcluster "$DIR" alice bob
+start_manager "$DIR"
+
+cat <<MSG
+exagent is running against a local control plane.
+
+  export KUBECONFIG=$DIR/kubeconfig PATH=$BIN:$K8S_BIN:\$PATH
+  kubectl apply -k config/samples
+  kubectl approve list -A
+  KUBECONFIG=$DIR/alice.kubeconfig kubectl approve scale-web -n demo
+
+Logs: $DIR/devcluster.log, $DIR/logs/. Ctrl-C stops everything.
+MSG
+
+# Wait for Ctrl-C, or for either process to die (then stop the other).
+wait -n "$DEVCLUSTER_PID" "$MANAGER_PID" || true
+echo "a process exited; stopping (see $DIR/logs/manager.log and $DIR/devcluster.log)" >&2
+exit 1
