@@ -1,0 +1,106 @@
+package executor
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestLimits runs more jobs than slots and checks that neither the total
+// nor the per-endpoint limit is ever exceeded, and that every job runs.
+func TestLimits(t *testing.T) {
+	tests := map[string]struct {
+		opts      Options
+		endpoints []string
+		jobs      int
+		wantTotal int32
+		wantPerEP int32
+	}{
+		"total bounds":        {opts: Options{MaxInFlight: 3, PerEndpoint: 10}, endpoints: []string{"a", "b", "c", "d"}, jobs: 40, wantTotal: 3, wantPerEP: 3},
+		"per endpoint bounds": {opts: Options{MaxInFlight: 10, PerEndpoint: 2}, endpoints: []string{"a"}, jobs: 20, wantTotal: 2, wantPerEP: 2},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			e := New(tc.opts)
+			go func() { _ = e.Start(ctx) }()
+
+			var mu sync.Mutex
+			cur, maxCur := int32(0), int32(0)
+			perEP := map[string]int32{}
+			maxEP := int32(0)
+			release := make(chan struct{})
+			var done sync.WaitGroup
+			var ran atomic.Int32
+			for i := 0; i < tc.jobs; i++ {
+				ep := tc.endpoints[i%len(tc.endpoints)]
+				done.Add(1)
+				e.Submit(ep, func(ctx context.Context) {
+					defer done.Done()
+					mu.Lock()
+					cur++
+					perEP[ep]++
+					maxCur = max(maxCur, cur)
+					maxEP = max(maxEP, perEP[ep])
+					mu.Unlock()
+					<-release
+					mu.Lock()
+					cur--
+					perEP[ep]--
+					mu.Unlock()
+					ran.Add(1)
+				})
+			}
+			// Wait until the pool is saturated, then let everything drain.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				mu.Lock()
+				c := cur
+				mu.Unlock()
+				if c == tc.wantTotal {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("pool never reached %d running jobs (at %d)", tc.wantTotal, c)
+				}
+				time.Sleep(time.Millisecond) // polling a condition, not synchronising on time
+			}
+			close(release)
+			done.Wait()
+			if got := ran.Load(); got != int32(tc.jobs) {
+				t.Errorf("ran %d jobs, want %d", got, tc.jobs)
+			}
+			if maxCur != tc.wantTotal {
+				t.Errorf("max concurrent = %d, want %d", maxCur, tc.wantTotal)
+			}
+			if maxEP > tc.wantPerEP {
+				t.Errorf("max per endpoint = %d, want <= %d", maxEP, tc.wantPerEP)
+			}
+		})
+	}
+}
+
+// TestStopCancelsWaiting checks that jobs still waiting for a slot when the
+// executor stops never run.
+func TestStopCancelsWaiting(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := New(Options{MaxInFlight: 1, PerEndpoint: 1})
+	stopped := make(chan struct{})
+	go func() { _ = e.Start(ctx); close(stopped) }()
+	running, block := make(chan struct{}), make(chan struct{})
+	var ran atomic.Int32
+	e.Submit("x", func(ctx context.Context) { close(running); <-ctx.Done(); close(block) })
+	<-running
+	for i := 0; i < 5; i++ {
+		e.Submit("x", func(context.Context) { ran.Add(1) })
+	}
+	cancel()
+	<-stopped
+	<-block
+	if got := ran.Load(); got > 0 {
+		t.Errorf("%d waiting jobs ran after stop", got)
+	}
+}
