@@ -6,5 +6,49 @@
 // compare-and-swap.
 //
 // The state is v1alpha1.AgentRunStatus itself, so the JSON a controller
-// stores is exactly the continuation the engine resumes from.
+// stores is exactly the continuation the engine resumes from. Times the
+// engine stores are UTC and truncated to what their JSON form keeps, so a
+// decode/encode cycle gives back an equal state.
+//
+// Files, one job each:
+//
+//	contract.go   types shared with callers (Action, Fence, ToolResult, …)
+//	env.go        the trusted current configuration: fingerprints, durations, payload hash
+//	policy.go     Allow/Ask/Deny rules with CEL `when` over args
+//	authorize.go  approvers and forbidSelfApproval (RBAC is the caller's)
+//	canonical.go  RFC 8785 canonical JSON and sha256 hashes
+//	claim.go      Start, Claim, Renew, Checkpoint, Release
+//	step.go       the driver: the next action and its intent
+//	model.go      model outcomes: RecordModelResponse, RecordModelFailure
+//	effect.go     tool intents and outcomes: BeginEffect (re-checks policy and schema), RecordOutcome
+//	pause.go      Pause: approvals bound to payload hash and revision
+//	decide.go     Decide: Approve, Deny, Cancel, Resolve, idempotent by operationID
+//	end.go        Finish, Fail
+//	expire.go     Expire: deadline and approval expiry
+//	recover.go    Recover after a lost lease
+//	activetime.go reservations and charges of active time
+//	validate.go   omitted data fails before any action
+//	wakeup.go     the next instant the clock matters
+//	conditions.go Ready / AwaitingApproval / Uncertain computed from the journal
+//	errors.go     the typed errors callers switch on
+//
+// Readings of the design the code commits to (each is documented where it
+// is implemented):
+//   - A changed payload hash (schema, policy or definition fingerprint) means
+//     an approval no longer covers the call: at begin-effect the call goes
+//     back to Pending and the run pauses again at a new revision. A current
+//     Deny refuses it; a looser current policy does not let it run unasked.
+//   - Definition (instructions, tool names, kinds and descriptions) or model
+//     drift refuses the claim (DefinitionChanged); policy and schemas may
+//     change and are re-evaluated at begin-effect instead.
+//   - Policy Deny refuses a call and tells the model; onDeny applies to a
+//     human's Deny.
+//   - Each claim reserves the whole remaining active-time balance and a
+//     dead owner's reservation is charged whole, so a crash without a
+//     hand-back can exhaust the budget — the seed's "puede agotar su
+//     presupuesto". Release, Pause and Finish refund the unused part.
+//   - A Cancel with revision 0 applies to the current revision (cancelling
+//     only stops work); every other decision must carry the exact revision.
+//   - The revision is bumped at every pause and when a run becomes
+//     Uncertain: resolutions bind it too.
 package loop

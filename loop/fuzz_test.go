@@ -109,14 +109,32 @@ func (r *fuzzRun) run(prog []byte) {
 	for pos < len(prog) && r.ops < 400 {
 		r.ops++
 		op, arg := next(), next()
-		r.apply(op%18, arg, next)
+		r.apply(opKind(op), arg, next)
 	}
+}
+
+// opKind maps a program byte to a command. Bytes 0–17 name each command
+// once (the seeds use them); 18–31 repeat the constructive ones, and
+// Cancel and Fail answer to one byte value only, so that random programs
+// get deep before something ends the run.
+func opKind(b byte) byte {
+	k := b % 32
+	if (k == 10 || k == 16) && b != k {
+		return 2 // Cancel and Fail only from their own byte
+	}
+	if k < 18 {
+		return k
+	}
+	return []byte{2, 2, 5, 3, 1, 9, 0, 2, 5, 11, 13, 2, 3, 0}[k-18]
 }
 
 // apply runs one command and, when the engine accepts it, commits the
 // result after checking the invariants between the two states.
 func (r *fuzzRun) apply(op, arg byte, next func() byte) {
-	w := r.workers[int(arg)%len(r.workers)]
+	w := r.workers[0] // worker-a mostly; worker-b (arg%4 == 1) competes and goes stale
+	if arg%4 == 1 {
+		w = r.workers[1]
+	}
 	prev := r.s
 	before := mustJSON(r.t, prev)
 	var (
@@ -130,7 +148,11 @@ func (r *fuzzRun) apply(op, arg byte, next func() byte) {
 	switch op {
 	case 0:
 		name = "advance"
-		steps := []time.Duration{time.Second, 10 * time.Second, 31 * time.Second, 5 * time.Minute, 61 * time.Minute, 25 * time.Hour}
+		// Mostly short steps (work within a lease); sometimes a lost lease,
+		// an expired approval, or a day towards the 48h deadline.
+		steps := []time.Duration{time.Second, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 10 * time.Second,
+			31 * time.Second, 31 * time.Second, 5 * time.Minute, 5 * time.Minute, 11 * time.Minute, 61 * time.Minute,
+			time.Second, time.Second, 3 * time.Second, 25 * time.Hour}
 		r.now = r.now.Add(steps[int(next())%len(steps)])
 		return
 	case 1:
