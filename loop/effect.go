@@ -232,3 +232,17 @@ func RecordOutcome(s Status, env *Env, f Fence, r ToolResult, now time.Time) (St
 		out = bound(r.Output, len(out)/2)
 	}
 }
+
+// Outstanding returns the tool calls whose intents the fence's attempt
+// committed and whose outcomes are not recorded yet, in the model's order:
+// what an owner that lost track of its executor (but not its claim) still
+// has to wait for or re-dispatch under the same idempotency keys.
+func Outstanding(s Status, f Fence) []ToolInvocation {
+	var out []ToolInvocation
+	for i := range s.Calls {
+		if c := &s.Calls[i]; inFlight(c) && c.Attempt == f.Attempt {
+			out = append(out, invocation(c))
+		}
+	}
+	return out
+}

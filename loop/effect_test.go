@@ -253,3 +253,18 @@ func TestRecordOutcomeGuards(t *testing.T) {
 		})
 	}
 }
+
+func TestOutstanding(t *testing.T) {
+	h, s := inFlightRun(t)
+	want := []ToolInvocation{{CallID: "s1", Tool: "search", Args: []byte(`{"q":"x"}`), IdempotencyKey: runUID + "/s1", Attempt: 1}}
+	if diff := cmp.Diff(want, Outstanding(s, f1)); diff != "" {
+		t.Errorf("outstanding (-want +got):\n%s", diff)
+	}
+	if got := Outstanding(s, Fence{Holder: "x", Attempt: 2}); len(got) != 0 {
+		t.Errorf("another attempt sees %v", got)
+	}
+	h.outcome("s1", ResultSucceeded, "ok")
+	if got := Outstanding(h.s, f1); len(got) != 0 {
+		t.Errorf("after the outcome: %v", got)
+	}
+}
