@@ -15,6 +15,7 @@ type Option func(*options)
 
 type options struct {
 	extra map[string]authenticationv1.ExtraValue
+	seal  *Seal
 }
 
 // WithExtra passes the request's user extra to the SubjectAccessReview. The
@@ -22,6 +23,13 @@ type options struct {
 // stored in the decision) and checks the stamped username, uid and groups.
 func WithExtra(extra map[string]authenticationv1.ExtraValue) Option {
 	return func(o *options) { o.extra = extra }
+}
+
+// WithSeal makes VerifyDecision reject a decision that does not carry its
+// seal from the admission webhook (see Seal): the defence against a webhook
+// bypassed while clients write spec.actor themselves. A nil seal is ignored.
+func WithSeal(s *Seal) Option {
+	return func(o *options) { o.seal = s }
 }
 
 // VerifyDecision decides whether d's stamped actor may decide on run:
@@ -46,6 +54,11 @@ func VerifyDecision(ctx context.Context, c client.Client, d *exagentv1.ApprovalD
 	if d.Namespace != run.Namespace || d.Spec.RunRef.Name != run.Name {
 		return denied(CheckActor, fmt.Sprintf("the decision names run %s/%s, not %s/%s",
 			d.Namespace, d.Spec.RunRef.Name, run.Namespace, run.Name))
+	}
+	if o.seal != nil {
+		if err := o.seal.Verify(d); err != nil {
+			return err
+		}
 	}
 	actor := *d.Spec.Actor
 	agentName := run.Spec.AgentRef.Name

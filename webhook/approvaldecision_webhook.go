@@ -29,6 +29,8 @@ type ApprovalDecisionWebhook struct {
 	Reader client.Reader
 	// Client creates SubjectAccessReviews.
 	Client client.Client
+	// Seal, when set, seals admitted decisions and is verified on create.
+	Seal *authz.Seal
 }
 
 var (
@@ -36,9 +38,10 @@ var (
 	_ admission.Validator[*exagentv1.ApprovalDecision] = &ApprovalDecisionWebhook{}
 )
 
-// Default stamps spec.actor from the authenticated user and defaults
-// spec.operationID to the object's name. A client-written actor that differs
-// is refused here, before anything else sees it.
+// Default stamps spec.actor from the authenticated user, defaults
+// spec.operationID to the object's name and, with a Seal, seals the result.
+// A client-written actor that differs is refused here, before anything else
+// sees it.
 func (w *ApprovalDecisionWebhook) Default(ctx context.Context, d *exagentv1.ApprovalDecision) error {
 	req, err := requester(ctx)
 	if err != nil || !isCreate(req) {
@@ -53,6 +56,10 @@ func (w *ApprovalDecisionWebhook) Default(ctx context.Context, d *exagentv1.Appr
 	d.Spec.Actor = &stamped
 	if d.Spec.OperationID == "" {
 		d.Spec.OperationID = d.Name
+	}
+	if w.Seal != nil {
+		// Last: the seal covers the spec as it will be stored.
+		return w.Seal.Stamp(d)
 	}
 	return nil
 }
@@ -91,7 +98,8 @@ func (w *ApprovalDecisionWebhook) ValidateCreate(ctx context.Context, d *exagent
 
 	// Who may decide comes before whether the target is decidable, so that
 	// someone without the verb learns nothing about the run's approvals.
-	if err := authz.VerifyDecision(ctx, w.Client, d, run, agent, authz.WithExtra(req.UserInfo.Extra)); err != nil {
+	err = authz.VerifyDecision(ctx, w.Client, d, run, agent, authz.WithExtra(req.UserInfo.Extra), authz.WithSeal(w.Seal))
+	if err != nil {
 		if authz.IsDenied(err) {
 			logf.FromContext(ctx).Info("decision denied", "decision", d.Name, "run", run.Name,
 				"actor", d.Spec.Actor.Username, "check", authz.DeniedCheck(err), "message", err.Error())

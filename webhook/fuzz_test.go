@@ -39,17 +39,27 @@ func filler(f *randfill.Filler) *randfill.Filler {
 	}
 	return f.NilChance(0.3).NumElements(0, 3).MaxDepth(12).Funcs(
 		func(d *exagentv1.Duration, c randfill.Continue) { *d = durations[c.Intn(len(durations))] },
-		func(k *exagentv1.DecisionKind, c randfill.Continue) { *k = exagentv1.DecisionKind(pickString(c, enums)) },
-		func(k *exagentv1.ResolveOutcome, c randfill.Continue) { *k = exagentv1.ResolveOutcome(pickString(c, enums)) },
-		func(k *exagentv1.ModelProvider, c randfill.Continue) { *k = exagentv1.ModelProvider(pickString(c, enums)) },
-		func(k *exagentv1.PolicyAction, c randfill.Continue) { *k = exagentv1.PolicyAction(pickString(c, enums)) },
+		func(k *exagentv1.DecisionKind, c randfill.Continue) {
+			*k = exagentv1.DecisionKind(pickString(c, enums))
+		},
+		func(k *exagentv1.ResolveOutcome, c randfill.Continue) {
+			*k = exagentv1.ResolveOutcome(pickString(c, enums))
+		},
+		func(k *exagentv1.ModelProvider, c randfill.Continue) {
+			*k = exagentv1.ModelProvider(pickString(c, enums))
+		},
+		func(k *exagentv1.PolicyAction, c randfill.Continue) {
+			*k = exagentv1.PolicyAction(pickString(c, enums))
+		},
 		func(k *exagentv1.OnDeny, c randfill.Continue) { *k = exagentv1.OnDeny(pickString(c, enums)) },
 		func(k *exagentv1.BuiltinOperation, c randfill.Continue) {
 			*k = exagentv1.BuiltinOperation(pickString(c, enums))
 		},
 		func(k *exagentv1.RunPhase, c randfill.Continue) { *k = exagentv1.RunPhase(pickString(c, enums)) },
 		func(k *exagentv1.CallState, c randfill.Continue) { *k = exagentv1.CallState(pickString(c, enums)) },
-		func(k *exagentv1.ApprovalState, c randfill.Continue) { *k = exagentv1.ApprovalState(pickString(c, enums)) },
+		func(k *exagentv1.ApprovalState, c randfill.Continue) {
+			*k = exagentv1.ApprovalState(pickString(c, enums))
+		},
 		func(r *exagentv1.PolicyRule, c randfill.Continue) {
 			c.FillNoCustom(r)
 			r.When = pickString(c, whens)

@@ -6,15 +6,29 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/authz"
 )
+
+// Option tunes SetupWithManager.
+type Option func(*ApprovalDecisionWebhook)
+
+// WithSeal makes the mutating webhook seal every admitted decision (see
+// authz.Seal). Pass the same Seal to the controller's authz.VerifyDecision
+// (authz.WithSeal) so that a decision that did not go through this webhook
+// is rejected even if its spec.actor names a real approver.
+func WithSeal(s *authz.Seal) Option {
+	return func(w *ApprovalDecisionWebhook) { w.Seal = s }
+}
 
 // SetupWithManager registers every exagent admission webhook with the
 // manager's webhook server. Reads go straight to the apiserver (not the
 // cache): a decision is judged against the run as it is now, and decisions
 // are rare enough that one GET each costs nothing.
-func SetupWithManager(mgr ctrl.Manager) error {
-	reader := mgr.GetAPIReader()
-	decisions := &ApprovalDecisionWebhook{Reader: reader, Client: mgr.GetClient()}
+func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
+	decisions := &ApprovalDecisionWebhook{Reader: mgr.GetAPIReader(), Client: mgr.GetClient()}
+	for _, opt := range opts {
+		opt(decisions)
+	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.ApprovalDecision{}).
 		WithDefaulter(decisions).
 		WithValidator(decisions).

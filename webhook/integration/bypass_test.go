@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -54,10 +55,19 @@ func TestWebhookUnreachable(t *testing.T) {
 
 // TestWebhookBypassed: with the webhook configurations deleted (a
 // misconfigured cluster), nothing stops a user with create on
-// approvaldecisions from storing a decision — the controller's re-check
-// (authz.VerifyDecision, run before it applies anything) rejects it.
+// approvaldecisions from storing a decision with any spec.actor — the
+// controller's re-check (authz.VerifyDecision, run before it applies
+// anything) must reject it. RBAC alone catches an honest actor; only the
+// seal catches a forged one, which is why the manager wires it.
 func TestWebhookBypassed(t *testing.T) {
 	s := newScenario(t)
+	// Admitted normally before the bypass: it keeps verifying afterwards.
+	admitted := approve(s.ns, "alice-before", runPayments)
+	if err := as(t, "alice").Create(t.Context(), admitted); err != nil {
+		t.Fatal(err)
+	}
+	admittedSeal := get(t, s.ns, admitted.Name, &exagentv1.ApprovalDecision{}).Annotations[authz.SealAnnotation]
+
 	bob := as(t, "bob") // may create decisions; lacks "approve"
 	probe := func() error {
 		return bob.Create(t.Context(), approve(s.ns, "probe", runPayments), client.DryRunAll)
@@ -65,31 +75,55 @@ func TestWebhookBypassed(t *testing.T) {
 	restore := deleteWebhooks(t)
 	eventually(t, "the apiserver stops calling the webhooks", func() bool { return probe() == nil })
 
+	alice := &exagentv1.Actor{Username: "alice", Groups: []string{"payments-approvers", "system:authenticated"}}
 	cases := map[string]struct {
-		actor     *exagentv1.Actor
-		wantCheck authz.Check
+		actor *exagentv1.Actor
+		seal  string
+		// wantRBAC: the re-check without a seal; wantSealed: with it.
+		wantRBAC, wantSealed authz.Check
 	}{
-		// Without the mutating webhook nothing stamps an actor.
-		"no actor": {wantCheck: authz.CheckActor},
-		// bob names himself: RBAC says no.
-		"his own name": {actor: &exagentv1.Actor{Username: "bob", Groups: []string{"payments-approvers"}}, wantCheck: authz.CheckRBAC},
+		"no actor: nothing stamped one": {wantRBAC: authz.CheckActor, wantSealed: authz.CheckActor},
+		"bob names himself": {
+			actor:    &exagentv1.Actor{Username: "bob", Groups: []string{"payments-approvers"}},
+			wantRBAC: authz.CheckRBAC, wantSealed: authz.CheckActor,
+		},
+		// The reason for the seal: RBAC is asked about alice, who may.
+		"bob names alice": {actor: alice, wantRBAC: "", wantSealed: authz.CheckActor},
+		"bob names alice and copies her seal": {
+			actor: alice, seal: admittedSeal, wantRBAC: "", wantSealed: authz.CheckActor,
+		},
 	}
 	paid := get(t, s.ns, runPayments, &exagentv1.AgentRun{})
 	agent := get(t, s.ns, "payments", &exagentv1.Agent{})
+	i := 0
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := approve(s.ns, "bob-"+strings.ReplaceAll(name, " ", "-"), runPayments)
+			i++
+			d := approve(s.ns, fmt.Sprintf("bob-%d", i), runPayments)
 			d.Spec.Actor = tc.actor
+			if tc.seal != "" {
+				d.Annotations = map[string]string{authz.SealAnnotation: tc.seal}
+			}
 			if err := bob.Create(t.Context(), d); err != nil {
 				t.Fatalf("with the webhooks gone the apiserver should store it: %v", err)
 			}
 			stored := get(t, s.ns, d.Name, &exagentv1.ApprovalDecision{})
 			err := authz.VerifyDecision(t.Context(), admin, stored, paid, agent)
-			if diff := cmp.Diff(tc.wantCheck, authz.DeniedCheck(err)); diff != "" {
-				t.Errorf("re-check (-want +got):\n%s\nerror: %v", diff, err)
+			if diff := cmp.Diff(tc.wantRBAC, authz.DeniedCheck(err)); diff != "" {
+				t.Errorf("re-check without the seal (-want +got):\n%s\nerror: %v", diff, err)
+			}
+			err = authz.VerifyDecision(t.Context(), admin, stored, paid, agent, authz.WithSeal(seal))
+			if diff := cmp.Diff(tc.wantSealed, authz.DeniedCheck(err)); diff != "" {
+				t.Errorf("re-check with the seal (-want +got):\n%s\nerror: %v", diff, err)
 			}
 		})
 	}
+	t.Run("a decision admitted before the bypass", func(t *testing.T) {
+		stored := get(t, s.ns, admitted.Name, &exagentv1.ApprovalDecision{})
+		if err := authz.VerifyDecision(t.Context(), admin, stored, paid, agent, authz.WithSeal(seal)); err != nil {
+			t.Errorf("re-check: %v", err)
+		}
+	})
 
 	restore()
 	eventually(t, "the webhooks are called again", func() bool {

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +23,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
+	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/testenv"
 	"github.com/exagent-io/exagent/webhook"
 )
@@ -32,7 +34,11 @@ import (
 var (
 	env   *testenv.Env
 	admin client.Client
+	// seal is the manager's decision seal, loaded as cmd/manager does.
+	seal *authz.Seal
 )
+
+const managerNamespace = "exagent-system"
 
 // Users of the suite, authenticated by client certificates. Their rights
 // come only from the RoleBindings each test creates in its namespace.
@@ -85,6 +91,15 @@ func setup(ctx context.Context) error {
 		userConfigs[name] = u.Config()
 	}
 
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}); err != nil {
+		return fmt.Errorf("creating the manager's namespace: %w", err)
+	}
+	sealRef := types.NamespacedName{Namespace: managerNamespace, Name: authz.DefaultSealSecretName}
+	var err error
+	if seal, err = authz.LoadSeal(ctx, admin, admin, sealRef); err != nil {
+		return err
+	}
+
 	wio := &env.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 env.Scheme,
@@ -97,7 +112,7 @@ func setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	if err := webhook.SetupWithManager(mgr); err != nil {
+	if err := webhook.SetupWithManager(mgr, webhook.WithSeal(seal)); err != nil {
 		return err
 	}
 	go func() {

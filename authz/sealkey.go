@@ -1,0 +1,62 @@
+package authz
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// SealKeyDataKey is the key of the seal key in its Secret.
+const SealKeyDataKey = "key"
+
+// DefaultSealSecretName is the Secret, in the manager's namespace, that
+// holds the key every manager replica seals and verifies decisions with.
+const DefaultSealSecretName = "exagent-decision-seal"
+
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;create
+
+// LoadSeal returns the Seal whose key is in Secret ref, creating the Secret
+// with a random 32-byte key when it does not exist. Replicas racing to
+// create it converge on whichever was created first. r must read the
+// apiserver directly (the manager's APIReader): a cached client would watch
+// every Secret of the cluster.
+func LoadSeal(ctx context.Context, r client.Reader, w client.Writer, ref types.NamespacedName) (*Seal, error) {
+	secret := &corev1.Secret{}
+	err := r.Get(ctx, ref, secret)
+	if apierrors.IsNotFound(err) {
+		key := make([]byte, minKeyBytes)
+		if _, err := rand.Read(key); err != nil {
+			return nil, fmt.Errorf("generating the decision seal key: %w", err)
+		}
+		secret = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: ref.Name, Namespace: ref.Namespace,
+				Labels: map[string]string{"app.kubernetes.io/name": "exagent"},
+			},
+			Immutable: ptrTo(true),
+			Type:      corev1.SecretTypeOpaque,
+			Data:      map[string][]byte{SealKeyDataKey: key},
+		}
+		err = w.Create(ctx, secret)
+		if apierrors.IsAlreadyExists(err) {
+			secret = &corev1.Secret{}
+			err = r.Get(ctx, ref, secret)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading the decision seal key from Secret %s: %w", ref, err)
+	}
+	s, err := NewSeal(secret.Data[SealKeyDataKey])
+	if err != nil {
+		return nil, fmt.Errorf("seal key in Secret %s: %w", ref, err)
+	}
+	return s, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
