@@ -71,12 +71,10 @@ func (b *Builtins) clientFor(namespace, sa string) (*dynamic.DynamicClient, erro
 		return c, nil
 	}
 	cfg := rest.CopyConfig(b.base)
-	cfg.Impersonate = rest.ImpersonationConfig{
-		UserName: user,
-		// The groups a real token of that ServiceAccount carries, so
-		// bindings to them apply as they would in a pod.
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
-	}
+	// Only the user: for a ServiceAccount username the apiserver adds the
+	// groups a real token carries, and the operator needs no right to
+	// impersonate groups (which would let it claim any group).
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	c, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("impersonating %s: %w", user, err)

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/controllers"
+	exagentwebhook "github.com/exagent-io/exagent/webhook"
+)
+
+// flags are the manager's command line.
+type flags struct {
+	leaderElect             bool
+	leaderElectionID        string
+	leaderElectionNamespace string
+	metricsAddr             string
+	metricsSecure           bool
+	probeAddr               string
+	enableWebhooks          bool
+	webhookHost             string
+	webhookPort             int
+	webhookCertDir          string
+	maxConcurrentReconciles int
+	maxInFlight             int
+	perEndpoint             int
+	modelTimeout            time.Duration
+	holder                  string
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
+	f := &flags{}
+	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Enable leader election (correctness never depends on it: every commit is fenced by the run's claim).")
+	fs.StringVar(&f.leaderElectionID, "leader-election-id", "exagent-manager.exagent.io", "Name of the leader election Lease.")
+	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (in-cluster default: the pod's).")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint (e.g. :8443); 0 disables it.")
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS (self-signed unless certificates are mounted).")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of the health probes; 0 disables them.")
+	fs.BoolVar(&f.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks.")
+	fs.StringVar(&f.webhookHost, "webhook-host", "127.0.0.1", "Address the webhook server listens on (0.0.0.0 in a pod).")
+	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
+	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key of the webhook server.")
+	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconcile workers per controller.")
+	fs.IntVar(&f.maxInFlight, "max-inflight-io", 64, "Model and tool calls running at once, in total.")
+	fs.IntVar(&f.perEndpoint, "max-inflight-per-endpoint", 8, "Model and tool calls running at once against one endpoint (host).")
+	fs.DurationVar(&f.modelTimeout, "model-timeout", 2*time.Minute, "Timeout of one model request.")
+	fs.StringVar(&f.holder, "holder-identity", "", "Identity of this process in run claims (default: hostname plus a random suffix; must be unique per process).")
+	opts := zap.Options{Development: false}
+	opts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, opts, err
+	}
+	return f, opts, nil
+}
+
+func main() {
+	if err := run(); err != nil {
+		ctrl.Log.WithName("setup").Error(err, "manager exited")
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	f, zapOpts, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("scheme: %w", err)
+	}
+	if err := exagentv1.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("scheme: %w", err)
+	}
+	cfg, err := ctrl.GetConfig() // honours --kubeconfig, KUBECONFIG, in-cluster
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+
+	// The authn/authz filter of controller-runtime needs k8s.io/apiserver,
+	// which this module does not pull in: HTTPS only, protected by the
+	// network (the Service is cluster-internal).
+	metricsOpts := metricsserver.Options{BindAddress: f.metricsAddr, SecureServing: f.metricsSecure}
+	tlsOpts := []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         controllers.CacheOptions(),
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        f.probeAddr,
+		LeaderElection:                f.leaderElect,
+		LeaderElectionID:              f.leaderElectionID,
+		LeaderElectionNamespace:       f.leaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: f.webhookHost, Port: f.webhookPort, CertDir: f.webhookCertDir, TLSOpts: tlsOpts,
+		}),
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	ctx := ctrl.SetupSignalHandler()
+	c, err := controllers.Setup(ctx, mgr, controllers.Options{
+		Holder:                  f.holder,
+		MaxConcurrentReconciles: f.maxConcurrentReconciles,
+		MaxInFlight:             f.maxInFlight,
+		PerEndpoint:             f.perEndpoint,
+		ModelTimeout:            f.modelTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	if f.enableWebhooks {
+		if err := exagentwebhook.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("webhooks: %w", err)
+		}
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("health check: %w", err)
+	}
+	ready := healthz.Ping
+	if f.enableWebhooks {
+		ready = mgr.GetWebhookServer().StartedChecker()
+	}
+	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
+		return fmt.Errorf("ready check: %w", err)
+	}
+	log.Info("starting the manager", "holder", c.Runs.Holder, "leaderElection", f.leaderElect,
+		"maxConcurrentReconciles", f.maxConcurrentReconciles, "maxInFlight", f.maxInFlight, "perEndpoint", f.perEndpoint)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}

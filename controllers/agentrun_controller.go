@@ -1,0 +1,232 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/executor"
+	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/model"
+	"github.com/exagent-io/exagent/tools"
+)
+
+// +kubebuilder:rbac:groups=exagent.io,resources=agentruns,verbs=get;list;watch
+// +kubebuilder:rbac:groups=exagent.io,resources=agentruns/status,verbs=get;update
+// +kubebuilder:rbac:groups=exagent.io,resources=agents,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// indexAgentRef indexes AgentRuns by spec.agentRef.name, so a changed
+// Agent wakes exactly its runs.
+const indexAgentRef = "spec.agentRef.name"
+
+// AgentRunReconciler runs AgentRuns: it owns a run by a fenced claim,
+// commits each intent before dispatching its IO and each outcome before
+// advancing, and hands runs back on pause, end or loss of its lease.
+type AgentRunReconciler struct {
+	Client client.Client
+	// APIReader reads Secrets past the cache.
+	APIReader client.Reader
+	Store     *Store
+	Recorder  events.EventRecorder
+	Executor  *executor.Executor
+	Tools     *tools.Registry
+	// ModelOptions are the process-wide model client settings.
+	ModelOptions model.Options
+	// Holder identifies this process in claims; unique per process start.
+	Holder string
+	Hooks  Hooks
+	Clock  clock.PassiveClock
+	// MaxConcurrentReconciles bounds the reconcile workers.
+	MaxConcurrentReconciles int
+	// Name of the controller (distinct per manager in tests that run several).
+	Name string
+
+	inbox  *inbox
+	events chan event.GenericEvent
+}
+
+// SetupWithManager registers the controller, its watches and the executor.
+func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Name == "" {
+		r.Name = "agentrun"
+	}
+	r.inbox = newInbox()
+	r.events = make(chan event.GenericEvent, 1024)
+	if err := mgr.Add(r.Executor); err != nil {
+		return fmt.Errorf("adding the executor: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &exagentv1.AgentRun{}, indexAgentRef, func(o client.Object) []string {
+		return []string{o.(*exagentv1.AgentRun).Spec.AgentRef.Name}
+	}); err != nil {
+		return fmt.Errorf("indexing AgentRuns by agentRef: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(r.Name).
+		For(&exagentv1.AgentRun{}).
+		Watches(&exagentv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.runsOfAgent)).
+		Watches(&exagentv1.ApprovalDecision{}, handler.EnqueueRequestsFromMapFunc(runOfDecision)).
+		WatchesRawSource(source.Channel(r.events, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
+		Complete(r)
+}
+
+func (r *AgentRunReconciler) runsOfAgent(ctx context.Context, o client.Object) []reconcile.Request {
+	var runs exagentv1.AgentRunList
+	if err := r.Client.List(ctx, &runs, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexAgentRef: o.GetName()}); err != nil {
+		logf.FromContext(ctx).Error(err, "listing runs of agent", "agent", o.GetName())
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(runs.Items))
+	for i := range runs.Items {
+		if !runs.Items[i].Status.Phase.IsTerminal() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&runs.Items[i])})
+		}
+	}
+	return out
+}
+
+func runOfDecision(_ context.Context, o client.Object) []reconcile.Request {
+	d := o.(*exagentv1.ApprovalDecision)
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: d.Namespace, Name: d.Spec.RunRef.Name}}}
+}
+
+// Reconcile follows one skeleton: load, run the phase functions in order
+// until one stops, commit once, then do what the commit allows (events,
+// IO dispatch) and ask for the next wake-up.
+func (r *AgentRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	sc, err := r.load(ctx, req.NamespacedName)
+	if err != nil || sc == nil {
+		return ctrl.Result{}, err
+	}
+	log := logf.FromContext(ctx).WithValues("phase", sc.run.Status.Phase, "holder", r.Holder)
+	ctx = logf.IntoContext(ctx, log)
+
+	for _, phase := range []phaseFunc{r.checkAgent, r.start, r.expire, r.recover, r.claim, r.drive} {
+		if err := phase(ctx, sc); err != nil {
+			return r.abort(ctx, sc, err)
+		}
+		if sc.stop {
+			break
+		}
+	}
+	if sc.action.Kind == loop.ActRunTools {
+		r.Hooks.beforeIntentCommit(ctx, sc.key, sc.action.Calls)
+		if ctx.Err() != nil {
+			return ctrl.Result{}, nil // stopped at the hook: nothing more happens
+		}
+	}
+	if err := r.commit(ctx, sc); err != nil {
+		return r.abort(ctx, sc, err)
+	}
+	r.publish(sc)
+	if sc.action.Kind == loop.ActRunTools {
+		r.Hooks.afterIntentCommit(ctx, sc.key, sc.action.Calls)
+		if ctx.Err() != nil {
+			return ctrl.Result{}, nil
+		}
+	}
+	r.dispatch(sc)
+	return ctrl.Result{RequeueAfter: r.nextWakeup(sc)}, nil
+}
+
+// commit writes the scope's status when it changed (or its condition
+// overrides did), fenced when this process owned the run when it was read.
+func (r *AgentRunReconciler) commit(ctx context.Context, sc *scope) error {
+	if !sc.changed && !overridesChanged(sc.run.Status.Conditions, sc.overrides) {
+		return nil
+	}
+	written, err := r.Store.Commit(ctx, sc.run, sc.status, sc.ownedFence, sc.now, sc.overrides...)
+	if err != nil {
+		return err
+	}
+	sc.run = written
+	return nil
+}
+
+// abort ends a reconcile whose transition or commit failed. A lost fence
+// drops what this process learned; a conflict keeps the results for the
+// retry; anything else is transient and retried with backoff.
+func (r *AgentRunReconciler) abort(ctx context.Context, sc *scope, err error) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+	switch {
+	case errors.Is(err, ErrFenceLost) || loop.IsKind(err, loop.KindStaleFence):
+		log.Info("lost the run's claim; dropping what this attempt learned", "reason", err.Error(), "dropped", len(sc.results))
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	case errors.Is(err, ErrConflict) || apierrors.IsConflict(err):
+		r.inbox.putBack(sc.key, sc.results)
+		log.V(1).Info("run changed since it was read; retrying", "reason", err.Error())
+		return ctrl.Result{Requeue: true}, nil
+	}
+	r.inbox.putBack(sc.key, sc.results)
+	return ctrl.Result{}, err
+}
+
+// nextWakeup is the RequeueAfter: before the lease needs renewing while IO
+// is in flight, otherwise the engine's next clock instant (expiry,
+// deadline, a lease to recover), or nothing.
+func (r *AgentRunReconciler) nextWakeup(sc *scope) time.Duration {
+	if sc.requeueAfter > 0 {
+		return sc.requeueAfter
+	}
+	if sc.env == nil {
+		return 0 // nothing can run without a valid Agent; its watch wakes the run
+	}
+	var next time.Time
+	if at, ok := loop.Wakeup(sc.run.Status, sc.env); ok {
+		next = at
+	}
+	if c := sc.run.Status.Claim; c != nil && c.Holder == r.Holder && r.inbox.pending(sc.key) > 0 {
+		if at := renewAt(c, sc.env); next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	if next.IsZero() {
+		return 0
+	}
+	// A little past the instant, so the engine sees it as reached.
+	return max(next.Sub(r.Clock.Now()), 0) + 20*time.Millisecond
+}
+
+// renewAt is when an owner with IO in flight renews: half the lease before
+// it expires, so one slow write cannot lose it.
+func renewAt(c *exagentv1.Claim, env *loop.Env) time.Time {
+	return c.LeaseExpiresAt.Add(-env.LeaseDuration() / 2)
+}
+
+func overridesChanged(have, want []metav1.Condition) bool {
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			if h.Type == w.Type {
+				found = h.Status == w.Status && h.Reason == w.Reason && h.Message == w.Message
+				break
+			}
+		}
+		if !found {
+			return true
+		}
+	}
+	return false
+}

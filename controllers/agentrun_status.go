@@ -1,0 +1,80 @@
+package controllers
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
+)
+
+// ReasonInvalidConfiguration: the Agent (or the run's spec) cannot be
+// evaluated — a policy that does not compile, a malformed duration.
+const ReasonInvalidConfiguration = "InvalidConfiguration"
+
+// Event reasons (fixed names: people and tests filter on them).
+const (
+	eventApprovalRequested = "ApprovalRequested"
+	eventRunPaused         = "RunPaused"
+	eventDecisionApplied   = "DecisionApplied"
+	eventDecisionRejected  = "DecisionRejected"
+	eventRunResumed        = "RunResumed"
+	eventRunSucceeded      = "RunSucceeded"
+	eventRunFailed         = "RunFailed"
+	eventOutcomeUncertain  = "OutcomeUncertain"
+)
+
+const (
+	normal  = corev1.EventTypeNormal
+	warning = corev1.EventTypeWarning
+)
+
+// note is an Event waiting for the commit it describes.
+type note struct {
+	eventType, reason, message string
+}
+
+func (sc *scope) note(reason string, eventType string, format string, args ...any) {
+	sc.notes = append(sc.notes, note{eventType: eventType, reason: reason, message: fmt.Sprintf(format, args...)})
+}
+
+// noteEnd records the Event of a run that stopped running: succeeded,
+// uncertain, or ended otherwise.
+func (sc *scope) noteEnd(s loop.Status) {
+	switch s.Phase {
+	case exagentv1.PhaseSucceeded:
+		sc.note(eventRunSucceeded, normal, "%s", s.Message)
+	case exagentv1.PhaseUncertain:
+		sc.note(eventOutcomeUncertain, warning, "%s", s.Message)
+	default:
+		sc.note(eventRunFailed, warning, "run %s (%s): %s", s.Phase, s.Reason, s.Message)
+	}
+}
+
+// publish sends the Events of a commit that succeeded, never before.
+func (r *AgentRunReconciler) publish(sc *scope) {
+	if r.Recorder == nil {
+		return
+	}
+	for _, n := range sc.notes {
+		r.Recorder.Eventf(sc.run, nil, n.eventType, n.reason, n.reason, "%s", n.message)
+	}
+}
+
+// notReady is the Ready=False condition of a run that waits for its Agent
+// to be fixed; it overrides the journal's view for this reconcile only.
+func notReady(reason, message string, sc *scope) metav1.Condition {
+	return metav1.Condition{
+		Type:               exagentv1.ConditionReady,
+		Status:             metav1.ConditionFalse,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: sc.run.Generation,
+		LastTransitionTime: metav1.NewTime(sc.now),
+	}
+}
+
+func equalStatus(a, b loop.Status) bool { return equality.Semantic.DeepEqual(a, b) }

@@ -1,0 +1,96 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/authz"
+)
+
+// +kubebuilder:rbac:groups=exagent.io,resources=approvaldecisions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=exagent.io,resources=approvaldecisions/status,verbs=get;update
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// DecisionVerifier re-checks that a decision's stamped actor may decide on
+// the run. A denial is an error for which authz.IsDenied is true; any other
+// error is transient.
+type DecisionVerifier interface {
+	Verify(ctx context.Context, d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun, agent *exagentv1.Agent) error
+}
+
+// SARVerifier is the production verifier: authz.VerifyDecision, i.e. a
+// SubjectAccessReview for the approve/resolve verb on agents/approval plus
+// the Agent's policy (approvers, forbidSelfApproval).
+type SARVerifier struct{ Client client.Client }
+
+// Verify implements DecisionVerifier.
+func (v SARVerifier) Verify(ctx context.Context, d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun, agent *exagentv1.Agent) error {
+	return authz.VerifyDecision(ctx, v.Client, d, run, agent)
+}
+
+// ApprovalDecisionReconciler applies decisions to runs. It re-verifies the
+// actor even though admission did (a bypassed webhook must not let a
+// decision through), applies the engine's Decide with CAS and writes the
+// outcome on the decision: Applied with the receipt, or Rejected with why.
+type ApprovalDecisionReconciler struct {
+	Client client.Client
+	// APIReader reads the run past the cache: a decision is judged against
+	// the run as it is now.
+	APIReader client.Reader
+	Store     *Store
+	Verifier  DecisionVerifier
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
+	Name      string
+	// MaxConcurrentReconciles bounds the workers.
+	MaxConcurrentReconciles int
+}
+
+// SetupWithManager registers the controller.
+func (r *ApprovalDecisionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Name == "" {
+		r.Name = "approvaldecision"
+	}
+	if r.Verifier == nil {
+		r.Verifier = SARVerifier{Client: r.Client}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(r.Name).
+		For(&exagentv1.ApprovalDecision{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
+		Complete(r)
+}
+
+// Reconcile follows the skeleton: load, decide (verify, apply to the run
+// with CAS), then one write of the decision's status.
+func (r *ApprovalDecisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	dsc, err := r.loadDecision(ctx, req.NamespacedName)
+	if err != nil || dsc == nil {
+		return ctrl.Result{}, err
+	}
+	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("run", dsc.d.Spec.RunRef.Name, "decision", dsc.d.Spec.Decision))
+	for _, phase := range []decisionPhase{r.verify, r.apply} {
+		if err := phase(ctx, dsc); err != nil {
+			return ctrl.Result{}, err
+		}
+		if dsc.result != "" {
+			break
+		}
+	}
+	if err := r.writeResult(ctx, dsc); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing the result of decision %s: %w", req.NamespacedName, err)
+	}
+	r.publishDecision(dsc)
+	return ctrl.Result{}, nil
+}

@@ -1,0 +1,10 @@
+// Package controllers owns the reconcilers that make runs happen: the
+// AgentRun reconciler (start, claim, journal each model and tool call with
+// intent before IO and outcome before advance, pause, finish, recover,
+// expire) and the ApprovalDecision reconciler (re-verify the actor, apply
+// the decision with compare-and-swap, write the receipt). Every status
+// write of a run goes through Store, which fences owner commits on the
+// claim's attempt and lease. Model and tool IO never runs on a reconcile
+// worker: it is dispatched to internal/executor and comes back through a
+// channel source into an in-memory inbox.
+package controllers

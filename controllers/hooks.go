@@ -1,0 +1,41 @@
+package controllers
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/exagent-io/exagent/loop"
+)
+
+// Hooks are named points of the tool-call path where a test can stop the
+// process (cancel the manager's context) to reproduce a crash in an exact
+// window, with no timing tricks. After a hook returns, the controller
+// checks its context and does nothing more when it was cancelled. Nil
+// hooks are skipped; production leaves them all nil.
+type Hooks struct {
+	// BeforeIntentCommit runs before the commit that records tool intents.
+	BeforeIntentCommit func(ctx context.Context, run types.NamespacedName, calls []loop.ToolInvocation)
+	// AfterIntentCommit runs after that commit and before any call is dispatched.
+	AfterIntentCommit func(ctx context.Context, run types.NamespacedName, calls []loop.ToolInvocation)
+	// AfterEffect runs when a tool returned, before its result is handed to the owner.
+	AfterEffect func(ctx context.Context, run types.NamespacedName, result loop.ToolResult)
+}
+
+func (h Hooks) beforeIntentCommit(ctx context.Context, run types.NamespacedName, calls []loop.ToolInvocation) {
+	if h.BeforeIntentCommit != nil && len(calls) > 0 {
+		h.BeforeIntentCommit(ctx, run, calls)
+	}
+}
+
+func (h Hooks) afterIntentCommit(ctx context.Context, run types.NamespacedName, calls []loop.ToolInvocation) {
+	if h.AfterIntentCommit != nil && len(calls) > 0 {
+		h.AfterIntentCommit(ctx, run, calls)
+	}
+}
+
+func (h Hooks) afterEffect(ctx context.Context, run types.NamespacedName, r loop.ToolResult) {
+	if h.AfterEffect != nil {
+		h.AfterEffect(ctx, run, r)
+	}
+}

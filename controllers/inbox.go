@@ -1,0 +1,86 @@
+package controllers
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/exagent-io/exagent/loop"
+)
+
+// ioResult is one finished model request or tool call, waiting for the
+// run's owner to commit it.
+type ioResult struct {
+	fence loop.Fence
+	// Exactly one of model, modelErr, tool is meaningful.
+	model    *loop.ModelResponse
+	modelErr error
+	tool     *loop.ToolResult
+}
+
+// inbox holds finished IO per run and counts what is still in flight. It
+// is memory only: a result a crash loses is what the journal's intent
+// without outcome stands for.
+type inbox struct {
+	mu       sync.Mutex
+	results  map[types.NamespacedName][]ioResult
+	inFlight map[types.NamespacedName]int
+}
+
+func newInbox() *inbox {
+	return &inbox{results: map[types.NamespacedName][]ioResult{}, inFlight: map[types.NamespacedName]int{}}
+}
+
+// started counts n jobs dispatched for key.
+func (b *inbox) started(key types.NamespacedName, n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.inFlight[key] += n
+}
+
+// deliver files a finished job's result.
+func (b *inbox) deliver(key types.NamespacedName, r ioResult) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.results[key] = append(b.results[key], r)
+	b.done(key)
+}
+
+// abandon counts a job that ended without a result (stopped).
+func (b *inbox) abandon(key types.NamespacedName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.done(key)
+}
+
+func (b *inbox) done(key types.NamespacedName) {
+	if b.inFlight[key]--; b.inFlight[key] <= 0 {
+		delete(b.inFlight, key)
+	}
+}
+
+// take removes and returns key's results and how many jobs are still running.
+func (b *inbox) take(key types.NamespacedName) ([]ioResult, int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rs := b.results[key]
+	delete(b.results, key)
+	return rs, b.inFlight[key]
+}
+
+// putBack returns results a failed commit did not record, ahead of newer ones.
+func (b *inbox) putBack(key types.NamespacedName, rs []ioResult) {
+	if len(rs) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.results[key] = append(append([]ioResult(nil), rs...), b.results[key]...)
+}
+
+// pending reports how many jobs of key are in flight.
+func (b *inbox) pending(key types.NamespacedName) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.inFlight[key]
+}

@@ -1,0 +1,132 @@
+package controllers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/executor"
+	"github.com/exagent-io/exagent/model"
+	"github.com/exagent-io/exagent/tools"
+)
+
+// Options configure the controllers of one manager.
+type Options struct {
+	// Holder identifies this process in claims; NewHolder() when empty.
+	Holder string
+	// MaxConcurrentReconciles of each controller.
+	MaxConcurrentReconciles int
+	// Executor limits.
+	MaxInFlight int
+	PerEndpoint int
+	// ModelTimeout bounds one model request.
+	ModelTimeout time.Duration
+	// HTTPClient is shared by model and http tool requests.
+	HTTPClient *http.Client
+	// Verifier overrides the SubjectAccessReview verifier (tests only).
+	Verifier DecisionVerifier
+	// Hooks are test hooks; nil in production.
+	Hooks Hooks
+	// NameSuffix makes controller names unique when several managers share
+	// one process (tests).
+	NameSuffix string
+}
+
+// Controllers are the wired reconcilers of one manager.
+type Controllers struct {
+	Runs      *AgentRunReconciler
+	Decisions *ApprovalDecisionReconciler
+	Store     *Store
+	Executor  *executor.Executor
+}
+
+// Setup builds the store, the executor, the tools and both reconcilers, and
+// registers them with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, error) {
+	if o.Holder == "" {
+		o.Holder = NewHolder()
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	store := NewStore(mgr.GetClient(), mgr.GetAPIReader())
+	exec := executor.New(executor.Options{MaxInFlight: o.MaxInFlight, PerEndpoint: o.PerEndpoint})
+	runs := &AgentRunReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Store:     store,
+		Recorder:  mgr.GetEventRecorder("exagent-controller"),
+		Executor:  exec,
+		Tools: &tools.Registry{
+			HTTPClient: o.HTTPClient,
+			Builtins:   tools.NewBuiltins(mgr.GetConfig(), mgr.GetRESTMapper()),
+		},
+		ModelOptions:            model.Options{HTTPClient: o.HTTPClient, Timeout: o.ModelTimeout},
+		Holder:                  o.Holder,
+		Hooks:                   o.Hooks,
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		Name:                    "agentrun" + o.NameSuffix,
+	}
+	runs.Tools.Secret = runs.secret
+	if err := runs.SetupWithManager(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("setting up the AgentRun controller: %w", err)
+	}
+	decisions := &ApprovalDecisionReconciler{
+		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
+		Store:                   store,
+		Verifier:                o.Verifier,
+		Recorder:                mgr.GetEventRecorder("exagent-controller"),
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		Name:                    "approvaldecision" + o.NameSuffix,
+	}
+	if err := decisions.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the ApprovalDecision controller: %w", err)
+	}
+	return &Controllers{Runs: runs, Decisions: decisions, Store: store, Executor: exec}, nil
+}
+
+// NewHolder returns a claim holder identity unique to this process start:
+// the host name and a random suffix, so a restarted process never mistakes
+// its predecessor's claim for its own.
+func NewHolder() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "exagent"
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return host + "-" + hex.EncodeToString(b)
+}
+
+// CacheOptions are the informer cache settings of the manager: managedFields
+// are stripped from every object, and the transcript and journal of ended
+// runs are dropped (DESIGN.md §8: size is speed). The controllers never
+// write an ended run, so the stripped copy is never stored back.
+func CacheOptions() cache.Options {
+	strip := cache.TransformStripManagedFields()
+	return cache.Options{
+		DefaultTransform: strip,
+		ByObject: map[client.Object]cache.ByObject{
+			&exagentv1.AgentRun{}: {Transform: func(in any) (any, error) {
+				out, err := strip(in)
+				if err != nil {
+					return out, err
+				}
+				if run, ok := out.(*exagentv1.AgentRun); ok && run.Status.Phase.IsTerminal() {
+					run.Status.History = nil
+				}
+				return out, nil
+			}},
+		},
+	}
+}

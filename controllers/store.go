@@ -1,0 +1,165 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
+)
+
+// ErrFenceLost means this process no longer owns the run: the commit was
+// not made and must not be retried. What the caller learned is dropped;
+// the run goes on from what is stored (DESIGN.md §4.3, §4.6).
+var ErrFenceLost = errors.New("fence lost: the run is no longer owned by this attempt")
+
+// ErrConflict means the object changed since it was read but the fence
+// (when one was given) still holds: re-read and apply again.
+var ErrConflict = errors.New("run changed since it was read")
+
+// Store is the one place that writes a run's status. Every write is an
+// Update of the status subresource carrying the resourceVersion that was
+// read (compare-and-swap), never a patch.
+type Store struct {
+	client client.Client
+	// reader reads past the cache after a conflict, to tell a lost fence
+	// from a mere concurrent write.
+	reader client.Reader
+
+	mu      sync.Mutex
+	written map[types.NamespacedName]written
+
+	writes atomic.Int64
+}
+
+// written is a status this process committed whose write the cache may
+// not have seen yet.
+type written struct {
+	prevRV string
+	obj    *exagentv1.AgentRun
+}
+
+// NewStore builds the store.
+func NewStore(c client.Client, reader client.Reader) *Store {
+	return &Store{client: c, reader: reader, written: map[types.NamespacedName]written{}}
+}
+
+// Writes is the number of successful status writes (for the benchmark).
+func (s *Store) Writes() int64 { return s.writes.Load() }
+
+// Fresher returns the newer of the cached run and the last run this store
+// wrote: when the cache still holds the resourceVersion the write replaced,
+// the written copy is the truth, which spares a certain conflict.
+func (s *Store) Fresher(cached *exagentv1.AgentRun) *exagentv1.AgentRun {
+	key := client.ObjectKeyFromObject(cached)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.written[key]
+	if !ok {
+		return cached
+	}
+	if cached.ResourceVersion == w.prevRV && cached.UID == w.obj.UID {
+		return w.obj.DeepCopy()
+	}
+	delete(s.written, key) // the cache caught up (or moved past us)
+	return cached
+}
+
+// Forget drops what the store remembers of a run.
+func (s *Store) Forget(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.written, key)
+}
+
+// Commit writes next as the status of run with CAS on run's
+// resourceVersion. Conditions are recomputed from next (a view of the
+// journal, plus the given overrides) and observedGeneration is set.
+//
+// With a fence, the commit is an owner's: the claim of run (the object the
+// transition was computed from) must be the fence's attempt with a valid
+// lease now, and after a conflict the fresh object is read to tell which
+// case it is — the fence still holds (ErrConflict: recompute and retry) or
+// it does not (ErrFenceLost: drop everything).
+func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.Status, fence *loop.Fence,
+	now time.Time, overrides ...metav1.Condition) (*exagentv1.AgentRun, error) {
+	if fence != nil {
+		if err := checkClaim(run, *fence, now); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrFenceLost, err)
+		}
+	}
+	out := run.DeepCopy()
+	next.DeepCopyInto(&out.Status)
+	out.Status.Conditions = mergeConditions(run.Status.Conditions, loop.Conditions(next, run.Generation, now), overrides)
+	out.Status.ObservedGeneration = run.Generation
+	prevRV := run.ResourceVersion
+	if err := s.client.Status().Update(ctx, out); err != nil {
+		if !apierrors.IsConflict(err) {
+			return nil, fmt.Errorf("updating status of run %s/%s: %w", run.Namespace, run.Name, err)
+		}
+		if fence == nil {
+			return nil, fmt.Errorf("%w: %v", ErrConflict, err)
+		}
+		return nil, s.recheckFence(ctx, run, *fence, now, err)
+	}
+	s.writes.Add(1)
+	s.mu.Lock()
+	s.written[client.ObjectKeyFromObject(out)] = written{prevRV: prevRV, obj: out.DeepCopy()}
+	s.mu.Unlock()
+	return out, nil
+}
+
+// recheckFence reads the run past the cache after a conflict.
+func (s *Store) recheckFence(ctx context.Context, run *exagentv1.AgentRun, f loop.Fence, now time.Time, cause error) error {
+	fresh := &exagentv1.AgentRun{}
+	if err := s.reader.Get(ctx, client.ObjectKeyFromObject(run), fresh); err != nil {
+		return fmt.Errorf("re-reading run %s/%s after a conflict (%v): %w", run.Namespace, run.Name, cause, err)
+	}
+	if err := checkClaim(fresh, f, now); err != nil {
+		return fmt.Errorf("%w: %v", ErrFenceLost, err)
+	}
+	return fmt.Errorf("%w: %v", ErrConflict, cause)
+}
+
+// checkClaim is the fence on a stored object: same holder and attempt, and
+// a lease that has not expired.
+func checkClaim(run *exagentv1.AgentRun, f loop.Fence, now time.Time) error {
+	c := run.Status.Claim
+	switch {
+	case run.Status.Phase != exagentv1.PhaseRunning:
+		return fmt.Errorf("run is %s", run.Status.Phase)
+	case c == nil:
+		return errors.New("run has no claim")
+	case c.Holder != f.Holder || c.Attempt != f.Attempt:
+		return fmt.Errorf("claim is %s attempt %d, not %s attempt %d", c.Holder, c.Attempt, f.Holder, f.Attempt)
+	case !now.Before(c.LeaseExpiresAt.Time):
+		return fmt.Errorf("lease of attempt %d expired at %s", c.Attempt, c.LeaseExpiresAt.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// mergeConditions keeps lastTransitionTime of conditions whose status did
+// not change, then applies the overrides (e.g. Ready=False AgentNotFound).
+func mergeConditions(old, computed, overrides []metav1.Condition) []metav1.Condition {
+	out := make([]metav1.Condition, 0, len(computed)+len(overrides))
+	for i := range old {
+		out = append(out, *old[i].DeepCopy())
+	}
+	for _, c := range computed {
+		meta.SetStatusCondition(&out, c)
+	}
+	for _, c := range overrides {
+		meta.SetStatusCondition(&out, c)
+	}
+	return out
+}
