@@ -81,7 +81,9 @@ $(LOCALBIN):
 ##@ Local control plane, demo and deployment
 
 KUBECTL ?= kubectl
-IMG ?= ghcr.io/exagent-io/exagent:latest
+# The image config/default names; deploy replaces it with IMG.
+IMG_NAME := ghcr.io/exagent-io/exagent
+IMG ?= $(IMG_NAME):latest
 
 .PHONY: dev
 dev: ## Run the local control plane (hack/devcluster) and bin/manager against it until Ctrl-C.
@@ -97,9 +99,9 @@ test-e2e: ## Run the end-to-end tests: real kubectl + the plugin against devclus
 
 .PHONY: deploy
 deploy: kustomize ## Install into the cluster of the current kubeconfig context (IMG=registry/exagent:tag; needs cert-manager).
-	@overlay="$$(mktemp -d)"; trap 'rm -rf "$$overlay"' EXIT; \
-	cd "$$overlay" && $(KUSTOMIZE) create --resources "$(CURDIR)/config/default" && \
-	$(KUSTOMIZE) edit set image controller=$(IMG) && \
+	@rm -rf .cache/deploy && mkdir -p .cache/deploy && cd .cache/deploy && \
+	$(KUSTOMIZE) create --resources ../../config/default && \
+	$(KUSTOMIZE) edit set image $(IMG_NAME)=$(IMG) && \
 	$(KUSTOMIZE) build . | $(KUBECTL) apply --server-side -f -
 
 .PHONY: undeploy

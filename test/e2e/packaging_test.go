@@ -1,0 +1,279 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// kustomizeBin is the kustomize the Makefile pins (bin/kustomize), built
+// with `make kustomize` when missing.
+func kustomizeBin(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(s.root, "bin", "kustomize")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	cmd := exec.Command("make", "kustomize")
+	cmd.Dir = s.root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make kustomize: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// objects splits a YAML stream into objects.
+func objects(t *testing.T, stream []byte) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(stream)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			t.Fatalf("decoding %s: %v", doc, err)
+		}
+		out = append(out, u)
+	}
+}
+
+// TestDefaultKustomization: `kustomize build config/default` succeeds, holds
+// what a production install needs, and the apiserver accepts every object in
+// a server-side dry run. cert-manager is not installed in the dev cluster:
+// a minimal copy of its Certificate and Issuer CRDs (testdata) is.
+func TestDefaultKustomization(t *testing.T) {
+	cmd := exec.Command(kustomizeBin(t), "build", "config/default")
+	cmd.Dir = s.root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kustomize build config/default: %v\n%s", err, stderr.String())
+	}
+	objs := objects(t, out)
+
+	got := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		got[o.GetKind()+"/"+o.GetName()] = o
+	}
+	for _, want := range []string{
+		"Namespace/exagent-system",
+		"CustomResourceDefinition/agents.exagent.io",
+		"CustomResourceDefinition/agentruns.exagent.io",
+		"CustomResourceDefinition/approvaldecisions.exagent.io",
+		"ServiceAccount/exagent-manager",
+		"ClusterRole/exagent-manager",
+		"ClusterRole/exagent-viewer",
+		"ClusterRole/exagent-editor",
+		"ClusterRole/exagent-approver",
+		"ClusterRole/exagent-resolver",
+		"ClusterRoleBinding/exagent-manager",
+		"Deployment/exagent-manager",
+		"Service/exagent-manager-metrics",
+		"Service/exagent-webhook-service",
+		"Certificate/exagent-serving-cert",
+		"Issuer/exagent-selfsigned-issuer",
+		"MutatingWebhookConfiguration/exagent-mutating-webhook-configuration",
+		"ValidatingWebhookConfiguration/exagent-validating-webhook-configuration",
+		"FlowSchema/exagent-manager-leases",
+		"FlowSchema/exagent-manager-run-commits",
+		"PriorityLevelConfiguration/exagent-manager",
+	} {
+		if got[want] == nil {
+			t.Errorf("config/default lacks %s", want)
+		}
+	}
+	for key, o := range got {
+		switch o.GetKind() {
+		case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration",
+			"ValidatingWebhookConfiguration", "FlowSchema", "PriorityLevelConfiguration":
+			if o.GetNamespace() != "" {
+				t.Errorf("cluster-scoped %s has namespace %q", key, o.GetNamespace())
+			}
+		default:
+			if o.GetNamespace() != "exagent-system" {
+				t.Errorf("%s is in namespace %q, want exagent-system", key, o.GetNamespace())
+			}
+		}
+	}
+	t.Run("manager deployment", func(t *testing.T) { checkManagerDeployment(t, got["Deployment/exagent-manager"]) })
+	t.Run("webhooks trust cert-manager's CA", func(t *testing.T) {
+		for _, key := range []string{"MutatingWebhookConfiguration/exagent-mutating-webhook-configuration", "ValidatingWebhookConfiguration/exagent-validating-webhook-configuration"} {
+			if o := got[key]; o != nil {
+				if diff := cmp.Diff("exagent-system/exagent-serving-cert", o.GetAnnotations()["cert-manager.io/inject-ca-from"]); diff != "" {
+					t.Errorf("%s inject-ca-from (-want +got):\n%s", key, diff)
+				}
+			}
+		}
+		if c := got["Certificate/exagent-serving-cert"]; c != nil {
+			names, _, _ := unstructured.NestedStringSlice(c.Object, "spec", "dnsNames")
+			if diff := cmp.Diff([]string{"exagent-webhook-service.exagent-system.svc", "exagent-webhook-service.exagent-system.svc.cluster.local"}, names); diff != "" {
+				t.Errorf("certificate dnsNames (-want +got):\n%s", diff)
+			}
+		}
+	})
+	t.Run("flow schemas match the manager", func(t *testing.T) {
+		for _, name := range []string{"exagent-manager-leases", "exagent-manager-run-commits"} {
+			fs := got["FlowSchema/"+name]
+			if fs == nil {
+				continue
+			}
+			rules, _, _ := unstructured.NestedSlice(fs.Object, "spec", "rules")
+			for _, r := range rules {
+				subjects, _, _ := unstructured.NestedSlice(r.(map[string]any), "subjects")
+				for _, sub := range subjects {
+					sa, _, _ := unstructured.NestedStringMap(sub.(map[string]any), "serviceAccount")
+					if diff := cmp.Diff(map[string]string{"name": "exagent-manager", "namespace": "exagent-system"}, sa); diff != "" {
+						t.Errorf("%s subject (-want +got):\n%s", name, diff)
+					}
+				}
+			}
+		}
+	})
+
+	t.Run("server-side dry run", func(t *testing.T) {
+		must(t, "", "", "apply", "-f", filepath.Join(s.root, "test", "e2e", "testdata", "cert-manager-crds.yaml"))
+		must(t, "", "", "wait", "--for=condition=Established", "--timeout=60s", "crd/certificates.cert-manager.io", "crd/issuers.cert-manager.io")
+		// Namespaced objects are only dry-run admitted into a namespace
+		// that exists; the Namespace itself is dry-run applied like the rest.
+		must(t, "", "", "create", "namespace", "exagent-system")
+		applied := must(t, "", string(out), "apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", "-")
+		if n := strings.Count(applied, "(server dry run)"); n != len(objs) {
+			t.Errorf("the server dry run accepted %d of %d objects", n, len(objs))
+		}
+		if r := kubectl(t, "", "", "get", "deployment", "exagent-manager", "-n", "exagent-system"); r.Err == nil {
+			t.Errorf("a dry run created the Deployment")
+		}
+	})
+}
+
+func checkManagerDeployment(t *testing.T, o *unstructured.Unstructured) {
+	if o == nil {
+		t.Fatal("config/default has no manager Deployment")
+	}
+	var d appsv1.Deployment
+	b, _ := o.MarshalJSON()
+	if err := yaml.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	spec := d.Spec.Template.Spec
+	if spec.ServiceAccountName != "exagent-manager" {
+		t.Errorf("serviceAccountName = %q", spec.ServiceAccountName)
+	}
+	if sc := spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.SeccompProfile == nil {
+		t.Errorf("pod securityContext must run as non-root with a seccomp profile: %+v", sc)
+	}
+	if len(spec.Containers) != 1 {
+		t.Fatalf("want one container, got %d", len(spec.Containers))
+	}
+	c := spec.Containers[0]
+	if c.Image != "ghcr.io/exagent-io/exagent:latest" {
+		t.Errorf("image = %q", c.Image)
+	}
+	args := strings.Join(c.Args, " ")
+	for _, want := range []string{"--leader-elect", "--webhook-cert-dir=", "--webhook-port=9443", "--metrics-bind-address=", "--health-probe-bind-address="} {
+		if !strings.Contains(args, want) {
+			t.Errorf("manager args %q lack %s", args, want)
+		}
+	}
+	if c.LivenessProbe == nil || c.ReadinessProbe == nil {
+		t.Error("the manager needs liveness and readiness probes")
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("the manager needs cpu/memory requests and a memory limit: %+v", c.Resources)
+	}
+	if sc := c.SecurityContext; sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.Capabilities == nil || len(sc.Capabilities.Drop) == 0 {
+		t.Errorf("container securityContext must drop privileges: %+v", sc)
+	}
+}
+
+// TestManagerIsStatic: the image is distroless/static, so the manager must
+// be a static binary (CGO off): no ELF interpreter, no dynamic section.
+func TestManagerIsStatic(t *testing.T) {
+	f, err := elf.Open(filepath.Join(s.bin, "manager"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+			t.Errorf("bin/manager has a %s program header: not static", p.Type)
+		}
+	}
+	dockerfile, err := os.ReadFile(filepath.Join(s.root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CGO_ENABLED=0", "./cmd/manager", "FROM gcr.io/distroless/static", "USER 65532:65532"} {
+		if !bytes.Contains(dockerfile, []byte(want)) {
+			t.Errorf("Dockerfile lacks %q", want)
+		}
+	}
+}
+
+// TestKrewManifest renders the krew template as a release would and checks
+// that every platform points at this version's archive.
+func TestKrewManifest(t *testing.T) {
+	tmpl, err := os.ReadFile(filepath.Join(s.root, "plugins", "krew", "approve.yaml.tmpl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered := strings.ReplaceAll(string(tmpl), "{{VERSION}}", "v1.2.3")
+	for _, p := range []string{"linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64", "windows_amd64"} {
+		rendered = strings.ReplaceAll(rendered, "{{SHA256_"+p+"}}", strings.Repeat("a", 64))
+	}
+	if strings.Contains(rendered, "{{") {
+		t.Fatalf("placeholders left after rendering:\n%s", rendered)
+	}
+	var m struct {
+		APIVersion, Kind string
+		Metadata         struct{ Name string }
+		Spec             struct {
+			Version          string
+			ShortDescription string `json:"shortDescription"`
+			Platforms        []struct {
+				URI, Sha256, Bin string
+			}
+		}
+	}
+	if err := yaml.Unmarshal([]byte(rendered), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.APIVersion != "krew.googlecontainertools.github.com/v1alpha2" || m.Kind != "Plugin" || m.Metadata.Name != "approve" || m.Spec.Version != "v1.2.3" {
+		t.Errorf("manifest header: %+v", m)
+	}
+	if len(m.Spec.ShortDescription) == 0 || len(m.Spec.ShortDescription) > 80 {
+		t.Errorf("krew wants a short description under 80 characters: %q", m.Spec.ShortDescription)
+	}
+	if len(m.Spec.Platforms) != 5 {
+		t.Errorf("want 5 platforms, got %d", len(m.Spec.Platforms))
+	}
+	for _, p := range m.Spec.Platforms {
+		if !strings.Contains(p.URI, "/v1.2.3/kubectl-approve_v1.2.3_") || len(p.Sha256) != 64 || !strings.HasPrefix(p.Bin, "kubectl-approve") {
+			t.Errorf("platform %+v", p)
+		}
+	}
+}

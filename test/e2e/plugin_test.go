@@ -1,0 +1,296 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+const (
+	waitTimeout = "60s"
+	// refusal is what the admission webhook says to bob about agent "ops".
+	refusal = `missing verb "approve" on agents/approval`
+)
+
+func TestPluginDiscovery(t *testing.T) {
+	out := must(t, "", "", "plugin", "list", "--name-only")
+	if !strings.Contains(out, "kubectl-approve") {
+		t.Errorf("kubectl plugin list does not find kubectl-approve:\n%s", out)
+	}
+	help := must(t, "", "", "approve", "--help")
+	for _, want := range []string{"kubectl approve RUN [APPROVAL] [flags]", "kubectl approve [command]", "--kubeconfig", "--as "} {
+		if !strings.Contains(help, want) {
+			t.Errorf("kubectl approve --help lacks %q", want)
+		}
+	}
+}
+
+// TestApproveSamples walks the README's story on config/samples: the run
+// pauses, list and show describe it, bob is refused, alice's dry runs
+// change nothing, her approval is applied, the Deployment is scaled in the
+// apiserver and the run succeeds.
+func TestApproveSamples(t *testing.T) {
+	ns := "e2e-samples"
+	must(t, "", samples(t, ns), "apply", "-f", "-")
+	const run = "scale-web"
+
+	out := must(t, "", "", "approve", "wait", run, "-n", ns, "--for=paused", "--timeout="+waitTimeout)
+	if diff := cmp.Diff("agentrun.exagent.io/scale-web paused: AwaitingApproval (1 pending approval)\n", out); diff != "" {
+		t.Errorf("wait --for=paused (-want +got):\n%s", diff)
+	}
+	paused := getRun(t, ns, run)
+	if len(paused.Status.Approvals) != 1 {
+		t.Fatalf("want one approval, got %+v", paused.Status.Approvals)
+	}
+	approval := paused.Status.Approvals[0]
+	if got := must(t, "", "", "get", "deployment", "web", "-n", ns, "-o", "jsonpath={.spec.replicas}"); got != "1" {
+		t.Errorf("before approval the Deployment has %s replicas, want 1", got)
+	}
+
+	t.Run("list", func(t *testing.T) {
+		lines := scanLines(must(t, "alice", "", "approve", "list", "-n", ns))
+		if len(lines) != 2 {
+			t.Fatalf("want a header and one row, got:\n%s", strings.Join(lines, "\n"))
+		}
+		if diff := cmp.Diff([]string{"NAMESPACE", "RUN", "APPROVAL", "TOOL", "ARGS", "REQUESTED", "EXPIRES"}, strings.Fields(lines[0])); diff != "" {
+			t.Errorf("header (-want +got):\n%s", diff)
+		}
+		row := strings.Fields(lines[1])
+		if diff := cmp.Diff([]string{ns, run, approval.ID, "scale_deployment", `{"name":"web","replicas":3}`}, row[:5]); diff != "" {
+			t.Errorf("row (-want +got):\n%s", diff)
+		}
+		if got := row[len(row)-2] + " " + row[len(row)-1]; !strings.HasPrefix(got, "in ") {
+			t.Errorf("EXPIRES = %q, want a time to come (approvalTimeout 1h)", got)
+		}
+
+		var doc struct {
+			Items []struct {
+				Namespace, Run, Approval, Tool, PayloadHash string
+				Revision                                    int64
+				Args                                        map[string]any
+			}
+		}
+		if err := json.Unmarshal([]byte(must(t, "alice", "", "approve", "list", "-A", "-o", "json")), &doc); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, it := range doc.Items {
+			if it.Namespace == ns && it.Run == run {
+				found = true
+				if it.PayloadHash != approval.PayloadHash || it.Revision != approval.Revision || it.Approval != approval.ID {
+					t.Errorf("json item %+v does not carry the approval's hash/revision %s/%d", it, approval.PayloadHash, approval.Revision)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("list -A -o json lacks %s/%s", ns, run)
+		}
+		var y map[string]any
+		if err := yaml.Unmarshal([]byte(must(t, "alice", "", "approve", "list", "-n", ns, "-o", "yaml")), &y); err != nil || y["items"] == nil {
+			t.Errorf("list -o yaml is not a document with items: %v %v", err, y)
+		}
+		wide := must(t, "alice", "", "approve", "list", "-n", ns, "-o", "wide")
+		if !strings.Contains(wide, "PAYLOAD") || !strings.Contains(wide, "ask-before-scaling") {
+			t.Errorf("list -o wide lacks the payload or rule:\n%s", wide)
+		}
+	})
+
+	t.Run("show", func(t *testing.T) {
+		out := must(t, "alice", "", "approve", "show", run, "-n", ns)
+		for _, want := range []string{
+			"Approval " + approval.ID + " (Pending):",
+			"scale_deployment (call ",
+			`"replicas": 3`,
+			"Payload hash:   " + approval.PayloadHash,
+			"Policy rule:    ask-before-scaling",
+			"You:            RBAC allows you to approve",
+			"Transcript (",
+			"[user]",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("show lacks %q", want)
+			}
+		}
+		bobs := must(t, "bob", "", "approve", "show", run, "-n", ns)
+		if !strings.Contains(bobs, "RBAC does not allow you to approve") {
+			t.Errorf("show as bob does not say he may not approve:\n%s", bobs)
+		}
+	})
+
+	t.Run("refused user", func(t *testing.T) {
+		stderr := mustFail(t, "bob", "approve", run, "-n", ns, "--reason", "looks fine")
+		want := `error: you are not allowed to approve runs of agent "ops": ` + refusal
+		if !strings.HasPrefix(stderr, "error: ") || !strings.Contains(stderr, refusal) || strings.Contains(stderr, "admission webhook") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("bob's refusal:\n%q\nwant one line like\n%q", stderr, want)
+		}
+		if n := len(decisions(t, ns)); n != 0 {
+			t.Errorf("bob's refused decision was stored (%d decisions)", n)
+		}
+	})
+
+	t.Run("dry runs", func(t *testing.T) {
+		out := must(t, "alice", "", "approve", run, "-n", ns, "--dry-run=server", "-o", "yaml")
+		var d exagentv1.ApprovalDecision
+		if err := yaml.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Spec.Actor == nil || d.Spec.Actor.Username != "alice" {
+			t.Errorf("server dry run: the webhook did not stamp alice as actor: %+v", d.Spec.Actor)
+		}
+		if d.Spec.PayloadHash != approval.PayloadHash || d.Spec.Revision != approval.Revision || d.Spec.ApprovalID != approval.ID {
+			t.Errorf("server dry run: decision %+v does not bind the approval %+v", d.Spec, approval)
+		}
+		client := must(t, "alice", "", "approve", run, "-n", ns, "--dry-run=client")
+		if diff := cmp.Diff("approvaldecision.exagent.io/scale-web-approve-<generated> created (dry run)\n", client); diff != "" {
+			t.Errorf("client dry run (-want +got):\n%s", diff)
+		}
+		if n := len(decisions(t, ns)); n != 0 {
+			t.Errorf("a dry run stored %d decisions", n)
+		}
+	})
+
+	t.Run("approve", func(t *testing.T) {
+		out := must(t, "alice", "", "approve", run, "-n", ns, "--reason", "traffic tonight")
+		if !strings.HasPrefix(out, "run "+ns+"/"+run+": approval "+approval.ID+" approved by alice (approvaldecision.exagent.io/scale-web-approve-") {
+			t.Errorf("approve printed %q", out)
+		}
+		done := must(t, "alice", "", "approve", "wait", run, "-n", ns, "--for=done", "--timeout="+waitTimeout)
+		if diff := cmp.Diff("agentrun.exagent.io/scale-web done: Succeeded\n", done); diff != "" {
+			t.Errorf("wait --for=done (-want +got):\n%s", diff)
+		}
+		if got := must(t, "", "", "get", "deployment", "web", "-n", ns, "-o", "jsonpath={.spec.replicas}"); got != "3" {
+			t.Errorf("the Deployment has %s replicas, want 3", got)
+		}
+		ds := decisions(t, ns)
+		if len(ds) != 1 || ds[0].Status.Phase != exagentv1.DecisionApplied || ds[0].Spec.Actor == nil || ds[0].Spec.Actor.Username != "alice" || ds[0].Spec.Reason != "traffic tonight" {
+			t.Errorf("want one Applied decision by alice, got %+v", ds)
+		}
+		final := getRun(t, ns, run)
+		if final.Status.Output != "Scaled web to 3 replicas." {
+			t.Errorf("output = %q", final.Status.Output)
+		}
+		stderr := mustFail(t, "alice", "approve", run, "-n", ns)
+		if diff := cmp.Diff("error: run \"scale-web\" has already ended: Succeeded\n", stderr); diff != "" {
+			t.Errorf("approving an ended run (-want +got):\n%s", diff)
+		}
+		empty := kubectl(t, "alice", "", "approve", "list", "-n", ns)
+		if empty.Err != nil || empty.Stdout != "" || empty.Stderr != "No pending approvals in "+ns+" namespace.\n" {
+			t.Errorf("list after the run: %+v", empty)
+		}
+	})
+}
+
+// TestSeveralPendingAndDeny: with two pending approvals and none named the
+// plugin refuses and lists them; --all approves both. Deny ends a run.
+func TestSeveralPendingAndDeny(t *testing.T) {
+	ns := "e2e-batch"
+	must(t, "", samples(t, ns), "apply", "-f", "-")
+	must(t, "", scaleAgent(ns, "batch", `{name: web, replicas: 2}`, `{name: web, replicas: 4}`)+"---\n"+
+		runYAML(ns, "two", "batch")+"---\n"+runYAML(ns, "denied", "batch"), "apply", "-f", "-")
+	for _, r := range []string{"two", "denied"} {
+		must(t, "", "", "approve", "wait", r, "-n", ns, "--for=paused", "--timeout="+waitTimeout)
+	}
+
+	stderr := mustFail(t, "alice", "approve", "two", "-n", ns)
+	lines := scanLines(stderr)
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], `error: run "two" has 2 pending approvals; name one (kubectl approve two APPROVAL) or pass --all:`) ||
+		!strings.HasPrefix(lines[1], "NAMESPACE") {
+		t.Errorf("ambiguous approve:\n%s", stderr)
+	}
+	if n := len(decisions(t, ns)); n != 0 {
+		t.Fatalf("the refused ambiguous approve stored %d decisions", n)
+	}
+
+	// Completion offers the runs with pending approvals, then their ids.
+	runs := plugin(t, "alice", "__complete", "-n", ns, "")
+	if !strings.Contains(runs.Stdout, "two\t") || !strings.Contains(runs.Stdout, "denied\t") {
+		t.Errorf("completion of runs:\n%s", runs.Stdout)
+	}
+	ids := plugin(t, "alice", "__complete", "-n", ns, "two", "")
+	if !strings.Contains(ids.Stdout, "c1\tscale_deployment") && !strings.Contains(ids.Stdout, "\tscale_deployment") {
+		t.Errorf("completion of approval ids:\n%s", ids.Stdout)
+	}
+
+	out := must(t, "alice", "", "approve", "two", "-n", ns, "--all")
+	if n := strings.Count(out, " approved by alice "); n != 2 {
+		t.Errorf("--all approved %d approvals, want 2:\n%s", n, out)
+	}
+	must(t, "alice", "", "approve", "wait", "two", "-n", ns, "--for=done", "--timeout="+waitTimeout)
+	if got := getRun(t, ns, "two"); got.Status.Phase != exagentv1.PhaseSucceeded {
+		t.Errorf("run two is %s, want Succeeded", got.Status.Phase)
+	}
+
+	first := getRun(t, ns, "denied").Status.Approvals[0].ID
+	out = must(t, "alice", "", "approve", "deny", "denied", first, "-n", ns, "--reason", "not tonight")
+	if !strings.Contains(out, "approval "+first+" denied by alice") {
+		t.Errorf("deny printed %q", out)
+	}
+	done := must(t, "alice", "", "approve", "wait", "denied", "-n", ns, "--for=done", "--timeout="+waitTimeout)
+	if !strings.HasPrefix(done, "agentrun.exagent.io/denied done: Denied") {
+		t.Errorf("after deny: %q", done)
+	}
+	for _, c := range getRun(t, ns, "denied").Status.Calls {
+		if c.State == exagentv1.CallSucceeded || c.State == exagentv1.CallStarted {
+			t.Errorf("call %s of the denied run ran: %s", c.ID, c.State)
+		}
+	}
+}
+
+func TestCancel(t *testing.T) {
+	ns := "e2e-cancel"
+	must(t, "", samples(t, ns), "apply", "-f", "-")
+	must(t, "", "", "approve", "wait", "scale-web", "-n", ns, "--for=paused", "--timeout="+waitTimeout)
+	// --wait=false returns once the decision is stored.
+	out := must(t, "alice", "", "approve", "cancel", "scale-web", "-n", ns, "--reason", "superseded", "--wait=false")
+	if !strings.HasPrefix(out, "approvaldecision.exagent.io/scale-web-cancel-") || !strings.HasSuffix(out, " created\n") {
+		t.Errorf("cancel --wait=false printed %q", out)
+	}
+	done := must(t, "alice", "", "approve", "wait", "scale-web", "-n", ns, "--for=done", "--timeout="+waitTimeout)
+	if !strings.HasPrefix(done, "agentrun.exagent.io/scale-web done: Cancelled") {
+		t.Errorf("after cancel: %q", done)
+	}
+	if got := must(t, "", "", "get", "deployment", "web", "-n", ns, "-o", "jsonpath={.spec.replicas}"); got != "1" {
+		t.Errorf("a cancelled run scaled the Deployment to %s", got)
+	}
+}
+
+// TestResolveUncertain: a non-idempotent http call whose request was sent
+// but never answered is Uncertain — never retried on its own. alice may
+// approve but not resolve; carol (exagent-resolver) resolves it with
+// evidence, and the run goes on without calling the endpoint again.
+func TestResolveUncertain(t *testing.T) {
+	ns := namespace(t, "e2e-resolve")
+	bindApprovers(t, ns)
+	srv := newEffectServer(t, true)
+	must(t, "", httpAgent(ns, "payments", srv.URL+"/charge", "Allow", "1s")+"---\n"+runYAML(ns, "pay", "payments"), "apply", "-f", "-")
+
+	out := must(t, "carol", "", "approve", "wait", "pay", "-n", ns, "--for=paused", "--timeout="+waitTimeout)
+	if !strings.HasPrefix(out, "agentrun.exagent.io/pay paused: Uncertain") {
+		t.Fatalf("want the run Uncertain, got %q", out)
+	}
+	show := must(t, "carol", "", "approve", "show", "pay", "-n", ns)
+	if !strings.Contains(show, "Uncertain calls (need kubectl approve resolve):") || !strings.Contains(show, "charge-1:") {
+		t.Errorf("show does not list the uncertain call:\n%s", show)
+	}
+	stderr := mustFail(t, "alice", "approve", "resolve", "pay", "-n", ns, "--call", "charge-1", "--outcome", "Succeeded")
+	if !strings.HasPrefix(stderr, "error: ") || !strings.Contains(stderr, `missing verb "resolve" on agents/approval`) {
+		t.Errorf("alice's resolve refusal: %q", stderr)
+	}
+	out = must(t, "carol", "", "approve", "resolve", "pay", "-n", ns, "--call", "charge-1", "--outcome", "Succeeded", "--evidence", "charge ch_1 is in the ledger")
+	if !strings.Contains(out, "call charge-1 resolved as Succeeded by carol") {
+		t.Errorf("resolve printed %q", out)
+	}
+	must(t, "carol", "", "approve", "wait", "pay", "-n", ns, "--for=done", "--timeout="+waitTimeout)
+	final := getRun(t, ns, "pay")
+	if final.Status.Phase != exagentv1.PhaseSucceeded {
+		t.Errorf("run is %s after resolve, want Succeeded", final.Status.Phase)
+	}
+	if n := len(srv.requests()); n != 1 {
+		t.Errorf("the endpoint was called %d times, want exactly 1 (no automatic retry)", n)
+	}
+}
