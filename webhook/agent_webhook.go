@@ -8,7 +8,11 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agent,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agents,verbs=create;update,versions=v1alpha1,name=vagent.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10
+// The validating webhook's matchCondition skips UPDATEs that leave spec as it
+// was (finalizers, labels, annotations): its checks read only spec, so the
+// narrowing is exact, and the manager's own metadata writes do not depend on
+// the webhook being reachable.
+// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agent,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agents,verbs=create;update,versions=v1alpha1,name=vagent.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"create-or-spec-changed","expression":"request.operation != 'UPDATE' || object.spec != oldObject.spec"}]}`
 
 // AgentWebhook validates Agents.
 type AgentWebhook struct{}

@@ -10,8 +10,12 @@ import (
 	"github.com/exagent-io/exagent/authz"
 )
 
+// The validating webhook's matchCondition skips UPDATEs that leave spec as it
+// was (finalizers, labels, annotations): its checks read only spec, so the
+// narrowing is exact, and the manager's own metadata writes do not depend on
+// the webhook being reachable.
 // +kubebuilder:webhook:path=/mutate-exagent-io-v1alpha1-agentrun,mutating=true,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agentruns,verbs=create,versions=v1alpha1,name=magentrun.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,reinvocationPolicy=Never
-// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agentrun,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agentruns,verbs=create;update,versions=v1alpha1,name=vagentrun.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10
+// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agentrun,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agentruns,verbs=create;update,versions=v1alpha1,name=vagentrun.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"create-or-spec-changed","expression":"request.operation != 'UPDATE' || object.spec != oldObject.spec"}]}`
 
 // AgentRunWebhook stamps spec.requestedBy and validates AgentRuns.
 type AgentRunWebhook struct{}

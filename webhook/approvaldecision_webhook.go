@@ -18,8 +18,12 @@ import (
 // Only CREATE is intercepted by the mutating webhook (identities are stamped
 // once) and CREATE/UPDATE by the validating one; DELETE is allowed — the
 // receipt of an applied decision lives in the run.
+// The validating webhook's matchCondition skips UPDATEs that leave spec as it
+// was (finalizers, labels, annotations): its checks read only spec, so the
+// narrowing is exact, and the manager's own metadata writes do not depend on
+// the webhook being reachable.
 // +kubebuilder:webhook:path=/mutate-exagent-io-v1alpha1-approvaldecision,mutating=true,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=approvaldecisions,verbs=create,versions=v1alpha1,name=mapprovaldecision.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,reinvocationPolicy=Never
-// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-approvaldecision,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=approvaldecisions,verbs=create;update,versions=v1alpha1,name=vapprovaldecision.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10
+// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-approvaldecision,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=approvaldecisions,verbs=create;update,versions=v1alpha1,name=vapprovaldecision.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"create-or-spec-changed","expression":"request.operation != 'UPDATE' || object.spec != oldObject.spec"}]}`
 
 // +kubebuilder:rbac:groups=exagent.io,resources=agents;agentruns,verbs=get
 

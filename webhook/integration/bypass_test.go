@@ -49,6 +49,18 @@ func TestWebhookUnreachable(t *testing.T) {
 		t.Errorf("the run changed while the webhook was down (-before +after):\n%s", diff)
 	}
 
+	// Metadata-only updates are not sent to the validating webhooks (their
+	// matchCondition), so they go through; a spec change cannot.
+	agent := get(t, s.ns, "payments", &exagentv1.Agent{})
+	agent.Labels = map[string]string{"team": "payments"}
+	if err := admin.Update(t.Context(), agent); err != nil {
+		t.Errorf("a label update needs no webhook, got: %v", err)
+	}
+	agent.Spec.Instructions = "changed while the webhook is down"
+	if err := admin.Update(t.Context(), agent); err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+		t.Errorf("a spec update while the webhook is down: got %v, want it refused", err)
+	}
+
 	restore()
 	eventually(t, "decisions are admitted again", func() bool { return probe() == nil })
 }
