@@ -1,0 +1,67 @@
+package controllers_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/controllers"
+)
+
+// refundAgent asks for approval of one refund, then answers.
+func refundAgent(ts *toolServer) exagentv1.AgentSpec {
+	return exagentv1.AgentSpec{
+		Instructions: "You refund customers.",
+		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
+			callTurn("refund-1", "refund", map[string]any{"amount": 5}),
+			textTurn("refunded 5"),
+		}},
+		Tools:  []exagentv1.ToolSpec{httpTool("refund", ts.url("/refund"))},
+		Policy: askPolicy("refund"),
+	}
+}
+
+// TestPauseApproveResume: the run pauses before the refund, nothing runs
+// until alice approves, then the refund runs exactly once with its
+// Idempotency-Key and the run succeeds.
+func TestPauseApproveResume(t *testing.T) {
+	h := newHarness(t)
+	ts := newToolServer(t)
+	h.startManager(controllers.Options{})
+	h.createAgent("payments", refundAgent(ts))
+	h.createRun("r1", "payments")
+
+	paused := h.waitPhase("r1", exagentv1.PhaseAwaitingApproval)
+	if c := meta.FindStatusCondition(paused.Status.Conditions, exagentv1.ConditionAwaitingApproval); c == nil || c.Status != "True" {
+		t.Fatalf("AwaitingApproval condition = %+v, want True", c)
+	}
+	if paused.Status.Claim != nil {
+		t.Errorf("a paused run holds a claim: %+v", paused.Status.Claim)
+	}
+	if got := ts.journal(); len(got) != 0 {
+		t.Fatalf("tool ran before approval: %+v", got)
+	}
+
+	h.approve(paused, "approve-1")
+	done := h.waitPhase("r1", exagentv1.PhaseSucceeded)
+	if d := h.waitDecision("approve-1"); d.Status.Phase != exagentv1.DecisionApplied {
+		t.Errorf("decision phase = %s (%s), want Applied", d.Status.Phase, d.Status.Message)
+	}
+
+	want := []toolRequest{{Path: "/refund", Key: string(done.UID) + "/refund-1", Run: h.ns + "/r1", Call: "refund-1", Body: `{"amount":5}`}}
+	if diff := cmp.Diff(want, ts.journal()); diff != "" {
+		t.Errorf("tool journal (-want +got):\n%s", diff)
+	}
+	if done.Status.Output != "refunded 5" {
+		t.Errorf("output = %q", done.Status.Output)
+	}
+	if done.Status.ObservedGeneration != done.Generation {
+		t.Errorf("observedGeneration = %d, want %d", done.Status.ObservedGeneration, done.Generation)
+	}
+	if c := meta.FindStatusCondition(done.Status.Conditions, exagentv1.ConditionReady); c == nil || c.Status != "True" {
+		t.Errorf("Ready = %+v, want True", c)
+	}
+	h.waitEvents("r1", "ApprovalRequested", "RunPaused", "DecisionApplied", "RunResumed", "RunSucceeded")
+}

@@ -1,0 +1,418 @@
+package controllers_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testenv"
+)
+
+// One control plane for the package; every test gets its own namespace
+// and its own manager(s), whose caches see only that namespace.
+var (
+	env *testenv.Env
+	// users are real apiserver identities (client certificates).
+	users = map[string]*testUser{}
+)
+
+type testUser struct {
+	actor  exagentv1.Actor
+	client client.Client
+}
+
+// Approvers of the tests: alice may approve and resolve; mallory may only
+// create decisions (no approve verb on agents/approval).
+const (
+	alice   = "alice"
+	mallory = "mallory"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("EXAGENT_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	} else {
+		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	}
+	var err error
+	env, err = testenv.Start(testenv.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := setupUsers(); err != nil {
+		_ = env.Stop()
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+func setupUsers() error {
+	ctx := context.Background()
+	roles := []client.Object{
+		&rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: "test-decider"},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"exagent.io"}, Resources: []string{"approvaldecisions"}, Verbs: []string{"create", "get", "list", "watch"}},
+				{APIGroups: []string{"exagent.io"}, Resources: []string{"agentruns"}, Verbs: []string{"get", "list", "watch"}},
+			},
+		},
+		&rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: "test-approver"},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"exagent.io"}, Resources: []string{"agents/approval"}, Verbs: []string{"approve", "resolve"}},
+			},
+		},
+		binding("test-decider-alice", "test-decider", alice),
+		binding("test-decider-mallory", "test-decider", mallory),
+		binding("test-approver-alice", "test-approver", alice),
+	}
+	for _, o := range roles {
+		if err := env.Client.Create(ctx, o); err != nil {
+			return fmt.Errorf("creating %s: %w", o.GetName(), err)
+		}
+	}
+	for _, name := range []string{alice, mallory} {
+		u, err := env.AddUser(envtest.User{Name: name, Groups: []string{"exagent-test"}}, nil)
+		if err != nil {
+			return fmt.Errorf("adding user %s: %w", name, err)
+		}
+		c, err := client.New(u.Config(), client.Options{Scheme: env.Scheme})
+		if err != nil {
+			return err
+		}
+		users[name] = &testUser{
+			actor:  exagentv1.Actor{Username: name, Groups: []string{"exagent-test", "system:authenticated"}},
+			client: c,
+		}
+	}
+	return nil
+}
+
+func binding(name, role, user string) *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+}
+
+// harness is one test's namespace, admin client and managers.
+type harness struct {
+	t  *testing.T
+	ns string
+	c  client.Client
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	h := &harness{t: t, ns: "t-" + hex.EncodeToString(b), c: env.Client}
+	if err := h.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	return h
+}
+
+// manager is an in-process operator. stop() is the kill: the context is
+// cancelled and the process's memory (inbox, in-flight IO) is gone.
+type manager struct {
+	ctrls  *controllers.Controllers
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (h *harness) startManager(opts controllers.Options) *manager {
+	h.t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 2000, 4000
+	copts := controllers.CacheOptions()
+	copts.DefaultNamespaces = map[string]cache.Config{h.ns: {}}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Cache:                  copts,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		h.t.Fatalf("new manager: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if opts.MaxConcurrentReconciles == 0 {
+		opts.MaxConcurrentReconciles = 4
+	}
+	c, err := controllers.Setup(ctx, mgr, opts)
+	if err != nil {
+		cancel()
+		h.t.Fatalf("setup: %v", err)
+	}
+	m := &manager{ctrls: c, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		if err := mgr.Start(ctx); err != nil {
+			h.t.Logf("manager %s stopped: %v", c.Runs.Holder, err)
+		}
+	}()
+	h.t.Cleanup(m.stop)
+	return m
+}
+
+func (m *manager) stop() {
+	m.cancel()
+	<-m.done
+}
+
+// toolServer is a real HTTP tool endpoint that records every request it
+// receives: the journal is the tests' oracle of effects.
+type toolServer struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	log []toolRequest
+	// respond, when set, answers instead of 200 {"ok":true}.
+	respond func(w http.ResponseWriter, r *http.Request, body []byte)
+}
+
+type toolRequest struct {
+	Path, Key, Run, Call, Body string
+}
+
+func newToolServer(t *testing.T) *toolServer {
+	ts := &toolServer{}
+	ts.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		ts.mu.Lock()
+		ts.log = append(ts.log, toolRequest{
+			Path: r.URL.Path, Key: r.Header.Get("Idempotency-Key"), Run: r.Header.Get("X-Exagent-Run"),
+			Call: r.Header.Get("X-Exagent-Call"), Body: string(body),
+		})
+		respond := ts.respond
+		ts.mu.Unlock()
+		if respond != nil {
+			respond(w, r, body)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	t.Cleanup(ts.srv.Close)
+	return ts
+}
+
+func (ts *toolServer) journal() []toolRequest {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return append([]toolRequest(nil), ts.log...)
+}
+
+func (ts *toolServer) url(path string) string { return ts.srv.URL + path }
+
+// --- builders ---
+
+func raw(v any) *runtime.RawExtension {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return &runtime.RawExtension{Raw: b}
+}
+
+func callTurn(id, tool string, args any) exagentv1.ScriptTurn {
+	return exagentv1.ScriptTurn{ToolCalls: []exagentv1.ScriptToolCall{{ID: id, Name: tool, Arguments: raw(args)}}}
+}
+
+func textTurn(text string) exagentv1.ScriptTurn { return exagentv1.ScriptTurn{Text: text} }
+
+func httpTool(name, url string) exagentv1.ToolSpec {
+	return exagentv1.ToolSpec{
+		Name: name, Description: "calls " + name,
+		Parameters: raw(map[string]any{"type": "object", "properties": map[string]any{"amount": map[string]any{"type": "integer"}}}),
+		HTTP:       &exagentv1.HTTPTool{URL: url, Timeout: "5s"},
+	}
+}
+
+func askPolicy(tools ...string) exagentv1.PolicySpec {
+	return exagentv1.PolicySpec{Default: exagentv1.PolicyAllow, Rules: []exagentv1.PolicyRule{{Name: "ask-" + tools[0], Tools: tools, Action: exagentv1.PolicyAsk}}}
+}
+
+func (h *harness) createAgent(name string, spec exagentv1.AgentSpec) *exagentv1.Agent {
+	h.t.Helper()
+	a := &exagentv1.Agent{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns}, Spec: spec}
+	if err := h.c.Create(context.Background(), a); err != nil {
+		h.t.Fatalf("creating agent %s: %v", name, err)
+	}
+	return a
+}
+
+func (h *harness) createRun(name, agent string, mutate ...func(*exagentv1.AgentRunSpec)) *exagentv1.AgentRun {
+	h.t.Helper()
+	r := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
+		Spec: exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: agent}, Input: "please do it"}}
+	for _, m := range mutate {
+		m(&r.Spec)
+	}
+	if err := h.c.Create(context.Background(), r); err != nil {
+		h.t.Fatalf("creating run %s: %v", name, err)
+	}
+	return r
+}
+
+// --- waiting ---
+
+const waitTimeout = 40 * time.Second
+
+// waitRun polls the run until cond holds or the deadline passes.
+func (h *harness) waitRun(name, what string, cond func(*exagentv1.AgentRun) bool) *exagentv1.AgentRun {
+	h.t.Helper()
+	var last exagentv1.AgentRun
+	deadline := time.Now().Add(waitTimeout)
+	for time.Now().Before(deadline) {
+		if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, &last); err == nil && cond(&last) {
+			return &last
+		}
+		poll()
+	}
+	h.t.Fatalf("run %s: timed out waiting for %s; phase %s reason %s message %q", name, what,
+		last.Status.Phase, last.Status.Reason, last.Status.Message)
+	return nil
+}
+
+func (h *harness) waitPhase(name string, phase exagentv1.RunPhase) *exagentv1.AgentRun {
+	h.t.Helper()
+	return h.waitRun(name, "phase "+string(phase), func(r *exagentv1.AgentRun) bool { return r.Status.Phase == phase })
+}
+
+func (h *harness) waitDecision(name string) *exagentv1.ApprovalDecision {
+	h.t.Helper()
+	var d exagentv1.ApprovalDecision
+	deadline := time.Now().Add(waitTimeout)
+	for time.Now().Before(deadline) {
+		if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, &d); err == nil && d.Status.Phase != "" {
+			return &d
+		}
+		poll()
+	}
+	h.t.Fatalf("decision %s: timed out waiting for a result", name)
+	return nil
+}
+
+// poll is the interval of the condition loops above (a poll with a
+// deadline, not a synchronisation by sleeping).
+func poll() { time.Sleep(20 * time.Millisecond) }
+
+// --- decisions ---
+
+type decisionSpec struct {
+	name, user  string
+	kind        exagentv1.DecisionKind
+	approvalID  string
+	callID      string
+	payloadHash string
+	revision    int64
+	reason      string
+	outcome     exagentv1.ResolveOutcome
+	evidence    string
+}
+
+func (h *harness) decide(run string, d decisionSpec) *exagentv1.ApprovalDecision {
+	h.t.Helper()
+	u := users[d.user]
+	actor := u.actor
+	obj := &exagentv1.ApprovalDecision{
+		ObjectMeta: metav1.ObjectMeta{Name: d.name, Namespace: h.ns},
+		Spec: exagentv1.ApprovalDecisionSpec{
+			RunRef: exagentv1.LocalObjectReference{Name: run}, Decision: d.kind,
+			ApprovalID: d.approvalID, CallID: d.callID, PayloadHash: d.payloadHash, Revision: d.revision,
+			Reason: d.reason, Outcome: d.outcome, Evidence: d.evidence,
+			// No webhook in this envtest: the test stamps what admission would.
+			Actor: &actor,
+		},
+	}
+	if err := u.client.Create(context.Background(), obj); err != nil {
+		h.t.Fatalf("creating decision %s as %s: %v", d.name, d.user, err)
+	}
+	return obj
+}
+
+// approve creates an Approve of the run's only pending approval as alice.
+func (h *harness) approve(run *exagentv1.AgentRun, name string) *exagentv1.ApprovalDecision {
+	h.t.Helper()
+	a := pendingApproval(h.t, run)
+	return h.decide(run.Name, decisionSpec{name: name, user: alice, kind: exagentv1.DecisionApprove,
+		approvalID: a.ID, payloadHash: a.PayloadHash, revision: a.Revision, reason: "ok"})
+}
+
+func pendingApproval(t *testing.T, run *exagentv1.AgentRun) exagentv1.Approval {
+	t.Helper()
+	for _, a := range run.Status.Approvals {
+		if a.State == exagentv1.ApprovalPending {
+			return a
+		}
+	}
+	t.Fatalf("run %s has no pending approval", run.Name)
+	return exagentv1.Approval{}
+}
+
+// --- events ---
+
+// eventReasons returns the reasons of the Events about object name, waiting
+// until every wanted reason is there (Events are sent asynchronously).
+func (h *harness) waitEvents(name string, want ...string) {
+	h.t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	var got map[string]bool
+	for time.Now().Before(deadline) {
+		var list eventsv1.EventList
+		got = map[string]bool{}
+		if err := h.c.List(context.Background(), &list, client.InNamespace(h.ns)); err == nil {
+			for _, e := range list.Items {
+				if e.Regarding.Name == name {
+					got[e.Reason] = true
+				}
+			}
+		}
+		missing := false
+		for _, w := range want {
+			if !got[w] {
+				missing = true
+			}
+		}
+		if !missing {
+			return
+		}
+		poll()
+	}
+	h.t.Fatalf("events of %s: want %v, have %v", name, want, got)
+}
