@@ -3,7 +3,9 @@
 // controller call the same VerifyDecision, so a webhook bypassed by a
 // misconfiguration cannot let a decision through: the controller asks again.
 //
-// The checks, in order: the decision carries an actor stamped by admission;
+// The checks, in order: the decision carries an actor stamped by admission
+// (and, with a Seal, the webhook's HMAC over its namespace, name and spec, so
+// that an actor written by a client past a bypassed webhook is refused);
 // a SubjectAccessReview for that actor with verb approve (Approve, Deny,
 // Cancel) or resolve (Resolve) on agents/approval named after the run's
 // Agent; the Agent's policy.approvers when set; forbidSelfApproval against
