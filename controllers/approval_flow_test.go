@@ -46,7 +46,7 @@ func TestPauseApproveResume(t *testing.T) {
 
 	h.approve(paused, "approve-1")
 	done := h.waitPhase("r1", exagentv1.PhaseSucceeded)
-	if d := h.waitDecision("approve-1"); d.Status.Phase != exagentv1.DecisionApplied {
+	if d := h.waitDecision("r1-approve-1"); d.Status.Phase != exagentv1.DecisionApplied {
 		t.Errorf("decision phase = %s (%s), want Applied", d.Status.Phase, d.Status.Message)
 	}
 

@@ -346,8 +346,10 @@ type decisionSpec struct {
 	evidence    string
 }
 
+// decide creates the decision named "<run>-<d.name>" as d.user.
 func (h *harness) decide(run string, d decisionSpec) *exagentv1.ApprovalDecision {
 	h.t.Helper()
+	d.name = run + "-" + d.name
 	u := users[d.user]
 	actor := u.actor
 	obj := &exagentv1.ApprovalDecision{
