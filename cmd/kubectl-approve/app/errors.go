@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,7 +37,13 @@ func FormatError(err error) string {
 		s := status.Status()
 		msg := strings.TrimSpace(s.Message)
 		if i := strings.Index(msg, deniedMarker); i >= 0 {
-			return "error: " + strings.TrimSpace(msg[i+len(deniedMarker):])
+			return "error: " + stripForbidden(strings.TrimSpace(msg[i+len(deniedMarker):]))
+		}
+		if s.Reason == metav1.StatusReasonForbidden {
+			// A webhook may also answer with a Status of its own.
+			if reason := stripForbidden(msg); reason != msg && !strings.HasPrefix(reason, `User "`) {
+				return "error: " + reason
+			}
 		}
 		if msg == "" {
 			msg = err.Error()
@@ -48,6 +55,15 @@ func FormatError(err error) string {
 		return fmt.Sprintf("Error from server (%s): %s", reason, msg)
 	}
 	return "error: " + err.Error()
+}
+
+// forbiddenPrefix is apierrors.NewForbidden's `<resource> "<name>" is
+// forbidden: ` — the object's name, which the apiserver generated from the
+// plugin's generateName, is noise to the person who ran the command.
+var forbiddenPrefix = regexp.MustCompile(`^[a-z0-9.-]+( "[^"]*")? is forbidden: `)
+
+func stripForbidden(msg string) string {
+	return strings.TrimSpace(forbiddenPrefix.ReplaceAllString(msg, ""))
 }
 
 // PrintError writes FormatError(err) and a newline to w.

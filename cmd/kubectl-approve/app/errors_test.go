@@ -27,6 +27,18 @@ func TestFormatError(t *testing.T) {
 			err:  fmt.Errorf("creating the approve decision for run %q: %w", "pay-1", denied),
 			want: `error: you are not allowed to approve runs of agent "payments": missing verb "approve" on agents/approval`,
 		},
+		"webhook denial with a Forbidden status of its own (as the apiserver relays it)": {
+			err: &apierrors.StatusError{ErrStatus: metav1.Status{
+				Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden,
+				Message: `admission webhook "vapprovaldecision.exagent.io" denied the request: approvaldecisions.exagent.io "probe" is forbidden: you are not allowed to approve runs of agent "ops": missing verb "approve" on agents/approval`,
+			}},
+			want: `error: you are not allowed to approve runs of agent "ops": missing verb "approve" on agents/approval`,
+		},
+		"webhook forbidden status loses the object's name": {
+			err: fmt.Errorf("creating: %w", apierrors.NewForbidden(schema.GroupResource{Group: "exagent.io", Resource: "approvaldecisions"}, "scale-web-approve-hc9q8",
+				errors.New(`you are not allowed to approve runs of agent "ops": missing verb "approve" on agents/approval`))),
+			want: `error: you are not allowed to approve runs of agent "ops": missing verb "approve" on agents/approval`,
+		},
 		"rbac forbidden reads like kubectl": {
 			err:  fmt.Errorf("creating: %w", forbidden),
 			want: `Error from server (Forbidden): approvaldecisions.exagent.io is forbidden: User "bob" cannot create resource "approvaldecisions" in API group "exagent.io" in the namespace "demo"`,
