@@ -108,24 +108,90 @@ func (r *fuzzRun) run(prog []byte) {
 	}
 	for pos < len(prog) && r.ops < 400 {
 		r.ops++
-		op, arg := next(), next()
-		r.apply(opKind(op), arg, next)
+		op, arg := opKind(next()), next()
+		if op == opAutopilot {
+			var extra []byte
+			op, arg, extra = r.autopilot(arg, next)
+			next := func() byte {
+				if len(extra) == 0 {
+					return 0
+				}
+				b := extra[0]
+				extra = extra[1:]
+				return b
+			}
+			r.apply(op, arg, next)
+			continue
+		}
+		r.apply(op, arg, next)
 	}
 }
 
 // opKind maps a program byte to a command. Bytes 0–17 name each command
-// once (the seeds use them); 18–31 repeat the constructive ones, and
-// Cancel and Fail answer to one byte value only, so that random programs
-// get deep before something ends the run.
+// once (the seeds use them); 18–27 are the autopilot (the natural next
+// move, so random programs get deep runs); 28–31 repeat constructive
+// commands. Cancel and Fail answer to one byte value only, so that random
+// programs rarely end the run early.
 func opKind(b byte) byte {
 	k := b % 32
 	if (k == 10 || k == 16) && b != k {
 		return 2 // Cancel and Fail only from their own byte
 	}
-	if k < 18 {
-		return k
+	if k < 28 {
+		return min(k, opAutopilot)
 	}
-	return []byte{2, 2, 5, 3, 1, 9, 0, 2, 5, 11, 13, 2, 3, 0}[k-18]
+	return []byte{2, 5, 9, 13}[k-28]
+}
+
+const opAutopilot = 18
+
+// autopilot chooses the move a live system would make next: claim a
+// runnable run, answer the model, confirm a tool, approve or resolve as
+// alice, or let a foreign lease run out. It returns the command and the
+// bytes it reads.
+func (r *fuzzRun) autopilot(arg byte, next func() byte) (op, warg byte, extra []byte) {
+	warg = 0
+	if arg%4 == 1 {
+		warg = 1
+	}
+	w, s := r.workers[warg], r.s
+	switch s.Phase {
+	case exagentv1.PhaseQueued, exagentv1.PhaseApproved:
+		return 1, warg, nil
+	case exagentv1.PhaseRunning:
+		if s.Claim.Holder != w.name || s.Claim.Attempt != w.fence.Attempt {
+			if !r.now.Before(s.Claim.LeaseExpiresAt.Time) {
+				return 13, warg, nil
+			}
+			return 0, warg, []byte{6} // 31s: the other worker's lease runs out
+		}
+		if m := s.Cursor.ModelRequest; m != nil && m.Attempt == w.fence.Attempt {
+			return 3, warg, []byte{next()}
+		}
+		if len(w.tools) > 0 {
+			kind := []byte{0, 0, 0, 0, 0, 0, 1, 2}[next()%8] // mostly Succeeded
+			return 5, warg, []byte{kind, 0}
+		}
+		return 2, warg, nil
+	case exagentv1.PhaseAwaitingApproval:
+		for i, a := range s.Approvals {
+			if a.State == exagentv1.ApprovalPending {
+				b := byte(0) // alice approves
+				if next()%8 == 0 {
+					b = 12 // alice denies
+				}
+				return 9, warg, []byte{b, next(), byte(i)}
+			}
+		}
+	case exagentv1.PhaseUncertain:
+		for i, c := range s.Calls {
+			if c.State == exagentv1.CallUncertain {
+				b := []byte{0, 0, 18, 9}[next()%4] // alice: Succeeded, Succeeded, Failed, Retry
+				return 11, warg, []byte{b, next(), byte(i)}
+			}
+		}
+	}
+	return 0, warg, []byte{0}
 }
 
 // apply runs one command and, when the engine accepts it, commits the
