@@ -156,6 +156,13 @@ type manager struct {
 
 func (h *harness) startManager(opts controllers.Options) *manager {
 	h.t.Helper()
+	return h.startManagerWith(opts, nil)
+}
+
+// startManagerWith starts a manager whose hooks can kill it: hooks gets the
+// manager's kill switch (cancel its context, as a crash would end it).
+func (h *harness) startManagerWith(opts controllers.Options, hooks func(kill func()) controllers.Hooks) *manager {
+	h.t.Helper()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 2000, 4000
 	copts := controllers.CacheOptions()
@@ -171,6 +178,9 @@ func (h *harness) startManager(opts controllers.Options) *manager {
 		h.t.Fatalf("new manager: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	if hooks != nil {
+		opts.Hooks = hooks(cancel)
+	}
 	if opts.MaxConcurrentReconciles == 0 {
 		opts.MaxConcurrentReconciles = 4
 	}
