@@ -1,0 +1,53 @@
+package controllers_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/controllers"
+)
+
+// TestTwoManagers runs two operators at once on the same runs, with no
+// leader election: the claim and its attempt fence every commit, so every
+// effect happens at most once (here: exactly once, every run succeeds).
+func TestTwoManagers(t *testing.T) {
+	h := newHarness(t)
+	ts := newToolServer(t)
+	h.startManager(controllers.Options{MaxConcurrentReconciles: 2})
+	h.startManager(controllers.Options{MaxConcurrentReconciles: 2})
+	h.createAgent("ops", exagentv1.AgentSpec{
+		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
+			callTurn("lookup", "lookup", map[string]any{"amount": 1}),
+			callTurn("refund", "refund", map[string]any{"amount": 2}),
+			textTurn("done"),
+		}},
+		Tools: []exagentv1.ToolSpec{
+			httpTool("lookup", ts.url("/lookup")),
+			httpTool("refund", ts.url("/refund")),
+		},
+		Policy: askPolicy("refund"),
+	})
+	const n = 8
+	for i := range n {
+		h.createRun(fmt.Sprintf("run-%d", i), "ops")
+	}
+	for i := range n {
+		h.approve(h.waitPhase(fmt.Sprintf("run-%d", i), exagentv1.PhaseAwaitingApproval), "ok")
+	}
+	want := map[string]int{}
+	for i := range n {
+		run := h.waitPhase(fmt.Sprintf("run-%d", i), exagentv1.PhaseSucceeded)
+		want[string(run.UID)+"/lookup"] = 1
+		want[string(run.UID)+"/refund"] = 1
+	}
+	got := map[string]int{}
+	for _, r := range ts.journal() {
+		got[r.Key]++
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("effects per Idempotency-Key (-want +got):\n%s", diff)
+	}
+}
