@@ -56,6 +56,12 @@ k8s-binaries: ## Build (or reuse) kube-apiserver, etcd and kubectl into the cach
 test: verify vet ## Run unit and envtest integration tests (builds the control-plane binaries once).
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test $(GO_TEST_FLAGS) ./...
 
+BENCH_RUNS ?= 50
+
+.PHONY: bench
+bench: ## Benchmark runs through pause → approve → finish on envtest (runs/s, writes/call, resume p50/p99, CAS ceiling); BENCH_RUNS=N.
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -run '^$$' -bench . -benchtime $(BENCH_RUNS)x ./controllers/...
+
 ##@ Build
 
 .PHONY: build

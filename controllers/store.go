@@ -39,7 +39,8 @@ type Store struct {
 	mu      sync.Mutex
 	written map[types.NamespacedName]written
 
-	writes atomic.Int64
+	writes    atomic.Int64
+	conflicts atomic.Int64
 }
 
 // written is a status this process committed whose write the cache may
@@ -56,6 +57,9 @@ func NewStore(c client.Client, reader client.Reader) *Store {
 
 // Writes is the number of successful status writes (for the benchmark).
 func (s *Store) Writes() int64 { return s.writes.Load() }
+
+// Conflicts is the number of writes refused for a stale resourceVersion.
+func (s *Store) Conflicts() int64 { return s.conflicts.Load() }
 
 // Fresher returns the newer of the cached run and the last run this store
 // wrote: when the cache still holds the resourceVersion the write replaced,
@@ -104,6 +108,9 @@ func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 	out.Status.ObservedGeneration = run.Generation
 	prevRV := run.ResourceVersion
 	if err := s.client.Status().Update(ctx, out); err != nil {
+		if apierrors.IsConflict(err) {
+			s.conflicts.Add(1)
+		}
 		if !apierrors.IsConflict(err) {
 			return nil, fmt.Errorf("updating status of run %s/%s: %w", run.Namespace, run.Name, err)
 		}
