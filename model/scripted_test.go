@@ -1,0 +1,45 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
+)
+
+func TestScripted(t *testing.T) {
+	s := Scripted{Script: []exagentv1.ScriptTurn{
+		{ToolCalls: []exagentv1.ScriptToolCall{
+			{ID: "a", Name: "refund", Arguments: &runtime.RawExtension{Raw: []byte(`{"amount":5}`)}},
+			{Name: "notify"},
+		}},
+		{Text: "done"},
+	}}
+	tests := map[string]struct {
+		step    int32
+		want    loop.ModelResponse
+		wantErr error
+	}{
+		"tool calls keep their ids and get deterministic ones": {step: 0, want: loop.ModelResponse{ToolCalls: []exagentv1.MessageToolCall{
+			{ID: "a", Name: "refund", Arguments: `{"amount":5}`}, {ID: "call-0-1", Name: "notify", Arguments: "{}"}}}},
+		"text":           {step: 1, want: loop.ModelResponse{Content: "done"}},
+		"past the end":   {step: 2, wantErr: ErrScriptExhausted},
+		"negative steps": {step: -1, wantErr: ErrScriptExhausted},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := s.Complete(context.Background(), loop.ModelRequest{Step: tc.step})
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("response (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
