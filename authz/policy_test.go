@@ -8,7 +8,6 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
-	"github.com/exagent-io/exagent/loop"
 )
 
 func actor(name string, groups ...string) exagentv1.Actor {
@@ -16,7 +15,7 @@ func actor(name string, groups ...string) exagentv1.Actor {
 }
 
 func requestedBy(name string) *exagentv1.AgentRunSpec {
-	return &exagentv1.AgentRunSpec{RequestedBy: &exagentv1.Actor{Username: name}}
+	return &exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: "payments"}, RequestedBy: &exagentv1.Actor{Username: name}}
 }
 
 func TestCheckPolicy(t *testing.T) {
@@ -110,7 +109,7 @@ func TestCheckPolicy(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			err := authz.CheckPolicy("payments", tc.policy, tc.run, tc.actor)
+			err := authz.CheckPolicy(tc.policy, tc.run, tc.actor)
 			if diff := cmp.Diff(tc.wantCheck, authz.DeniedCheck(err)); diff != "" {
 				t.Errorf("check (-want +got):\n%s", diff)
 			}
@@ -125,38 +124,6 @@ func TestCheckPolicy(t *testing.T) {
 				t.Errorf("IsDenied(%v) = %v", err, authz.IsDenied(err))
 			}
 		})
-	}
-}
-
-// TestCheckPolicyAgreesWithEngine keeps the admission/controller check and
-// the engine's own check (loop.Authorize, run inside the decision's
-// transition) from drifting apart on every case where the run records its
-// requester. (Without a requester, authz fails closed and the engine does
-// not see the decision at all.)
-func TestCheckPolicyAgreesWithEngine(t *testing.T) {
-	policies := map[string]exagentv1.PolicySpec{
-		"open":      {},
-		"empty":     {Approvers: &exagentv1.Approvers{}},
-		"users":     {Approvers: &exagentv1.Approvers{Users: []string{"alice"}}},
-		"groups":    {Approvers: &exagentv1.Approvers{Groups: []string{"g"}}},
-		"sas":       {Approvers: &exagentv1.Approvers{ServiceAccounts: []string{"ns/sa"}}},
-		"self":      {ForbidSelfApproval: true},
-		"self+user": {ForbidSelfApproval: true, Approvers: &exagentv1.Approvers{Users: []string{"alice", "bob"}}},
-	}
-	actors := []exagentv1.Actor{
-		actor("alice"), actor("bob", "g"), actor("carol"), actor("system:serviceaccount:ns:sa"),
-		actor("system:serviceaccount:other:sa", "g"),
-	}
-	for pname, p := range policies {
-		for _, requester := range []string{"alice", "bob"} {
-			for _, a := range actors {
-				got := authz.CheckPolicy("x", p, requestedBy(requester), a) == nil
-				want := loop.Authorize(p, requestedBy(requester), a) == nil
-				if got != want {
-					t.Errorf("policy %s, requester %s, actor %s: authz allows=%v, loop allows=%v", pname, requester, a.Username, got, want)
-				}
-			}
-		}
 	}
 }
 

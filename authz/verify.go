@@ -69,5 +69,5 @@ func VerifyDecision(ctx context.Context, c client.Client, d *exagentv1.ApprovalD
 		return denied(CheckAgent, fmt.Sprintf(
 			"agent %q not found in namespace %q: its policy says who may decide on this run", agentName, run.Namespace))
 	}
-	return CheckPolicy(agentName, agent.Spec.Policy, &run.Spec, actor)
+	return CheckPolicy(agent.Spec.Policy, &run.Spec, actor)
 }

@@ -36,6 +36,8 @@ const (
 	ReasonNotPending      = "NotPending"
 	ReasonStatusTooLarge  = "StatusTooLarge"
 	ReasonForbidden       = "Forbidden"
+	ReasonNotApprover     = "NotAnApprover"
+	ReasonSelfApproval    = "SelfApproval"
 	ReasonUnknownTool     = "UnknownTool"
 	ReasonInvalidArgs     = "InvalidArguments"
 	ReasonApproved        = "Approved"
