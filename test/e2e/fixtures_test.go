@@ -87,25 +87,32 @@ spec:
 // so the caller times out after sending — an unknown outcome.
 type effectServer struct {
 	*httptest.Server
-	mu   sync.Mutex
-	keys []string
-	hang bool
+	mu      sync.Mutex
+	keys    []string
+	hang    bool
+	release chan struct{} // closed at cleanup: hanging handlers return
 }
 
 func newEffectServer(t *testing.T, hang bool) *effectServer {
-	e := &effectServer{hang: hang}
+	e := &effectServer{hang: hang, release: make(chan struct{})}
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.mu.Lock()
 		e.keys = append(e.keys, r.Header.Get("Idempotency-Key"))
 		e.mu.Unlock()
 		if e.hang {
-			<-r.Context().Done() // until the client gives up
+			select { // until the client gives up, or the test ends
+			case <-r.Context().Done():
+			case <-e.release:
+			}
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"charge":"ch_1","status":"succeeded"}`))
 	}))
 	t.Cleanup(e.Close)
+	// Cleanups run last-registered first: handlers are released before Close
+	// waits for them.
+	t.Cleanup(func() { close(e.release) })
 	return e
 }
 

@@ -117,6 +117,7 @@ func samples(t *testing.T, ns string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The Namespace first: kubectl apply -f creates objects in stream order.
 	var docs []string
 	for _, e := range entries {
 		if e.Name() == "kustomization.yaml" || !strings.HasSuffix(e.Name(), ".yaml") {
@@ -129,6 +130,10 @@ func samples(t *testing.T, ns string) string {
 		doc := strings.ReplaceAll(string(b), "namespace: demo", "namespace: "+ns)
 		if e.Name() == "namespace.yaml" {
 			doc = strings.ReplaceAll(doc, "name: demo", "name: "+ns)
+		}
+		if e.Name() == "namespace.yaml" {
+			docs = append([]string{doc}, docs...)
+			continue
 		}
 		docs = append(docs, doc)
 	}

@@ -75,8 +75,13 @@ func TestApproveSamples(t *testing.T) {
 				Args                                        map[string]any
 			}
 		}
-		if err := json.Unmarshal([]byte(must(t, "alice", "", "approve", "list", "-A", "-o", "json")), &doc); err != nil {
+		if err := json.Unmarshal([]byte(must(t, "", "", "approve", "list", "-A", "-o", "json")), &doc); err != nil {
 			t.Fatal(err)
+		}
+		// alice's RoleBinding is namespaced: -A needs cluster-wide list, as in kubectl.
+		stderr := mustFail(t, "alice", "approve", "list", "-A")
+		if !strings.HasPrefix(stderr, `Error from server (Forbidden): agentruns.exagent.io is forbidden: User "alice" cannot list resource "agentruns"`) {
+			t.Errorf("list -A as alice: %q", stderr)
 		}
 		found := false
 		for _, it := range doc.Items {
