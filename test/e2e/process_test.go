@@ -26,6 +26,7 @@ func startProcess(name, logPath string, env []string, bin string, args ...string
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
