@@ -52,6 +52,11 @@ start_devcluster() {
 start_manager() {
   local dir="$1"
   mkdir -p "$dir/logs"
+  # Something else answering on the port would look like our manager.
+  if (exec 3<>"/dev/tcp/127.0.0.1/$WEBHOOK_PORT") 2>/dev/null; then
+    echo "127.0.0.1:$WEBHOOK_PORT is already in use (another manager?); pick a free port with WEBHOOK_PORT=…" >&2
+    return 1
+  fi
   "$BIN/manager" --kubeconfig "$dir/kubeconfig" \
     --webhook-cert-dir "$dir/webhook" --webhook-port "$WEBHOOK_PORT" \
     --metrics-bind-address 0 --health-probe-bind-address 0 \
