@@ -28,12 +28,20 @@ type DecisionVerifier interface {
 
 // SARVerifier is the production verifier: authz.VerifyDecision, i.e. a
 // SubjectAccessReview for the approve/resolve verb on agents/approval plus
-// the Agent's policy (approvers, forbidSelfApproval).
-type SARVerifier struct{ Client client.Client }
+// the Agent's policy (approvers, forbidSelfApproval). With a Seal, a
+// decision that did not go through the admission webhook is rejected too.
+type SARVerifier struct {
+	Client client.Client
+	Seal   *authz.Seal
+}
 
 // Verify implements DecisionVerifier.
 func (v SARVerifier) Verify(ctx context.Context, d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun, agent *exagentv1.Agent) error {
-	return authz.VerifyDecision(ctx, v.Client, d, run, agent)
+	var opts []authz.Option
+	if v.Seal != nil {
+		opts = append(opts, authz.WithSeal(v.Seal))
+	}
+	return authz.VerifyDecision(ctx, v.Client, d, run, agent, opts...)
 }
 
 // ApprovalDecisionReconciler applies decisions to runs. It re-verifies the

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/model"
 	"github.com/exagent-io/exagent/tools"
@@ -34,6 +35,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// Verifier overrides the SubjectAccessReview verifier (tests only).
 	Verifier DecisionVerifier
+	// Seal, when set, makes the decision re-check require the admission
+	// webhook's seal (authz.Seal).
+	Seal *authz.Seal
 	// Hooks are test hooks; nil in production.
 	Hooks Hooks
 	// NameSuffix makes controller names unique when several managers share
@@ -88,6 +92,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		Recorder:                mgr.GetEventRecorder("exagent-controller"),
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		Name:                    "approvaldecision" + o.NameSuffix,
+	}
+	if decisions.Verifier == nil {
+		decisions.Verifier = SARVerifier{Client: mgr.GetClient(), Seal: o.Seal}
 	}
 	if err := decisions.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ApprovalDecision controller: %w", err)

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -16,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/controllers"
 	exagentwebhook "github.com/exagent-io/exagent/webhook"
 )
@@ -37,6 +41,7 @@ type flags struct {
 	perEndpoint             int
 	modelTimeout            time.Duration
 	holder                  string
+	sealSecret              string
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
@@ -56,6 +61,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.IntVar(&f.perEndpoint, "max-inflight-per-endpoint", 8, "Model and tool calls running at once against one endpoint (host).")
 	fs.DurationVar(&f.modelTimeout, "model-timeout", 2*time.Minute, "Timeout of one model request.")
 	fs.StringVar(&f.holder, "holder-identity", "", "Identity of this process in run claims (default: hostname plus a random suffix; must be unique per process).")
+	fs.StringVar(&f.sealSecret, "decision-seal-secret", "", "namespace/name of the Secret holding the key that seals admitted decisions "+
+		"(created when missing); default POD_NAMESPACE/"+authz.DefaultSealSecretName+" when POD_NAMESPACE is set, otherwise no seal; \"none\" disables it.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -113,7 +120,12 @@ func run() error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
+	seal, err := loadSeal(ctx, mgr, f.sealSecret)
+	if err != nil {
+		return err
+	}
 	c, err := controllers.Setup(ctx, mgr, controllers.Options{
+		Seal:                    seal,
 		Holder:                  f.holder,
 		MaxConcurrentReconciles: f.maxConcurrentReconciles,
 		MaxInFlight:             f.maxInFlight,
@@ -124,7 +136,11 @@ func run() error {
 		return err
 	}
 	if f.enableWebhooks {
-		if err := exagentwebhook.SetupWithManager(mgr); err != nil {
+		var wopts []exagentwebhook.Option
+		if seal != nil {
+			wopts = append(wopts, exagentwebhook.WithSeal(seal))
+		}
+		if err := exagentwebhook.SetupWithManager(mgr, wopts...); err != nil {
 			return fmt.Errorf("webhooks: %w", err)
 		}
 	}
@@ -144,4 +160,29 @@ func run() error {
 		return fmt.Errorf("running the manager: %w", err)
 	}
 	return nil
+}
+
+// loadSeal reads (or creates) the decision seal key. Every replica uses the
+// same Secret, so a decision sealed by one replica's webhook verifies in
+// another's controller.
+func loadSeal(ctx context.Context, mgr ctrl.Manager, flagValue string) (*authz.Seal, error) {
+	ref := flagValue
+	if ref == "" {
+		if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+			ref = ns + "/" + authz.DefaultSealSecretName
+		}
+	}
+	if ref == "" || ref == "none" {
+		ctrl.Log.WithName("setup").Info("decisions are not sealed: the controller re-checks RBAC and policy only")
+		return nil, nil
+	}
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok || ns == "" || name == "" {
+		return nil, fmt.Errorf("--decision-seal-secret %q: want namespace/name", ref)
+	}
+	seal, err := authz.LoadSeal(ctx, mgr.GetAPIReader(), mgr.GetClient(), types.NamespacedName{Namespace: ns, Name: name})
+	if err != nil {
+		return nil, fmt.Errorf("decision seal: %w", err)
+	}
+	return seal, nil
 }
