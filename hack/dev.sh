@@ -24,6 +24,15 @@ Logs: $DIR/devcluster.log, $DIR/logs/. Ctrl-C stops everything.
 MSG
 
 # Wait for Ctrl-C, or for either process to die (then stop the other).
-wait -n "$DEVCLUSTER_PID" "$MANAGER_PID" || true
-echo "a process exited; stopping (see $DIR/logs/manager.log and $DIR/devcluster.log)" >&2
+# Ctrl-C reaches the whole process group: both children stop cleanly on
+# their own (exit 0), and stop_all only waits for them.
+interrupted=""
+trap 'interrupted=1' INT TERM
+rc=0
+wait -n "$DEVCLUSTER_PID" "$MANAGER_PID" || rc=$?
+if [[ -n "$interrupted" || "$rc" == 0 ]]; then
+  echo "stopping" >&2
+  exit 0
+fi
+echo "a process exited ($rc); stopping (see $DIR/logs/manager.log and $DIR/devcluster.log)" >&2
 exit 1
