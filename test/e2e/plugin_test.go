@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,6 +20,15 @@ const (
 )
 
 func TestPluginDiscovery(t *testing.T) {
+	var version struct {
+		ClientVersion struct{ GitVersion string } `json:"clientVersion"`
+	}
+	if err := json.Unmarshal([]byte(must(t, "", "", "version", "--client", "-o", "json")), &version); err != nil {
+		t.Fatal(err)
+	}
+	if version.ClientVersion.GitVersion != "v1.37.2" {
+		t.Errorf("kubectl is %s, want the hack script's v1.37.2", version.ClientVersion.GitVersion)
+	}
 	out := must(t, "", "", "plugin", "list", "--name-only")
 	if !strings.Contains(out, "kubectl-approve") {
 		t.Errorf("kubectl plugin list does not find kubectl-approve:\n%s", out)
@@ -211,10 +222,19 @@ func TestSeveralPendingAndDeny(t *testing.T) {
 		t.Fatalf("the refused ambiguous approve stored %d decisions", n)
 	}
 
-	// Completion offers the runs with pending approvals, then their ids.
+	// Completion offers the runs with pending approvals, then their ids —
+	// also through kubectl, which asks kubectl_complete-approve (docs/plugin.md).
 	runs := plugin(t, "alice", "__complete", "-n", ns, "")
 	if !strings.Contains(runs.Stdout, "two\t") || !strings.Contains(runs.Stdout, "denied\t") {
 		t.Errorf("completion of runs:\n%s", runs.Stdout)
+	}
+	shim := filepath.Join(s.bin, "kubectl_complete-approve")
+	if err := os.WriteFile(shim, []byte("#!/bin/sh\nexec kubectl-approve __complete \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	viaKubectl := must(t, "alice", "", "__complete", "approve", "-n", ns, "")
+	if !strings.Contains(viaKubectl, "two") || !strings.Contains(viaKubectl, "denied") {
+		t.Errorf("kubectl approve <TAB>:\n%s", viaKubectl)
 	}
 	ids := plugin(t, "alice", "__complete", "-n", ns, "two", "")
 	if !strings.Contains(ids.Stdout, "c1\tscale_deployment") && !strings.Contains(ids.Stdout, "\tscale_deployment") {
