@@ -34,9 +34,11 @@ func TestCrashWindows(t *testing.T) {
 		wantUncertain   bool
 		wantEffects     int
 		wantToolMessage string
+		// wantRequests counts model requests, a lost one re-sent and charged.
+		wantRequests int64
 	}{
 		"killed before the intent commit: the new owner runs the call": {
-			id: "before-intent", window: beforeIntent, effectsAtCrash: 0, wantEffects: 1, wantToolMessage: `{"ok":true}`,
+			id: "before-intent", window: beforeIntent, effectsAtCrash: 0, wantEffects: 1, wantToolMessage: `{"ok":true}`, wantRequests: 3,
 		},
 		"killed after the intent commit: Uncertain, Retry resends with the same key": {
 			id: "after-intent-retry", window: afterIntent, effectsAtCrash: 0, wantUncertain: true, resolve: exagentv1.ResolveRetry,
@@ -124,6 +126,9 @@ func TestCrashWindows(t *testing.T) {
 				if want := string(done.UID) + "/ticket"; r.Key != want {
 					t.Errorf("Idempotency-Key = %q, want %q", r.Key, want)
 				}
+			}
+			if tc.wantRequests != 0 && done.Status.Ledger.Requests != tc.wantRequests {
+				t.Errorf("model requests charged = %d, want %d", done.Status.Ledger.Requests, tc.wantRequests)
 			}
 			if !historyContains(done, tc.wantToolMessage) {
 				t.Errorf("the model did not see %q: %+v", tc.wantToolMessage, done.Status.History)

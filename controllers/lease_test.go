@@ -1,0 +1,53 @@
+package controllers_test
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/controllers"
+)
+
+// TestSlowToolKeepsItsLease: a tool call that outlasts the lease keeps the
+// run owned (the owner renews while IO is in flight), so a second manager
+// watching the same run never recovers it and the effect happens once.
+func TestSlowToolKeepsItsLease(t *testing.T) {
+	h := newHarness(t)
+	ts := newToolServer(t)
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // runs before the server's Close, which waits for handlers
+	ts.respond = func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		<-release // the endpoint answers only once the first lease is long gone
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}
+	h.startManager(controllers.Options{})
+	h.startManager(controllers.Options{})
+	h.createAgent("slow", exagentv1.AgentSpec{
+		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
+			callTurn("slow-1", "slow", map[string]any{"amount": 1}),
+			textTurn("done"),
+		}},
+		Tools:  []exagentv1.ToolSpec{httpTool("slow", ts.url("/slow"))},
+		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
+	})
+	h.createRun("slow", "slow", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "2s" })
+	// Still the first attempt, with a live lease, well after that attempt's
+	// first lease would have expired: the owner renewed it.
+	h.waitRun("slow", "a renewed lease", func(r *exagentv1.AgentRun) bool {
+		c := r.Status.Claim
+		return r.Status.Phase == exagentv1.PhaseRunning && c != nil && c.Attempt == 1 && c.ClaimedAt != nil &&
+			time.Now().After(c.ClaimedAt.Add(3*time.Second)) && c.LeaseExpiresAt.After(time.Now())
+	})
+	free()
+	done := h.waitPhase("slow", exagentv1.PhaseSucceeded)
+	if done.Status.Attempts != 1 {
+		t.Errorf("attempts = %d, want 1 (the lease was never lost)", done.Status.Attempts)
+	}
+	if got := len(ts.journal()); got != 1 {
+		t.Errorf("effects = %d, want 1", got)
+	}
+}
