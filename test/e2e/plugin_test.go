@@ -299,7 +299,8 @@ func TestResolveUncertain(t *testing.T) {
 		t.Fatalf("want the run Uncertain, got %q", out)
 	}
 	show := must(t, "carol", "", "approve", "show", "pay", "-n", ns)
-	if !strings.Contains(show, "Uncertain calls (need kubectl approve resolve):") || !strings.Contains(show, "charge-1:") {
+	if !strings.Contains(show, "Uncertain calls (need kubectl approve resolve):") || !strings.Contains(show, "charge-1:") ||
+		!strings.Contains(show, "RBAC allows you to resolve") {
 		t.Errorf("show does not list the uncertain call:\n%s", show)
 	}
 	stderr := mustFail(t, "alice", "approve", "resolve", "pay", "-n", ns, "--call", "charge-1", "--outcome", "Succeeded")

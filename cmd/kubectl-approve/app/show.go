@@ -99,7 +99,14 @@ func (o *showOptions) Run(ctx context.Context) error {
 		// A decider may lack "get" on agents; the view still stands without it.
 		v.AgentNote = "not readable: " + FormatError(err)
 	}
-	v.YouMay = o.canDecide(ctx, run, exagentv1.DecisionApprove)
+	// What the run waits for decides which verb matters: resolve for a run
+	// that only has Uncertain calls, approve otherwise.
+	kind := exagentv1.DecisionApprove
+	if len(pendingOf(run)) == 0 && len(uncertainOf(run)) > 0 {
+		kind = exagentv1.DecisionResolve
+	}
+	v.YouVerb = (&exagentv1.ApprovalDecisionSpec{Decision: kind}).Verb()
+	v.YouMay = o.canDecide(ctx, run, kind)
 	return renderShow(o.Out, v)
 }
 

@@ -17,6 +17,7 @@ type showView struct {
 	AgentNote  string           // why Agent is nil
 	ApprovalID string           // only this approval; all pending ones when empty
 	YouMay     *bool            // RBAC answer for the current user; nil when unknown
+	YouVerb    string           // the verb YouMay is about: approve or resolve
 	Now        time.Time
 	Tail       int // transcript messages; -1 all
 }
@@ -105,12 +106,19 @@ func renderShow(w io.Writer, v showView) error {
 	case v.YouMay == nil:
 		field("  You", "<unknown>")
 	case *v.YouMay:
-		field("  You", "RBAC allows you to approve")
+		field("  You", "RBAC allows you to %s", v.verb())
 	default:
-		field("  You", "RBAC does not allow you to approve (missing verb \"approve\" on agents/approval)")
+		field("  You", "RBAC does not allow you to %s (missing verb %q on agents/approval)", v.verb(), v.verb())
 	}
 
 	return renderTranscript(w, run.Status.History, v.Tail)
+}
+
+func (v showView) verb() string {
+	if v.YouVerb == "" {
+		return "approve"
+	}
+	return v.YouVerb
 }
 
 // approvals are the ones to show: the named one, or every pending one.

@@ -96,7 +96,7 @@ Who may decide:
 			view: showView{
 				Run: makeRun("charge", "demo").phase(exagentv1.PhaseUncertain).revision(2).
 					call("c1", "charge", `{"amount":5}`, exagentv1.CallUncertain).obj(),
-				Agent: &exagentv1.Agent{}, Now: t0, Tail: -1,
+				Agent: &exagentv1.Agent{}, YouMay: &yes, YouVerb: "resolve", Now: t0, Tail: -1,
 			},
 			want: `
 Run:              demo/charge
@@ -111,7 +111,7 @@ Uncertain calls (need kubectl approve resolve):
 Who may decide:
   RBAC:           verb "approve" on agents/approval "ops" in namespace "demo" (ClusterRole exagent-approver; resolve: exagent-resolver)
   Approvers:      anyone RBAC allows (the Agent's policy names no approvers)
-  You:            <unknown>
+  You:            RBAC allows you to resolve
 
 Transcript (0 messages):
   <empty>
