@@ -34,6 +34,9 @@ import (
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// conflictRetry is how soon a reconcile whose commit met a newer version retries.
+const conflictRetry = 50 * time.Millisecond
+
 // indexAgentRef indexes AgentRuns by spec.agentRef.name, so a changed
 // Agent wakes exactly its runs.
 const indexAgentRef = "spec.agentRef.name"
@@ -177,7 +180,9 @@ func (r *AgentRunReconciler) abort(ctx context.Context, sc *scope, err error) (c
 	case errors.Is(err, ErrConflict) || apierrors.IsConflict(err):
 		r.inbox.putBack(sc.key, sc.results)
 		log.V(1).Info("run changed since it was read; retrying", "reason", err.Error())
-		return ctrl.Result{Requeue: true}, nil
+		// The newer version's watch event usually arrives first; this is the
+		// fallback, short because results may be waiting.
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	r.inbox.putBack(sc.key, sc.results)
 	return ctrl.Result{}, err

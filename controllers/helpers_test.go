@@ -1,0 +1,127 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/model"
+)
+
+func TestMergeConditions(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Hour))
+	cond := func(typ string, st metav1.ConditionStatus, reason string, at metav1.Time) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: st, Reason: reason, LastTransitionTime: at}
+	}
+	tests := map[string]struct {
+		old, computed, overrides, want []metav1.Condition
+	}{
+		"an unchanged status keeps its transition time": {
+			old:      []metav1.Condition{cond("Ready", "False", "Queued", t0)},
+			computed: []metav1.Condition{cond("Ready", "False", "Running", t1)},
+			want:     []metav1.Condition{cond("Ready", "False", "Running", t0)},
+		},
+		"a changed status takes the new time": {
+			old:      []metav1.Condition{cond("Ready", "False", "Running", t0)},
+			computed: []metav1.Condition{cond("Ready", "True", "Succeeded", t1)},
+			want:     []metav1.Condition{cond("Ready", "True", "Succeeded", t1)},
+		},
+		"an override wins over the journal's view": {
+			computed:  []metav1.Condition{cond("Ready", "False", "Queued", t1), cond("Uncertain", "False", "NoUncertainCall", t1)},
+			overrides: []metav1.Condition{cond("Ready", "False", "AgentNotFound", t1)},
+			want:      []metav1.Condition{cond("Ready", "False", "AgentNotFound", t1), cond("Uncertain", "False", "NoUncertainCall", t1)},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, mergeConditions(tc.old, tc.computed, tc.overrides)); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOverridesChanged(t *testing.T) {
+	have := []metav1.Condition{{Type: "Ready", Status: "False", Reason: "AgentNotFound", Message: "m"}}
+	tests := map[string]struct {
+		want []metav1.Condition
+		exp  bool
+	}{
+		"none":             {exp: false},
+		"same":             {want: []metav1.Condition{{Type: "Ready", Status: "False", Reason: "AgentNotFound", Message: "m"}}, exp: false},
+		"other reason":     {want: []metav1.Condition{{Type: "Ready", Status: "False", Reason: "DefinitionChanged", Message: "m"}}, exp: true},
+		"missing the type": {want: []metav1.Condition{{Type: "Uncertain", Status: "True", Reason: "X"}}, exp: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := overridesChanged(have, tc.want); got != tc.exp {
+				t.Errorf("overridesChanged = %v, want %v", got, tc.exp)
+			}
+		})
+	}
+}
+
+func TestEndpoints(t *testing.T) {
+	tests := map[string]struct {
+		got, want string
+	}{
+		"scripted model":    {got: modelEndpoint(&exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted}), want: "model:scripted"},
+		"openai by host":    {got: modelEndpoint(&exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI, BaseURL: "http://llm:8080/v1"}), want: "model:llm:8080"},
+		"openai default":    {got: modelEndpoint(&exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI}), want: "model:openai"},
+		"http tool by host": {got: toolEndpoint(&exagentv1.ToolSpec{HTTP: &exagentv1.HTTPTool{URL: "https://pay.example/refund"}}), want: "tool:pay.example"},
+		"builtin":           {got: toolEndpoint(&exagentv1.ToolSpec{Builtin: &exagentv1.BuiltinTool{}}), want: "tool:kube-apiserver"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if tc.got != tc.want {
+				t.Errorf("endpoint = %q, want %q", tc.got, tc.want)
+			}
+		})
+	}
+}
+
+// TestInbox checks that results are returned once, in order, that a failed
+// commit's results go back ahead of newer ones, and that in-flight counts
+// follow dispatch and delivery.
+func TestInbox(t *testing.T) {
+	b := newInbox()
+	key := types.NamespacedName{Namespace: "ns", Name: "r"}
+	res := func(id string) ioResult { return ioResult{tool: &loop.ToolResult{CallID: id}} }
+	ids := func(rs []ioResult) []string {
+		out := []string{}
+		for _, r := range rs {
+			out = append(out, r.tool.CallID)
+		}
+		return out
+	}
+	b.started(key, 3)
+	b.deliver(key, res("a"))
+	got, inFlight := b.take(key)
+	if diff := cmp.Diff([]string{"a"}, ids(got)); diff != "" || inFlight != 2 {
+		t.Fatalf("take = %v (in flight %d), want [a] (2)", ids(got), inFlight)
+	}
+	b.deliver(key, res("b"))
+	b.putBack(key, got)
+	b.abandon(key)
+	got, inFlight = b.take(key)
+	if diff := cmp.Diff([]string{"a", "b"}, ids(got)); diff != "" || inFlight != 0 {
+		t.Fatalf("take = %v (in flight %d), want [a b] (0)", ids(got), inFlight)
+	}
+	if got, _ := b.take(key); len(got) != 0 {
+		t.Errorf("results returned twice: %v", ids(got))
+	}
+}
+
+func TestIsScriptExhausted(t *testing.T) {
+	if !isScriptExhausted(fmt.Errorf("step 3: %w", model.ErrScriptExhausted)) || isScriptExhausted(errors.New("boom")) {
+		t.Error("isScriptExhausted misclassifies")
+	}
+}
