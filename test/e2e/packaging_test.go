@@ -198,6 +198,13 @@ func checkManagerDeployment(t *testing.T, o *unstructured.Unstructured) {
 			t.Errorf("manager args %q lack %s", args, want)
 		}
 	}
+	podNamespace := false
+	for _, e := range c.Env {
+		podNamespace = podNamespace || (e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace")
+	}
+	if !podNamespace {
+		t.Error("the manager needs POD_NAMESPACE from the downward API (decision seal Secret)")
+	}
 	if c.LivenessProbe == nil || c.ReadinessProbe == nil {
 		t.Error("the manager needs liveness and readiness probes")
 	}
