@@ -24,6 +24,9 @@ import (
 	exagentwebhook "github.com/exagent-io/exagent/webhook"
 )
 
+// Leader election (--leader-elect) keeps its Lease in the manager's namespace.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
 // flags are the manager's command line.
 type flags struct {
 	leaderElect             bool
