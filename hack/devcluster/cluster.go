@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -21,6 +24,8 @@ type options struct {
 	Users       []user
 	WebhookHost string
 	WebhookPort int
+	// ManagerNamespace is created for the manager's own objects.
+	ManagerNamespace string
 }
 
 // cluster is a running control plane and the log files it writes to.
@@ -102,7 +107,14 @@ func (c *cluster) install(ctx context.Context, cfg *rest.Config, o options) erro
 	if err != nil {
 		return err
 	}
-	logf("installed the CRDs, %d ClusterRoles and the webhook configuration (https://%s:%d)", n, o.WebhookHost, o.WebhookPort)
+	// The manager's namespace, as on a real cluster: the manager keeps the
+	// Secret with its decision-seal key there (--decision-seal-secret).
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.ManagerNamespace}}
+	if err := cl.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", o.ManagerNamespace, err)
+	}
+	logf("installed the CRDs, %d ClusterRoles, the webhook configuration (https://%s:%d) and namespace %s",
+		n, o.WebhookHost, o.WebhookPort, o.ManagerNamespace)
 
 	if err := writeKubeconfig(filepath.Join(o.Dir, "kubeconfig"), "admin", cfg); err != nil {
 		return err

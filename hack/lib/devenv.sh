@@ -60,6 +60,7 @@ start_manager() {
   "$BIN/manager" --kubeconfig "$dir/kubeconfig" \
     --webhook-cert-dir "$dir/webhook" --webhook-port "$WEBHOOK_PORT" \
     --metrics-bind-address 0 --health-probe-bind-address 0 \
+    --decision-seal-secret exagent-system/exagent-decision-seal \
     >>"$dir/logs/manager.log" 2>&1 &
   MANAGER_PID=$!
   local deadline=$((SECONDS + 60))

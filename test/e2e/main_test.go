@@ -145,6 +145,9 @@ func (st *suite) startManager() error {
 		"--webhook-port", strconv.Itoa(st.webhookPort),
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", "0",
+		// As in a pod (POD_NAMESPACE): admitted decisions are sealed, and
+		// the controller rejects a decision that skipped the webhook.
+		"--decision-seal-secret", "exagent-system/exagent-decision-seal",
 	)
 	if err != nil {
 		return err

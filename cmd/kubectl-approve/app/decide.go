@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -183,17 +184,34 @@ func (o *decideOptions) Run(ctx context.Context) error {
 	return nil
 }
 
+// create sends d. The name is chosen here, not by the apiserver's
+// generateName: the admission webhook defaults spec.operationID to the name
+// and seals the decision over it, and mutating admission runs before the
+// apiserver generates a name. A client-side name also lets a client dry run
+// show the real name.
 func (o *decideOptions) create(ctx context.Context, d *exagentv1.ApprovalDecision) error {
-	switch o.dryRun {
-	case dryRunClient:
+	const attempts = 3 // a name collision on 5 random characters is rare; retry a few
+	prefix := d.GenerateName
+	d.GenerateName = ""
+	for i := 0; ; i++ {
+		d.Name = prefix + utilrand.String(5)
+		var err error
+		switch o.dryRun {
+		case dryRunClient:
+			return nil
+		case dryRunServer:
+			err = o.client.Create(ctx, d, client.DryRunAll)
+		default:
+			err = o.client.Create(ctx, d)
+		}
+		if apierrors.IsAlreadyExists(err) && i+1 < attempts {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("creating the %s decision for run %q: %w", strings.ToLower(string(d.Spec.Decision)), d.Spec.RunRef.Name, err)
+		}
 		return nil
-	case dryRunServer:
-		return o.client.Create(ctx, d, client.DryRunAll)
 	}
-	if err := o.client.Create(ctx, d); err != nil {
-		return fmt.Errorf("creating the %s decision for run %q: %w", strings.ToLower(string(d.Spec.Decision)), d.Spec.RunRef.Name, err)
-	}
-	return nil
 }
 
 func (o *decideOptions) print(d *exagentv1.ApprovalDecision, line string) error {
@@ -205,11 +223,7 @@ func (o *decideOptions) print(d *exagentv1.ApprovalDecision, line string) error 
 }
 
 func (o *decideOptions) createdLine(d *exagentv1.ApprovalDecision) string {
-	name := d.Name
-	if name == "" {
-		name = d.GenerateName + "<generated>"
-	}
-	line := "approvaldecision.exagent.io/" + name + " created"
+	line := "approvaldecision.exagent.io/" + d.Name + " created"
 	switch o.dryRun {
 	case dryRunClient:
 		line += " (dry run)"

@@ -90,8 +90,8 @@ func newDecision(run *exagentv1.AgentRun, req decisionRequest) *exagentv1.Approv
 	}
 }
 
-// generateName is "<run>-<verb>-", cut so that the apiserver's 5-character
-// suffix still fits a 253-character name.
+// generateName is "<run>-<verb>-", cut so that the 5-character random
+// suffix create adds still fits a 253-character name.
 func generateName(run string, kind exagentv1.DecisionKind) string {
 	suffix := "-" + strings.ToLower(string(kind)) + "-"
 	const max = 253 - 5
