@@ -25,8 +25,6 @@ type decisionScope struct {
 	result  exagentv1.DecisionPhase
 	message string
 	receipt *exagentv1.Receipt
-	// runNote is the Event on the run, published after the decision's write.
-	runNote *note
 }
 
 type decisionPhase func(ctx context.Context, dsc *decisionScope) error
@@ -118,8 +116,12 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 			return err
 		}
 		dsc.run = written
-		dsc.runNote = &note{eventType: normal, reason: eventDecisionApplied,
-			message: fmt.Sprintf("%s by %s (%s): run is %s", dsc.d.Spec.Decision, actorName(dsc.d.Spec.Actor), dsc.d.Name, next.Phase)}
+		// The run's Event describes the run's commit: sent right after it,
+		// so it precedes whatever the run does next.
+		if r.Recorder != nil {
+			r.Recorder.Eventf(written, dsc.d, normal, eventDecisionApplied, eventDecisionApplied, "%s by %s (%s): run is %s",
+				dsc.d.Spec.Decision, actorName(dsc.d.Spec.Actor), dsc.d.Name, next.Phase)
+		}
 	}
 	dsc.result = exagentv1.DecisionApplied
 	dsc.message = fmt.Sprintf("applied: run %s is %s", dsc.run.Name, dsc.run.Status.Phase)
@@ -161,9 +163,6 @@ func (r *ApprovalDecisionReconciler) publishDecision(dsc *decisionScope) {
 	if dsc.result == exagentv1.DecisionRejected {
 		r.Recorder.Eventf(dsc.d, nil, warning, eventDecisionRejected, eventDecisionRejected, "%s", dsc.message)
 		return
-	}
-	if dsc.runNote != nil && dsc.run != nil {
-		r.Recorder.Eventf(dsc.run, dsc.d, dsc.runNote.eventType, dsc.runNote.reason, dsc.runNote.reason, "%s", dsc.runNote.message)
 	}
 	r.Recorder.Eventf(dsc.d, dsc.run, normal, eventDecisionApplied, eventDecisionApplied, "%s", dsc.message)
 }
