@@ -110,6 +110,12 @@ func (r *AgentRunReconciler) runsOfAgent(ctx context.Context, o client.Object) [
 	return out
 }
 
+// InFlight is how many model and tool calls of a run this process has
+// running (for tests and diagnostics).
+func (r *AgentRunReconciler) InFlight(name, namespace string) int {
+	return r.inbox.pending(types.NamespacedName{Namespace: namespace, Name: name})
+}
+
 func runOfDecision(_ context.Context, o client.Object) []reconcile.Request {
 	d := o.(*exagentv1.ApprovalDecision)
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: d.Namespace, Name: d.Spec.RunRef.Name}}}

@@ -1,0 +1,56 @@
+package controllers_test
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/controllers"
+)
+
+// TestCancelWhileRunning cancels a run while its tool call is in flight:
+// the claim is revoked, the call is journaled Uncertain (its effect may
+// happen), and the late result of the revoked attempt is never confirmed.
+func TestCancelWhileRunning(t *testing.T) {
+	h := newHarness(t)
+	ts := newToolServer(t)
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	ts.respond = func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		<-release
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}
+	m := h.startManager(controllers.Options{})
+	h.createAgent("busy", exagentv1.AgentSpec{
+		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
+			callTurn("work", "work", map[string]any{"amount": 1}),
+			textTurn("done"),
+		}},
+		Tools:  []exagentv1.ToolSpec{httpTool("work", ts.url("/work"))},
+		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
+	})
+	h.createRun("busy", "busy")
+	h.waitRun("busy", "the call in flight", func(r *exagentv1.AgentRun) bool {
+		return len(r.Status.Calls) == 1 && r.Status.Calls[0].State == exagentv1.CallStarted && len(ts.journal()) == 1
+	})
+	h.decide("busy", decisionSpec{name: "stop", user: alice, kind: exagentv1.DecisionCancel, reason: "stop now"})
+	if d := h.waitDecision("busy-stop"); d.Status.Phase != exagentv1.DecisionApplied {
+		t.Fatalf("cancel = %s: %s", d.Status.Phase, d.Status.Message)
+	}
+	free()
+	// The late result reaches the old owner's inbox; once it has been
+	// handled (nothing in flight), the run must still be as Cancel left it.
+	h.waitRun("busy", "the late result handled", func(*exagentv1.AgentRun) bool {
+		return m.ctrls.Runs.InFlight("busy", h.ns) == 0
+	})
+	run := h.waitPhase("busy", exagentv1.PhaseCancelled)
+	if c := run.Status.Calls[0]; c.State != exagentv1.CallUncertain || c.Outcome != nil {
+		t.Errorf("call = %s %+v, want Uncertain with no outcome", c.State, c.Outcome)
+	}
+	if run.Status.Claim != nil || run.Status.Ledger.Requests != 1 {
+		t.Errorf("claim %+v, requests %d; want no claim and no further model request", run.Status.Claim, run.Status.Ledger.Requests)
+	}
+}
