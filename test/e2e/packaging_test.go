@@ -284,3 +284,43 @@ func TestKrewManifest(t *testing.T) {
 		}
 	}
 }
+
+// TestDockerContextHoldsTheManager: no Docker engine here, so check what a
+// build would see: no package cmd/manager needs is left out by .dockerignore
+// (its folder patterns), and go.mod/go.sum are in.
+func TestDockerContextHoldsTheManager(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(s.root, ".dockerignore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var folders []string
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if l == "go.mod" || l == "go.sum" || l == "*" {
+			t.Errorf(".dockerignore leaves out %s", l)
+		}
+		if strings.HasSuffix(l, "/") && !strings.ContainsAny(l, "*?[") {
+			folders = append(folders, l)
+		}
+	}
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.Dir}}{{end}}", "./cmd/manager")
+	cmd.Dir = s.root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dir := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(s.root, dir)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue // a module dependency, downloaded in the image
+		}
+		for _, f := range folders {
+			if strings.HasPrefix(rel+"/", f) {
+				t.Errorf("the manager needs %s, which .dockerignore's %q leaves out of the build context", rel, f)
+			}
+		}
+	}
+}
