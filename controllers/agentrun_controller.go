@@ -62,8 +62,12 @@ type AgentRunReconciler struct {
 	MaxConcurrentReconciles int
 	// Name of the controller (distinct per manager in tests that run several).
 	Name string
+	// ReleaseOnStop hands back, when the manager stops, the owned runs that
+	// have no tool call in flight (see releaser).
+	ReleaseOnStop bool
 
 	inbox  *inbox
+	owned  *owned
 	events chan event.GenericEvent
 }
 
@@ -76,9 +80,15 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		r.Name = "agentrun"
 	}
 	r.inbox = newInbox()
+	r.owned = &owned{runs: map[types.NamespacedName]struct{}{}}
 	r.events = make(chan event.GenericEvent, 1024)
 	if err := mgr.Add(r.Executor); err != nil {
 		return fmt.Errorf("adding the executor: %w", err)
+	}
+	if r.ReleaseOnStop {
+		if err := mgr.Add(releaser{r: r, timeout: 10 * time.Second}); err != nil {
+			return fmt.Errorf("adding the releaser: %w", err)
+		}
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &exagentv1.AgentRun{}, indexAgentRef, func(o client.Object) []string {
 		return []string{o.(*exagentv1.AgentRun).Spec.AgentRef.Name}
@@ -171,6 +181,7 @@ func (r *AgentRunReconciler) commit(ctx context.Context, sc *scope) error {
 		return err
 	}
 	sc.run = written
+	r.owned.track(written, r.Holder)
 	return nil
 }
 

@@ -26,6 +26,8 @@ type chatServer struct {
 	srv *httptest.Server
 	mu  sync.Mutex
 	log []chatRequest
+	// gate, when set, holds every answer until it is closed (or the client goes away).
+	gate chan struct{}
 }
 
 type chatRequest struct {
@@ -63,7 +65,15 @@ func newChatServer(t *testing.T) *chatServer {
 		}
 		cs.mu.Lock()
 		cs.log = append(cs.log, req)
+		gate := cs.gate
 		cs.mu.Unlock()
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		msg := map[string]any{"role": "assistant", "content": nil}
 		finish := "tool_calls"
 		last := req.Body.Messages[len(req.Body.Messages)-1]

@@ -40,6 +40,8 @@ type Options struct {
 	Seal *authz.Seal
 	// Hooks are test hooks; nil in production.
 	Hooks Hooks
+	// ReleaseOnStop hands owned runs back when the manager stops (see releaser).
+	ReleaseOnStop bool
 	// NameSuffix makes controller names unique when several managers share
 	// one process (tests).
 	NameSuffix string
@@ -79,6 +81,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		Hooks:                   o.Hooks,
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		Name:                    "agentrun" + o.NameSuffix,
+		ReleaseOnStop:           o.ReleaseOnStop,
 	}
 	runs.Tools.Secret = runs.secret
 	if err := runs.SetupWithManager(ctx, mgr); err != nil {

@@ -1,0 +1,45 @@
+package controllers_test
+
+import (
+	"testing"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/controllers"
+)
+
+// TestReleaseOnStop: a manager stopped while a model request is in flight
+// hands the run back at once (Queued, no claim) instead of leaving it to
+// its lease; the next manager re-sends the request (charged again) and
+// finishes the run.
+func TestReleaseOnStop(t *testing.T) {
+	h := newHarness(t)
+	cs := newChatServer(t)
+	cs.gate = make(chan struct{})
+	first := h.startManager(controllers.Options{ReleaseOnStop: true})
+	h.createAgent("llm", exagentv1.AgentSpec{
+		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI, Name: "gpt-test", BaseURL: cs.srv.URL + "/v1"},
+		// No tools: the model's first answer (a call to an unknown tool) is
+		// told to it, and its second ends the run.
+	})
+	h.createRun("r", "llm", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "1h" })
+	h.waitRun("r", "a model request in flight", func(r *exagentv1.AgentRun) bool {
+		return r.Status.Phase == exagentv1.PhaseRunning && r.Status.Cursor.ModelRequest != nil && len(cs.requests()) == 1
+	})
+	first.stop()
+	released := h.waitPhase("r", exagentv1.PhaseQueued)
+	if released.Status.Claim != nil {
+		t.Fatalf("claim = %+v after the release, want none", released.Status.Claim)
+	}
+
+	cs.mu.Lock()
+	cs.gate = nil
+	cs.mu.Unlock()
+	h.startManager(controllers.Options{})
+	done := h.waitPhase("r", exagentv1.PhaseSucceeded)
+	if done.Status.Attempts != 2 {
+		t.Errorf("attempts = %d, want 2", done.Status.Attempts)
+	}
+	if done.Status.Ledger.Requests < 3 {
+		t.Errorf("requests charged = %d, want the lost one counted too (>= 3)", done.Status.Ledger.Requests)
+	}
+}
