@@ -62,6 +62,7 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName)
 	if err := r.Client.Get(ctx, key, run); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Store.Forget(key)
+			r.owned.forget(key)
 			r.inbox.take(key)
 			return nil, nil
 		}
@@ -70,6 +71,7 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName)
 	run = r.Store.Fresher(run)
 	if run.Status.Phase.IsTerminal() {
 		r.inbox.take(key) // results of an ended run have nowhere to go
+		r.owned.forget(key)
 		return nil, nil
 	}
 	sc := &scope{key: key, now: r.Clock.Now(), run: run, status: *run.Status.DeepCopy()}

@@ -29,6 +29,12 @@ func (o *owned) track(run *exagentv1.AgentRun, holder string) {
 	delete(o.runs, key)
 }
 
+func (o *owned) forget(key types.NamespacedName) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.runs, key)
+}
+
 func (o *owned) keys() []types.NamespacedName {
 	o.mu.Lock()
 	defer o.mu.Unlock()
