@@ -26,7 +26,7 @@ const (
 // misconfigured), spec.actor would be whatever the client wrote, and a
 // client naming a real approver would pass that re-check. With a Seal, the
 // mutating webhook signs (HMAC-SHA256, a key only the manager holds) the
-// decision's namespace, name and spec — actor included — into
+// decision's namespace and spec — actor and operationID included — into
 // SealAnnotation, and VerifyDecision rejects a decision whose seal is
 // missing or does not match: a forged or unstamped actor cannot be applied.
 type Seal struct {
@@ -42,10 +42,14 @@ func NewSeal(key []byte) (*Seal, error) {
 }
 
 // sealed is what the seal covers. A decision is immutable, so its
-// namespace, name and spec never change after admission.
+// namespace and spec never change after admission. The name is left out on
+// purpose: with metadata.generateName the apiserver picks the name after
+// admission, so the webhook cannot know it. A sealed spec copied under
+// another name is the same decision — same actor, same operationID — and
+// the engine's idempotency turns it into the stored receipt, never a second
+// effect.
 type sealed struct {
 	Namespace string                         `json:"namespace"`
-	Name      string                         `json:"name"`
 	Spec      exagentv1.ApprovalDecisionSpec `json:"spec"`
 }
 
@@ -53,7 +57,7 @@ type sealed struct {
 func (s *Seal) Sign(d *exagentv1.ApprovalDecision) (string, error) {
 	// encoding/json writes struct fields in declaration order and sorts
 	// map keys, so the bytes are a function of the values.
-	data, err := json.Marshal(sealed{Namespace: d.Namespace, Name: d.Name, Spec: d.Spec})
+	data, err := json.Marshal(sealed{Namespace: d.Namespace, Spec: d.Spec})
 	if err != nil {
 		return "", fmt.Errorf("sealing decision %s/%s: %w", d.Namespace, d.Name, err)
 	}

@@ -49,7 +49,7 @@ func TestSeal(t *testing.T) {
 			d.Spec.Actor.Groups = append(d.Spec.Actor.Groups, "system:masters")
 		}, wantCheck: authz.CheckActor},
 		"another decision":            {mut: func(d *exagentv1.ApprovalDecision) { d.Spec.Decision = exagentv1.DecisionDeny }, wantCheck: authz.CheckActor},
-		"copied under another name":   {mut: func(d *exagentv1.ApprovalDecision) { d.Name = "d2" }, wantCheck: authz.CheckActor},
+		"copied under another name":   {mut: func(d *exagentv1.ApprovalDecision) { d.Name = "d2" }}, // same spec and operationID: the same decision
 		"copied to another namespace": {mut: func(d *exagentv1.ApprovalDecision) { d.Namespace = "other" }, wantCheck: authz.CheckActor},
 		"another key":                 {mut: func(*exagentv1.ApprovalDecision) {}, verifier: other, wantCheck: authz.CheckActor},
 	}

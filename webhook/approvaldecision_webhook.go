@@ -43,7 +43,9 @@ var (
 )
 
 // Default stamps spec.actor from the authenticated user, defaults
-// spec.operationID to the object's name and, with a Seal, seals the result.
+// spec.operationID to the object's name (or, with metadata.generateName,
+// where admission runs before the name exists, to one derived from the
+// admission request's UID) and, with a Seal, seals the result.
 // A client-written actor that differs is refused here, before anything else
 // sees it.
 func (w *ApprovalDecisionWebhook) Default(ctx context.Context, d *exagentv1.ApprovalDecision) error {
@@ -59,7 +61,7 @@ func (w *ApprovalDecisionWebhook) Default(ctx context.Context, d *exagentv1.Appr
 	}
 	d.Spec.Actor = &stamped
 	if d.Spec.OperationID == "" {
-		d.Spec.OperationID = d.Name
+		d.Spec.OperationID = defaultOperationID(d, req)
 	}
 	if w.Seal != nil {
 		// Last: the seal covers the spec as it will be stored.
@@ -127,3 +129,21 @@ func (w *ApprovalDecisionWebhook) ValidateUpdate(_ context.Context, old, d *exag
 func (w *ApprovalDecisionWebhook) ValidateDelete(context.Context, *exagentv1.ApprovalDecision) (admission.Warnings, error) {
 	return nil, nil
 }
+
+// defaultOperationID is the object's name. A decision created with
+// metadata.generateName has no name yet when admission runs, so it gets an
+// ID unique to this create request instead: two such decisions are two
+// operations, as their two generated names would have been.
+func defaultOperationID(d *exagentv1.ApprovalDecision, req admission.Request) string {
+	if d.Name != "" {
+		return d.Name
+	}
+	id := d.GenerateName + string(req.UID)
+	if len(id) > maxOperationID {
+		id = string(req.UID)
+	}
+	return id
+}
+
+// maxOperationID is spec.operationID's MaxLength.
+const maxOperationID = 253

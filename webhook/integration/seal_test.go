@@ -31,3 +31,35 @@ func TestLoadSeal(t *testing.T) {
 		t.Errorf("a second load of the key does not verify the webhook's seal: %v", err)
 	}
 }
+
+// TestSealWithGenerateName: admission runs before the apiserver generates a
+// name, so the seal and the operationID default must not depend on it. A
+// decision created with metadata.generateName is admitted, gets an
+// operationID of its own and verifies in the controller.
+func TestSealWithGenerateName(t *testing.T) {
+	ref := types.NamespacedName{Namespace: managerNamespace, Name: authz.DefaultSealSecretName}
+	seal, err := authz.LoadSeal(t.Context(), admin, admin, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newScenario(t)
+	var ops []string
+	for range 2 {
+		d := approve(s.ns, "", runPayments)
+		d.GenerateName = "alice-"
+		if err := as(t, "alice").Create(t.Context(), d); err != nil {
+			t.Fatal(err)
+		}
+		stored := get(t, s.ns, d.Name, &exagentv1.ApprovalDecision{})
+		if err := seal.Verify(stored); err != nil {
+			t.Errorf("decision %s created with generateName does not verify: %v", stored.Name, err)
+		}
+		if stored.Spec.OperationID == "" || stored.Spec.OperationID == "alice-" {
+			t.Errorf("operationID = %q, want one unique to the create request", stored.Spec.OperationID)
+		}
+		ops = append(ops, stored.Spec.OperationID)
+	}
+	if ops[0] == ops[1] {
+		t.Errorf("two generateName decisions share operationID %q", ops[0])
+	}
+}
