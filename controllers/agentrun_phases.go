@@ -94,7 +94,7 @@ func (r *AgentRunReconciler) checkAgent(_ context.Context, sc *scope) error {
 		sc.overrides = append(sc.overrides, notReady(exagentv1.ReasonAgentNotFound,
 			fmt.Sprintf("agent %q not found in namespace %q", sc.run.Spec.AgentRef.Name, sc.key.Namespace), sc))
 		sc.stop = true
-		return nil
+		return r.expireWithoutAgent(sc)
 	}
 	if startable(sc.status.Phase) {
 		for i := range sc.agent.Spec.Tools {
@@ -116,6 +116,27 @@ func (r *AgentRunReconciler) checkAgent(_ context.Context, sc *scope) error {
 	}
 	sc.env = env
 	return nil
+}
+
+// expireWithoutAgent still applies the UTC clocks (deadline, approval
+// expiry) to a waiting run whose Agent is gone: they run during human waits
+// whatever happens to the template. Only the run's own spec matters to
+// Expire, so an empty Agent stands in for the missing one.
+func (r *AgentRunReconciler) expireWithoutAgent(sc *scope) error {
+	switch sc.status.Phase {
+	case exagentv1.PhaseQueued, exagentv1.PhaseAwaitingApproval, exagentv1.PhaseApproved:
+	default:
+		// A Running run waits for its Agent to come back before it is
+		// recovered: no clock is armed (a lapsed lease must not spin).
+		return nil
+	}
+	env, err := loop.NewEnv(loop.EnvInput{RunUID: string(sc.run.UID), RunName: sc.run.Name,
+		Agent: &exagentv1.AgentSpec{}, Run: &sc.run.Spec})
+	if err != nil {
+		return nil // a malformed run spec: nothing can be evaluated
+	}
+	sc.env = env
+	return r.expire(context.Background(), sc)
 }
 
 // startable phases are those where no IO has begun for the current attempt.

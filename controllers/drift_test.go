@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,21 @@ func TestWaitsAndDrift(t *testing.T) {
 			h.createAgent("late-agent", exagentv1.AgentSpec{Model: exagentv1.ModelSpec{
 				Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{textTurn("hello")}}})
 			h.waitPhase("late", exagentv1.PhaseSucceeded)
+		},
+		"the deadline still applies when the agent is deleted during the wait": func(t *testing.T, h *harness, ts *toolServer) {
+			h.createAgent("gone", refundAgent(ts))
+			h.createRun("gone", "gone", func(r *exagentv1.AgentRunSpec) {
+				r.Deadline = &metav1.Time{Time: time.Now().Add(3 * time.Second)}
+			})
+			h.waitPhase("gone", exagentv1.PhaseAwaitingApproval)
+			if err := h.c.Delete(context.Background(), &exagentv1.Agent{ObjectMeta: metav1.ObjectMeta{Name: "gone", Namespace: h.ns}}); err != nil {
+				t.Fatal(err)
+			}
+			h.waitRun("gone", "Ready=False AgentNotFound", readyReason(exagentv1.ReasonAgentNotFound))
+			run := h.waitPhase("gone", exagentv1.PhaseExpired)
+			if run.Status.Reason != exagentv1.ReasonDeadlineExceeded {
+				t.Errorf("reason = %s, want DeadlineExceeded", run.Status.Reason)
+			}
 		},
 		"an mcp tool is not supported yet": func(t *testing.T, h *harness, ts *toolServer) {
 			h.createAgent("mcp-agent", exagentv1.AgentSpec{
