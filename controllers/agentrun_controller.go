@@ -227,9 +227,20 @@ func (r *AgentRunReconciler) nextWakeup(sc *scope) time.Duration {
 	if next.IsZero() {
 		return 0
 	}
+	wait := next.Sub(r.Clock.Now())
+	if wait <= 0 && !sc.changed {
+		// The instant has passed and this reconcile could not act on it
+		// (e.g. active time ran out while IO is in flight: the engine acts
+		// when the result is recorded). Do not spin; the result's event or
+		// this slower tick brings the run back.
+		return idleRetry
+	}
 	// A little past the instant, so the engine sees it as reached.
-	return max(next.Sub(r.Clock.Now()), 0) + 20*time.Millisecond
+	return max(wait, 0) + 20*time.Millisecond
 }
+
+// idleRetry is the wake-up of a run whose clock instant passed with nothing to do.
+const idleRetry = time.Second
 
 // renewAt is when an owner with IO in flight renews: half the lease before
 // it expires, so one slow write cannot lose it.
