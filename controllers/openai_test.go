@@ -170,3 +170,35 @@ func TestOpenAIToolLoopWithApproval(t *testing.T) {
 		t.Errorf("system prompt = %q", done.Status.History[0].Content)
 	}
 }
+
+// TestOpenAIModelErrors: a model endpoint that keeps refusing (here 401)
+// ends the run Failed with ModelError after the engine's bounded re-sends,
+// each charged, with no tool call made.
+func TestOpenAIModelErrors(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":{"message":"bad key","type":"invalid_request_error"}}`))
+	}))
+	t.Cleanup(srv.Close)
+	h.startManager(controllers.Options{})
+	h.createAgent("llm", exagentv1.AgentSpec{
+		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI, Name: "gpt-test", BaseURL: srv.URL + "/v1"},
+	})
+	h.createRun("r", "llm")
+	run := h.waitPhase("r", exagentv1.PhaseFailed)
+	if run.Status.Reason != exagentv1.ReasonModelError || !strings.Contains(run.Status.Message, "401") {
+		t.Errorf("reason %s message %q, want ModelError naming the 401", run.Status.Reason, run.Status.Message)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if int64(calls) != run.Status.Ledger.Requests || calls < 2 {
+		t.Errorf("endpoint saw %d requests, ledger charged %d; want equal and re-sent at least once", calls, run.Status.Ledger.Requests)
+	}
+}
