@@ -82,6 +82,9 @@ func MakeRun() *RunWrapper {
 		AgentRef:    exagentv1.LocalObjectReference{Name: "agent"},
 		Input:       "do the thing",
 		RequestedBy: &exagentv1.Actor{Username: "requester"},
+		// Most tests exercise the active-time accounting; unset (no limit)
+		// is tested on its own.
+		ActiveTimeLimit: "1h",
 	}}
 }
 

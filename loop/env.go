@@ -11,7 +11,6 @@ import (
 // Defaults of the run's timing fields (DESIGN.md §2).
 const (
 	DefaultApprovalTimeout = 24 * time.Hour
-	DefaultActiveTimeLimit = time.Hour
 	DefaultLeaseDuration   = 30 * time.Second
 	// DefaultSizeBudget bounds the encoded status (etcd refuses objects over 1.5 MiB).
 	DefaultSizeBudget = 1 << 20
@@ -89,7 +88,12 @@ func NewEnv(in EnvInput) (*Env, error) {
 
 // activeTimeLimit combines the run's activeTimeLimit with the Agent's
 // limits.activeTime: the template bounds every run, so the stricter one
-// wins; an unset run field takes the Agent's value, then the default.
+// wins; an unset run field takes the Agent's value. With neither set there
+// is no active-time limit (maxSteps, maxToolCalls and maxTokens still
+// bound the run): a finite limit is a hard cap that even a crash cannot
+// overrun, so a claim reserves the whole balance and a dead owner's
+// reservation is charged whole (DESIGN.md §4.7) — a cost a user opts into by
+// setting a limit, not one every crash of an unconfigured run should pay.
 func activeTimeLimit(run, agent exagentv1.Duration) (time.Duration, bool, error) {
 	a, aNever, err := agent.Parse(0)
 	if err != nil {
@@ -100,9 +104,9 @@ func activeTimeLimit(run, agent exagentv1.Duration) (time.Duration, bool, error)
 		if agent.IsSet() {
 			return a, aNever, nil
 		}
-		return DefaultActiveTimeLimit, false, nil
+		return 0, true, nil
 	}
-	r, rNever, err := run.Parse(DefaultActiveTimeLimit)
+	r, rNever, err := run.Parse(0)
 	if err != nil {
 		return 0, false, fmt.Errorf("activeTimeLimit: %w", err)
 	}

@@ -56,13 +56,13 @@ func TestEnvDurations(t *testing.T) {
 		size  int
 		want  want
 	}{
-		"defaults": {agent: MakeAgent().Obj(), run: MakeRun().Obj(),
-			want: want{Approval: 24 * time.Hour, Active: time.Hour, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},
+		"defaults: no active-time limit": {agent: MakeAgent().Obj(), run: MakeRun().ActiveTimeLimit("").Obj(),
+			want: want{Approval: 24 * time.Hour, ActiveNever: true, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},
 		"never vs unset": {agent: MakeAgent().Obj(), run: MakeRun().ApprovalTimeout(exagentv1.Never).ActiveTimeLimit(exagentv1.Never).Lease("5s").Obj(), size: 1000,
 			want: want{ApprovalNever: true, ActiveNever: true, Lease: 5 * time.Second, Budget: 1000}},
-		"agent limit when run unset": {agent: MakeAgent().ActiveTime("2h").Obj(), run: MakeRun().Obj(),
+		"agent limit when run unset": {agent: MakeAgent().ActiveTime("2h").Obj(), run: MakeRun().ActiveTimeLimit("").Obj(),
 			want: want{Approval: 24 * time.Hour, Active: 2 * time.Hour, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},
-		"agent never when run unset": {agent: MakeAgent().ActiveTime(exagentv1.Never).Obj(), run: MakeRun().Obj(),
+		"agent never when run unset": {agent: MakeAgent().ActiveTime(exagentv1.Never).Obj(), run: MakeRun().ActiveTimeLimit("").Obj(),
 			want: want{Approval: 24 * time.Hour, ActiveNever: true, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},
 		"stricter agent wins": {agent: MakeAgent().ActiveTime("10m").Obj(), run: MakeRun().ActiveTimeLimit("20m").Obj(),
 			want: want{Approval: 24 * time.Hour, Active: 10 * time.Minute, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},

@@ -292,6 +292,23 @@ func TestCrashExhaustsActiveTime(t *testing.T) {
 	}
 }
 
+// TestCrashWithoutActiveLimitResumes: with no active-time limit configured
+// (the default) a crash costs only the dead owner's time, and the run goes
+// on in the next owner.
+func TestCrashWithoutActiveLimitResumes(t *testing.T) {
+	env := mustEnv(t, MakeAgent().HTTPTool("search", false).Default(exagentv1.PolicyAllow).Obj(), MakeRun().ActiveTimeLimit("").Obj())
+	h := newHarness(t, env).claim(w1)
+	h.step()
+	h.advance(time.Minute).recover()
+	h.claim("w2")
+	if act := h.step(); act.Kind != ActCallModel {
+		t.Errorf("after a crash with no limit: %+v, phase %s %q; want the lost request re-sent", act, h.s.Phase, h.s.Message)
+	}
+	if used := h.s.Ledger.ActiveTimeUsed.Duration; used <= 0 || used > time.Minute {
+		t.Errorf("active time used %s, want the dead owner's time up to its lease (0, 1m]", used)
+	}
+}
+
 func TestWakeup(t *testing.T) {
 	env := defaultEnv(t)
 	deadlineEnv := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(),

@@ -114,8 +114,11 @@ type AgentRunSpec struct {
 	// +optional
 	ApprovalTimeout Duration `json:"approvalTimeout,omitempty"`
 
-	// activeTimeLimit bounds the time a process owns the run (default 1h;
-	// Never disables). Human waiting is not charged.
+	// activeTimeLimit bounds the time a process owns the run; unset takes
+	// the Agent's limits.activeTime, and with neither there is no limit
+	// (Never says so explicitly). Human waiting is not charged. A finite
+	// limit is a hard cap: each claim reserves the whole remaining balance
+	// and a crashed owner's reservation is charged whole.
 	// +optional
 	ActiveTimeLimit Duration `json:"activeTimeLimit,omitempty"`
 
