@@ -119,12 +119,13 @@ func (r *AgentRunReconciler) checkAgent(_ context.Context, sc *scope) error {
 }
 
 // expireWithoutAgent still applies the UTC clocks (deadline, approval
-// expiry) to a waiting run whose Agent is gone: they run during human waits
-// whatever happens to the template. Only the run's own spec matters to
-// Expire, so an empty Agent stands in for the missing one.
+// expiry) to a waiting run whose Agent is gone or not there yet (GitOps may
+// apply the run first): they run whatever happens to the template. Only the
+// run's own spec matters to Expire, so an empty Agent stands in for the
+// missing one.
 func (r *AgentRunReconciler) expireWithoutAgent(sc *scope) error {
 	switch sc.status.Phase {
-	case exagentv1.PhaseQueued, exagentv1.PhaseAwaitingApproval, exagentv1.PhaseApproved:
+	case "", exagentv1.PhaseQueued, exagentv1.PhaseAwaitingApproval, exagentv1.PhaseApproved:
 	default:
 		// A Running run waits for its Agent to come back before it is
 		// recovered: no clock is armed (a lapsed lease must not spin).

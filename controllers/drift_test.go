@@ -26,6 +26,16 @@ func TestWaitsAndDrift(t *testing.T) {
 				Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{textTurn("hello")}}})
 			h.waitPhase("late", exagentv1.PhaseSucceeded)
 		},
+		"the deadline applies to a run whose agent never appears": func(t *testing.T, h *harness, ts *toolServer) {
+			h.createRun("orphan", "never-created", func(r *exagentv1.AgentRunSpec) {
+				r.Deadline = &metav1.Time{Time: time.Now().Add(3 * time.Second)}
+			})
+			h.waitRun("orphan", "Ready=False AgentNotFound", readyReason(exagentv1.ReasonAgentNotFound))
+			run := h.waitPhase("orphan", exagentv1.PhaseExpired)
+			if run.Status.Reason != exagentv1.ReasonDeadlineExceeded {
+				t.Errorf("reason = %q, want %q", run.Status.Reason, exagentv1.ReasonDeadlineExceeded)
+			}
+		},
 		"the deadline still applies when the agent is deleted during the wait": func(t *testing.T, h *harness, ts *toolServer) {
 			h.createAgent("gone", refundAgent(ts))
 			h.createRun("gone", "gone", func(r *exagentv1.AgentRunSpec) {

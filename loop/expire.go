@@ -8,7 +8,8 @@ import (
 )
 
 // Expire applies the UTC clocks to a run nobody owns: the deadline (runs
-// Queued, AwaitingApproval or Approved end Expired, DeadlineExceeded) and
+// not yet started — waiting for their Agent —, Queued, AwaitingApproval or
+// Approved end Expired, DeadlineExceeded) and
 // each pending approval's expiry (the run ends Expired, ApprovalExpired).
 // The caller commits the result with CAS, so the check and the change are
 // atomic against a concurrent decision. changed is false when nothing was
@@ -20,7 +21,7 @@ import (
 // pendingApprovals.
 func Expire(s Status, env *Env, now time.Time) (Status, bool, error) {
 	switch s.Phase {
-	case exagentv1.PhaseQueued, exagentv1.PhaseAwaitingApproval, exagentv1.PhaseApproved:
+	case "", exagentv1.PhaseQueued, exagentv1.PhaseAwaitingApproval, exagentv1.PhaseApproved:
 	default:
 		return s, false, nil
 	}

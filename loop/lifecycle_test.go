@@ -178,6 +178,8 @@ func TestExpire(t *testing.T) {
 		"approval due":               {s: awaiting, env: env, now: t0.Add(24 * time.Hour), wantChanged: true, wantReason: exagentv1.ReasonApprovalExpired},
 		"deadline beats approval":    {s: awaiting, env: deadlineEnv, now: t0.Add(2 * time.Hour), wantChanged: true, wantReason: exagentv1.ReasonDeadlineExceeded},
 		"deadline in queue":          {s: queued(t, deadlineEnv), env: deadlineEnv, now: t0.Add(3 * time.Hour), wantChanged: true, wantReason: exagentv1.ReasonDeadlineExceeded},
+		"deadline before the start":  {s: Status{}, env: deadlineEnv, now: t0.Add(3 * time.Hour), wantChanged: true, wantReason: exagentv1.ReasonDeadlineExceeded},
+		"not started, not due":       {s: Status{}, env: deadlineEnv, now: t0.Add(time.Hour)},
 		"deadline when approved":     {s: approved, env: deadlineEnv, now: t0.Add(3 * time.Hour), wantChanged: true, wantReason: exagentv1.ReasonDeadlineExceeded},
 		"approved has no expiry":     {s: approved, env: env, now: t0.Add(100 * time.Hour)},
 		"running is the owner's":     {s: running(t, deadlineEnv), env: deadlineEnv, now: t0.Add(3 * time.Hour)},
@@ -331,6 +333,7 @@ func TestWakeup(t *testing.T) {
 		"awaiting: the deadline is sooner": {s: awaiting, env: deadlineEnv, want: t0.Add(2 * time.Hour), wantOK: true},
 		"queued: the deadline":             {s: queued(t, deadlineEnv), env: deadlineEnv, want: t0.Add(2 * time.Hour), wantOK: true},
 		"queued: nothing":                  {s: queued(t, env), env: env},
+		"not started: the deadline":        {s: Status{}, env: deadlineEnv, want: t0.Add(2 * time.Hour), wantOK: true},
 		"terminal":                         {s: Status{Phase: exagentv1.PhaseFailed}, env: deadlineEnv},
 		"uncertain waits for a human":      {s: func() Status { _, s := uncertainRun(t); return s }(), env: deadlineEnv},
 	}

@@ -32,7 +32,7 @@ func Wakeup(s Status, env *Env) (time.Time, bool) {
 				add(a.ExpiresAt.Time)
 			}
 		}
-	case exagentv1.PhaseQueued, exagentv1.PhaseApproved:
+	case "", exagentv1.PhaseQueued, exagentv1.PhaseApproved:
 	default:
 		return time.Time{}, false
 	}
