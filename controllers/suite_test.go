@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -314,12 +315,11 @@ const waitTimeout = 40 * time.Second
 func (h *harness) waitRun(name, what string, cond func(*exagentv1.AgentRun) bool) *exagentv1.AgentRun {
 	h.t.Helper()
 	var last exagentv1.AgentRun
-	deadline := time.Now().Add(waitTimeout)
-	for time.Now().Before(deadline) {
-		if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, &last); err == nil && cond(&last) {
-			return &last
-		}
-		poll()
+	if eventually(func() bool {
+		err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, &last)
+		return err == nil && cond(&last)
+	}) {
+		return &last
 	}
 	h.t.Fatalf("run %s: timed out waiting for %s; phase %s reason %s message %q", name, what,
 		last.Status.Phase, last.Status.Reason, last.Status.Message)
@@ -334,20 +334,23 @@ func (h *harness) waitPhase(name string, phase exagentv1.RunPhase) *exagentv1.Ag
 func (h *harness) waitDecision(name string) *exagentv1.ApprovalDecision {
 	h.t.Helper()
 	var d exagentv1.ApprovalDecision
-	deadline := time.Now().Add(waitTimeout)
-	for time.Now().Before(deadline) {
-		if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, &d); err == nil && d.Status.Phase != "" {
-			return &d
-		}
-		poll()
+	if eventually(func() bool {
+		err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, &d)
+		return err == nil && d.Status.Phase != ""
+	}) {
+		return &d
 	}
 	h.t.Fatalf("decision %s: timed out waiting for a result", name)
 	return nil
 }
 
-// poll is the interval of the condition loops above (a poll with a
-// deadline, not a synchronisation by sleeping).
-func poll() { time.Sleep(20 * time.Millisecond) }
+// eventually polls cond every 20ms until it holds (true) or waitTimeout
+// passes (false): a wait on a condition with a deadline.
+func eventually(cond func() bool) bool {
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, waitTimeout, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	return err == nil
+}
 
 // --- decisions ---
 
@@ -410,9 +413,8 @@ func pendingApproval(t testing.TB, run *exagentv1.AgentRun) exagentv1.Approval {
 // until every wanted reason is there (Events are sent asynchronously).
 func (h *harness) waitEvents(name string, want ...string) {
 	h.t.Helper()
-	deadline := time.Now().Add(waitTimeout)
 	var got map[string]bool
-	for time.Now().Before(deadline) {
+	if eventually(func() bool {
 		var list eventsv1.EventList
 		got = map[string]bool{}
 		if err := h.c.List(context.Background(), &list, client.InNamespace(h.ns)); err == nil {
@@ -422,16 +424,14 @@ func (h *harness) waitEvents(name string, want ...string) {
 				}
 			}
 		}
-		missing := false
 		for _, w := range want {
 			if !got[w] {
-				missing = true
+				return false
 			}
 		}
-		if !missing {
-			return
-		}
-		poll()
+		return true
+	}) {
+		return
 	}
 	h.t.Fatalf("events of %s: want %v, have %v", name, want, got)
 }

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // TestLimits runs more jobs than slots and checks that neither the total
@@ -55,18 +57,15 @@ func TestLimits(t *testing.T) {
 				})
 			}
 			// Wait until the pool is saturated, then let everything drain.
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				mu.Lock()
-				c := cur
-				mu.Unlock()
-				if c == tc.wantTotal {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("pool never reached %d running jobs (at %d)", tc.wantTotal, c)
-				}
-				time.Sleep(time.Millisecond) // polling a condition, not synchronising on time
+			var c int32
+			if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true,
+				func(context.Context) (bool, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					c = cur
+					return c == tc.wantTotal, nil
+				}); err != nil {
+				t.Fatalf("pool never reached %d running jobs (at %d)", tc.wantTotal, c)
 			}
 			close(release)
 			done.Wait()
