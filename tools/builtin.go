@@ -173,6 +173,11 @@ func (t builtinTool) do(ctx context.Context, ri dynamic.ResourceInterface, gk sc
 		if u.GroupVersionKind().GroupKind() != gk {
 			return "", errArgs(fmt.Sprintf("manifest kind %s does not match %s", u.GroupVersionKind().GroupKind(), gk))
 		}
+		if u.GetName() == "" {
+			// client-go refuses an empty name before sending, with an error
+			// classify could not tell from a lost request.
+			return "", errArgs("manifest metadata.name is required for Apply")
+		}
 		force := true
 		obj, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, args.Manifest, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 		if err != nil {
