@@ -40,7 +40,7 @@ func ValidateDecisionTarget(d *exagentv1.ApprovalDecision, run *exagentv1.AgentR
 
 	switch {
 	case s.Decision == exagentv1.DecisionResolve:
-		call := findCall(run, s.CallID)
+		call := run.Status.Call(s.CallID)
 		if call == nil {
 			return field.ErrorList{field.NotFound(spec.Child("callID"), s.CallID)}
 		}
@@ -57,7 +57,7 @@ func ValidateDecisionTarget(d *exagentv1.ApprovalDecision, run *exagentv1.AgentR
 		return nil
 	}
 
-	a := findApproval(run, s.ApprovalID)
+	a := run.Status.Approval(s.ApprovalID)
 	if a == nil {
 		return field.ErrorList{field.NotFound(spec.Child("approvalID"), s.ApprovalID)}
 	}
@@ -75,22 +75,4 @@ func ValidateDecisionTarget(d *exagentv1.ApprovalDecision, run *exagentv1.AgentR
 			fmt.Sprintf("the pending call's payload hash is %s: the call changed since you looked", a.PayloadHash)))
 	}
 	return errs
-}
-
-func findApproval(run *exagentv1.AgentRun, id string) *exagentv1.Approval {
-	for i := range run.Status.Approvals {
-		if run.Status.Approvals[i].ID == id {
-			return &run.Status.Approvals[i]
-		}
-	}
-	return nil
-}
-
-func findCall(run *exagentv1.AgentRun, id string) *exagentv1.ToolCall {
-	for i := range run.Status.Calls {
-		if run.Status.Calls[i].ID == id {
-			return &run.Status.Calls[i]
-		}
-	}
-	return nil
 }

@@ -19,9 +19,9 @@ const completionTimeout = 5 * time.Second
 type runFilter func(*exagentv1.AgentRun) bool
 
 func anyRun(*exagentv1.AgentRun) bool          { return true }
-func pendingRuns(r *exagentv1.AgentRun) bool   { return len(pendingOf(r)) > 0 }
+func pendingRuns(r *exagentv1.AgentRun) bool   { return len(r.Status.Pending()) > 0 }
 func liveRuns(r *exagentv1.AgentRun) bool      { return !r.Status.Phase.IsTerminal() }
-func uncertainRuns(r *exagentv1.AgentRun) bool { return len(uncertainOf(r)) > 0 }
+func uncertainRuns(r *exagentv1.AgentRun) bool { return len(r.Status.UncertainCalls()) > 0 }
 
 // listRuns lists the namespace's runs for completion; any error means "no suggestions".
 func listRuns(f *factory) []exagentv1.AgentRun {
@@ -82,10 +82,10 @@ func completeRunThenApproval(f *factory, keep runFilter) cobra.CompletionFunc {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
 			var out []cobra.Completion
-			for _, a := range pendingOf(run) {
+			for _, a := range run.Status.Pending() {
 				if strings.HasPrefix(a.ID, toComplete) {
 					tool := ""
-					if c := findCall(run, a.CallID); c != nil {
+					if c := run.Status.Call(a.CallID); c != nil {
 						tool = c.Tool
 					}
 					out = append(out, cobra.CompletionWithDesc(a.ID, tool))
@@ -108,7 +108,7 @@ func completeUncertainCalls(f *factory) cobra.CompletionFunc {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		var out []cobra.Completion
-		for _, c := range uncertainOf(run) {
+		for _, c := range run.Status.UncertainCalls() {
 			if strings.HasPrefix(c.ID, toComplete) {
 				out = append(out, cobra.CompletionWithDesc(c.ID, c.Tool))
 			}

@@ -102,7 +102,7 @@ func generateName(run string, kind exagentv1.DecisionKind) string {
 }
 
 func chooseApprovals(run *exagentv1.AgentRun, req decisionRequest, now time.Time) ([]exagentv1.Approval, error) {
-	pending := pendingOf(run)
+	pending := run.Status.Pending()
 	if len(pending) == 0 {
 		return nil, fmt.Errorf("run %q has no pending approvals (phase %s)", run.Name, orNone(string(run.Status.Phase)))
 	}
@@ -120,10 +120,10 @@ func chooseApprovals(run *exagentv1.AgentRun, req decisionRequest, now time.Time
 }
 
 func pendingApprovalNamed(run *exagentv1.AgentRun, id string) (*exagentv1.Approval, error) {
-	a := findApproval(run, id)
+	a := run.Status.Approval(id)
 	if a == nil {
 		ids := make([]string, 0)
-		for _, p := range pendingOf(run) {
+		for _, p := range run.Status.Pending() {
 			ids = append(ids, p.ID)
 		}
 		return nil, fmt.Errorf("run %q has no approval %q (pending: %s)", run.Name, id, orNone(strings.Join(ids, ", ")))
@@ -135,9 +135,9 @@ func pendingApprovalNamed(run *exagentv1.AgentRun, id string) (*exagentv1.Approv
 }
 
 func chooseUncertainCall(run *exagentv1.AgentRun, id string) (*exagentv1.ToolCall, error) {
-	uncertain := uncertainOf(run)
+	uncertain := run.Status.UncertainCalls()
 	if id != "" {
-		c := findCall(run, id)
+		c := run.Status.Call(id)
 		if c == nil {
 			return nil, fmt.Errorf("run %q has no tool call %q", run.Name, id)
 		}

@@ -77,51 +77,11 @@ func newPendingApproval(run *exagentv1.AgentRun, a exagentv1.Approval) pendingAp
 		t := a.ExpiresAt.UTC()
 		p.ExpiresAt = &t
 	}
-	if call := findCall(run, a.CallID); call != nil {
+	if call := run.Status.Call(a.CallID); call != nil {
 		p.Tool = call.Tool
 		if call.Args != "" && json.Valid([]byte(call.Args)) {
 			p.Args = json.RawMessage(call.Args)
 		}
 	}
 	return p
-}
-
-// pendingOf returns the run's Pending approvals in request order.
-func pendingOf(run *exagentv1.AgentRun) []exagentv1.Approval {
-	var out []exagentv1.Approval
-	for _, a := range run.Status.Approvals {
-		if a.State == exagentv1.ApprovalPending {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-// uncertainOf returns the run's Uncertain calls in journal order.
-func uncertainOf(run *exagentv1.AgentRun) []exagentv1.ToolCall {
-	var out []exagentv1.ToolCall
-	for _, c := range run.Status.Calls {
-		if c.State == exagentv1.CallUncertain {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func findCall(run *exagentv1.AgentRun, id string) *exagentv1.ToolCall {
-	for i := range run.Status.Calls {
-		if run.Status.Calls[i].ID == id {
-			return &run.Status.Calls[i]
-		}
-	}
-	return nil
-}
-
-func findApproval(run *exagentv1.AgentRun, id string) *exagentv1.Approval {
-	for i := range run.Status.Approvals {
-		if run.Status.Approvals[i].ID == id {
-			return &run.Status.Approvals[i]
-		}
-	}
-	return nil
 }

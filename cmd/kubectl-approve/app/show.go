@@ -80,7 +80,7 @@ func (o *showOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.approvalID != "" && findApproval(run, o.approvalID) == nil {
+	if o.approvalID != "" && run.Status.Approval(o.approvalID) == nil {
 		return fmt.Errorf("run %q has no approval %q", o.run, o.approvalID)
 	}
 	v := showView{
@@ -102,7 +102,7 @@ func (o *showOptions) Run(ctx context.Context) error {
 	// What the run waits for decides which verb matters: resolve for a run
 	// that only has Uncertain calls, approve otherwise.
 	kind := exagentv1.DecisionApprove
-	if len(pendingOf(run)) == 0 && len(uncertainOf(run)) > 0 {
+	if len(run.Status.Pending()) == 0 && len(run.Status.UncertainCalls()) > 0 {
 		kind = exagentv1.DecisionResolve
 	}
 	v.YouVerb = (&exagentv1.ApprovalDecisionSpec{Decision: kind}).Verb()

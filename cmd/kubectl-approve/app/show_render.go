@@ -53,7 +53,7 @@ func renderShow(w io.Writer, v showView) error {
 	for _, a := range approvals {
 		p("")
 		p("Approval %s (%s):", a.ID, a.State)
-		call := findCall(run, a.CallID)
+		call := run.Status.Call(a.CallID)
 		if call != nil {
 			field("  Tool", "%s (call %s, step %d)", call.Tool, call.ID, call.Step)
 			p("  Arguments:")
@@ -77,7 +77,7 @@ func renderShow(w io.Writer, v showView) error {
 		}
 	}
 
-	if unc := uncertainOf(run); len(unc) > 0 {
+	if unc := run.Status.UncertainCalls(); len(unc) > 0 {
 		p("")
 		p("Uncertain calls (need kubectl approve resolve):")
 		for _, c := range unc {
@@ -124,12 +124,12 @@ func (v showView) verb() string {
 // approvals are the ones to show: the named one, or every pending one.
 func (v showView) approvals() []exagentv1.Approval {
 	if v.ApprovalID != "" {
-		if a := findApproval(v.Run, v.ApprovalID); a != nil {
+		if a := v.Run.Status.Approval(v.ApprovalID); a != nil {
 			return []exagentv1.Approval{*a}
 		}
 		return nil
 	}
-	return pendingOf(v.Run)
+	return v.Run.Status.Pending()
 }
 
 func approversLine(a *exagentv1.Approvers) string {
