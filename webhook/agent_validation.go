@@ -164,11 +164,28 @@ func validateBuiltin(path *field.Path, b *exagentv1.BuiltinTool) field.ErrorList
 		errs = append(errs, field.Required(path.Child("kinds"), "name the kinds the tool may touch"))
 	}
 	for i, k := range b.Kinds {
-		if !builtinKindRE.MatchString(k) {
+		switch {
+		case !builtinKindRE.MatchString(k):
 			errs = append(errs, field.Invalid(path.Child("kinds").Index(i), k, "must be Kind or Kind.group, e.g. Deployment.apps"))
+		case wellKnownGroups[k] != "":
+			// A Kind without a group means the core group, where these kinds
+			// do not exist: the tool would fail at every call.
+			errs = append(errs, field.Invalid(path.Child("kinds").Index(i), k,
+				fmt.Sprintf("%s is not in the core group: write %s.%s", k, k, wellKnownGroups[k])))
 		}
 	}
 	return errs
+}
+
+// wellKnownGroups maps built-in kinds outside the core group to their
+// group, to catch the common "Deployment" for "Deployment.apps" at
+// admission (discovery, which knows every kind, is not the webhook's).
+var wellKnownGroups = map[string]string{
+	"Deployment": "apps", "StatefulSet": "apps", "DaemonSet": "apps", "ReplicaSet": "apps",
+	"Job": "batch", "CronJob": "batch",
+	"Ingress": "networking.k8s.io", "NetworkPolicy": "networking.k8s.io",
+	"HorizontalPodAutoscaler": "autoscaling", "PodDisruptionBudget": "policy",
+	"Role": "rbac.authorization.k8s.io", "RoleBinding": "rbac.authorization.k8s.io",
 }
 
 func validatePolicy(path *field.Path, p *exagentv1.PolicySpec) field.ErrorList {

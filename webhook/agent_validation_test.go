@@ -55,6 +55,13 @@ func TestValidateAgent(t *testing.T) {
 			agent: agent(func(a *exagentv1.Agent) { a.Spec.Model.Provider = "Oracle" }),
 			want:  []string{"FieldValueNotSupported spec.model.provider"},
 		},
+		"builtin kind without its group": {
+			agent: agent(func(a *exagentv1.Agent) {
+				a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "scale", Builtin: &exagentv1.BuiltinTool{
+					Operation: exagentv1.BuiltinScale, Kinds: []string{"Deployment.apps", "Deployment", "ConfigMap"}}})
+			}),
+			want: []string{"FieldValueInvalid spec.tools[1].builtin.kinds[1]"},
+		},
 		"duplicate tool names": {
 			agent: agent(func(a *exagentv1.Agent) { a.Spec.Tools = append(a.Spec.Tools, a.Spec.Tools[0]) }),
 			want:  []string{"FieldValueDuplicate spec.tools[1].name"},

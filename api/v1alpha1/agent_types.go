@@ -260,7 +260,8 @@ type BuiltinTool struct {
 	// operation performed.
 	// +required
 	Operation BuiltinOperation `json:"operation"`
-	// kinds the tool may touch, as Kind or Kind.group (Deployment.apps, ConfigMap).
+	// kinds the tool may touch, as Kind or Kind.group (Deployment.apps,
+	// ConfigMap); a Kind without a group is in the core group.
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
