@@ -63,12 +63,19 @@ type AgentRunReconciler struct {
 	// Name of the controller (distinct per manager in tests that run several).
 	Name string
 	// ReleaseOnStop hands back, when the manager stops, the owned runs that
-	// have no tool call in flight (see releaser).
+	// have no tool call left in flight after the drain (see releaser).
 	ReleaseOnStop bool
+	// DrainTimeout bounds how long the releaser waits for the results of
+	// calls in flight at the stop (the executor's drain).
+	DrainTimeout time.Duration
 
-	inbox  *inbox
-	owned  *owned
-	events chan event.GenericEvent
+	// life is the context given to SetupWithManager (the manager's): it
+	// ends at the stop, before the controllers' own context does.
+	life    context.Context
+	inbox   *inbox
+	owned   *owned
+	workers workers
+	events  chan event.GenericEvent
 }
 
 // SetupWithManager registers the controller, its watches and the executor.
@@ -79,6 +86,7 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	if r.Name == "" {
 		r.Name = "agentrun"
 	}
+	r.life = ctx
 	r.inbox = newInbox()
 	r.owned = &owned{runs: map[types.NamespacedName]struct{}{}}
 	r.events = make(chan event.GenericEvent, 1024)
@@ -86,7 +94,7 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		return fmt.Errorf("adding the executor: %w", err)
 	}
 	if r.ReleaseOnStop {
-		if err := mgr.Add(releaser{r: r, timeout: 10 * time.Second}); err != nil {
+		if err := mgr.Add(releaser{r: r, timeout: 10 * time.Second, drain: r.DrainTimeout}); err != nil {
 			return fmt.Errorf("adding the releaser: %w", err)
 		}
 	}
@@ -135,6 +143,10 @@ func runOfDecision(_ context.Context, o client.Object) []reconcile.Request {
 // until one stops, commit once, then do what the commit allows (events,
 // IO dispatch) and ask for the next wake-up.
 func (r *AgentRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !r.workers.enter() {
+		return ctrl.Result{}, nil // stopped: the releaser owns what is left
+	}
+	defer r.workers.leave()
 	sc, err := r.load(ctx, req.NamespacedName)
 	if err != nil || sc == nil {
 		return ctrl.Result{}, err
@@ -152,7 +164,7 @@ func (r *AgentRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	if sc.action.Kind == loop.ActRunTools {
 		r.Hooks.beforeIntentCommit(ctx, sc.key, sc.action.Calls)
-		if ctx.Err() != nil {
+		if r.stopped(ctx) {
 			return ctrl.Result{}, nil // stopped at the hook: nothing more happens
 		}
 	}
@@ -162,12 +174,19 @@ func (r *AgentRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	r.publish(sc)
 	if sc.action.Kind == loop.ActRunTools {
 		r.Hooks.afterIntentCommit(ctx, sc.key, sc.action.Calls)
-		if ctx.Err() != nil {
+		if r.stopped(ctx) {
 			return ctrl.Result{}, nil
 		}
 	}
 	r.dispatch(sc)
 	return ctrl.Result{RequeueAfter: r.nextWakeup(sc)}, nil
+}
+
+// stopped tells whether the manager is stopping: the reconcile's context
+// or the one the manager was set up with has ended (controller-runtime
+// cancels the controllers only after the other runnables stopped).
+func (r *AgentRunReconciler) stopped(ctx context.Context) bool {
+	return ctx.Err() != nil || (r.life != nil && r.life.Err() != nil)
 }
 
 // commit writes the scope's status when it changed (or its condition

@@ -34,7 +34,7 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 	key, fence, ns := sc.key, *sc.fence, sc.key.Namespace
 	spec := sc.agent.Spec.Model.DeepCopy()
 	r.inbox.started(key, 1)
-	r.Executor.Submit(modelEndpoint(spec), func(ctx context.Context) {
+	r.Executor.SubmitOr(modelEndpoint(spec), func(ctx context.Context) {
 		res := ioResult{fence: fence}
 		p, err := model.For(ctx, spec, func(ctx context.Context, sel exagentv1.SecretKeySelector) (string, error) {
 			return r.secret(ctx, ns, sel)
@@ -47,7 +47,7 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 		}
 		res.modelErr = err
 		r.finish(ctx, key, res)
-	})
+	}, func() { r.inbox.abandon(key) })
 }
 
 func (r *AgentRunReconciler) dispatchTool(sc *scope, inv loop.ToolInvocation) {
@@ -61,16 +61,18 @@ func (r *AgentRunReconciler) dispatchTool(sc *scope, inv loop.ToolInvocation) {
 		ServiceAccount: sc.run.Spec.ServiceAccount(),
 	}
 	r.inbox.started(key, 1)
-	r.Executor.Submit(toolEndpoint(spec), func(ctx context.Context) {
+	r.Executor.SubmitOr(toolEndpoint(spec), func(ctx context.Context) {
 		out := r.Tools.Invoke(ctx, spec, call)
 		r.Hooks.afterEffect(ctx, key, out)
 		r.finish(ctx, key, ioResult{fence: fence, tool: &out})
-	})
+	}, func() { r.inbox.abandon(key) })
 }
 
 // finish files a job's result and wakes the run's reconcile through the
-// channel source. A job cut short by the manager stopping files nothing:
-// like a crash, it leaves an intent without an outcome in the journal.
+// channel source. A job cut short by the manager stopping (at the end of
+// the drain) files nothing: like a crash, it leaves an intent without an
+// outcome in the journal. A job that ends during the drain files its
+// result for the releaser.
 func (r *AgentRunReconciler) finish(ctx context.Context, key types.NamespacedName, res ioResult) {
 	if ctx.Err() != nil {
 		r.inbox.abandon(key)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -11,6 +12,60 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/loop"
 )
+
+// workers counts the reconciles running, so the releaser can wait for the
+// ones a stop caught and keep new ones from touching the inbox after it.
+type workers struct {
+	mu       sync.Mutex
+	stopping bool
+	active   int
+	changed  chan struct{}
+}
+
+// enter admits a reconcile; false once the releaser took over.
+func (w *workers) enter() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopping {
+		return false
+	}
+	w.active++
+	return true
+}
+
+func (w *workers) leave() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.active--
+	if w.changed != nil {
+		close(w.changed)
+		w.changed = make(chan struct{})
+	}
+}
+
+// stop admits no more reconciles and waits (bounded by ctx) for the
+// running ones to return.
+func (w *workers) stop(ctx context.Context) {
+	w.mu.Lock()
+	w.stopping = true
+	if w.changed == nil {
+		w.changed = make(chan struct{})
+	}
+	w.mu.Unlock()
+	for {
+		w.mu.Lock()
+		n, ch := w.active, w.changed
+		w.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
 
 // owned tracks the runs this process holds a claim on, from its own commits.
 type owned struct {
@@ -45,15 +100,20 @@ func (o *owned) keys() []types.NamespacedName {
 	return out
 }
 
-// releaser hands back, when the manager stops, the runs this process owns
-// with no tool call in flight (an outstanding model request is simply
-// re-sent by the next owner), so another process claims them at once
-// instead of waiting for the lease to expire. A run with a tool call in
-// flight is left to its lease: its outcome is unknown, so recovery makes it
-// Uncertain. A crash (no hand-back) is always safe; this only saves time.
+// releaser hands back, when the manager stops, the runs this process owns,
+// so another process claims them at once instead of waiting for the lease
+// to expire. With a drain (DrainTimeout), the calls already running when
+// the manager stopped go on for at most that long; the releaser waits for
+// each run's results (never past its lease), then records them and hands
+// the run back in one fenced commit. An outstanding model request that did
+// not answer is simply re-sent by the next owner. A run with a tool call
+// still in flight is left to its lease: its outcome is unknown, so
+// recovery makes it Uncertain. When anything fails nothing more is done: a
+// crash (no hand-back) is always safe; this only saves time and humans.
 type releaser struct {
 	r       *AgentRunReconciler
 	timeout time.Duration
+	drain   time.Duration
 }
 
 // NeedLeaderElection is false: a follower owns nothing and returns at once.
@@ -62,48 +122,115 @@ func (x releaser) NeedLeaderElection() bool { return false }
 // Start waits for the manager to stop, then releases.
 func (x releaser) Start(ctx context.Context) error {
 	<-ctx.Done()
-	// The manager's context is gone: the hand-back gets its own, bounded.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.timeout)
+	// The manager's context is gone: the hand-back gets its own, bounded;
+	// the wait for results ends with the drain.
+	base := context.WithoutCancel(ctx)
+	wait, cancelWait := context.WithTimeout(base, x.drain)
+	defer cancelWait()
+	rctx, cancel := context.WithTimeout(base, x.drain+x.timeout)
 	defer cancel()
-	x.r.releaseOwned(rctx)
+	// A reconcile running at the stop may hold results it took from the
+	// inbox: wait for it to commit them or put them back, and admit no
+	// other (the manager stops this runnable before the controllers).
+	x.r.workers.stop(rctx)
+	x.r.releaseOwned(rctx, wait)
 	return nil
 }
 
-func (r *AgentRunReconciler) releaseOwned(ctx context.Context) {
+// releaseMargin is how long before the lease expires the wait for results
+// gives up, leaving time for the commit.
+const releaseMargin = time.Second
+
+// releaseAttempts bounds the retries of a hand-back that met a newer version.
+const releaseAttempts = 3
+
+func (r *AgentRunReconciler) releaseOwned(ctx, wait context.Context) {
 	log := logf.FromContext(ctx).WithName("release").WithValues("holder", r.Holder)
+	var wg sync.WaitGroup
 	for _, key := range r.owned.keys() {
-		if err := r.releaseOne(ctx, key); err != nil {
-			log.Info("run not released; its lease will expire", "run", key, "reason", err.Error())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.releaseOne(ctx, wait, key); err != nil {
+				log.Info("run not released; its lease will expire", "run", key, "reason", err.Error())
+				return
+			}
+			log.Info("released run", "run", key)
+		}()
+	}
+	wg.Wait()
+}
+
+// releaseOne waits (bounded by wait and the lease) for the run's calls in
+// flight, then records their results and releases the run in one commit.
+func (r *AgentRunReconciler) releaseOne(ctx, wait context.Context, key types.NamespacedName) error {
+	run, env, fence, err := r.ownedRun(ctx, key)
+	if err != nil || run == nil {
+		return err
+	}
+	lease := run.Status.Claim.LeaseExpiresAt.Time
+	lctx, cancel := context.WithTimeout(wait, lease.Sub(r.Clock.Now())-releaseMargin)
+	r.inbox.settled(lctx, key)
+	cancel()
+	for i := 0; ; i++ {
+		if i > 0 {
+			if run, env, fence, err = r.ownedRun(ctx, key); err != nil || run == nil {
+				return err
+			}
+		}
+		results, _ := r.inbox.take(key)
+		sc := &scope{key: key, now: r.Clock.Now(), run: run, env: env, fence: &fence, status: *run.Status.DeepCopy()}
+		for _, res := range results {
+			if res.fence != fence {
+				continue // an older attempt's result: it never confirms
+			}
+			next, err := r.record(sc, res)
+			switch {
+			case loop.IsKind(err, loop.KindNotPending) || loop.IsKind(err, loop.KindConflict):
+				continue
+			case err != nil:
+				return err
+			}
+			sc.status = next
+		}
+		next := sc.status
+		if next.Phase == exagentv1.PhaseRunning {
+			if next, err = loop.Release(sc.status, env, fence, sc.now); err != nil {
+				return err
+			}
+		}
+		written, err := r.Store.Commit(ctx, run, next, &fence, sc.now)
+		if errors.Is(err, ErrConflict) && i+1 < releaseAttempts {
+			r.inbox.putBack(key, results)
 			continue
 		}
-		log.Info("released run", "run", key)
+		if err != nil {
+			return err
+		}
+		r.owned.track(written, r.Holder)
+		return nil
 	}
 }
 
-func (r *AgentRunReconciler) releaseOne(ctx context.Context, key types.NamespacedName) error {
+// ownedRun reads the run past the cache; nil when this process no longer
+// holds its claim.
+func (r *AgentRunReconciler) ownedRun(ctx context.Context, key types.NamespacedName) (*exagentv1.AgentRun, *loop.Env, loop.Fence, error) {
 	run := &exagentv1.AgentRun{}
 	if err := r.APIReader.Get(ctx, key, run); err != nil {
-		return err
+		return nil, nil, loop.Fence{}, err
 	}
 	c := run.Status.Claim
 	if run.Status.Phase != exagentv1.PhaseRunning || c == nil || c.Holder != r.Holder {
-		return nil // not ours any more
+		return nil, nil, loop.Fence{}, nil // not ours any more
 	}
 	agent := &exagentv1.Agent{}
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: run.Spec.AgentRef.Name}, agent); err != nil {
-		return err
+		return nil, nil, loop.Fence{}, err
 	}
 	env, err := loop.NewEnv(loop.EnvInput{RunUID: string(run.UID), RunName: run.Name,
 		Agent: &agent.Spec, AgentGeneration: agent.Generation, Run: &run.Spec})
 	if err != nil {
-		return err
+		return nil, nil, loop.Fence{}, err
 	}
-	fence := loop.Fence{Holder: c.Holder, Attempt: c.Attempt}
-	now := r.Clock.Now()
-	next, err := loop.Release(run.Status, env, fence, now)
-	if err != nil {
-		return err
-	}
-	_, err = r.Store.Commit(ctx, run, next, &fence, now)
-	return err
+	return run, env, loop.Fence{Holder: c.Holder, Attempt: c.Attempt}, nil
 }

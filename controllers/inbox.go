@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -25,10 +26,13 @@ type inbox struct {
 	mu       sync.Mutex
 	results  map[types.NamespacedName][]ioResult
 	inFlight map[types.NamespacedName]int
+	// changed is closed (and replaced) whenever a job ends.
+	changed chan struct{}
 }
 
 func newInbox() *inbox {
-	return &inbox{results: map[types.NamespacedName][]ioResult{}, inFlight: map[types.NamespacedName]int{}}
+	return &inbox{results: map[types.NamespacedName][]ioResult{}, inFlight: map[types.NamespacedName]int{},
+		changed: make(chan struct{})}
 }
 
 // started counts n jobs dispatched for key.
@@ -56,6 +60,25 @@ func (b *inbox) abandon(key types.NamespacedName) {
 func (b *inbox) done(key types.NamespacedName) {
 	if b.inFlight[key]--; b.inFlight[key] <= 0 {
 		delete(b.inFlight, key)
+	}
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// settled waits until no job of key is in flight (true) or ctx ends (false).
+func (b *inbox) settled(ctx context.Context, key types.NamespacedName) bool {
+	for {
+		b.mu.Lock()
+		n, ch := b.inFlight[key], b.changed
+		b.mu.Unlock()
+		if n == 0 {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
 	}
 }
 

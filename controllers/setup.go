@@ -42,6 +42,10 @@ type Options struct {
 	Hooks Hooks
 	// ReleaseOnStop hands owned runs back when the manager stops (see releaser).
 	ReleaseOnStop bool
+	// DrainTimeout is how long, when the manager stops, model and tool calls
+	// already running go on; with ReleaseOnStop their results are committed
+	// and the run handed back (see releaser). 0: they are cancelled at once.
+	DrainTimeout time.Duration
 	// NameSuffix makes controller names unique when several managers share
 	// one process (tests).
 	NameSuffix string
@@ -65,7 +69,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		o.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
 	store := NewStore(mgr.GetClient(), mgr.GetAPIReader())
-	exec := executor.New(executor.Options{MaxInFlight: o.MaxInFlight, PerEndpoint: o.PerEndpoint})
+	exec := executor.New(executor.Options{MaxInFlight: o.MaxInFlight, PerEndpoint: o.PerEndpoint,
+		DrainTimeout: o.DrainTimeout})
 	runs := &AgentRunReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -82,6 +87,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		Name:                    "agentrun" + o.NameSuffix,
 		ReleaseOnStop:           o.ReleaseOnStop,
+		DrainTimeout:            o.DrainTimeout,
 	}
 	runs.Tools.Secret = runs.secret
 	if err := runs.SetupWithManager(ctx, mgr); err != nil {

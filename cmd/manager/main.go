@@ -46,6 +46,7 @@ type flags struct {
 	holder                  string
 	sealSecret              string
 	releaseOnStop           bool
+	drainTimeout            time.Duration
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
@@ -67,7 +68,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.StringVar(&f.holder, "holder-identity", "", "Identity of this process in run claims (default: hostname plus a random suffix; must be unique per process).")
 	fs.StringVar(&f.sealSecret, "decision-seal-secret", "", "namespace/name of the Secret holding the key that seals admitted decisions "+
 		"(created when missing); default POD_NAMESPACE/"+authz.DefaultSealSecretName+" when POD_NAMESPACE is set, otherwise no seal; \"none\" disables it.")
-	fs.BoolVar(&f.releaseOnStop, "release-on-stop", true, "On SIGTERM, hand back owned runs with no tool call in flight so another replica claims them at once.")
+	fs.BoolVar(&f.releaseOnStop, "release-on-stop", true, "On SIGTERM, hand back owned runs with no tool call left in flight (after the drain) so another replica claims them at once.")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", 20*time.Second, "On SIGTERM, how long model and tool calls already running go on; "+
+		"with --release-on-stop their results are committed and the runs handed back (0: cancel them at once).")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -132,6 +135,7 @@ func run() error {
 	c, err := controllers.Setup(ctx, mgr, controllers.Options{
 		Seal:                    seal,
 		ReleaseOnStop:           f.releaseOnStop,
+		DrainTimeout:            f.drainTimeout,
 		Holder:                  f.holder,
 		MaxConcurrentReconciles: f.maxConcurrentReconciles,
 		MaxInFlight:             f.maxInFlight,

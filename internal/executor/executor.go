@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Options bound the executor.
@@ -11,10 +12,15 @@ type Options struct {
 	MaxInFlight int
 	// PerEndpoint is the most jobs running at once against one endpoint (default 8).
 	PerEndpoint int
+	// DrainTimeout is how long jobs already running when the manager stops
+	// go on before their context is cancelled (0: at once). No job starts
+	// after the stop.
+	DrainTimeout time.Duration
 }
 
 // Job is one unit of IO. ctx is the executor's lifetime: it is cancelled
-// when the manager stops, and the job must then return promptly.
+// when the manager stops (or, with a DrainTimeout, at most that long
+// after), and the job must then return promptly.
 type Job func(ctx context.Context)
 
 // Executor runs jobs with bounded concurrency. Submit never blocks: jobs
@@ -27,7 +33,9 @@ type Executor struct {
 
 	mu        sync.Mutex
 	endpoints map[string]chan struct{}
-	ctx       context.Context
+	ctx       context.Context // jobs' context: outlives stop by the drain
+	stop      context.Context // the manager's context: no job starts after it ends
+	closed    bool            // Start is waiting for the jobs: Submit drops new ones
 	started   chan struct{}
 	wg        sync.WaitGroup
 }
@@ -49,15 +57,40 @@ func New(opts Options) *Executor {
 }
 
 // Start records the lifetime context, runs until it ends and then waits for
-// the running jobs (which see the cancellation) to return.
+// the running jobs to return. Their context is cancelled at once, or with
+// a DrainTimeout when they all returned or the timeout passed, whichever
+// comes first.
 func (e *Executor) Start(ctx context.Context) error {
+	jobs, cancel := ctx, context.CancelFunc(func() {})
+	if e.opts.DrainTimeout > 0 {
+		// The jobs' context outlives the stop by at most the drain.
+		jobs, cancel = context.WithCancel(context.WithoutCancel(ctx))
+	}
+	defer cancel()
 	e.mu.Lock()
-	e.ctx = ctx
+	e.ctx, e.stop = jobs, ctx
 	e.mu.Unlock()
 	close(e.started)
 	<-ctx.Done()
+	e.mu.Lock()
+	e.closed = true // no wg.Add may race with the Wait below
+	e.mu.Unlock()
+	if e.opts.DrainTimeout > 0 {
+		t := time.AfterFunc(e.opts.DrainTimeout, cancel)
+		defer t.Stop()
+	}
 	e.wg.Wait()
 	return nil
+}
+
+// Draining is closed when the jobs' context ends: at the stop, or at the
+// end of the drain (nil before Start).
+func (e *Executor) Draining() <-chan struct{} {
+	ctx, _ := e.lifetime()
+	if ctx == nil {
+		return nil
+	}
+	return ctx.Done()
 }
 
 // NeedLeaderElection is false: a follower has no runs to serve, and the
@@ -65,38 +98,58 @@ func (e *Executor) Start(ctx context.Context) error {
 func (e *Executor) NeedLeaderElection() bool { return false }
 
 // Submit queues job against endpoint (a host, or a name like "kube-apiserver").
-func (e *Executor) Submit(endpoint string, job Job) {
+func (e *Executor) Submit(endpoint string, job Job) { e.SubmitOr(endpoint, job, nil) }
+
+// SubmitOr is Submit with dropped, called (when not nil) instead of job
+// when the job never starts because the manager stopped first.
+func (e *Executor) SubmitOr(endpoint string, job Job, dropped func()) {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		if dropped != nil {
+			dropped()
+		}
+		return
+	}
 	e.wg.Add(1)
+	e.mu.Unlock()
 	go func() {
 		defer e.wg.Done()
+		ran := false
+		defer func() {
+			if !ran && dropped != nil {
+				dropped()
+			}
+		}()
 		<-e.started
-		ctx := e.lifetime()
+		ctx, stop := e.lifetime()
 		// The endpoint slot first: a job waiting on a busy endpoint must not
 		// hold one of the total slots others could use.
 		ep := e.endpoint(endpoint)
 		select {
 		case ep <- struct{}{}:
-		case <-ctx.Done():
+		case <-stop.Done():
 			return
 		}
 		defer func() { <-ep }()
 		select {
 		case e.total <- struct{}{}:
-		case <-ctx.Done():
+		case <-stop.Done():
 			return
 		}
 		defer func() { <-e.total }()
-		if ctx.Err() != nil {
+		if stop.Err() != nil || ctx.Err() != nil {
 			return // stopped while this job waited: it never starts
 		}
+		ran = true
 		job(ctx)
 	}()
 }
 
-func (e *Executor) lifetime() context.Context {
+func (e *Executor) lifetime() (jobs, stop context.Context) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.ctx
+	return e.ctx, e.stop
 }
 
 func (e *Executor) endpoint(name string) chan struct{} {

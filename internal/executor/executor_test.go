@@ -103,3 +103,48 @@ func TestStopCancelsWaiting(t *testing.T) {
 		t.Errorf("%d waiting jobs ran after stop", got)
 	}
 }
+
+// TestDrain checks that, with a DrainTimeout, a job running at the stop
+// keeps a live context until it returns, while jobs waiting for a slot are
+// dropped (their dropped callback runs) and never start.
+func TestDrain(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := New(Options{MaxInFlight: 1, PerEndpoint: 1, DrainTimeout: time.Minute})
+	stopped := make(chan struct{})
+	go func() { _ = e.Start(ctx); close(stopped) }()
+	running, finish := make(chan struct{}), make(chan struct{})
+	var liveAtEnd atomic.Bool
+	e.Submit("x", func(ctx context.Context) { close(running); <-finish; liveAtEnd.Store(ctx.Err() == nil) })
+	<-running
+	var ran, dropped atomic.Int32
+	for i := 0; i < 3; i++ {
+		e.SubmitOr("x", func(context.Context) { ran.Add(1) }, func() { dropped.Add(1) })
+	}
+	cancel()
+	close(finish)
+	<-stopped
+	if !liveAtEnd.Load() {
+		t.Error("the running job's context was cancelled before the drain ended")
+	}
+	if ran.Load() != 0 || dropped.Load() != 3 {
+		t.Errorf("waiting jobs: %d ran, %d dropped; want 0 and 3", ran.Load(), dropped.Load())
+	}
+	select {
+	case <-e.Draining():
+	default:
+		t.Error("Draining not closed after Start returned")
+	}
+}
+
+// TestDrainTimeoutCancels checks that the drain is bounded.
+func TestDrainTimeoutCancels(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := New(Options{DrainTimeout: 10 * time.Millisecond})
+	stopped := make(chan struct{})
+	go func() { _ = e.Start(ctx); close(stopped) }()
+	running := make(chan struct{})
+	e.Submit("x", func(ctx context.Context) { close(running); <-ctx.Done() })
+	<-running
+	cancel()
+	<-stopped // returns only because the drain cancelled the job
+}
