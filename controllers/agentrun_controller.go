@@ -68,11 +68,16 @@ type AgentRunReconciler struct {
 	// DrainTimeout bounds how long the releaser waits for the results of
 	// calls in flight at the stop (the executor's drain).
 	DrainTimeout time.Duration
+	// SkewGrace is how long past another holder's lease expiry this
+	// process waits before it recovers the run: clocks of two hosts are
+	// never exactly equal, and recovery is for dead owners only.
+	SkewGrace time.Duration
 
 	// life is the context given to SetupWithManager (the manager's): it
 	// ends at the stop, before the controllers' own context does.
 	life    context.Context
 	inbox   *inbox
+	claims  *claims
 	owned   *owned
 	workers workers
 	events  chan event.GenericEvent
@@ -88,6 +93,7 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	}
 	r.life = ctx
 	r.inbox = newInbox()
+	r.claims = newClaims()
 	r.owned = &owned{runs: map[types.NamespacedName]struct{}{}}
 	r.events = make(chan event.GenericEvent, 1024)
 	if err := mgr.Add(r.Executor); err != nil {
@@ -106,9 +112,13 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.Name).
 		For(&exagentv1.AgentRun{}).
+		// The claims hear of a delete, a recovery or a cancel straight from
+		// the informer, not after the run's turn in a long queue: jobs of a
+		// lost claim must not start meanwhile.
+		Watches(&exagentv1.AgentRun{}, r.claimWatcher()).
 		Watches(&exagentv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.runsOfAgent)).
 		Watches(&exagentv1.ApprovalDecision{}, handler.EnqueueRequestsFromMapFunc(runOfDecision)).
-		WatchesRawSource(source.Channel(r.events, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.events, ownerWork())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Complete(r)
 }
@@ -179,7 +189,7 @@ func (r *AgentRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 	}
 	r.dispatch(sc)
-	return ctrl.Result{RequeueAfter: r.nextWakeup(sc)}, nil
+	return ctrl.Result{RequeueAfter: r.nextWakeup(sc), Priority: r.priority(sc)}, nil
 }
 
 // stopped tells whether the manager is stopping: the reconcile's context
@@ -195,12 +205,22 @@ func (r *AgentRunReconciler) commit(ctx context.Context, sc *scope) error {
 	if !sc.changed && !overridesChanged(sc.run.Status.Conditions, sc.overrides) {
 		return nil
 	}
+	if sc.fence != nil && sc.status.Phase == exagentv1.PhaseRunning {
+		// Every owner commit extends the lease: no extra write, and no
+		// intent is ever committed with a lease about to run out.
+		next, err := loop.Extend(sc.status, sc.env, *sc.fence, sc.now)
+		if err != nil {
+			return err
+		}
+		sc.status = next
+	}
 	written, err := r.Store.Commit(ctx, sc.run, sc.status, sc.ownedFence, sc.now, sc.overrides...)
 	if err != nil {
 		return err
 	}
 	sc.run = written
 	r.owned.track(written, r.Holder)
+	r.claims.committed(written, r.Holder)
 	return nil
 }
 
@@ -212,13 +232,13 @@ func (r *AgentRunReconciler) abort(ctx context.Context, sc *scope, err error) (c
 	switch {
 	case errors.Is(err, ErrFenceLost) || loop.IsKind(err, loop.KindStaleFence):
 		log.Info("lost the run's claim; dropping what this attempt learned", "reason", err.Error(), "dropped", len(sc.results))
-		return ctrl.Result{RequeueAfter: time.Second}, nil
+		return ctrl.Result{RequeueAfter: time.Second, Priority: new(0)}, nil
 	case errors.Is(err, ErrConflict) || apierrors.IsConflict(err):
 		r.inbox.putBack(sc.key, sc.results)
 		log.V(1).Info("run changed since it was read; retrying", "reason", err.Error())
 		// The newer version's watch event usually arrives first; this is the
 		// fallback, short because results may be waiting.
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		return ctrl.Result{RequeueAfter: conflictRetry, Priority: r.priority(sc)}, nil
 	}
 	r.inbox.putBack(sc.key, sc.results)
 	return ctrl.Result{}, err

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/model"
 	"github.com/exagent-io/exagent/tools"
@@ -31,11 +32,10 @@ func (r *AgentRunReconciler) dispatch(sc *scope) {
 }
 
 func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
-	key, fence, ns := sc.key, *sc.fence, sc.key.Namespace
+	ns := sc.key.Namespace
 	spec := sc.agent.Spec.Model.DeepCopy()
-	r.inbox.started(key, 1)
-	r.Executor.SubmitOr(modelEndpoint(spec), func(ctx context.Context) {
-		res := ioResult{fence: fence}
+	r.submit(sc, modelEndpoint(spec), "", func(ctx context.Context) ioResult {
+		var res ioResult
 		p, err := model.For(ctx, spec, func(ctx context.Context, sel exagentv1.SecretKeySelector) (string, error) {
 			return r.secret(ctx, ns, sel)
 		}, r.ModelOptions)
@@ -46,12 +46,12 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 			}
 		}
 		res.modelErr = err
-		r.finish(ctx, key, res)
-	}, func() { r.inbox.abandon(key) })
+		return res
+	})
 }
 
 func (r *AgentRunReconciler) dispatchTool(sc *scope, inv loop.ToolInvocation) {
-	key, fence := sc.key, *sc.fence
+	key := sc.key
 	spec := sc.agent.Spec.Tool(inv.Tool).DeepCopy()
 	call := tools.Call{
 		ToolInvocation: inv,
@@ -60,19 +60,53 @@ func (r *AgentRunReconciler) dispatchTool(sc *scope, inv loop.ToolInvocation) {
 		RunUID:         string(sc.run.UID),
 		ServiceAccount: sc.run.Spec.ServiceAccount(),
 	}
-	r.inbox.started(key, 1)
-	r.Executor.SubmitOr(toolEndpoint(spec), func(ctx context.Context) {
+	r.submit(sc, toolEndpoint(spec), inv.CallID, func(ctx context.Context) ioResult {
 		out := r.Tools.Invoke(ctx, spec, call)
 		r.Hooks.afterEffect(ctx, key, out)
-		r.finish(ctx, key, ioResult{fence: fence, tool: &out})
-	}, func() { r.inbox.abandon(key) })
+		return ioResult{tool: &out}
+	})
+}
+
+// submit hands one job of the committed intent to the executor. At the
+// moment the job would start it checks that the run still exists with
+// the same UID and that the claim it was dispatched under still holds
+// with startMargin of lease left; otherwise it does not start (a lease
+// too short is this process's own: the intent is taken back and begun
+// again; anything else is a claim this process lost). Losing the
+// run or its claim cancels the job's context.
+func (r *AgentRunReconciler) submit(sc *scope, endpoint, callID string, job func(ctx context.Context) ioResult) {
+	key, uid, fence := sc.key, sc.run.UID, *sc.fence
+	margin := startMargin(sc.env.LeaseDuration())
+	r.inbox.started(key, 1)
+	r.Executor.Go(executor.Task{
+		Endpoint: endpoint,
+		Ctx:      r.claims.context(key, uid, fence),
+		// The claims are kept current by this process's commits and, with
+		// no queue in between, by the informer's events (a delete, another
+		// owner's recovery, a cancel).
+		Ready: func() error { return r.claims.ready(key, uid, fence, r.Clock.Now(), margin) },
+		Run: func(ctx context.Context) {
+			res := job(ctx)
+			res.uid, res.fence = uid, fence
+			r.finish(ctx, key, res)
+		},
+		NotStarted: func(cause error) {
+			var stale *staleLeaseError
+			if errors.As(cause, &stale) && r.life != nil {
+				// Still this process's claim: the owner takes the intent back.
+				r.finish(r.life, key, ioResult{uid: uid, fence: fence, notStarted: &notStarted{callID: callID, cause: cause}})
+				return
+			}
+			r.inbox.abandon(key)
+		},
+	})
 }
 
 // finish files a job's result and wakes the run's reconcile through the
 // channel source. A job cut short by the manager stopping (at the end of
-// the drain) files nothing: like a crash, it leaves an intent without an
-// outcome in the journal. A job that ends during the drain files its
-// result for the releaser.
+// the drain) or by the loss of its claim files nothing: like a crash, it
+// leaves an intent without an outcome in the journal. A job that ends
+// during the drain files its result for the releaser.
 func (r *AgentRunReconciler) finish(ctx context.Context, key types.NamespacedName, res ioResult) {
 	if ctx.Err() != nil {
 		r.inbox.abandon(key)

@@ -41,6 +41,9 @@ type scope struct {
 	action    loop.Action
 	overrides []metav1.Condition
 	notes     []note
+	// noIO is set when the run's Agent is not usable: clocks and results
+	// still apply, no new IO starts.
+	noIO bool
 	// requeueAfter, when set, replaces the computed wake-up.
 	requeueAfter time.Duration
 	stop         bool
@@ -63,6 +66,7 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName)
 		if apierrors.IsNotFound(err) {
 			r.Store.Forget(key)
 			r.owned.forget(key)
+			r.claims.gone(key, "")
 			r.inbox.take(key)
 			return nil, nil
 		}
@@ -70,9 +74,8 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName)
 	}
 	run = r.Store.Fresher(run)
 	if run.Status.Phase.IsTerminal() {
-		r.inbox.take(key) // results of an ended run have nowhere to go
 		r.owned.forget(key)
-		return nil, nil
+		return nil, r.settleEnded(ctx, key, run)
 	}
 	sc := &scope{key: key, now: r.Clock.Now(), run: run, status: *run.Status.DeepCopy()}
 	agent := &exagentv1.Agent{}
@@ -86,58 +89,59 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName)
 	return sc, nil
 }
 
-// checkAgent stops a run that has no usable Agent: missing, with a tool
-// kind this version cannot run, or with an invalid configuration. The run
-// waits (Ready=False with the reason) and the Agent's watch wakes it.
+// checkAgent finds the run's Agent usable, or puts the run in the
+// no-IO mode: the Agent is missing (GitOps may apply the run first, or it
+// was deleted), has a tool kind this version cannot run, or an invalid
+// configuration. The run shows Ready=False with the reason, and the
+// Agent's watch wakes it when that changes. Without a usable Agent the
+// run keeps its clocks and its results (DESIGN.md §4.7): deadline and
+// approval expiry still fire, an owner still commits the results of IO in
+// flight and renews its lease while it waits for them, then hands the run
+// back; no new IO starts. The run's own spec is all those need, so an
+// empty Agent stands in for the missing one.
 func (r *AgentRunReconciler) checkAgent(_ context.Context, sc *scope) error {
-	if sc.agent == nil {
-		sc.overrides = append(sc.overrides, notReady(exagentv1.ReasonAgentNotFound,
-			fmt.Sprintf("agent %q not found in namespace %q", sc.run.Spec.AgentRef.Name, sc.key.Namespace), sc))
-		sc.stop = true
-		return r.expireWithoutAgent(sc)
+	reason, msg := r.unusableAgent(sc)
+	if reason == "" {
+		return nil
 	}
-	if startable(sc.status.Phase) {
-		for i := range sc.agent.Spec.Tools {
-			if err := tools.Supported(&sc.agent.Spec.Tools[i]); err != nil {
-				sc.overrides = append(sc.overrides, notReady(exagentv1.ReasonToolKindNotSupported, err.Error(), sc))
-				sc.stop = true
-				return nil
-			}
-		}
+	sc.overrides = append(sc.overrides, notReady(reason, msg, sc))
+	sc.noIO = true
+	if sc.env != nil {
+		return nil // valid, but a tool kind cannot run: only startable phases get here
 	}
-	env, err := loop.NewEnv(loop.EnvInput{
-		RunUID: string(sc.run.UID), RunName: sc.run.Name,
-		Agent: &sc.agent.Spec, AgentGeneration: sc.agent.Generation, Run: &sc.run.Spec,
-	})
+	env, err := loop.NewEnv(loop.EnvInput{RunUID: string(sc.run.UID), RunName: sc.run.Name,
+		Agent: &exagentv1.AgentSpec{}, Run: &sc.run.Spec})
 	if err != nil {
-		sc.overrides = append(sc.overrides, notReady(ReasonInvalidConfiguration, err.Error(), sc))
-		sc.stop = true
+		sc.stop = true // a malformed run spec (admission refuses it): nothing can be evaluated
 		return nil
 	}
 	sc.env = env
 	return nil
 }
 
-// expireWithoutAgent still applies the UTC clocks (deadline, approval
-// expiry) to a waiting run whose Agent is gone or not there yet (GitOps may
-// apply the run first): they run whatever happens to the template. Only the
-// run's own spec matters to Expire, so an empty Agent stands in for the
-// missing one.
-func (r *AgentRunReconciler) expireWithoutAgent(sc *scope) error {
-	switch sc.status.Phase {
-	case "", exagentv1.PhaseQueued, exagentv1.PhaseAwaitingApproval, exagentv1.PhaseApproved:
-	default:
-		// A Running run waits for its Agent to come back before it is
-		// recovered: no clock is armed (a lapsed lease must not spin).
-		return nil
+// unusableAgent returns why the run's Agent cannot drive it ("" when it
+// can), setting sc.env when the Agent's configuration is valid.
+func (r *AgentRunReconciler) unusableAgent(sc *scope) (reason, message string) {
+	if sc.agent == nil {
+		return exagentv1.ReasonAgentNotFound,
+			fmt.Sprintf("agent %q not found in namespace %q", sc.run.Spec.AgentRef.Name, sc.key.Namespace)
 	}
-	env, err := loop.NewEnv(loop.EnvInput{RunUID: string(sc.run.UID), RunName: sc.run.Name,
-		Agent: &exagentv1.AgentSpec{}, Run: &sc.run.Spec})
+	env, err := loop.NewEnv(loop.EnvInput{
+		RunUID: string(sc.run.UID), RunName: sc.run.Name,
+		Agent: &sc.agent.Spec, AgentGeneration: sc.agent.Generation, Run: &sc.run.Spec,
+	})
 	if err != nil {
-		return nil // a malformed run spec: nothing can be evaluated
+		return ReasonInvalidConfiguration, err.Error()
 	}
 	sc.env = env
-	return r.expire(context.Background(), sc)
+	if startable(sc.status.Phase) {
+		for i := range sc.agent.Spec.Tools {
+			if err := tools.Supported(&sc.agent.Spec.Tools[i]); err != nil {
+				return exagentv1.ReasonToolKindNotSupported, err.Error()
+			}
+		}
+	}
+	return "", ""
 }
 
 // startable phases are those where no IO has begun for the current attempt.
@@ -147,7 +151,7 @@ func startable(p exagentv1.RunPhase) bool {
 
 // start turns a new run into a Queued one.
 func (r *AgentRunReconciler) start(_ context.Context, sc *scope) error {
-	if sc.status.Phase != "" {
+	if sc.status.Phase != "" || sc.noIO {
 		return nil
 	}
 	next, err := loop.Start(sc.status, sc.env, sc.now)
@@ -172,23 +176,39 @@ func (r *AgentRunReconciler) expire(_ context.Context, sc *scope) error {
 	return nil
 }
 
-// recover settles a Running run: this process's live claim becomes the
-// fence; another holder's live claim is waited out; an expired lease is
-// recovered (Uncertain when a tool intent has no outcome).
+// recover settles a Running run. This process's claim is its own to keep:
+// with a live lease, or with a lapsed one while it still tracks the run's
+// IO or holds its results (a live owner commits what it holds; the commit
+// extends the lease and its CAS proves nobody took the run meanwhile).
+// Another holder's claim is waited out, and a clock-skew grace past it;
+// then the run is recovered (Uncertain when a tool intent has no outcome).
+// Recovery is for dead owners: the only claim of this process it
+// recovers is one whose IO it no longer tracks (a job the stop dropped).
 func (r *AgentRunReconciler) recover(ctx context.Context, sc *scope) error {
 	if sc.status.Phase != exagentv1.PhaseRunning {
 		return nil
 	}
 	c := sc.status.Claim
-	if c != nil && sc.now.Before(c.LeaseExpiresAt.Time) {
-		if c.Holder == r.Holder {
-			sc.ownedFence = &loop.Fence{Holder: c.Holder, Attempt: c.Attempt}
-			sc.fence = sc.ownedFence
+	if c != nil && c.Holder == r.Holder {
+		f := loop.Fence{Holder: c.Holder, Attempt: c.Attempt}
+		if sc.now.Before(c.LeaseExpiresAt.Time) || r.inbox.tracks(sc.key) {
+			sc.ownedFence, sc.fence = &f, &f
+			if !sc.now.Before(c.LeaseExpiresAt.Time) {
+				next, err := loop.Extend(sc.status, sc.env, f, sc.now)
+				if err != nil {
+					return fmt.Errorf("taking back the lapsed lease: %w", err)
+				}
+				logf.FromContext(ctx).Info("took back this process's lapsed lease: its IO is still tracked", "attempt", c.Attempt)
+				sc.set(next)
+			}
 			return nil
 		}
-		sc.requeueAfter = c.LeaseExpiresAt.Sub(sc.now) + 20*time.Millisecond
-		sc.stop = true
-		return nil
+	} else if c != nil {
+		if until := c.LeaseExpiresAt.Add(r.SkewGrace); sc.now.Before(until) {
+			sc.requeueAfter = until.Sub(sc.now) + 20*time.Millisecond
+			sc.stop = true
+			return nil
+		}
 	}
 	next, err := loop.Recover(sc.status, sc.env, sc.now)
 	if err != nil {
@@ -209,8 +229,8 @@ func (r *AgentRunReconciler) claim(_ context.Context, sc *scope) error {
 	if sc.fence != nil {
 		return nil
 	}
-	if p := sc.status.Phase; p != exagentv1.PhaseQueued && p != exagentv1.PhaseApproved {
-		sc.stop = true // AwaitingApproval or Uncertain: a human decides next
+	if p := sc.status.Phase; p != exagentv1.PhaseQueued && p != exagentv1.PhaseApproved || sc.noIO {
+		sc.stop = true // AwaitingApproval or Uncertain: a human decides next; or no usable Agent
 		return nil
 	}
 	if err := loop.CheckDrift(sc.status, sc.env); err != nil {
@@ -244,8 +264,8 @@ func (r *AgentRunReconciler) drive(ctx context.Context, sc *scope) error {
 	}
 	sc.results, sc.inFlight = r.inbox.take(sc.key)
 	for _, res := range sc.results {
-		if res.fence != *sc.fence {
-			continue // an older attempt's result: it never confirms
+		if res.fence != *sc.fence || res.uid != sc.run.UID {
+			continue // an older attempt's (or an older run's) result: it never confirms
 		}
 		next, err := r.record(sc, res)
 		switch {
@@ -265,6 +285,9 @@ func (r *AgentRunReconciler) drive(ctx context.Context, sc *scope) error {
 	}
 	if sc.status.Phase != exagentv1.PhaseRunning {
 		return nil
+	}
+	if sc.noIO {
+		return r.driveWithoutAgent(sc)
 	}
 	next, act, err := loop.Step(sc.status, sc.env, *sc.fence, sc.now)
 	if err != nil {
@@ -293,9 +316,34 @@ func (r *AgentRunReconciler) drive(ctx context.Context, sc *scope) error {
 	return nil
 }
 
+// driveWithoutAgent is the owner's turn when the Agent is not usable: the
+// results were recorded; while IO is still in flight the lease is renewed,
+// and once none is, the run is handed back (Queued or Approved) to wait
+// for its Agent without holding a claim.
+func (r *AgentRunReconciler) driveWithoutAgent(sc *scope) error {
+	if sc.inFlight > 0 {
+		r.renewIfDue(sc)
+		return nil
+	}
+	next, err := loop.Release(sc.status, sc.env, *sc.fence, sc.now)
+	if err != nil {
+		if loop.IsKind(err, loop.KindStaleFence) {
+			return err
+		}
+		// A call of this attempt is Started but no job of it is tracked:
+		// its outcome is unknown. The lease is left to run out and the
+		// recovery makes it Uncertain, as for a dead owner.
+		return nil
+	}
+	sc.set(next)
+	return nil
+}
+
 // record applies one result of this attempt.
 func (r *AgentRunReconciler) record(sc *scope, res ioResult) (loop.Status, error) {
 	switch {
+	case res.notStarted != nil:
+		return loop.NotStarted(sc.status, sc.env, *sc.fence, res.notStarted.callID, sc.now)
 	case res.tool != nil:
 		return loop.RecordOutcome(sc.status, sc.env, *sc.fence, *res.tool, sc.now)
 	case res.model != nil:

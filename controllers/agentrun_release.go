@@ -193,11 +193,21 @@ func (r *AgentRunReconciler) releaseOne(ctx, wait context.Context, key types.Nam
 			}
 			sc.status = next
 		}
-		next := sc.status
+		next, released := sc.status, true
 		if next.Phase == exagentv1.PhaseRunning {
 			if next, err = loop.Release(sc.status, env, fence, sc.now); err != nil {
-				return err
+				// A call is still in flight: the run cannot be handed back,
+				// but the outcomes this process knows are committed all the
+				// same (fenced); the lease then runs out and recovery makes
+				// only the unanswered calls Uncertain.
+				if next, err = r.keepOutcomes(sc, env, fence); err != nil {
+					return err
+				}
+				released = false
 			}
+		}
+		if equalStatus(next, run.Status) {
+			return errCallsInFlight
 		}
 		written, err := r.Store.Commit(ctx, run, next, &fence, sc.now)
 		if errors.Is(err, ErrConflict) && i+1 < releaseAttempts {
@@ -208,8 +218,27 @@ func (r *AgentRunReconciler) releaseOne(ctx, wait context.Context, key types.Nam
 			return err
 		}
 		r.owned.track(written, r.Holder)
+		r.claims.committed(written, r.Holder)
+		if !released {
+			return errCallsInFlight
+		}
 		return nil
 	}
+}
+
+// errCallsInFlight is why a run was not handed back: a call is still in
+// flight (its outcome, if any arrives, is lost with this process).
+var errCallsInFlight = errors.New("tool calls are still in flight: the outcomes known were committed; the lease will expire")
+
+// keepOutcomes is the status a releaser commits when it cannot release:
+// the outcomes recorded, and a lease valid for the write (extended only
+// when the stored one lapsed, so recovery is not put off needlessly).
+func (r *AgentRunReconciler) keepOutcomes(sc *scope, env *loop.Env, fence loop.Fence) (loop.Status, error) {
+	next := sc.status
+	if c := next.Claim; c != nil && sc.now.Before(c.LeaseExpiresAt.Time) {
+		return next, nil
+	}
+	return loop.Extend(next, env, fence, sc.now)
 }
 
 // ownedRun reads the run past the cache; nil when this process no longer

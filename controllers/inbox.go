@@ -12,11 +12,23 @@ import (
 // ioResult is one finished model request or tool call, waiting for the
 // run's owner to commit it.
 type ioResult struct {
+	// uid is the run's: a run deleted and re-created under the same name
+	// never receives the old one's results.
+	uid   types.UID
 	fence loop.Fence
-	// Exactly one of model, modelErr, tool is meaningful.
+	// Exactly one of model, modelErr, tool, notStarted is meaningful.
 	model    *loop.ModelResponse
 	modelErr error
 	tool     *loop.ToolResult
+	// notStarted is a job the executor refused to start on a lease too
+	// close to its end; callID is its call ("" for the model request).
+	notStarted *notStarted
+}
+
+// notStarted names the intent whose IO never began.
+type notStarted struct {
+	callID string
+	cause  error
 }
 
 // inbox holds finished IO per run and counts what is still in flight. It
@@ -99,6 +111,14 @@ func (b *inbox) putBack(key types.NamespacedName, rs []ioResult) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.results[key] = append(append([]ioResult(nil), rs...), b.results[key]...)
+}
+
+// tracks reports whether this process still has IO of key in flight or
+// results of it waiting to be committed: a run it must not recover.
+func (b *inbox) tracks(key types.NamespacedName) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.inFlight[key] > 0 || len(b.results[key]) > 0
 }
 
 // pending reports how many jobs of key are in flight.

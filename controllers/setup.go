@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,6 +47,13 @@ type Options struct {
 	// already running go on; with ReleaseOnStop their results are committed
 	// and the run handed back (see releaser). 0: they are cancelled at once.
 	DrainTimeout time.Duration
+	// LeaseSkewGrace is how long past another holder's lease expiry a run
+	// is left alone before it is recovered (clock skew between hosts);
+	// DefaultLeaseSkewGrace when zero, none when negative.
+	LeaseSkewGrace time.Duration
+	// Clock drives every time decision of the controllers (tests inject a
+	// fake one); the real clock when nil.
+	Clock clock.PassiveClock
 	// NameSuffix makes controller names unique when several managers share
 	// one process (tests).
 	NameSuffix string
@@ -88,6 +96,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		Name:                    "agentrun" + o.NameSuffix,
 		ReleaseOnStop:           o.ReleaseOnStop,
 		DrainTimeout:            o.DrainTimeout,
+		SkewGrace:               skewGrace(o.LeaseSkewGrace),
+		Clock:                   o.Clock,
 	}
 	runs.Tools.Secret = runs.secret
 	if err := runs.SetupWithManager(ctx, mgr); err != nil {
@@ -109,6 +119,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		return nil, fmt.Errorf("setting up the ApprovalDecision controller: %w", err)
 	}
 	return &Controllers{Runs: runs, Decisions: decisions, Store: store, Executor: exec}, nil
+}
+
+// DefaultLeaseSkewGrace is the clock-skew grace of lease recovery: NTP
+// keeps hosts well within it, and it only delays the recovery of a dead
+// owner's run.
+const DefaultLeaseSkewGrace = 2 * time.Second
+
+func skewGrace(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultLeaseSkewGrace
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 // NewHolder returns a claim holder identity unique to this process start:

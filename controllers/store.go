@@ -91,15 +91,22 @@ func (s *Store) Forget(key types.NamespacedName) {
 // journal, plus the given overrides) and observedGeneration is set.
 //
 // With a fence, the commit is an owner's: the claim of run (the object the
-// transition was computed from) must be the fence's attempt with a valid
-// lease now, and after a conflict the fresh object is read to tell which
-// case it is — the fence still holds (ErrConflict: recompute and retry) or
-// it does not (ErrFenceLost: drop everything).
+// transition was computed from) must be the fence's attempt, and the
+// status written must carry a lease valid now (every owner commit extends
+// it, loop.Extend). The read object's lease may have lapsed — a live owner
+// whose results waited in a queue takes its claim back — because the CAS
+// on the read version proves no other process recovered or claimed the
+// run since. After a conflict the fresh object is read to tell which case
+// it is — the fence still holds (ErrConflict: recompute and retry) or it
+// does not (ErrFenceLost: drop everything).
 func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.Status, fence *loop.Fence,
 	now time.Time, overrides ...metav1.Condition) (*exagentv1.AgentRun, error) {
 	if fence != nil {
-		if err := checkClaim(run, *fence, now); err != nil {
+		if err := checkClaim(run, *fence); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrFenceLost, err)
+		}
+		if c := next.Claim; next.Phase == exagentv1.PhaseRunning && (c == nil || !now.Before(c.LeaseExpiresAt.Time)) {
+			return nil, fmt.Errorf("%w: the status to write carries no valid lease", ErrFenceLost)
 		}
 	}
 	out := run.DeepCopy()
@@ -117,7 +124,7 @@ func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 		if fence == nil {
 			return nil, fmt.Errorf("%w: %v", ErrConflict, err)
 		}
-		return nil, s.recheckFence(ctx, run, *fence, now, err)
+		return nil, s.recheckFence(ctx, run, *fence, err)
 	}
 	s.writes.Add(1)
 	s.mu.Lock()
@@ -127,20 +134,21 @@ func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 }
 
 // recheckFence reads the run past the cache after a conflict.
-func (s *Store) recheckFence(ctx context.Context, run *exagentv1.AgentRun, f loop.Fence, now time.Time, cause error) error {
+func (s *Store) recheckFence(ctx context.Context, run *exagentv1.AgentRun, f loop.Fence, cause error) error {
 	fresh := &exagentv1.AgentRun{}
 	if err := s.reader.Get(ctx, client.ObjectKeyFromObject(run), fresh); err != nil {
 		return fmt.Errorf("re-reading run %s/%s after a conflict (%v): %w", run.Namespace, run.Name, cause, err)
 	}
-	if err := checkClaim(fresh, f, now); err != nil {
+	if err := checkClaim(fresh, f); err != nil {
 		return fmt.Errorf("%w: %v", ErrFenceLost, err)
 	}
 	return fmt.Errorf("%w: %v", ErrConflict, cause)
 }
 
-// checkClaim is the fence on a stored object: same holder and attempt, and
-// a lease that has not expired.
-func checkClaim(run *exagentv1.AgentRun, f loop.Fence, now time.Time) error {
+// checkClaim is the fence on a stored object: Running, same holder and
+// attempt. Whether the lease lapsed does not matter here: the CAS decides
+// (see Commit).
+func checkClaim(run *exagentv1.AgentRun, f loop.Fence) error {
 	c := run.Status.Claim
 	switch {
 	case run.Status.Phase != exagentv1.PhaseRunning:
@@ -149,8 +157,6 @@ func checkClaim(run *exagentv1.AgentRun, f loop.Fence, now time.Time) error {
 		return errors.New("run has no claim")
 	case c.Holder != f.Holder || c.Attempt != f.Attempt:
 		return fmt.Errorf("claim is %s attempt %d, not %s attempt %d", c.Holder, c.Attempt, f.Holder, f.Attempt)
-	case !now.Before(c.LeaseExpiresAt.Time):
-		return fmt.Errorf("lease of attempt %d expired at %s", c.Attempt, c.LeaseExpiresAt.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
 }

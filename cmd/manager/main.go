@@ -47,6 +47,7 @@ type flags struct {
 	sealSecret              string
 	releaseOnStop           bool
 	drainTimeout            time.Duration
+	leaseSkewGrace          time.Duration
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
@@ -71,6 +72,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.BoolVar(&f.releaseOnStop, "release-on-stop", true, "On SIGTERM, hand back owned runs with no tool call left in flight (after the drain) so another replica claims them at once.")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", 20*time.Second, "On SIGTERM, how long model and tool calls already running go on; "+
 		"with --release-on-stop their results are committed and the runs handed back (0: cancel them at once).")
+	fs.DurationVar(&f.leaseSkewGrace, "lease-skew-grace", controllers.DefaultLeaseSkewGrace, "How long past another process's lease expiry a run is left alone before it is recovered "+
+		"(clock skew between hosts; a negative value: none).")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -136,6 +139,7 @@ func run() error {
 		Seal:                    seal,
 		ReleaseOnStop:           f.releaseOnStop,
 		DrainTimeout:            f.drainTimeout,
+		LeaseSkewGrace:          f.leaseSkewGrace,
 		Holder:                  f.holder,
 		MaxConcurrentReconciles: f.maxConcurrentReconciles,
 		MaxInFlight:             f.maxInFlight,

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -98,51 +99,107 @@ func (e *Executor) Draining() <-chan struct{} {
 func (e *Executor) NeedLeaderElection() bool { return false }
 
 // Submit queues job against endpoint (a host, or a name like "kube-apiserver").
-func (e *Executor) Submit(endpoint string, job Job) { e.SubmitOr(endpoint, job, nil) }
+func (e *Executor) Submit(endpoint string, job Job) { e.Go(Task{Endpoint: endpoint, Run: job}) }
 
 // SubmitOr is Submit with dropped, called (when not nil) instead of job
 // when the job never starts because the manager stopped first.
 func (e *Executor) SubmitOr(endpoint string, job Job, dropped func()) {
+	t := Task{Endpoint: endpoint, Run: job}
+	if dropped != nil {
+		t.NotStarted = func(error) { dropped() }
+	}
+	e.Go(t)
+}
+
+// ErrStopped is the NotStarted cause of a job the manager's stop caught
+// before it began.
+var ErrStopped = errors.New("executor stopped before the job started")
+
+// Task is one unit of IO with what decides whether it may still start.
+type Task struct {
+	// Endpoint names the per-endpoint bucket (a host, "kube-apiserver", …).
+	Endpoint string
+	// Ctx, when set, is the life of what the job works for (a run's claim):
+	// once it ends, a waiting job never starts and a running job's context
+	// is cancelled.
+	Ctx context.Context
+	// Ready, when set, is asked at the moment the job would start (after
+	// its slots were granted): a non-nil error keeps the job from starting.
+	// Jobs can wait long for a slot; what was true at Submit may not be.
+	Ready func() error
+	// Run is the job.
+	Run Job
+	// NotStarted, when set, is called instead of Run when the job never
+	// starts: with ErrStopped, Ctx's error, or Ready's error.
+	NotStarted func(cause error)
+}
+
+// Go queues the task. It never blocks: the task waits for its slots in
+// its own goroutine.
+func (e *Executor) Go(t Task) {
+	notStarted := func(cause error) {
+		if t.NotStarted != nil {
+			t.NotStarted(cause)
+		}
+	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		if dropped != nil {
-			dropped()
-		}
+		notStarted(ErrStopped)
 		return
 	}
 	e.wg.Add(1)
 	e.mu.Unlock()
+	owner := t.Ctx
+	if owner == nil {
+		owner = context.Background()
+	}
 	go func() {
 		defer e.wg.Done()
-		ran := false
-		defer func() {
-			if !ran && dropped != nil {
-				dropped()
-			}
-		}()
 		<-e.started
 		ctx, stop := e.lifetime()
 		// The endpoint slot first: a job waiting on a busy endpoint must not
 		// hold one of the total slots others could use.
-		ep := e.endpoint(endpoint)
+		ep := e.endpoint(t.Endpoint)
 		select {
 		case ep <- struct{}{}:
 		case <-stop.Done():
+			notStarted(ErrStopped)
+			return
+		case <-owner.Done():
+			notStarted(context.Cause(owner))
 			return
 		}
 		defer func() { <-ep }()
 		select {
 		case e.total <- struct{}{}:
 		case <-stop.Done():
+			notStarted(ErrStopped)
+			return
+		case <-owner.Done():
+			notStarted(context.Cause(owner))
 			return
 		}
 		defer func() { <-e.total }()
-		if stop.Err() != nil || ctx.Err() != nil {
-			return // stopped while this job waited: it never starts
+		switch {
+		case stop.Err() != nil || ctx.Err() != nil:
+			notStarted(ErrStopped) // stopped while this job waited: it never starts
+			return
+		case owner.Err() != nil:
+			notStarted(context.Cause(owner))
+			return
 		}
-		ran = true
-		job(ctx)
+		if t.Ready != nil {
+			if err := t.Ready(); err != nil {
+				notStarted(err)
+				return
+			}
+		}
+		jobCtx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		unhook := context.AfterFunc(owner, func() { cancel(context.Cause(owner)) })
+		defer unhook()
+		t.Run(jobCtx)
 	}()
 }
 

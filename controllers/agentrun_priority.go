@@ -1,0 +1,65 @@
+package controllers
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// ownerPriority is the work-queue priority of a run this process owns:
+// results to commit and leases to renew go ahead of runs nobody owns yet
+// (DESIGN.md §8: under load the work queue, not the lease, must give). A
+// busy process then claims new runs only once its own are served.
+const ownerPriority = 100
+
+// ownerWork enqueues the runs whose IO finished (the executor's channel)
+// at ownerPriority.
+func ownerWork() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	return handler.Funcs{
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}
+			if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+				pq.AddWithOpts(priorityqueue.AddOpts{Priority: new(ownerPriority)}, req)
+				return
+			}
+			q.Add(req)
+		},
+	}
+}
+
+// claimWatcher keeps the claims current from the informer itself; it
+// enqueues nothing (the For watch does).
+func (r *AgentRunReconciler) claimWatcher() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	return handler.Funcs{
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if run, ok := e.ObjectNew.(*exagentv1.AgentRun); ok {
+				r.claims.observed(run)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if e.Object != nil {
+				r.claims.gone(types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}, e.Object.GetUID())
+			}
+		},
+	}
+}
+
+// priority is the work-queue priority of the run's next turn: high while
+// this process owns it after the reconcile, the default otherwise.
+func (r *AgentRunReconciler) priority(sc *scope) *int {
+	if c := sc.run.Status.Claim; c != nil && c.Holder == r.Holder && sc.run.Status.Phase == exagentv1.PhaseRunning {
+		return new(ownerPriority)
+	}
+	if r.inbox.tracks(sc.key) {
+		return new(ownerPriority)
+	}
+	return new(0)
+}
