@@ -1,0 +1,346 @@
+package controllers_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/controllers"
+)
+
+// gatedTool makes ts hold each request whose path is in gates until that
+// gate is closed; arrived[path] is closed at the first such request.
+func gatedTool(ts *toolServer, paths ...string) (arrived, release map[string]chan struct{}) {
+	arrived, release = map[string]chan struct{}{}, map[string]chan struct{}{}
+	once := map[string]*sync.Once{}
+	for _, p := range paths {
+		arrived[p], release[p], once[p] = make(chan struct{}), make(chan struct{}), &sync.Once{}
+	}
+	ts.mu.Lock()
+	ts.respond = func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		if gate, ok := release[r.URL.Path]; ok {
+			once[r.URL.Path].Do(func() { close(arrived[r.URL.Path]) })
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"ok":true,"path":%q}`, r.URL.Path)
+	}
+	ts.mu.Unlock()
+	return arrived, release
+}
+
+func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(waitTimeout):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func noUncertain(t *testing.T, run *exagentv1.AgentRun) {
+	t.Helper()
+	for _, c := range run.Status.Calls {
+		if c.State == exagentv1.CallUncertain {
+			t.Errorf("run %s: call %s is Uncertain", run.Name, c.ID)
+		}
+	}
+}
+
+// TestLiveOwnerKeepsLapsedLease: the owner's clock passes its lease while
+// a tool call is in flight and its renewals never ran (the queue was
+// long): when the answer comes back, the owner — alive, still tracking
+// the call — commits it and goes on under the same attempt. Today's code
+// recovered its own run and made the call Uncertain.
+func TestLiveOwnerKeepsLapsedLease(t *testing.T) {
+	h := newHarness(t)
+	ts := newToolServer(t)
+	arrived, release := gatedTool(ts, "/slow")
+	clk := clocktesting.NewFakeClock(time.Now())
+	h.startManager(controllers.Options{Clock: clk})
+	h.createAgent("a", exagentv1.AgentSpec{
+		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
+			callTurn("c1", "slow", map[string]any{"amount": 1}), textTurn("done"),
+		}},
+		Tools:  []exagentv1.ToolSpec{httpTool("slow", ts.url("/slow"))},
+		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
+	})
+	h.createRun("r", "a", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "30s" })
+	waitClosed(t, arrived["/slow"], "the tool request")
+	clk.Step(time.Hour) // far past the lease, with no renewal written
+	close(release["/slow"])
+	done := h.waitPhase("r", exagentv1.PhaseSucceeded)
+	if done.Status.Attempts != 1 {
+		t.Errorf("attempts = %d, want 1: the live owner kept its claim", done.Status.Attempts)
+	}
+	noUncertain(t, done)
+	if got := len(ts.journal()); got != 1 {
+		t.Errorf("effects = %d, want 1", got)
+	}
+}
+
+// TestDeletedRunsQueuedJobNeverStarts: a tool call waiting in the executor
+// for its endpoint (one slot, held by another run) never starts once its
+// run is deleted.
+func TestDeletedRunsQueuedJobNeverStarts(t *testing.T) {
+	h := newHarness(t)
+	ts := newToolServer(t)
+	arrived, release := gatedTool(ts, "/t")
+	m := h.startManager(controllers.Options{PerEndpoint: 1})
+	h.createAgent("a", exagentv1.AgentSpec{
+		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
+			callTurn("c1", "t", map[string]any{"amount": 1}), textTurn("done"),
+		}},
+		Tools:  []exagentv1.ToolSpec{httpTool("t", ts.url("/t"))},
+		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
+	})
+	h.createRun("one", "a", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "1h" })
+	h.createRun("two", "a", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "1h" })
+	waitClosed(t, arrived["/t"], "the first tool request")
+	other := "one"
+	if ts.journal()[0].Run == h.ns+"/one" {
+		other = "two"
+	}
+	h.waitRun(other, "its call begun and queued", func(r *exagentv1.AgentRun) bool {
+		return len(r.Status.Calls) == 1 && r.Status.Calls[0].State == exagentv1.CallStarted
+	})
+	if err := h.c.Delete(t.Context(), &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: other, Namespace: h.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(func() bool { return m.ctrls.Runs.InFlight(other, h.ns) == 0 }) {
+		t.Fatalf("the deleted run's queued job is still counted in flight")
+	}
+	close(release["/t"])
+	kept := "one"
+	if other == "one" {
+		kept = "two"
+	}
+	h.waitPhase(kept, exagentv1.PhaseSucceeded)
+	if got := len(ts.journal()); got != 1 {
+		t.Fatalf("tool requests = %d (%+v), want 1: the deleted run's job must never start", got, ts.journal())
+	}
+}
+
+// TestRecreatedRunGetsNoOldResult: a run deleted while its tool call is in
+// flight and re-created under the same name (same Agent, so the same call
+// id, holder and attempt) never receives the old call's answer.
+func TestRecreatedRunGetsNoOldResult(t *testing.T) {
+	h := newHarness(t)
+	ts := newToolServer(t)
+	oldArrived, oldRelease := make(chan struct{}), make(chan struct{})
+	newArrived, newRelease := make(chan struct{}), make(chan struct{})
+	var n int
+	var mu sync.Mutex
+	ts.respond = func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		mu.Lock()
+		n++
+		i := n
+		mu.Unlock()
+		arrived, gate, body := oldArrived, oldRelease, `{"answer":"old"}`
+		if i > 1 {
+			arrived, gate, body = newArrived, newRelease, `{"answer":"new"}`
+		}
+		close(arrived)
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+		}
+		_, _ = w.Write([]byte(body))
+	}
+	m := h.startManager(controllers.Options{})
+	h.createAgent("a", exagentv1.AgentSpec{
+		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
+			callTurn("c1", "t", map[string]any{"amount": 1}), textTurn("done"),
+		}},
+		Tools:  []exagentv1.ToolSpec{httpTool("t", ts.url("/t"))},
+		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
+	})
+	h.createRun("r", "a", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "1h" })
+	waitClosed(t, oldArrived, "the old run's request")
+	if err := h.c.Delete(t.Context(), &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: h.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(func() bool {
+		err := h.c.Get(t.Context(), types.NamespacedName{Namespace: h.ns, Name: "r"}, &exagentv1.AgentRun{})
+		return apierrors.IsNotFound(err)
+	}) {
+		t.Fatal("the run was not deleted")
+	}
+	h.createRun("r", "a", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "1h" })
+	waitClosed(t, newArrived, "the new run's request")
+	close(oldRelease) // the old call answers while the new one is in flight
+	if !eventually(func() bool { return m.ctrls.Runs.InFlight("r", h.ns) == 1 }) {
+		t.Fatal("the old call's job did not end")
+	}
+	close(newRelease)
+	done := h.waitPhase("r", exagentv1.PhaseSucceeded)
+	if c := done.Status.Calls[0]; c.Outcome == nil || !strings.Contains(c.Outcome.Result, "new") {
+		t.Fatalf("the re-created run's call outcome = %+v, want the new answer", c.Outcome)
+	}
+	if historyContains(done, "old") {
+		t.Fatalf("the re-created run's transcript holds the old run's answer: %+v", done.Status.History)
+	}
+}
+
+// TestReleaserKeepsOutcomes: at a stop, one call of a batch answers during
+// the drain and its sibling never does. The run cannot be handed back,
+// but the answered outcome is committed all the same: after the lease
+// only the unanswered call is Uncertain, and nothing is sent twice.
+func TestReleaserKeepsOutcomes(t *testing.T) {
+	h := newHarness(t)
+	ts := newToolServer(t)
+	arrived, release := gatedTool(ts, "/fast", "/slow")
+	t.Cleanup(func() { close(release["/slow"]) })
+	h.createAgent("a", exagentv1.AgentSpec{
+		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
+			{ToolCalls: []exagentv1.ScriptToolCall{
+				{ID: "f", Name: "fast", Arguments: raw(map[string]any{"amount": 1})},
+				{ID: "s", Name: "slow", Arguments: raw(map[string]any{"amount": 2})},
+			}},
+			textTurn("done"),
+		}},
+		Tools:  []exagentv1.ToolSpec{httpTool("fast", ts.url("/fast")), httpTool("slow", ts.url("/slow"))},
+		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
+	})
+	first := h.startManagerNoCleanup(controllers.Options{ReleaseOnStop: true, DrainTimeout: 3 * time.Second})
+	h.createRun("r", "a", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "10s" })
+	waitClosed(t, arrived["/fast"], "the fast request")
+	waitClosed(t, arrived["/slow"], "the slow request")
+	first.cancel()
+	close(release["/fast"]) // answers during the drain; /slow never does
+	<-first.done
+
+	stopped := h.waitRun("r", "the stop's commit", func(r *exagentv1.AgentRun) bool { return true })
+	states := map[string]exagentv1.CallState{}
+	for _, c := range stopped.Status.Calls {
+		states[c.ID] = c.State
+	}
+	if states["f"] != exagentv1.CallSucceeded || states["s"] != exagentv1.CallStarted {
+		t.Fatalf("calls after the stop = %v, want f Succeeded (committed by the releaser) and s Started", states)
+	}
+	h.startManager(controllers.Options{})
+	un := h.waitPhase("r", exagentv1.PhaseUncertain)
+	for _, c := range un.Status.Calls {
+		if want := map[string]exagentv1.CallState{"f": exagentv1.CallSucceeded, "s": exagentv1.CallUncertain}[c.ID]; c.State != want {
+			t.Errorf("call %s = %s, want %s", c.ID, c.State, want)
+		}
+	}
+	if got := len(ts.journal()); got != 2 {
+		t.Errorf("tool requests = %d, want 2 (nothing re-sent)", got)
+	}
+}
+
+// TestAgentDeletedWhileCallInFlight: the Agent disappears while a call is
+// in flight: its result is still committed, the run is handed back to
+// wait for its Agent (no new IO), and it finishes once the Agent returns,
+// with one effect.
+func TestAgentDeletedWhileCallInFlight(t *testing.T) {
+	h := newHarness(t)
+	ts := newToolServer(t)
+	arrived, release := gatedTool(ts, "/t")
+	h.startManager(controllers.Options{})
+	spec := exagentv1.AgentSpec{
+		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
+			callTurn("c1", "t", map[string]any{"amount": 1}), textTurn("done"),
+		}},
+		Tools:  []exagentv1.ToolSpec{httpTool("t", ts.url("/t"))},
+		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
+	}
+	h.createAgent("a", spec)
+	h.createRun("r", "a", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "1h" })
+	waitClosed(t, arrived["/t"], "the tool request")
+	if err := h.c.Delete(t.Context(), &exagentv1.Agent{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: h.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitRun("r", "Ready=False AgentNotFound", readyReason(exagentv1.ReasonAgentNotFound))
+	close(release["/t"])
+	waiting := h.waitRun("r", "the outcome committed and the run handed back", func(r *exagentv1.AgentRun) bool {
+		return r.Status.Phase == exagentv1.PhaseQueued && r.Status.Claim == nil &&
+			len(r.Status.Calls) == 1 && r.Status.Calls[0].State == exagentv1.CallSucceeded
+	})
+	if waiting.Status.Attempts != 1 {
+		t.Errorf("attempts = %d, want 1", waiting.Status.Attempts)
+	}
+	h.createAgent("a", spec)
+	done := h.waitPhase("r", exagentv1.PhaseSucceeded)
+	noUncertain(t, done)
+	if got := len(ts.journal()); got != 1 {
+		t.Errorf("effects = %d, want 1", got)
+	}
+}
+
+// TestDeadlineWithoutUsableAgent: a run whose Agent cannot run (a tool kind
+// this version does not support, or no Agent at all) still meets its deadline.
+func TestDeadlineWithoutUsableAgent(t *testing.T) {
+	h := newHarness(t)
+	h.startManager(controllers.Options{})
+	h.createAgent("mcp", exagentv1.AgentSpec{
+		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{textTurn("done")}},
+		Tools: []exagentv1.ToolSpec{{Name: "m", Description: "an mcp tool",
+			Parameters: raw(map[string]any{"type": "object"}),
+			MCP:        &exagentv1.MCPTool{URL: "http://127.0.0.1:1/mcp"}}},
+	})
+	deadline := metav1.NewTime(time.Now().Add(3 * time.Second))
+	h.createRun("unsupported", "mcp", func(r *exagentv1.AgentRunSpec) { r.Deadline = &deadline })
+	h.createRun("missing", "nobody", func(r *exagentv1.AgentRunSpec) { r.Deadline = &deadline })
+	for _, name := range []string{"unsupported", "missing"} {
+		run := h.waitPhase(name, exagentv1.PhaseExpired)
+		if run.Status.Reason != exagentv1.ReasonDeadlineExceeded {
+			t.Errorf("run %s: reason %s, want %s", name, run.Status.Reason, exagentv1.ReasonDeadlineExceeded)
+		}
+	}
+}
+
+// TestLoadNeverUncertain: many runs at once on one manager, every one
+// through several tool turns, with leases short next to the queue: load
+// alone ends every run Succeeded, none Uncertain, none re-claimed.
+// (make chaos runs the full-size version.)
+func TestLoadNeverUncertain(t *testing.T) {
+	const runs, turns = 120, 4
+	h := newHarness(t)
+	ts := newToolServer(t)
+	script := make([]exagentv1.ScriptTurn, 0, turns+1)
+	for i := range turns {
+		script = append(script, callTurn(fmt.Sprintf("c%d", i), "t", map[string]any{"amount": i}))
+	}
+	script = append(script, textTurn("done"))
+	h.createAgent("a", exagentv1.AgentSpec{
+		Model:  exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: script},
+		Tools:  []exagentv1.ToolSpec{httpTool("t", ts.url("/t"))},
+		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
+	})
+	h.startManager(controllers.Options{MaxInFlight: 512, PerEndpoint: 256})
+	for i := range runs {
+		h.createRun(fmt.Sprintf("r%03d", i), "a", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "5s" })
+	}
+	for i := range runs {
+		name := fmt.Sprintf("r%03d", i)
+		run := h.waitRun(name, "an end", func(r *exagentv1.AgentRun) bool {
+			return r.Status.Phase.IsTerminal() || r.Status.Phase == exagentv1.PhaseUncertain
+		})
+		if run.Status.Phase != exagentv1.PhaseSucceeded {
+			t.Errorf("run %s ended %s (%s: %s)", name, run.Status.Phase, run.Status.Reason, run.Status.Message)
+			continue
+		}
+		noUncertain(t, run)
+		if run.Status.Attempts != 1 {
+			t.Errorf("run %s: attempts = %d, want 1", name, run.Status.Attempts)
+		}
+	}
+	if got, want := len(ts.journal()), runs*turns; got != want {
+		t.Errorf("effects = %d, want %d", got, want)
+	}
+}
