@@ -10,8 +10,10 @@ import (
 )
 
 // TestCancelWhileRunning cancels a run while its tool call is in flight:
-// the claim is revoked, the call is journaled Uncertain (its effect may
-// happen), and the late result of the revoked attempt is never confirmed.
+// the claim is revoked and the run stops at once (no further model
+// request); the call is journaled Uncertain (its effect may happen), and
+// when it finishes its outcome is journaled in the Cancelled run — for
+// the record: nothing runs again.
 func TestCancelWhileRunning(t *testing.T) {
 	h := newHarness(t)
 	ts := newToolServer(t)
@@ -40,15 +42,19 @@ func TestCancelWhileRunning(t *testing.T) {
 	if d := h.waitDecision("busy-stop"); d.Status.Phase != exagentv1.DecisionApplied {
 		t.Fatalf("cancel = %s: %s", d.Status.Phase, d.Status.Message)
 	}
+	cancelled := h.waitPhase("busy", exagentv1.PhaseCancelled)
+	if c := cancelled.Status.Calls[0]; c.State != exagentv1.CallUncertain || c.Outcome != nil {
+		t.Errorf("call at the cancel = %s %+v, want Uncertain with no outcome", c.State, c.Outcome)
+	}
 	free()
-	// The late result reaches the old owner's inbox; once it has been
-	// handled (nothing in flight), the run must still be as Cancel left it.
-	h.waitRun("busy", "the late result handled", func(*exagentv1.AgentRun) bool {
-		return m.ctrls.Runs.InFlight("busy", h.ns) == 0
+	run := h.waitRun("busy", "the late outcome journaled", func(r *exagentv1.AgentRun) bool {
+		return m.ctrls.Runs.InFlight("busy", h.ns) == 0 && r.Status.Calls[0].State == exagentv1.CallSucceeded
 	})
-	run := h.waitPhase("busy", exagentv1.PhaseCancelled)
-	if c := run.Status.Calls[0]; c.State != exagentv1.CallUncertain || c.Outcome != nil {
-		t.Errorf("call = %s %+v, want Uncertain with no outcome", c.State, c.Outcome)
+	if run.Status.Phase != exagentv1.PhaseCancelled || run.Status.Calls[0].Outcome == nil {
+		t.Errorf("phase %s, call outcome %+v: want the outcome journaled in the Cancelled run", run.Status.Phase, run.Status.Calls[0].Outcome)
+	}
+	if got := len(ts.journal()); got != 1 {
+		t.Errorf("effects = %d, want 1", got)
 	}
 	if run.Status.Claim != nil || run.Status.Ledger.Requests != 1 {
 		t.Errorf("claim %+v, requests %d; want no claim and no further model request", run.Status.Claim, run.Status.Ledger.Requests)
