@@ -1,8 +1,12 @@
 package controllers_test
 
 import (
+	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +15,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
@@ -304,43 +310,120 @@ func TestDeadlineWithoutUsableAgent(t *testing.T) {
 	}
 }
 
-// TestLoadNeverUncertain: many runs at once on one manager, every one
-// through several tool turns, with leases short next to the queue: load
+// Sizes of TestLoadNeverUncertain: make test runs the small default;
+// make chaos runs 1,000 runs with a model answering in 1s.
+var (
+	loadRuns       = flag.Int("load.runs", 120, "TestLoadNeverUncertain: runs started at once")
+	loadModelDelay = flag.Duration("load.model-delay", 0, "TestLoadNeverUncertain: how long the OpenAI-compatible model takes to answer (0: the Scripted model)")
+)
+
+// loadTurns is how many model turns each run of the load test takes: four
+// that call the tool, then the answer.
+const loadTurns = 5
+
+// slowModel is an OpenAI-compatible endpoint that answers after delay:
+// a tool call while the run has had fewer than loadTurns-1 tool results,
+// then the final text.
+func slowModel(t *testing.T, delay time.Duration) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Role string `json:"role"`
+			} `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+		tools := 0
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				tools++
+			}
+		}
+		msg, finish := map[string]any{"role": "assistant", "content": "done"}, "stop"
+		if tools < loadTurns-1 {
+			msg, finish = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+				"id": fmt.Sprintf("c%d", tools), "type": "function",
+				"function": map[string]any{"name": "t", "arguments": fmt.Sprintf(`{"amount":%d}`, tools)},
+			}}}, "tool_calls"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-load", "object": "chat.completion", "created": 1700000000, "model": "load",
+			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+			"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+		})
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestLoadNeverUncertain: many runs at once on one manager, each through
+// several model and tool turns, with leases short next to the queue: load
 // alone ends every run Succeeded, none Uncertain, none re-claimed.
-// (make chaos runs the full-size version.)
 func TestLoadNeverUncertain(t *testing.T) {
-	const runs, turns = 120, 4
+	runs := *loadRuns
 	h := newHarness(t)
 	ts := newToolServer(t)
-	script := make([]exagentv1.ScriptTurn, 0, turns+1)
-	for i := range turns {
-		script = append(script, callTurn(fmt.Sprintf("c%d", i), "t", map[string]any{"amount": i}))
+	modelSpec := exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted}
+	for i := range loadTurns - 1 {
+		modelSpec.Script = append(modelSpec.Script, callTurn(fmt.Sprintf("c%d", i), "t", map[string]any{"amount": i}))
 	}
-	script = append(script, textTurn("done"))
+	modelSpec.Script = append(modelSpec.Script, textTurn("done"))
+	if *loadModelDelay > 0 {
+		modelSpec = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI, Name: "load",
+			BaseURL: slowModel(t, *loadModelDelay).URL + "/v1"}
+	}
 	h.createAgent("a", exagentv1.AgentSpec{
-		Model:  exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: script},
+		Model:  modelSpec,
 		Tools:  []exagentv1.ToolSpec{httpTool("t", ts.url("/t"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
-	h.startManager(controllers.Options{MaxInFlight: 512, PerEndpoint: 256})
+	m := h.startManager(controllers.Options{MaxInFlight: 2 * runs, PerEndpoint: 2 * runs})
+	start := time.Now()
 	for i := range runs {
-		h.createRun(fmt.Sprintf("r%03d", i), "a", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "5s" })
+		h.createRun(fmt.Sprintf("r%04d", i), "a", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "5s" })
 	}
-	for i := range runs {
-		name := fmt.Sprintf("r%03d", i)
-		run := h.waitRun(name, "an end", func(r *exagentv1.AgentRun) bool {
-			return r.Status.Phase.IsTerminal() || r.Status.Phase == exagentv1.PhaseUncertain
-		})
+	var list exagentv1.AgentRunList
+	ended := func() bool {
+		if err := h.c.List(t.Context(), &list, client.InNamespace(h.ns)); err != nil {
+			return false
+		}
+		for _, r := range list.Items {
+			if !r.Status.Phase.IsTerminal() && r.Status.Phase != exagentv1.PhaseUncertain {
+				return false
+			}
+		}
+		return len(list.Items) == runs
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, waitTimeout+time.Duration(runs)*time.Second, true,
+		func(context.Context) (bool, error) { return ended(), nil }); err != nil {
+		t.Fatalf("not every run ended: %v", err)
+	}
+	elapsed := time.Since(start)
+	uncertain, reclaimed := 0, 0
+	for i := range list.Items {
+		run := &list.Items[i]
 		if run.Status.Phase != exagentv1.PhaseSucceeded {
-			t.Errorf("run %s ended %s (%s: %s)", name, run.Status.Phase, run.Status.Reason, run.Status.Message)
+			uncertain++
+			t.Errorf("run %s ended %s (%s: %s)", run.Name, run.Status.Phase, run.Status.Reason, run.Status.Message)
 			continue
 		}
 		noUncertain(t, run)
 		if run.Status.Attempts != 1 {
-			t.Errorf("run %s: attempts = %d, want 1", name, run.Status.Attempts)
+			reclaimed++
+			t.Errorf("run %s: attempts = %d, want 1", run.Name, run.Status.Attempts)
 		}
 	}
-	if got, want := len(ts.journal()), runs*turns; got != want {
+	if got, want := len(ts.journal()), runs*(loadTurns-1); got != want {
 		t.Errorf("effects = %d, want %d", got, want)
 	}
+	t.Logf("load: %d runs × %d turns (model delay %s) in %s: %d not Succeeded, %d re-claimed, %d status writes",
+		runs, loadTurns, *loadModelDelay, elapsed.Round(time.Millisecond), uncertain, reclaimed, m.ctrls.Store.Writes())
 }
