@@ -29,8 +29,11 @@ const (
 	maxProblems = 8
 	// maxProblemText bounds one problem's message.
 	maxProblemText = 256
-	// maxCompiled bounds the memo of compiled schemas.
-	maxCompiled = 1024
+	// maxCompiled and maxCompiledBytes bound the memo of compiled schemas
+	// (by count, and by the schemas' size: a compiled schema takes some
+	// multiple of its text).
+	maxCompiled      = 1024
+	maxCompiledBytes = 8 << 20
 )
 
 // schemaURL is where a parameters schema is placed for the compiler. A
@@ -108,7 +111,8 @@ var errRemoteRef = errors.New("refused")
 // it starts over.
 var compiled = struct {
 	sync.Mutex
-	m map[string]*ArgSchema
+	m     map[string]*ArgSchema
+	bytes int
 }{m: map[string]*ArgSchema{}}
 
 // CompileArgSchema compiles raw, a tool's parameters, validating it
@@ -128,11 +132,17 @@ func CompileArgSchema(raw []byte) (*ArgSchema, error) {
 	if err != nil {
 		return nil, err
 	}
-	compiled.Lock()
-	if len(compiled.m) >= maxCompiled {
-		compiled.m = map[string]*ArgSchema{}
+	if len(raw) > maxCompiledBytes/8 {
+		return s, nil // too large to keep; compiled again next time
 	}
-	compiled.m[key] = s
+	compiled.Lock()
+	if len(compiled.m) >= maxCompiled || compiled.bytes+len(raw) > maxCompiledBytes {
+		compiled.m, compiled.bytes = map[string]*ArgSchema{}, 0
+	}
+	if compiled.m[key] == nil {
+		compiled.m[key] = s
+		compiled.bytes += len(raw)
+	}
 	compiled.Unlock()
 	return s, nil
 }

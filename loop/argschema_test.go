@@ -2,6 +2,7 @@ package loop
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,5 +206,37 @@ func BenchmarkNewEnvSchemas(b *testing.B) {
 		if _, err := NewEnv(EnvInput{RunUID: "u", Agent: a, Run: MakeRun().Obj()}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Compiled schemas are shared between Envs (CompileArgSchema memoizes):
+// validating from many goroutines at once must be safe (run with -race).
+func TestArgSchemaShared(t *testing.T) {
+	raw := []byte(`{"type":"object","properties":{"n":{"type":"integer","maximum":10}}}`)
+	a, err := CompileArgSchema(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := CompileArgSchema(raw); b != a {
+		t.Errorf("the same schema compiled twice")
+	}
+	done := make(chan error)
+	for i := range 8 {
+		go func() {
+			s, err := CompileArgSchema(raw)
+			if err == nil {
+				err = s.Validate(fmt.Sprintf(`{"n":%d}`, i*3))
+			}
+			done <- err
+		}()
+	}
+	invalid := 0
+	for range 8 {
+		if err := <-done; err != nil {
+			invalid++
+		}
+	}
+	if invalid != 4 { // n = 12, 15, 18, 21
+		t.Errorf("%d invalid, want 4", invalid)
 	}
 }
