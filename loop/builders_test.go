@@ -38,6 +38,22 @@ func (w *AgentWrapper) HTTPTool(name string, idempotent bool) *AgentWrapper {
 	return w
 }
 
+// BuiltinTool adds a builtin tool with an object schema.
+func (w *AgentWrapper) BuiltinTool(name string, op exagentv1.BuiltinOperation, kinds ...string) *AgentWrapper {
+	w.Tools = append(w.Tools, exagentv1.ToolSpec{
+		Name: name, Description: name + " tool",
+		Parameters: &runtime.RawExtension{Raw: []byte(`{"type":"object"}`)},
+		Builtin:    &exagentv1.BuiltinTool{Operation: op, Kinds: kinds},
+	})
+	return w
+}
+
+// EditTool changes a tool in place (its effect configuration, say).
+func (w *AgentWrapper) EditTool(name string, edit func(*exagentv1.ToolSpec)) *AgentWrapper {
+	edit(w.Tool(name))
+	return w
+}
+
 // Schema replaces a tool's parameters.
 func (w *AgentWrapper) Schema(name, schema string) *AgentWrapper {
 	w.Tool(name).Parameters = &runtime.RawExtension{Raw: []byte(schema)}

@@ -20,7 +20,9 @@
 //	claim.go      Start, Claim, Renew, Checkpoint, Release
 //	step.go       the driver: the next action and its intent
 //	model.go      model outcomes: RecordModelResponse, RecordModelFailure
-//	effect.go     tool intents and outcomes: BeginEffect (re-checks policy and schema), RecordOutcome
+//	effect.go     tool intents and outcomes: BeginEffect (re-checks args, policy and binding), RecordOutcome
+//	argschema.go  tool arguments validated against the parameters JSON Schema (no loader IO)
+//	toolbinding.go what a tool's calls do (URL, idempotency, kinds, …), bound by approvals
 //	pause.go      Pause: approvals bound to payload hash and revision
 //	decide.go     Decide: Approve, Deny, Cancel, Resolve, idempotent by operationID
 //	end.go        Finish, Fail
@@ -34,7 +36,10 @@
 //
 // Readings of the design the code commits to (each is documented where it
 // is implemented):
-//   - A changed payload hash (schema, policy or definition fingerprint) means
+//   - Arguments that do not match the tool's parameters schema are a failed
+//     call the model sees, decided before policy: never run, never asked.
+//   - A changed payload hash (schema, effect configuration, policy or
+//     definition fingerprint) means
 //     an approval no longer covers the call: at begin-effect the call goes
 //     back to Pending and the run pauses again at a new revision. A current
 //     Deny refuses it; a looser current policy does not let it run unasked.

@@ -11,8 +11,10 @@ import (
 
 // admitProposed applies the current policy to the Proposed calls of the
 // step: Allow → Allowed, Ask → Pending, Deny → Refused (the model is told).
-// A tool the current Agent does not have is a failed call the model sees,
-// not a crash.
+// A tool the current Agent does not have, or arguments its parameters
+// schema rejects, is a failed call the model sees, not a crash: it is
+// checked before policy, so even an Allow never lets it run, and no human
+// is asked to approve a call that could not be made.
 func admitProposed(st *Status, env *Env) {
 	for _, i := range stepCalls(st) {
 		c := &st.Calls[i]
@@ -21,6 +23,10 @@ func admitProposed(st *Status, env *Env) {
 		}
 		if env.tool(c.Tool) == nil {
 			failUnknownTool(c, env)
+			continue
+		}
+		if err := env.checkArgs(c.Tool, c.Args); err != nil {
+			failInvalidArgs(c, err)
 			continue
 		}
 		action, rule := env.policy.Evaluate(c.Tool, json.RawMessage(c.Args))
@@ -46,6 +52,16 @@ func failUnknownTool(c *exagentv1.ToolCall, env *Env) {
 		ReasonUnknownTool, c.Tool, strings.Join(names, ", ")), maxContent)}
 }
 
+// failInvalidArgs ends a call whose arguments do not match its tool's
+// schema, with the validator's findings (field path and what is wrong,
+// bounded) so the model can correct the call. It never runs.
+func failInvalidArgs(c *exagentv1.ToolCall, err error) {
+	c.State = exagentv1.CallFailed
+	c.Outcome = &exagentv1.CallOutcome{Result: bound(fmt.Sprintf(
+		"%s: the arguments do not match the parameters schema of tool %q: %v. The call was not run.",
+		ReasonInvalidArgs, c.Tool, err), maxContent)}
+}
+
 func refuse(c *exagentv1.ToolCall, rule string) {
 	if rule == "" {
 		rule = "default"
@@ -58,8 +74,11 @@ func refuse(c *exagentv1.ToolCall, rule string) {
 // intent before IO). Each call is first re-evaluated against the *current*
 // policy and tool schema:
 //
+//   - the args no longer match the current schema → a failed call the
+//     model sees (checked first: no approval or policy makes it valid);
 //   - policy Deny now → Refused (a stricter current policy wins);
-//   - the payload hash changed (schema, policy or definition fingerprint) for
+//   - the payload hash changed (schema, effect configuration such as an
+//     http URL or a builtin's kinds, policy or definition fingerprint) for
 //     a call a human approved → Pending again: the old approval does not
 //     cover the new payload, and a looser policy grants nothing retroactively;
 //   - policy Ask and no approval covers the current payload → Pending;
@@ -137,6 +156,10 @@ func beginEffect(st *Status, env *Env, f Fence, callIDs []string, now time.Time)
 func recheck(st *Status, env *Env, c *exagentv1.ToolCall) bool {
 	if env.tool(c.Tool) == nil {
 		failUnknownTool(c, env)
+		return false
+	}
+	if err := env.checkArgs(c.Tool, c.Args); err != nil {
+		failInvalidArgs(c, err)
 		return false
 	}
 	cur, err := env.payloadHash(c.Tool, c.Args)

@@ -48,8 +48,26 @@ func TestBeginEffectRecheck(t *testing.T) {
 		"looser policy grants nothing retroactively": {env: mustEnv(t, base().Default(exagentv1.PolicyAllow).Obj(), MakeRun().Obj()),
 			wantState: exagentv1.CallPending, wantNewHash: true},
 		"changed schema: the old approval does not cover it": {env: mustEnv(t, base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").
-			Schema("pay", `{"type":"object","required":["amount","currency"]}`).Obj(), MakeRun().Obj()),
+			Schema("pay", `{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}`).Obj(), MakeRun().Obj()),
 			wantState: exagentv1.CallPending, wantNewHash: true},
+		"schema now rejects the args: failed, never run": {env: mustEnv(t, base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").
+			Schema("pay", `{"type":"object","properties":{"amount":{"maximum":10}},"required":["amount","currency"]}`).Obj(), MakeRun().Obj()),
+			wantState: exagentv1.CallFailed, wantResult: "InvalidArguments: the arguments do not match the parameters schema of tool \"pay\": " +
+				"at the top level: missing property 'currency'; at /amount: maximum: got 42, want 10. The call was not run."},
+		"changed url: the old approval does not cover it": {env: mustEnv(t, base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").
+			EditTool("pay", func(t *exagentv1.ToolSpec) { t.HTTP.URL = "http://127.0.0.1/pay-prod" }).Obj(), MakeRun().Obj()),
+			wantState: exagentv1.CallPending, wantNewHash: true},
+		"now idempotent: the old approval does not cover it": {env: mustEnv(t, base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").
+			EditTool("pay", func(t *exagentv1.ToolSpec) { t.HTTP.Idempotent = true }).Obj(), MakeRun().Obj()),
+			wantState: exagentv1.CallPending, wantNewHash: true},
+		"changed header secret: the old approval does not cover it": {env: mustEnv(t, base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").
+			EditTool("pay", func(t *exagentv1.ToolSpec) {
+				t.HTTP.Headers = []exagentv1.SecretHeader{{Name: "Authorization", ValueFrom: exagentv1.SecretKeySelector{Name: "prod", Key: "token"}}}
+			}).Obj(), MakeRun().Obj()),
+			wantState: exagentv1.CallPending, wantNewHash: true},
+		"changed timeout is not what the call does": {env: mustEnv(t, base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").
+			EditTool("pay", func(t *exagentv1.ToolSpec) { t.HTTP.Timeout = "5s" }).Obj(), MakeRun().Obj()),
+			wantState: exagentv1.CallStarted},
 		"tool gone": {env: mustEnv(t, MakeAgent().HTTPTool("search", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(), MakeRun().Obj()),
 			wantState: exagentv1.CallFailed, wantResult: "UnknownTool"},
 	}
@@ -88,24 +106,37 @@ func TestBeginEffectRecheck(t *testing.T) {
 // A call re-asked at begin-effect pauses again with a new revision and an
 // approval bound to the new payload; the old approval cannot approve it.
 func TestRecheckPausesAgain(t *testing.T) {
-	looser := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Default(exagentv1.PolicyAllow).Obj(), MakeRun().Obj())
-	s := resumed(t)
-	old := s.Approvals[0]
-	got, act, err := Step(s, looser, f2, t0.Add(time.Second))
-	if err != nil {
-		t.Fatal(err)
+	cases := map[string]*AgentWrapper{
+		"looser policy": MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Default(exagentv1.PolicyAllow),
+		"the tool's URL changed while the run waited": MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).
+			Rule("search-ok", exagentv1.PolicyAllow, "", "search").
+			EditTool("pay", func(t *exagentv1.ToolSpec) { t.HTTP.URL = "http://127.0.0.1/pay-prod" }),
 	}
-	if act.Kind != ActPause || got.Revision != 2 || len(act.Approvals) != 1 || act.Approvals[0].ID != "p1-r2" ||
-		act.Approvals[0].PayloadHash == old.PayloadHash {
-		t.Fatalf("action %+v revision %d", act, got.Revision)
-	}
-	stale := DecisionCmd{OperationID: "op-old", Decision: exagentv1.DecisionApprove, ApprovalID: old.ID,
-		PayloadHash: old.PayloadHash, Revision: old.Revision, Actor: actor("alice")}
-	if _, _, err := Decide(got, looser, stale, t0); !IsKind(err, KindConflict) {
-		t.Errorf("old approval reused: %v", err)
-	}
-	if _, _, err := Decide(got, looser, approveCmd(t, got, "p1", "op-new", "alice"), t0); err != nil {
-		t.Errorf("fresh approval: %v", err)
+	for name, agent := range cases {
+		t.Run(name, func(t *testing.T) {
+			env := mustEnv(t, agent.Obj(), MakeRun().Obj())
+			s := resumed(t)
+			old := s.Approvals[0]
+			got, act, err := Step(s, env, f2, t0.Add(time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if act.Kind != ActPause || got.Revision != 2 || len(act.Approvals) != 1 || act.Approvals[0].ID != "p1-r2" ||
+				act.Approvals[0].PayloadHash == old.PayloadHash {
+				t.Fatalf("action %+v revision %d", act, got.Revision)
+			}
+			if c := got.Calls[1]; c.State != exagentv1.CallPending || c.IdempotencyKey != "" || got.Ledger.ToolCalls != 1 {
+				t.Fatalf("p1 = %s key %q, ledger.toolCalls %d: it must not have started", c.State, c.IdempotencyKey, got.Ledger.ToolCalls)
+			}
+			stale := DecisionCmd{OperationID: "op-old", Decision: exagentv1.DecisionApprove, ApprovalID: old.ID,
+				PayloadHash: old.PayloadHash, Revision: old.Revision, Actor: actor("alice")}
+			if _, _, err := Decide(got, env, stale, t0); !IsKind(err, KindConflict) {
+				t.Errorf("old approval reused: %v", err)
+			}
+			if _, _, err := Decide(got, env, approveCmd(t, got, "p1", "op-new", "alice"), t0); err != nil {
+				t.Errorf("fresh approval: %v", err)
+			}
+		})
 	}
 }
 

@@ -38,7 +38,11 @@ type Env struct {
 	policy  *Policy
 	binding exagentv1.Binding
 	tools   []ToolDef
-	schemas map[string]string
+	// toolHashes holds each tool's fingerprint (schema and effect), the
+	// part of a payload hash that says what the call does.
+	toolHashes map[string]string
+	// argSchemas holds each tool's compiled parameters schema.
+	argSchemas map[string]*ArgSchema
 
 	approvalTimeout time.Duration
 	approvalNever   bool
@@ -58,7 +62,7 @@ func NewEnv(in EnvInput) (*Env, error) {
 	if in.Agent == nil || in.Run == nil {
 		return nil, fmt.Errorf("env: agent and run specs are required")
 	}
-	e := &Env{in: in, schemas: map[string]string{}, budget: in.SizeBudget}
+	e := &Env{in: in, toolHashes: map[string]string{}, argSchemas: map[string]*ArgSchema{}, budget: in.SizeBudget}
 	e.in.Agent = in.Agent.DeepCopy()
 	e.in.Run = in.Run.DeepCopy()
 	e.in.Ancestry = append([]string(nil), in.Ancestry...)
@@ -144,11 +148,16 @@ func (e *Env) fingerprint() error {
 		if err != nil {
 			return fmt.Errorf("tools[%d] %q parameters: %w", i, t.Name, err)
 		}
-		h, err := hashOf(map[string]any{"name": t.Name, "parameters": json.RawMessage(canon)})
+		// Compiled here, once per Env, so that a schema the validator cannot
+		// use is an invalid Agent before any call, not a surprise at one.
+		if e.argSchemas[t.Name], err = CompileArgSchema(canon); err != nil {
+			return fmt.Errorf("tools[%d] %q parameters: %w", i, t.Name, err)
+		}
+		h, err := hashOf(map[string]any{"name": t.Name, "parameters": json.RawMessage(canon), "effect": effectOf(t)})
 		if err != nil {
 			return fmt.Errorf("tools[%d] %q: %w", i, t.Name, err)
 		}
-		e.schemas[t.Name] = h
+		e.toolHashes[t.Name] = h
 		b.Tools = append(b.Tools, exagentv1.ToolFingerprint{Name: t.Name, Hash: h})
 		e.tools = append(e.tools, ToolDef{Name: t.Name, Description: t.Description, Parameters: canon})
 	}
@@ -219,23 +228,25 @@ func (e *Env) onDeny() exagentv1.OnDeny { return e.in.Agent.Policy.OnDenyAction(
 // idempotencyKey is stable per call: the same key on every (re-)send.
 func (e *Env) idempotencyKey(callID string) string { return e.in.RunUID + "/" + callID }
 
-// payloadHash binds what an approval covers: the tool's current schema
-// fingerprint, the effective (canonical) args, the definition and policy
-// fingerprints, and the run's ancestry. Any change to one of them means an
-// approval given for the old hash no longer covers the call.
+// payloadHash binds what an approval covers: the tool's current
+// fingerprint (its schema and its effect configuration — URL, idempotency,
+// builtin operation and kinds, …, see toolEffect), the effective
+// (canonical) args, the definition and policy fingerprints, and the run's
+// ancestry. Any change to one of them means an approval given for the old
+// hash no longer covers the call.
 func (e *Env) payloadHash(tool string, canonicalArgs string) (string, error) {
 	args := json.RawMessage(canonicalArgs)
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
 	return hashOf(map[string]any{
-		"tool":       tool,
-		"schema":     e.schemas[tool],
-		"args":       args,
-		"definition": e.binding.Definition,
-		"policy":     e.binding.Policy,
-		"run":        e.in.RunUID,
-		"ancestry":   append([]string{}, e.in.Ancestry...),
+		"tool":            tool,
+		"toolFingerprint": e.toolHashes[tool],
+		"args":            args,
+		"definition":      e.binding.Definition,
+		"policy":          e.binding.Policy,
+		"run":             e.in.RunUID,
+		"ancestry":        append([]string{}, e.in.Ancestry...),
 	})
 }
 

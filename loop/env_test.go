@@ -92,24 +92,40 @@ func TestEnvFingerprints(t *testing.T) {
 	base := MakeAgent().HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search")
 	fp := func(a *exagentv1.AgentSpec) exagentv1.Binding { return mustEnv(t, a, MakeRun().Obj()).Binding() }
 	ref := fp(base.Obj())
+	edit := func(f func(*exagentv1.ToolSpec)) *exagentv1.AgentSpec {
+		a := base.Obj()
+		f(&a.Tools[0])
+		return a
+	}
+	header := func(secret string) func(*exagentv1.ToolSpec) {
+		return func(t *exagentv1.ToolSpec) {
+			t.HTTP.Headers = []exagentv1.SecretHeader{{Name: "Authorization", ValueFrom: exagentv1.SecretKeySelector{Name: secret, Key: "token"}}}
+		}
+	}
 	cases := map[string]struct {
-		agent                                   *exagentv1.AgentSpec
-		sameDef, sameModel, samePolicy, sameSch bool
+		agent                                    *exagentv1.AgentSpec
+		sameDef, sameModel, samePolicy, sameTool bool
 	}{
-		"identical":           {agent: base.Obj(), sameDef: true, sameModel: true, samePolicy: true, sameSch: true},
-		"instructions":        {agent: MakeAgent().Instructions("other").HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameModel: true, samePolicy: true, sameSch: true},
-		"model name":          {agent: MakeAgent().ModelName("m2").HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameDef: true, samePolicy: true, sameSch: true},
-		"policy":              {agent: MakeAgent().HTTPTool("search", false).Rule("r", exagentv1.PolicyAsk, "", "search").Obj(), sameDef: true, sameModel: true, sameSch: true},
-		"explicit defaults":   {agent: MakeAgent().HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search").Default(exagentv1.PolicyAsk).OnDeny(exagentv1.OnDenyStop).Obj(), sameDef: true, sameModel: true, samePolicy: true, sameSch: true},
-		"schema":              {agent: MakeAgent().HTTPTool("search", false).Schema("search", `{"type":"object","required":["q"]}`).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameDef: true, sameModel: true, samePolicy: true},
-		"schema whitespace":   {agent: MakeAgent().HTTPTool("search", false).Schema("search", `{ "type" : "object" }`).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameDef: true, sameModel: true, samePolicy: true, sameSch: true},
-		"endpoint is not def": {agent: func() *exagentv1.AgentSpec { a := base.Obj(); a.Tools[0].HTTP.URL = "http://elsewhere"; return a }(), sameDef: true, sameModel: true, samePolicy: true, sameSch: true},
-		"tool added":          {agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameModel: true, samePolicy: true, sameSch: true},
+		"identical":         {agent: base.Obj(), sameDef: true, sameModel: true, samePolicy: true, sameTool: true},
+		"instructions":      {agent: MakeAgent().Instructions("other").HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameModel: true, samePolicy: true, sameTool: true},
+		"model name":        {agent: MakeAgent().ModelName("m2").HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameDef: true, samePolicy: true, sameTool: true},
+		"policy":            {agent: MakeAgent().HTTPTool("search", false).Rule("r", exagentv1.PolicyAsk, "", "search").Obj(), sameDef: true, sameModel: true, sameTool: true},
+		"explicit defaults": {agent: MakeAgent().HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search").Default(exagentv1.PolicyAsk).OnDeny(exagentv1.OnDenyStop).Obj(), sameDef: true, sameModel: true, samePolicy: true, sameTool: true},
+		"schema":            {agent: MakeAgent().HTTPTool("search", false).Schema("search", `{"type":"object","required":["q"]}`).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameDef: true, sameModel: true, samePolicy: true},
+		"schema whitespace": {agent: MakeAgent().HTTPTool("search", false).Schema("search", `{ "type" : "object" }`).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameDef: true, sameModel: true, samePolicy: true, sameTool: true},
+		// What the call does is the tool's fingerprint, not the definition:
+		// a new URL re-asks waiting approvals, it does not end the run.
+		"http url":           {agent: edit(func(t *exagentv1.ToolSpec) { t.HTTP.URL = "http://elsewhere" }), sameDef: true, sameModel: true, samePolicy: true},
+		"http idempotent":    {agent: edit(func(t *exagentv1.ToolSpec) { t.HTTP.Idempotent = true }), sameDef: true, sameModel: true, samePolicy: true},
+		"http header secret": {agent: edit(header("prod-token")), sameDef: true, sameModel: true, samePolicy: true},
+		"http timeout":       {agent: edit(func(t *exagentv1.ToolSpec) { t.HTTP.Timeout = "5s" }), sameDef: true, sameModel: true, samePolicy: true, sameTool: true},
+		"description":        {agent: edit(func(t *exagentv1.ToolSpec) { t.Description = "other" }), sameModel: true, samePolicy: true, sameTool: true},
+		"tool added":         {agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameModel: true, samePolicy: true, sameTool: true},
 		"credentials excluded": {agent: func() *exagentv1.AgentSpec {
 			a := base.Obj()
 			a.Model.APIKeySecretRef = &exagentv1.SecretKeySelector{Name: "s", Key: "k"}
 			return a
-		}(), sameDef: true, sameModel: true, samePolicy: true, sameSch: true},
+		}(), sameDef: true, sameModel: true, samePolicy: true, sameTool: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -122,7 +138,49 @@ func TestEnvFingerprints(t *testing.T) {
 			check("definition", ref.Definition, got.Definition, tc.sameDef)
 			check("model", ref.Model, got.Model, tc.sameModel)
 			check("policy", ref.Policy, got.Policy, tc.samePolicy)
-			check("schema", ref.Tools[0].Hash, got.Tools[0].Hash, tc.sameSch)
+			check("tool", ref.Tools[0].Hash, got.Tools[0].Hash, tc.sameTool)
+		})
+	}
+}
+
+// Each tool kind's effect configuration is in its fingerprint: the
+// builtin's operation and kinds (a set), the MCP server and tool, the
+// delegation's child Agent; header Secret names are, their values never
+// could be.
+func TestToolEffectBinding(t *testing.T) {
+	tool := func(ts exagentv1.ToolSpec) string {
+		ts.Name, ts.Parameters = "t", &runtime.RawExtension{Raw: []byte(`{"type":"object"}`)}
+		a := MakeAgent().Obj()
+		a.Tools = []exagentv1.ToolSpec{ts}
+		return mustEnv(t, a, MakeRun().Obj()).Binding().Tools[0].Hash
+	}
+	builtin := func(op exagentv1.BuiltinOperation, kinds ...string) exagentv1.ToolSpec {
+		return exagentv1.ToolSpec{Builtin: &exagentv1.BuiltinTool{Operation: op, Kinds: kinds}}
+	}
+	mcp := func(url, name string) exagentv1.ToolSpec {
+		return exagentv1.ToolSpec{MCP: &exagentv1.MCPTool{URL: url, Tool: name}}
+	}
+	child := func(name string) exagentv1.ToolSpec {
+		return exagentv1.ToolSpec{Agent: &exagentv1.AgentTool{AgentRef: exagentv1.LocalObjectReference{Name: name}}}
+	}
+	cases := map[string]struct {
+		a, b exagentv1.ToolSpec
+		same bool
+	}{
+		"builtin operation":          {a: builtin(exagentv1.BuiltinScale, "Deployment.apps"), b: builtin(exagentv1.BuiltinDelete, "Deployment.apps")},
+		"builtin kinds":              {a: builtin(exagentv1.BuiltinScale, "Deployment.apps"), b: builtin(exagentv1.BuiltinScale, "Deployment.apps", "StatefulSet.apps")},
+		"builtin kinds are a set":    {a: builtin(exagentv1.BuiltinGet, "ConfigMap", "Secret"), b: builtin(exagentv1.BuiltinGet, "Secret", "ConfigMap"), same: true},
+		"mcp server":                 {a: mcp("http://a/mcp", "x"), b: mcp("http://b/mcp", "x")},
+		"mcp tool":                   {a: mcp("http://a/mcp", "x"), b: mcp("http://a/mcp", "y")},
+		"mcp tool defaults the name": {a: mcp("http://a/mcp", ""), b: mcp("http://a/mcp", "t"), same: true},
+		"delegation target":          {a: child("refunds"), b: child("payouts")},
+		"kind":                       {a: child("t"), b: builtin(exagentv1.BuiltinGet, "ConfigMap")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := tool(tc.a) == tool(tc.b); got != tc.same {
+				t.Errorf("same fingerprint = %v, want %v", got, tc.same)
+			}
 		})
 	}
 }

@@ -30,7 +30,8 @@ var (
 
 // ValidateAgent checks an Agent: the model provider's settings, tools
 // (unique names, exactly one implementation, parameter schemas that are
-// JSON Schema objects), the policy (every CEL when compiles, approvers are
+// self-contained object schemas valid against the JSON Schema meta-schema),
+// the policy (every CEL when compiles, approvers are
 // well-formed) and limits. old is unused: an Agent may change, and runs
 // notice through their fingerprints.
 func ValidateAgent(newObj, _ *exagentv1.Agent) field.ErrorList {

@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -93,10 +94,21 @@ func TestValidateAgent(t *testing.T) {
 		"nested schema errors name their path": {
 			agent: agent(params(`{"type":"object","properties":{"amount":{"type":"money"},"tags":{"type":"array","items":{"type":7}}},"required":"amount"}`)),
 			want: []string{
-				"FieldValueNotSupported spec.tools[0].parameters.properties[amount].type",
+				"FieldValueInvalid spec.tools[0].parameters.properties[amount].type",
 				"FieldValueInvalid spec.tools[0].parameters.properties[tags].items.type",
 				"FieldValueInvalid spec.tools[0].parameters.required",
 			},
+		},
+		"a remote $ref": {
+			agent: agent(params(`{"type":"object","properties":{"amount":{"$ref":"https://schemas.example/amount.json"}}}`)),
+			want:  []string{"FieldValueInvalid spec.tools[0].parameters"},
+		},
+		"a pattern the validator cannot run": {
+			agent: agent(params(`{"type":"object","properties":{"id":{"type":"string","pattern":"^(?!x)"}}}`)),
+			want:  []string{"FieldValueInvalid spec.tools[0].parameters.properties[id].pattern"},
+		},
+		"local references and draft-07": {
+			agent: agent(params(`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","definitions":{"n":{"type":"integer"}},"properties":{"a":{"$ref":"#/definitions/n"}}}`)),
 		},
 		"a rich valid schema": {
 			agent: agent(params(`{"type":"object","additionalProperties":false,"properties":{"to":{"type":["string","null"],"enum":["a","b",null]},"n":{"type":"integer","minimum":1,"maxLength":3},"o":{"anyOf":[{"type":"string"},true]}},"required":["to"]}`)),
@@ -140,6 +152,57 @@ func TestValidateAgent(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := errKeys(webhook.ValidateAgent(tc.agent, nil))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The messages a user reads: the path into the schema, the value and the
+// meta-schema's reason, from the same library the engine validates
+// arguments with.
+func TestValidateParametersMessages(t *testing.T) {
+	cases := map[string]struct {
+		schema string
+		want   []string
+	}{
+		"unknown type name": {schema: `{"type":"object","properties":{"amount":{"type":"money"}}}`, want: []string{
+			`spec.tools[0].parameters.properties[amount].type: Invalid value: "money": got string, want array; ` +
+				`value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'`,
+		}},
+		"required is a list": {schema: `{"type":"object","required":"amount"}`, want: []string{
+			`spec.tools[0].parameters.required: Invalid value: "amount": got string, want array`,
+		}},
+		"negative bound in a tuple item": {schema: `{"type":"object","properties":{"p":{"type":"array","prefixItems":[{"type":"string","maxLength":-1}]}}}`, want: []string{
+			`spec.tools[0].parameters.properties[p].prefixItems[0].maxLength: Invalid value: -1: minimum: got -1, want 0`,
+		}},
+		"a property named like a keyword is a key": {schema: `{"type":"object","properties":{"properties":{"type":7}}}`, want: []string{
+			`spec.tools[0].parameters.properties[properties].type: Invalid value: 7: got number, want array; ` +
+				`value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'`,
+		}},
+		"remote $ref": {schema: `{"type":"object","properties":{"a":{"$ref":"https://schemas.example/a.json"}}}`, want: []string{
+			`spec.tools[0].parameters: Invalid value: refers to "https://schemas.example/a.json": a tool's parameters must be self-contained — ` +
+				`only references inside the schema (#/$defs/…) and the JSON Schema meta-schemas resolve; remote and file URLs are never loaded`,
+		}},
+		"file $ref": {schema: `{"type":"object","properties":{"a":{"$ref":"file:///etc/hostname"}}}`, want: []string{
+			`spec.tools[0].parameters: Invalid value: refers to "file:///etc/hostname": a tool's parameters must be self-contained — ` +
+				`only references inside the schema (#/$defs/…) and the JSON Schema meta-schemas resolve; remote and file URLs are never loaded`,
+		}},
+		"too deep": {schema: `{"type":"object","properties":{"a":` + strings.Repeat(`{"items":`, 70) + `true` + strings.Repeat(`}`, 70) + `}}`, want: []string{
+			`spec.tools[0].parameters: Invalid value: nests 72 levels deep, more than 64`,
+		}},
+		"not an object schema": {schema: `{"type":["object","null"]}`, want: []string{
+			`spec.tools[0].parameters.type: Invalid value: a tool's parameters must be an object schema: type must be "object"`,
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := agent(func(a *exagentv1.Agent) { a.Spec.Tools[0].Parameters = raw(tc.schema) })
+			var got []string
+			for _, e := range webhook.ValidateAgent(a, nil) {
+				got = append(got, e.Error())
+			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}

@@ -2,170 +2,126 @@ package webhook
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/exagent-io/exagent/loop"
 )
 
-// maxSchemaDepth bounds how deeply nested a parameters schema may be: the
-// check recurses, and no tool's arguments need more.
-const maxSchemaDepth = 32
+// schemaMapKeywords hold a map from names to schemas: their members are
+// keys (properties[amount]), not fields, in the error's path.
+var schemaMapKeywords = []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
 
-var jsonTypes = []string{"array", "boolean", "integer", "null", "number", "object", "string"}
-
-// Keywords whose value is a schema, an array of schemas or a map of
-// schemas. Other keywords are checked for their JSON type below or passed
-// through: JSON Schema allows unknown keywords.
-var (
-	schemaKeywords      = []string{"not", "if", "then", "else", "contains", "propertyNames", "additionalItems", "unevaluatedItems", "unevaluatedProperties"}
-	schemaListKeywords  = []string{"allOf", "anyOf", "oneOf", "prefixItems"}
-	schemaMapKeywords   = []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
-	stringKeywords      = []string{"title", "description", "pattern", "format", "$ref", "$id", "$schema", "$comment"}
-	countKeywords       = []string{"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties", "minContains", "maxContains"}
-	numberKeywords      = []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
-	schemaOrBoolKeyword = []string{"additionalProperties", "items"}
-)
-
-// validateParameters checks that raw is a JSON Schema for a tool's
-// arguments: a JSON object whose type is "object" (the model passes an
-// arguments object), with well-formed keywords all the way down. It is a
-// structural check of the schema, not a full meta-schema validation: it
-// catches what breaks a model request or the argument check — a schema
-// that is not an object, wrong keyword types, unknown type names.
+// validateParameters checks a tool's parameters the way the engine will use
+// them: compiled by loop.CompileArgSchema (the JSON Schema library the
+// engine validates arguments with), which checks the schema against its
+// meta-schema, compiles every pattern and resolves every $ref — and
+// refuses a $ref or $schema that would need loading a remote or file URL.
+// Two rules beyond the meta-schema, documented on the Agent's
+// spec.tools[].parameters: the schema is a JSON object with type "object"
+// (the model always passes an arguments object, and OpenAI-compatible
+// endpoints require an object schema), and it nests at most
+// loop.MaxSchemaDepth levels.
 func validateParameters(path *field.Path, raw []byte) field.ErrorList {
 	var doc any
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		return field.ErrorList{field.Invalid(path, "", fmt.Sprintf("must be JSON: %v", err))}
+		return field.ErrorList{field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("must be JSON: %v", err))}
 	}
 	obj, ok := doc.(map[string]any)
 	if !ok {
-		return field.ErrorList{field.Invalid(path, "", "must be a JSON Schema object")}
+		return field.ErrorList{field.Invalid(path, field.OmitValueType{}, "must be a JSON Schema object")}
 	}
 	switch t, ok := obj["type"]; {
 	case !ok:
 		return field.ErrorList{field.Required(path.Child("type"), `a tool's parameters must be an object schema: type "object"`)}
 	case t != "object":
-		return field.ErrorList{field.Invalid(path.Child("type"), fmt.Sprint(t),
+		return field.ErrorList{field.Invalid(path.Child("type"), shown(t),
 			`a tool's parameters must be an object schema: type must be "object"`)}
 	}
-	return validateSchema(path, obj, 0)
-}
-
-func validateSchema(path *field.Path, v any, depth int) field.ErrorList {
-	if depth > maxSchemaDepth {
-		return field.ErrorList{field.Invalid(path, "", fmt.Sprintf("schema nests deeper than %d levels", maxSchemaDepth))}
-	}
-	if _, ok := v.(bool); ok { // true / false are schemas too
+	_, err := loop.CompileArgSchema(raw)
+	if err == nil {
 		return nil
 	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return field.ErrorList{field.Invalid(path, "", "must be a schema (a JSON object or a boolean)")}
+	var se *loop.SchemaError
+	if !errors.As(err, &se) {
+		return field.ErrorList{field.Invalid(path, field.OmitValueType{}, err.Error())}
 	}
+	// One error per place in the schema, its findings joined: an anyOf in
+	// the meta-schema reports each alternative it tried.
 	var errs field.ErrorList
-	for _, key := range sortedKeys(obj) {
-		val, p := obj[key], path.Child(key)
-		switch {
-		case key == "type":
-			errs = append(errs, validateType(p, val)...)
-		case key == "required":
-			errs = append(errs, validateStringSet(p, val)...)
-		case key == "enum":
-			if l, ok := val.([]any); !ok || len(l) == 0 {
-				errs = append(errs, field.Invalid(p, "", "must be a non-empty array"))
-			}
-		case slices.Contains(schemaKeywords, key) || slices.Contains(schemaOrBoolKeyword, key):
-			if l, ok := val.([]any); ok && key == "items" { // draft-07 tuple form
-				for i, s := range l {
-					errs = append(errs, validateSchema(p.Index(i), s, depth+1)...)
-				}
-				continue
-			}
-			errs = append(errs, validateSchema(p, val, depth+1)...)
-		case slices.Contains(schemaListKeywords, key):
-			l, ok := val.([]any)
-			if !ok || len(l) == 0 {
-				errs = append(errs, field.Invalid(p, "", "must be a non-empty array of schemas"))
-				continue
-			}
-			for i, s := range l {
-				errs = append(errs, validateSchema(p.Index(i), s, depth+1)...)
-			}
-		case slices.Contains(schemaMapKeywords, key):
-			m, ok := val.(map[string]any)
-			if !ok {
-				errs = append(errs, field.Invalid(p, "", "must be an object of schemas"))
-				continue
-			}
-			for _, k := range sortedKeys(m) {
-				errs = append(errs, validateSchema(p.Key(k), m[k], depth+1)...)
-			}
-		case slices.Contains(stringKeywords, key):
-			if _, ok := val.(string); !ok {
-				errs = append(errs, field.Invalid(p, "", "must be a string"))
-			}
-		case slices.Contains(countKeywords, key):
-			if n, ok := val.(float64); !ok || n < 0 || n != float64(int64(n)) {
-				errs = append(errs, field.Invalid(p, "", "must be a non-negative integer"))
-			}
-		case slices.Contains(numberKeywords, key):
-			if _, ok := val.(float64); !ok {
-				errs = append(errs, field.Invalid(p, "", "must be a number"))
-			}
+	byPlace := map[string]int{}
+	for _, p := range se.Problems {
+		key := p.Pointer()
+		if i, ok := byPlace[key]; ok {
+			errs[i].Detail += "; " + p.Message
+			continue
 		}
+		byPlace[key] = len(errs)
+		errs = append(errs, field.Invalid(schemaPath(path, p.Location), shown(lookup(doc, p.Location)), p.Message))
+	}
+	if se.More > 0 {
+		errs = append(errs, field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("and %d more problems", se.More)))
 	}
 	return errs
 }
 
-func validateType(path *field.Path, v any) field.ErrorList {
+// schemaPath extends path along JSON pointer tokens into the schema:
+// members of a map of schemas are keys, array members indexes, the rest
+// fields — spec.tools[0].parameters.properties[amount].type.
+func schemaPath(path *field.Path, tokens []string) *field.Path {
+	parent := ""
+	for _, tok := range tokens {
+		n, err := strconv.Atoi(tok)
+		switch {
+		case slices.Contains(schemaMapKeywords, parent):
+			path = path.Key(tok)
+			tok = "" // a property named like a keyword is not one
+		case err == nil && n >= 0:
+			path = path.Index(n)
+		default:
+			path = path.Child(tok)
+		}
+		parent = tok
+	}
+	return path
+}
+
+// lookup returns the value at tokens in doc, or nil.
+func lookup(doc any, tokens []string) any {
+	for _, tok := range tokens {
+		switch t := doc.(type) {
+		case map[string]any:
+			doc = t[tok]
+		case []any:
+			n, err := strconv.Atoi(tok)
+			if err != nil || n < 0 || n >= len(t) {
+				return nil
+			}
+			doc = t[n]
+		default:
+			return nil
+		}
+	}
+	return doc
+}
+
+// shown is what an error prints as the offending value: scalars as they
+// are, objects and arrays not at all (they can be large; the path says
+// where they are).
+func shown(v any) any {
 	switch t := v.(type) {
 	case string:
-		if !slices.Contains(jsonTypes, t) {
-			return field.ErrorList{field.NotSupported(path, t, jsonTypes)}
+		if len(t) > 64 {
+			return strings.ToValidUTF8(t[:64], "") + "…"
 		}
-		return nil
-	case []any:
-		if len(t) == 0 {
-			return field.ErrorList{field.Invalid(path, "", "must name at least one type")}
-		}
-		var errs field.ErrorList
-		for i, e := range t {
-			s, ok := e.(string)
-			if !ok || !slices.Contains(jsonTypes, s) {
-				errs = append(errs, field.NotSupported(path.Index(i), fmt.Sprint(e), jsonTypes))
-			}
-		}
-		return errs
+		return t
+	case bool, float64:
+		return t
 	}
-	return field.ErrorList{field.Invalid(path, "", "must be a type name or an array of type names")}
-}
-
-func validateStringSet(path *field.Path, v any) field.ErrorList {
-	l, ok := v.([]any)
-	if !ok {
-		return field.ErrorList{field.Invalid(path, "", "must be an array of property names")}
-	}
-	seen := map[string]bool{}
-	var errs field.ErrorList
-	for i, e := range l {
-		s, ok := e.(string)
-		switch {
-		case !ok:
-			errs = append(errs, field.Invalid(path.Index(i), "", "must be a string"))
-		case seen[s]:
-			errs = append(errs, field.Duplicate(path.Index(i), s))
-		}
-		seen[s] = true
-	}
-	return errs
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return field.OmitValueType{}
 }

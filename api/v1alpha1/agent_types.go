@@ -170,7 +170,12 @@ type ToolSpec struct {
 	// +kubebuilder:validation:MaxLength=4096
 	Description string `json:"description,omitempty"`
 
-	// parameters is the JSON Schema (an object schema) of the arguments.
+	// parameters is the JSON Schema of the arguments (draft 2020-12 unless
+	// $schema names another draft). It must have type "object", nest at
+	// most 64 levels, and be self-contained: a $ref or $schema that would
+	// load a remote or file URL is refused. Every call's arguments are
+	// validated against it before policy and before any IO; a call that
+	// does not match fails and the model is told why.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Parameters *runtime.RawExtension `json:"parameters,omitempty"`

@@ -248,14 +248,16 @@ type Binding struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	Policy string `json:"policy,omitempty"`
-	// tools fingerprints, one per tool schema.
+	// tools fingerprints, one per tool: its schema and what its calls do
+	// (http url, idempotent and header Secret names; builtin operation and
+	// kinds; mcp server and tool; delegation target).
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic
 	Tools []ToolFingerprint `json:"tools,omitempty"`
 }
 
-// ToolFingerprint is the fingerprint of one tool's schema.
+// ToolFingerprint is the fingerprint of one tool's schema and effect configuration.
 type ToolFingerprint struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=64

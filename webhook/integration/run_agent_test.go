@@ -125,7 +125,20 @@ func TestAgentAdmission(t *testing.T) {
 			agent: base("bad-schema", func(a *exagentv1.Agent) {
 				a.Spec.Tools[0].Parameters = &runtime.RawExtension{Raw: []byte(`{"type":"object","properties":{"amount":{"type":"money"}}}`)}
 			}),
-			wantDenied: `spec.tools[0].parameters.properties[amount].type: Unsupported value: "money"`,
+			wantDenied: `spec.tools[0].parameters.properties[amount].type: Invalid value: "money": got string, want array; ` +
+				`value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'`,
+		},
+		"parameters that refer to a remote schema": {
+			agent: base("remote-ref", func(a *exagentv1.Agent) {
+				a.Spec.Tools[0].Parameters = &runtime.RawExtension{Raw: []byte(`{"type":"object","properties":{"amount":{"$ref":"https://schemas.example/amount.json"}}}`)}
+			}),
+			wantDenied: `spec.tools[0].parameters: Invalid value: refers to "https://schemas.example/amount.json": a tool's parameters must be self-contained`,
+		},
+		"parameters whose maximum is not a number": {
+			agent: base("bad-maximum", func(a *exagentv1.Agent) {
+				a.Spec.Tools[0].Parameters = &runtime.RawExtension{Raw: []byte(`{"type":"object","properties":{"amount":{"type":"integer","maximum":"ten"}}}`)}
+			}),
+			wantDenied: `spec.tools[0].parameters.properties[amount].maximum: Invalid value: "ten": got string, want number`,
 		},
 		"a base URL with credentials": {
 			agent:      base("bad-url", func(a *exagentv1.Agent) { a.Spec.Model.BaseURL = "https://key:secret@api.example/v1" }),
