@@ -115,15 +115,22 @@ func (g *retryGuard) wrap(err error, o RetryOptions) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if errors.Is(err, context.DeadlineExceeded) && g.last != "" {
-		return fmt.Errorf("no answer within the model timeout %s after %d tries (last: %s): %w", o.Timeout, g.tries, g.last, err)
+		return fmt.Errorf("no answer within the model timeout %s after %s (last: %s): %w", o.Timeout, tries(g.tries), g.last, err)
 	}
 	switch {
 	case g.stopped != "":
-		return fmt.Errorf("%s after %d tries: %w", g.stopped, g.tries, err)
+		return fmt.Errorf("%s after %s: %w", g.stopped, tries(g.tries), err)
 	case g.tries > 1:
-		return fmt.Errorf("after %d tries: %w", g.tries, err)
+		return fmt.Errorf("after %s: %w", tries(g.tries), err)
 	}
 	return err
+}
+
+func tries(n int) string {
+	if n == 1 {
+		return "1 try"
+	}
+	return fmt.Sprintf("%d tries", n)
 }
 
 // retryAfter reads the server's wait: Retry-After-Ms, or Retry-After in
