@@ -133,7 +133,7 @@ type AgentRunSpec struct {
 	// +optional
 	ActiveTimeLimit Duration `json:"activeTimeLimit,omitempty"`
 
-	// leaseDuration of a claim (default 30s, at least MinLeaseDuration: 5s);
+	// leaseDuration of a claim (default 30s; admission refuses less than 5s);
 	// a run whose lease expired is recovered.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self != 'Never'",message="leaseDuration cannot be Never"
