@@ -14,7 +14,7 @@ import (
 //
 // Touches: history (+assistant), calls (+Proposed, or Failed for arguments
 // that are not JSON), cursor (stage Batch or Finish, modelRequest nil,
-// modelFailures 0), ledger tokens.
+// modelFailures 0, modelResends 0), ledger tokens.
 // Guards: the fence; a model request of this attempt is outstanding; the
 // state still fits the size budget. A response with more tool calls than a
 // message may hold is a failed request (RecordModelFailure).
@@ -31,6 +31,7 @@ func RecordModelResponse(s Status, env *Env, f Fence, r ModelResponse, now time.
 	st.Ledger.CompletionTokens += max(r.CompletionTokens, 0)
 	st.Cursor.ModelRequest = nil
 	st.Cursor.ModelFailures = 0
+	st.Cursor.ModelResends = 0
 
 	msg := exagentv1.Message{Role: exagentv1.RoleAssistant, Content: bound(r.Content, maxContent)}
 	used := map[string]bool{}
@@ -127,6 +128,33 @@ func RecordModelFailure(s Status, env *Env, f Fence, message string, now time.Ti
 	}
 	st.Message = bound(fmt.Sprintf("model request failed (%d of %d): %s", st.Cursor.ModelFailures, maxModelFailures, message), maxMessage)
 	return st, nil
+}
+
+// maxModelResends bounds, per step, the re-sends of a model request whose
+// answer was lost. A lost answer has no side effect but is paid for; an
+// owner that keeps losing it (a lease shorter than the model's answer, a
+// crash loop) would otherwise re-send it for ever.
+const maxModelResends = 3
+
+// countModelResend charges one re-send of the step's lost model request,
+// or ends the run Failed (ModelRequestRetriesExhausted) when the step has
+// used its re-sends. A failure recorded by RecordModelFailure is not a lost
+// answer: it has its own bound (maxModelFailures).
+//
+// Touches: cursor.modelResends, and on the last loss
+// phase/reason/message/claim.
+func countModelResend(st *Status, env *Env, lost *exagentv1.ModelRequestIntent, now time.Time) (Action, bool) {
+	if st.Cursor.ModelResends >= maxModelResends {
+		endRun(st, env, now, exagentv1.PhaseFailed, exagentv1.ReasonModelRequestRetriesExhausted, fmt.Sprintf(
+			"the answer to the model request of step %d was lost %d times (last sent by attempt %d as request %d): "+
+				"each time its owner crashed, lost its lease (leaseDuration %s) or stopped before committing it, "+
+				"and each re-send was charged. Check the manager's restarts and logs and that the lease outlasts "+
+				"a model answer, then create the run again",
+			st.Cursor.Step, st.Cursor.ModelResends+1, lost.Attempt, lost.Request, env.lease))
+		return failAction(st), false
+	}
+	st.Cursor.ModelResends++
+	return Action{}, true
 }
 
 func checkModelOutstanding(s *Status, f Fence, now time.Time) error {

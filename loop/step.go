@@ -26,7 +26,8 @@ import (
 //     transcript in the model's order and the cursor moves to the next step.
 //  5. At a request: a request of this attempt outstanding → ActWait; else a
 //     new intent (a request of an older attempt was lost and is re-sent,
-//     charged again) → ActCallModel.
+//     charged again, at most maxModelResends times per step, then the run
+//     ends Failed, ModelRequestRetriesExhausted) → ActCallModel.
 //
 // Limits (maxSteps, maxToolCalls, maxTokens, active time) end the run
 // Failed with reason LimitExceeded before the IO that would pass them.
@@ -154,7 +155,8 @@ func closeBatch(st *Status) error {
 }
 
 func requestModel(st *Status, env *Env, f Fence, now time.Time) (Action, error) {
-	if m := st.Cursor.ModelRequest; m != nil && m.Attempt == f.Attempt {
+	lost := st.Cursor.ModelRequest
+	if lost != nil && lost.Attempt == f.Attempt {
 		return Action{Kind: ActWait}, nil
 	}
 	if m := env.limits().MaxSteps; m != nil && st.Cursor.Step >= *m {
@@ -162,6 +164,13 @@ func requestModel(st *Status, env *Env, f Fence, now time.Time) (Action, error) 
 	}
 	if act, ok := checkIOLimits(st, env, now); !ok {
 		return act, nil
+	}
+	if lost != nil {
+		// An older attempt's request whose answer never got committed:
+		// re-sent and charged again, a bounded number of times per step.
+		if act, ok := countModelResend(st, env, lost, now); !ok {
+			return act, nil
+		}
 	}
 	st.Ledger.Requests++
 	st.Cursor.ModelRequest = &exagentv1.ModelRequestIntent{Attempt: f.Attempt, Request: st.Ledger.Requests}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -27,8 +26,8 @@ type OpenAIConfig struct {
 	MaxCompletionTokens *int64
 	// HTTPClient is shared by all requests (connection reuse); nil means http.DefaultClient.
 	HTTPClient *http.Client
-	// Timeout bounds one request, retries included; zero means 2 minutes.
-	Timeout time.Duration
+	// Retry bounds the request, its retries and their waits.
+	Retry RetryOptions
 }
 
 // OpenAI speaks chat completions through the official SDK. Tools are sent as
@@ -45,19 +44,28 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("openai: model name is required")
 	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 2 * time.Minute
-	}
+	cfg.Retry = cfg.Retry.withDefaults()
 	opts := []option.RequestOption{
 		option.WithAPIKey(cfg.APIKey),
-		option.WithRequestTimeout(cfg.Timeout),
+		option.WithMaxRetries(cfg.Retry.MaxRetries),
+		option.WithMaxRetryDelay(cfg.Retry.MaxRetryDelay),
 	}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
 	}
+	if cfg.Retry.AttemptTimeout < cfg.Retry.Timeout {
+		// A try cut by the client's own timeout is a failed try the SDK
+		// retries; a try cut by the context (option.WithRequestTimeout)
+		// would end the request. The copy shares hc's transport.
+		c := *hc
+		c.Timeout = cfg.Retry.AttemptTimeout
+		hc = &c
+	}
+	opts = append(opts, option.WithHTTPClient(hc))
 	return &OpenAI{cfg: cfg, client: openai.NewClient(opts...)}, nil
 }
 
@@ -67,9 +75,14 @@ func (o *OpenAI) Complete(ctx context.Context, req loop.ModelRequest) (loop.Mode
 	if err != nil {
 		return loop.ModelResponse{}, err
 	}
-	res, err := o.client.Chat.Completions.New(ctx, params)
+	// The whole retrying stays inside the model timeout: the SDK's waits
+	// and tries all end with this context.
+	ctx, cancel := context.WithTimeout(ctx, o.cfg.Retry.Timeout)
+	defer cancel()
+	guard := &retryGuard{}
+	res, err := o.client.Chat.Completions.New(ctx, params, option.WithMiddleware(guard.middleware))
 	if err != nil {
-		return loop.ModelResponse{}, fmt.Errorf("openai chat completion (model %s): %w", o.cfg.Model, err)
+		return loop.ModelResponse{}, fmt.Errorf("openai chat completion (model %s): %w", o.cfg.Model, guard.wrap(err, o.cfg.Retry))
 	}
 	if len(res.Choices) == 0 {
 		return loop.ModelResponse{}, fmt.Errorf("openai chat completion (model %s): response has no choices", o.cfg.Model)

@@ -15,7 +15,14 @@ type SecretGetter func(ctx context.Context, sel exagentv1.SecretKeySelector) (st
 // Options are the process-wide settings of providers built by For.
 type Options struct {
 	HTTPClient *http.Client
-	Timeout    time.Duration
+	// Timeout bounds one model request, its retries and their waits
+	// included; zero means DefaultTimeout.
+	Timeout time.Duration
+	// AttemptTimeout, MaxRetries and MaxRetryDelay bound the retrying of
+	// transient failures (see RetryOptions); zero means the default.
+	AttemptTimeout time.Duration
+	MaxRetries     int
+	MaxRetryDelay  time.Duration
 }
 
 // For builds the provider an Agent's current model spec asks for. The API
@@ -31,7 +38,8 @@ func For(ctx context.Context, spec *exagentv1.ModelSpec, secret SecretGetter, op
 			Temperature:         spec.Temperature,
 			MaxCompletionTokens: spec.MaxCompletionTokens,
 			HTTPClient:          opts.HTTPClient,
-			Timeout:             opts.Timeout,
+			Retry: RetryOptions{Timeout: opts.Timeout, AttemptTimeout: opts.AttemptTimeout,
+				MaxRetries: opts.MaxRetries, MaxRetryDelay: opts.MaxRetryDelay},
 		}
 		if spec.APIKeySecretRef != nil {
 			key, err := secret(ctx, *spec.APIKeySecretRef)

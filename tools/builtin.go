@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -39,12 +41,22 @@ type BuiltinArgs struct {
 // FieldManager is the server-side-apply manager name of builtin Apply.
 const FieldManager = "exagent-builtin"
 
+// DefaultBuiltinAttempts bounds the sends of an idempotent builtin write.
+const DefaultBuiltinAttempts = 3
+
 // Builtins executes builtin tools by impersonating the run's ServiceAccount,
 // never with the operator's own rights: the ServiceAccount's RBAC is the
 // tool's authority, and a refusal is a failed outcome the model sees.
 type Builtins struct {
 	base   *rest.Config
 	mapper meta.RESTMapper
+
+	// MaxAttempts bounds the sends of an idempotent write whose answer
+	// says it may have been applied (the first send included).
+	MaxAttempts int
+	// Backoff is the wait before the first re-send; it doubles, with
+	// jitter, up to MaxBackoff, which also caps the apiserver's Retry-After.
+	Backoff, MaxBackoff time.Duration
 
 	mu      sync.Mutex
 	clients map[string]*dynamic.DynamicClient
@@ -53,7 +65,8 @@ type Builtins struct {
 // NewBuiltins builds the executor from the operator's config (used only as
 // the base of impersonated configs) and a REST mapper.
 func NewBuiltins(base *rest.Config, mapper meta.RESTMapper) *Builtins {
-	return &Builtins{base: base, mapper: mapper, clients: map[string]*dynamic.DynamicClient{}}
+	return &Builtins{base: base, mapper: mapper, clients: map[string]*dynamic.DynamicClient{},
+		MaxAttempts: DefaultBuiltinAttempts, Backoff: 250 * time.Millisecond, MaxBackoff: 5 * time.Second}
 }
 
 // Tool returns the Tool for one builtin spec.
@@ -75,6 +88,7 @@ func (b *Builtins) clientFor(namespace, sa string) (*dynamic.DynamicClient, erro
 	// groups a real token carries, and the operator needs no right to
 	// impersonate groups (which would let it claim any group).
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return noWriteRetry{next: rt} })
 	c, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("impersonating %s: %w", user, err)
@@ -112,85 +126,144 @@ func (t builtinTool) Invoke(ctx context.Context, call Call) loop.ToolResult {
 		// Always the run's namespace: the model does not pick where to act.
 		ri = dc.Resource(mapping.Resource).Namespace(call.RunNamespace)
 	}
-	if t.spec.Operation != exagentv1.BuiltinList && args.Name == "" {
-		if t.spec.Operation != exagentv1.BuiltinApply {
-			return failed(call, "argument name is required for %s", t.spec.Operation)
+	op := t.spec.Operation
+	if op != exagentv1.BuiltinList && op != exagentv1.BuiltinApply && args.Name == "" {
+		return failed(call, "argument name is required for %s", op)
+	}
+	if op == exagentv1.BuiltinGet || op == exagentv1.BuiltinList {
+		// A read has no effect: whatever went wrong, nothing happened.
+		out, err := t.read(ctx, ri, gk, args)
+		if err != nil {
+			return failed(call, "%v", err)
 		}
+		return succeeded(call, out)
 	}
-	mutating := t.spec.Operation != exagentv1.BuiltinGet && t.spec.Operation != exagentv1.BuiltinList
-	out, err := t.do(ctx, ri, gk, args)
+	m, err := t.mutation(ctx, ri, gk, args)
 	if err != nil {
-		return classify(call, err, mutating)
+		return failed(call, "%v", err)
 	}
-	return succeeded(call, out)
+	return t.b.mutate(ctx, call, m)
 }
 
-func (t builtinTool) do(ctx context.Context, ri dynamic.ResourceInterface, gk schema.GroupKind, args BuiltinArgs) (string, error) {
-	switch t.spec.Operation {
-	case exagentv1.BuiltinGet:
+func (t builtinTool) read(ctx context.Context, ri dynamic.ResourceInterface, gk schema.GroupKind, args BuiltinArgs) (string, error) {
+	if t.spec.Operation == exagentv1.BuiltinGet {
 		obj, err := ri.Get(ctx, args.Name, metav1.GetOptions{})
 		if err != nil {
 			return "", err
 		}
 		return marshalObject(obj)
-	case exagentv1.BuiltinList:
-		list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: args.LabelSelector})
-		if err != nil {
-			return "", err
-		}
-		names := make([]string, 0, len(list.Items))
-		for _, it := range list.Items {
-			names = append(names, it.GetName())
-		}
-		b, err := json.Marshal(map[string]any{"kind": gk.Kind, "items": names})
-		return string(b), err
+	}
+	list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: args.LabelSelector})
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, it := range list.Items {
+		names = append(names, it.GetName())
+	}
+	b, err := json.Marshal(map[string]any{"kind": gk.Kind, "items": names})
+	return string(b), err
+}
+
+// mutation checks the arguments of a write and builds it, saying whether
+// sending it again is idempotent by construction (see doc.go):
+//   - Scale sets an absolute replica count;
+//   - Patch is a JSON merge patch (RFC 7396), and applying one twice gives
+//     what applying it once gives: it sets or removes fields and replaces
+//     arrays whole, never appends;
+//   - Apply is a forced server-side apply of the same manifest by the same
+//     field manager;
+//   - Delete is idempotent only when fenced by the object's UID, read just
+//     before (a re-sent unfenced delete could remove an object re-created
+//     under the same name, as a StatefulSet does with its pods).
+//
+// A write whose re-send depends on the object's state (a resourceVersion
+// in the patch or manifest) stays re-sendable: its re-send then fails with
+// a Conflict, which after a lost answer is an unknown outcome, not success.
+func (t builtinTool) mutation(ctx context.Context, ri dynamic.ResourceInterface, gk schema.GroupKind, args BuiltinArgs) (mutation, error) {
+	switch t.spec.Operation {
 	case exagentv1.BuiltinScale:
 		if args.Replicas == nil || *args.Replicas < 0 {
-			return "", errArgs("argument replicas (>= 0) is required for Scale")
+			return mutation{}, errArgs("argument replicas (>= 0) is required for Scale")
 		}
-		patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, *args.Replicas)
-		if _, err := ri.Patch(ctx, args.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "scale"); err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("scaled %s/%s to %d replicas", gk.Kind, args.Name, *args.Replicas), nil
+		patch := []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, *args.Replicas))
+		return mutation{idempotent: true, send: func(ctx context.Context) (string, error) {
+			if _, err := ri.Patch(ctx, args.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "scale"); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("scaled %s/%s to %d replicas", gk.Kind, args.Name, *args.Replicas), nil
+		}}, nil
 	case exagentv1.BuiltinPatch:
 		if len(args.Patch) == 0 {
-			return "", errArgs("argument patch (a JSON merge patch) is required for Patch")
+			return mutation{}, errArgs("argument patch (a JSON merge patch) is required for Patch")
 		}
-		obj, err := ri.Patch(ctx, args.Name, types.MergePatchType, args.Patch, metav1.PatchOptions{})
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("patched %s/%s (resourceVersion %s)", gk.Kind, obj.GetName(), obj.GetResourceVersion()), nil
+		return mutation{idempotent: true, send: func(ctx context.Context) (string, error) {
+			obj, err := ri.Patch(ctx, args.Name, types.MergePatchType, args.Patch, metav1.PatchOptions{})
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("patched %s/%s (resourceVersion %s)", gk.Kind, obj.GetName(), obj.GetResourceVersion()), nil
+		}}, nil
 	case exagentv1.BuiltinApply:
 		if len(args.Manifest) == 0 {
-			return "", errArgs("argument manifest is required for Apply")
+			return mutation{}, errArgs("argument manifest is required for Apply")
 		}
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(args.Manifest); err != nil {
-			return "", errArgs("manifest: " + err.Error())
+			return mutation{}, errArgs("manifest: " + err.Error())
 		}
 		if u.GroupVersionKind().GroupKind() != gk {
-			return "", errArgs(fmt.Sprintf("manifest kind %s does not match %s", u.GroupVersionKind().GroupKind(), gk))
+			return mutation{}, errArgs(fmt.Sprintf("manifest kind %s does not match %s", u.GroupVersionKind().GroupKind(), gk))
 		}
 		if u.GetName() == "" {
-			// client-go refuses an empty name before sending, with an error
-			// classify could not tell from a lost request.
-			return "", errArgs("manifest metadata.name is required for Apply")
+			return mutation{}, errArgs("manifest metadata.name is required for Apply")
 		}
 		force := true
-		obj, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, args.Manifest, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("applied %s/%s (resourceVersion %s)", gk.Kind, obj.GetName(), obj.GetResourceVersion()), nil
+		return mutation{idempotent: true, send: func(ctx context.Context) (string, error) {
+			obj, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, args.Manifest, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("applied %s/%s (resourceVersion %s)", gk.Kind, obj.GetName(), obj.GetResourceVersion()), nil
+		}}, nil
 	case exagentv1.BuiltinDelete:
-		if err := ri.Delete(ctx, args.Name, metav1.DeleteOptions{}); err != nil {
+		return t.deletion(ctx, ri, gk, args.Name)
+	}
+	return mutation{}, errArgs(fmt.Sprintf("operation %q not supported", t.spec.Operation))
+}
+
+// deletion reads the object first so the delete is fenced by its UID.
+// A ServiceAccount that may delete but not get gets an unfenced delete,
+// which is not re-sent: its lost answer is an unknown outcome.
+func (t builtinTool) deletion(ctx context.Context, ri dynamic.ResourceInterface, gk schema.GroupKind, name string) (mutation, error) {
+	done := fmt.Sprintf("deleted %s/%s", gk.Kind, name)
+	opts := metav1.DeleteOptions{}
+	m := mutation{}
+	obj, err := ri.Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		uid := obj.GetUID()
+		opts.Preconditions = &metav1.Preconditions{UID: &uid}
+		m.idempotent = true
+		// Only the UID is a precondition: NotFound or a Conflict on a
+		// re-send both say the object this call meant no longer exists.
+		m.gone = func(err error) (string, bool) {
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				return done + " (the answer to an earlier try was lost; a re-send found the object gone)", true
+			}
+			return "", false
+		}
+	case apierrors.IsForbidden(err):
+	default:
+		return mutation{}, fmt.Errorf("reading %s/%s before deleting it: %w", gk.Kind, name, err)
+	}
+	m.send = func(ctx context.Context) (string, error) {
+		if err := ri.Delete(ctx, name, opts); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("deleted %s/%s", gk.Kind, args.Name), nil
+		return done, nil
 	}
-	return "", errArgs(fmt.Sprintf("operation %q not supported", t.spec.Operation))
+	return m, nil
 }
 
 // kind resolves the model's kind argument against the tool's named kinds.
@@ -212,28 +285,6 @@ func (t builtinTool) kind(arg string) (schema.GroupKind, error) {
 		}
 	}
 	return schema.GroupKind{}, fmt.Errorf("kind %q is not one this tool may touch (%s)", arg, strings.Join(t.spec.Kinds, ", "))
-}
-
-type argsError string
-
-func (e argsError) Error() string { return string(e) }
-
-func errArgs(msg string) error { return argsError(msg) }
-
-// classify turns an error into an outcome: the apiserver's answer (forbidden,
-// not found, invalid) and bad arguments are clean failures; a transport error
-// of a mutation after it may have been sent is unknown.
-func classify(call Call, err error, mutating bool) loop.ToolResult {
-	if _, ok := err.(argsError); ok {
-		return failed(call, "%v", err)
-	}
-	if _, ok := err.(apierrors.APIStatus); ok || apierrors.IsForbidden(err) {
-		return failed(call, "%v", err)
-	}
-	if !mutating || notSent(err) {
-		return failed(call, "%v", err)
-	}
-	return unknown(call, "outcome unknown: %v", err)
 }
 
 func marshalObject(obj *unstructured.Unstructured) (string, error) {

@@ -4,4 +4,24 @@
 // ServiceAccount). Every Invoke returns a loop.ToolResult and never an error:
 // a tool's failure is something the model sees, and an outcome the tool
 // cannot know is ResultUnknown, which the engine turns into Uncertain.
+//
+// Builtin outcomes are classified by what may have happened
+// (docs/tools.md has the user's version):
+//
+//   - Get and List have no effect: every failure is ResultFailed.
+//   - A write (Scale, Patch, Apply, Delete) that never left the process
+//     (refused, DNS, the context ended before a byte was written) or that
+//     the apiserver answered with a 4xx is ResultFailed.
+//   - A write answered 504 Timeout, ServerTimeout, an etcd timeout or any
+//     other 5xx but 501, or whose connection broke after sending, may have
+//     been applied. It is re-sent, up to Builtins.MaxAttempts sends with
+//     backoff, when idempotent by construction — Scale (absolute replica
+//     count), Patch (a JSON merge patch, RFC 7396: applying it twice equals
+//     applying it once), Apply (forced server-side apply of the same
+//     manifest by one field manager), Delete fenced by the UID read just
+//     before it (a re-send answered NotFound or Conflict proves the object
+//     gone) — and otherwise ResultUnknown. A re-send's refusal after such
+//     an answer stays ResultUnknown: the first send may have caused it.
+//   - client-go never re-sends a write on its own (noWriteRetry): that is
+//     the tool's decision alone.
 package tools

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"net/http/httptrace"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/exagent-io/exagent/loop"
@@ -72,4 +76,50 @@ func notSent(err error) bool {
 		return true
 	}
 	return false
+}
+
+// traceSent returns a context whose HTTP requests flip the returned flag
+// once any byte of a request may have reached the wire. Before that, a
+// failure proves the request never left this process (refused, DNS, a
+// context cancelled while waiting for a connection or the rate limiter).
+func traceSent(ctx context.Context) (context.Context, func() bool) {
+	var began atomic.Bool
+	trace := &httptrace.ClientTrace{
+		WroteHeaderField: func(string, []string) { began.Store(true) },
+		WroteHeaders:     func() { began.Store(true) },
+	}
+	return httptrace.WithClientTrace(ctx, trace), began.Load
+}
+
+// backoff is the wait before re-send n (1, 2, …): base doubled per re-send
+// with jitter (between half and the whole of it), or the server's suggested
+// delay when it gave one, both capped at limit.
+func backoff(n int, base, limit, suggested time.Duration) time.Duration {
+	if suggested > 0 {
+		return min(suggested, limit)
+	}
+	d := base
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	d = min(d, limit)
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleep waits d or until ctx ends, reporting whether the wait completed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -17,7 +19,9 @@ const maxInputLength = 65536
 //
 // Durations are checked here, before any model or tool IO: Never disables
 // approvalTimeout and activeTimeLimit, a lease cannot be Never, and zero or
-// malformed values are rejected rather than read as "unset".
+// malformed values are rejected rather than read as "unset". A lease
+// shorter than exagentv1.MinLeaseDuration is rejected too: its owner would
+// lose the claim while alive, and every loss re-sends a paid model request.
 func ValidateAgentRun(newObj, old *exagentv1.AgentRun) field.ErrorList {
 	spec := field.NewPath("spec")
 	if old != nil {
@@ -36,7 +40,7 @@ func ValidateAgentRun(newObj, old *exagentv1.AgentRun) field.ErrorList {
 	}
 	errs = append(errs, validateDuration(spec.Child("approvalTimeout"), s.ApprovalTimeout, true)...)
 	errs = append(errs, validateDuration(spec.Child("activeTimeLimit"), s.ActiveTimeLimit, true)...)
-	errs = append(errs, validateDuration(spec.Child("leaseDuration"), s.LeaseDuration, false)...)
+	errs = append(errs, validateLease(spec.Child("leaseDuration"), s.LeaseDuration)...)
 	if s.ServiceAccountName != "" {
 		// The builtin tools impersonate system:serviceaccount:<ns>:<name>;
 		// a name the apiserver could never hold would only fail later.
@@ -45,4 +49,18 @@ func ValidateAgentRun(newObj, old *exagentv1.AgentRun) field.ErrorList {
 		}
 	}
 	return append(errs, validateActor(spec.Child("requestedBy"), s.RequestedBy)...)
+}
+
+// validateLease checks spec.leaseDuration: a positive duration of at least
+// exagentv1.MinLeaseDuration (unset means the default, 30s).
+func validateLease(path *field.Path, d exagentv1.Duration) field.ErrorList {
+	if errs := validateDuration(path, d, false); len(errs) > 0 || !d.IsSet() {
+		return errs
+	}
+	if v, _, _ := d.Parse(0); v < exagentv1.MinLeaseDuration {
+		return field.ErrorList{field.Invalid(path, string(d), fmt.Sprintf(
+			"must be at least %s: the owner renews at half the lease, and a shorter one makes a live owner lose its run, "+
+				"re-sending the step's model request (charged) or leaving a tool call Uncertain", exagentv1.MinLeaseDuration))}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -30,6 +31,17 @@ func TestValidateAgentRun(t *testing.T) {
 				r.Spec.ApprovalTimeout, r.Spec.ActiveTimeLimit, r.Spec.LeaseDuration = "0s", "soon", "-1s"
 			}),
 			want: []string{"FieldValueInvalid spec.approvalTimeout", "FieldValueInvalid spec.activeTimeLimit", "FieldValueInvalid spec.leaseDuration"},
+		},
+		"a lease of exactly the minimum": {
+			run: run(func(r *exagentv1.AgentRun) { r.Spec.LeaseDuration = "5s" }),
+		},
+		"a lease below the minimum": {
+			run:  run(func(r *exagentv1.AgentRun) { r.Spec.LeaseDuration = "10ms" }),
+			want: []string{"FieldValueInvalid spec.leaseDuration"},
+		},
+		"a lease just below the minimum": {
+			run:  run(func(r *exagentv1.AgentRun) { r.Spec.LeaseDuration = "4.999s" }),
+			want: []string{"FieldValueInvalid spec.leaseDuration"},
 		},
 		"lowercase never is not Never": {
 			run:  run(func(r *exagentv1.AgentRun) { r.Spec.ApprovalTimeout = "never" }),
@@ -63,5 +75,20 @@ func TestValidateAgentRun(t *testing.T) {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestValidateAgentRunLeaseMessage: the refusal names the field, the
+// minimum and why.
+func TestValidateAgentRunLeaseMessage(t *testing.T) {
+	errs := webhook.ValidateAgentRun(run(func(r *exagentv1.AgentRun) { r.Spec.LeaseDuration = "10ms" }), nil)
+	if len(errs) != 1 {
+		t.Fatalf("errors = %v, want one", errs)
+	}
+	msg := errs[0].Error()
+	for _, want := range []string{"spec.leaseDuration", `"10ms"`, "at least " + exagentv1.MinLeaseDuration.String(), "model request"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q does not say %q", msg, want)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -93,6 +95,15 @@ const (
 	RoleTool      MessageRole = "tool"
 )
 
+// MinLeaseDuration is the shortest spec.leaseDuration admission accepts.
+// The owner renews at half the lease while IO is in flight, and under load
+// a renewal waits for a worker and a status write (seconds, not
+// milliseconds, on a busy apiserver); recovery also allows for clock skew.
+// A shorter lease makes a live owner lose its claim routinely: every loss
+// re-sends the step's model request (charged) or makes a tool call
+// Uncertain.
+const MinLeaseDuration = 5 * time.Second
+
 // AgentRunSpec is what to run. It is immutable after creation.
 type AgentRunSpec struct {
 	// agentRef names the Agent (same namespace). A missing Agent is not an
@@ -122,7 +133,8 @@ type AgentRunSpec struct {
 	// +optional
 	ActiveTimeLimit Duration `json:"activeTimeLimit,omitempty"`
 
-	// leaseDuration of a claim (default 30s); a run whose lease expired is recovered.
+	// leaseDuration of a claim (default 30s; admission refuses less than 5s);
+	// a run whose lease expired is recovered.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self != 'Never'",message="leaseDuration cannot be Never"
 	LeaseDuration Duration `json:"leaseDuration,omitempty"`
@@ -298,6 +310,13 @@ type Cursor struct {
 	// modelFailures counts consecutive failed model requests; a response resets it.
 	// +optional
 	ModelFailures int32 `json:"modelFailures,omitempty"`
+	// modelResends counts the re-sends, in this step, of a model request
+	// whose answer was lost (its owner crashed, lost its lease or stopped
+	// before committing it); a response resets it. Past a bound the run
+	// ends Failed (ModelRequestRetriesExhausted).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ModelResends int32 `json:"modelResends,omitempty"`
 }
 
 // ModelRequestIntent records that a model request was committed before it was sent.

@@ -26,6 +26,10 @@ const (
 	ReasonOutcomeUncertain     = "OutcomeUncertain"
 	ReasonInvalidContinuation  = "InvalidContinuation"
 	ReasonModelError           = "ModelError"
+	// ReasonModelRequestRetriesExhausted: the answer to one step's model
+	// request was lost (owner crashed, lost its lease, stopped) more often
+	// than the bound allows; each re-send was charged.
+	ReasonModelRequestRetriesExhausted = "ModelRequestRetriesExhausted"
 )
 
 // Well-known labels and annotations.

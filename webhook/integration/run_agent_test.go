@@ -51,6 +51,10 @@ func TestAgentRunAdmission(t *testing.T) {
 			run:        newRun("r-lease", func(r *exagentv1.AgentRun) { r.Spec.LeaseDuration = exagentv1.Never }),
 			wantDenied: `leaseDuration cannot be Never`,
 		},
+		"a lease too short to keep": {
+			run:        newRun("r-lease-short", func(r *exagentv1.AgentRun) { r.Spec.LeaseDuration = "10ms" }),
+			wantDenied: `spec.leaseDuration: Invalid value: "10ms": must be at least 5s`,
+		},
 		"an invalid service account": {
 			run:        newRun("r-sa", func(r *exagentv1.AgentRun) { r.Spec.ServiceAccountName = "Not_Valid" }),
 			wantDenied: `spec.serviceAccountName`,

@@ -1,0 +1,160 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/openai/openai-go/v3/option"
+)
+
+// Retry defaults. A model request has no side effect, so a transient
+// failure is worth a patient re-send before it counts against the run's
+// consecutive model failures (loop: three end the run ModelError).
+const (
+	DefaultTimeout       = 2 * time.Minute
+	DefaultMaxRetries    = 3
+	DefaultMaxRetryDelay = 30 * time.Second
+	// MaxRetriesLimit caps Options.MaxRetries: every try may be paid for.
+	MaxRetriesLimit = 10
+)
+
+// RetryOptions bound the retrying of one model request. The official SDK
+// does the retrying (option.WithMaxRetries): it re-sends on 408, 409, 429,
+// 5xx and broken connections, waits the server's Retry-After (seconds or
+// HTTP-date, or Retry-After-Ms) or else backs off exponentially from 0.5s
+// with jitter; retryGuard below keeps it inside the request's budget.
+type RetryOptions struct {
+	// Timeout bounds one model request, every try and wait included;
+	// zero means DefaultTimeout.
+	Timeout time.Duration
+	// AttemptTimeout bounds one try, so a hung try is retried while budget
+	// remains; zero means Timeout (a try may use the whole budget).
+	AttemptTimeout time.Duration
+	// MaxRetries after the first try; zero means DefaultMaxRetries, a
+	// negative value none, and it is capped at MaxRetriesLimit.
+	MaxRetries int
+	// MaxRetryDelay caps one wait: a longer backoff is cut to it, and a
+	// server asking for longer ends the retrying with its answer. Zero
+	// means DefaultMaxRetryDelay.
+	MaxRetryDelay time.Duration
+}
+
+func (o RetryOptions) withDefaults() RetryOptions {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.AttemptTimeout <= 0 || o.AttemptTimeout > o.Timeout {
+		o.AttemptTimeout = o.Timeout
+	}
+	switch {
+	case o.MaxRetries == 0:
+		o.MaxRetries = DefaultMaxRetries
+	case o.MaxRetries < 0:
+		o.MaxRetries = 0
+	}
+	o.MaxRetries = min(o.MaxRetries, MaxRetriesLimit)
+	if o.MaxRetryDelay <= 0 {
+		o.MaxRetryDelay = DefaultMaxRetryDelay
+	}
+	return o
+}
+
+// retryGuard watches the tries of one request. As SDK middleware it sees
+// every try's answer and, through the x-should-retry header the SDK obeys,
+// stops a retry that could not help: a 400, 401, 403, 404 or 422 is the
+// request's own fault (whatever the server's x-should-retry says), and a
+// Retry-After past the request's deadline would only wait for the timeout.
+type retryGuard struct {
+	mu    sync.Mutex
+	tries int
+	last  string // the last try's answer, for the error message
+	// stopped says why the guard ended the retrying, if it did.
+	stopped string
+}
+
+// noRetryStatus are answers a re-send cannot change.
+var noRetryStatus = map[int]bool{
+	http.StatusBadRequest: true, http.StatusUnauthorized: true, http.StatusForbidden: true,
+	http.StatusNotFound: true, http.StatusUnprocessableEntity: true,
+}
+
+func (g *retryGuard) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(req)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.tries++
+	switch {
+	case err != nil:
+		g.last = err.Error()
+		return res, err
+	case res == nil:
+		return res, err
+	}
+	g.last, g.stopped = res.Status, ""
+	if noRetryStatus[res.StatusCode] {
+		res.Header.Set("x-should-retry", "false")
+		return res, nil
+	}
+	if wait, ok := retryAfter(res.Header, time.Now()); ok {
+		if deadline, has := req.Context().Deadline(); has && time.Now().Add(wait).After(deadline) {
+			g.stopped = fmt.Sprintf("not retried: the server's Retry-After %s is past the request's deadline", wait.Round(time.Millisecond))
+			res.Header.Set("x-should-retry", "false")
+		}
+	}
+	return res, nil
+}
+
+// wrap adds what the tries said to err.
+func (g *retryGuard) wrap(err error, o RetryOptions) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if errors.Is(err, context.DeadlineExceeded) && g.last != "" {
+		return fmt.Errorf("no answer within the model timeout %s after %s (last: %s): %w", o.Timeout, tries(g.tries), g.last, err)
+	}
+	switch {
+	case g.stopped != "":
+		return fmt.Errorf("%s after %s: %w", g.stopped, tries(g.tries), err)
+	case g.tries > 1:
+		return fmt.Errorf("after %s: %w", tries(g.tries), err)
+	}
+	return err
+}
+
+func tries(n int) string {
+	if n == 1 {
+		return "1 try"
+	}
+	return fmt.Sprintf("%d tries", n)
+}
+
+// retryAfter reads the server's wait: Retry-After-Ms, or Retry-After in
+// seconds or as an HTTP-date.
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return seconds(ms / 1000), true
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return seconds(s), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// seconds converts without overflowing: a wait of centuries is a long wait.
+func seconds(s float64) time.Duration {
+	return time.Duration(min(s*float64(time.Second), float64(math.MaxInt64/2)))
+}
