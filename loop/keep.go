@@ -47,14 +47,15 @@ func checkOwner(s *Status, f Fence) error {
 // §4.1: no IO on a claim known to be stale). The tool call goes back to
 // Allowed (or Approved, when an approval covers its payload) with its
 // idempotency key and its place in the ledger, so the next Step begins it
-// again under a fresh lease; a model request's intent is dropped, so the
-// next Step sends it again (as request number n+1: the ledger counts
-// intents, and this one cost nothing).
+// again under a fresh lease; a model request's intent is dropped and its
+// charge in ledger.requests refunded (nothing was sent), so the next Step
+// sends it as the same request.
 //
 // Only the process that dispatched the job can know it never started, so
 // only its own attempt's intents are taken back.
 //
-// Touches: the call's state and startedAt, or cursor.modelRequest.
+// Touches: the call's state and startedAt, or cursor.modelRequest and
+// ledger.requests.
 // Guards: the fence; the call is Started by this very attempt, or the
 // outstanding model request is this attempt's.
 func NotStarted(s Status, env *Env, f Fence, callID string, now time.Time) (Status, error) {
@@ -68,6 +69,9 @@ func NotStarted(s Status, env *Env, f Fence, callID string, now time.Time) (Stat
 			return s, notPendingf("no model request of attempt %d is outstanding", f.Attempt)
 		}
 		st.Cursor.ModelRequest = nil
+		if m.Request == st.Ledger.Requests && st.Ledger.Requests > 0 {
+			st.Ledger.Requests--
+		}
 		return st, nil
 	}
 	i := findCall(&st, callID)

@@ -95,8 +95,13 @@ func TestNotStarted(t *testing.T) {
 		if s2.Cursor.ModelRequest != nil {
 			t.Fatalf("model intent kept: %+v", s2.Cursor.ModelRequest)
 		}
-		if _, act, err := Step(s2, env, f1, t0); err != nil || act.Kind != ActCallModel {
+		next, act, err := Step(s2, env, f1, t0)
+		if err != nil || act.Kind != ActCallModel {
 			t.Fatalf("Step = %v, %v; want CallModel", act.Kind, err)
+		}
+		if next.Ledger.Requests != s.Ledger.Requests || next.Cursor.ModelResends != 0 {
+			t.Errorf("requests %d (want %d), modelResends %d (want 0): a request never sent is neither charged nor a re-send",
+				next.Ledger.Requests, s.Ledger.Requests, next.Cursor.ModelResends)
 		}
 	})
 	for name, tc := range map[string]struct {
