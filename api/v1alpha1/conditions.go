@@ -25,6 +25,10 @@ const (
 	ReasonPending              = "ApprovalPending"
 	ReasonOutcomeUncertain     = "OutcomeUncertain"
 	ReasonInvalidContinuation  = "InvalidContinuation"
+	// ReasonCorruptStatus: the stored status contradicts itself (an approval
+	// naming a missing call, an unknown state, a duplicate id, …); no
+	// transition writes that, so the run ends Failed rather than guess.
+	ReasonCorruptStatus = "CorruptStatus"
 	ReasonModelError           = "ModelError"
 )
 
