@@ -113,12 +113,16 @@ func TestValidateDecisionTarget(t *testing.T) {
 			run: run(),
 		},
 		"cancel, with a stale revision": {
-			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Decision, d.Spec.ApprovalID, d.Spec.Revision = exagentv1.DecisionCancel, "", 3 }),
+			d: decision(func(d *exagentv1.ApprovalDecision) {
+				d.Spec.Decision, d.Spec.ApprovalID, d.Spec.Revision = exagentv1.DecisionCancel, "", 3
+			}),
 			run:  run(),
 			want: []string{"FieldValueInvalid spec.revision"},
 		},
 		"cancel without a revision, of whatever the run does now": {
-			d:   decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Decision, d.Spec.ApprovalID, d.Spec.Revision = exagentv1.DecisionCancel, "", 0 }),
+			d: decision(func(d *exagentv1.ApprovalDecision) {
+				d.Spec.Decision, d.Spec.ApprovalID, d.Spec.Revision = exagentv1.DecisionCancel, "", 0
+			}),
 			run: run(func(r *exagentv1.AgentRun) { r.Status.Revision = 5 }),
 		},
 		"resolve of a cancelled run's uncertain call, for the record": {
@@ -170,7 +174,9 @@ func TestValidateDecisionTarget(t *testing.T) {
 // every phase that has not ended — a run not started yet included — and
 // refused in every ended one.
 func TestCancelTargetEveryPhase(t *testing.T) {
-	cancel := decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Decision, d.Spec.ApprovalID, d.Spec.PayloadHash = exagentv1.DecisionCancel, "", "" })
+	cancel := decision(func(d *exagentv1.ApprovalDecision) {
+		d.Spec.Decision, d.Spec.ApprovalID, d.Spec.PayloadHash = exagentv1.DecisionCancel, "", ""
+	})
 	phases := map[exagentv1.RunPhase][]string{
 		"":                              nil,
 		exagentv1.PhaseQueued:           nil,

@@ -29,7 +29,7 @@ const (
 	// naming a missing call, an unknown state, a duplicate id, …); no
 	// transition writes that, so the run ends Failed rather than guess.
 	ReasonCorruptStatus = "CorruptStatus"
-	ReasonModelError           = "ModelError"
+	ReasonModelError    = "ModelError"
 )
 
 // Well-known labels and annotations.
