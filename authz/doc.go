@@ -1,15 +1,19 @@
 // Package authz decides whether the author of an ApprovalDecision may decide
-// on a run (DESIGN.md §2 "Who may decide"). The admission webhook and the
-// controller call the same VerifyDecision, so a webhook bypassed by a
+// on a run (DESIGN.md §2 "Who may decide", §13). The admission webhook and
+// the controller call the same VerifyDecision, so a webhook bypassed by a
 // misconfiguration cannot let a decision through: the controller asks again.
 //
 // The checks, in order: the decision carries an actor stamped by admission
-// (and, with a Seal, the webhook's HMAC over its namespace, name and spec, so
-// that an actor written by a client past a bypassed webhook is refused);
-// a SubjectAccessReview for that actor with verb approve (Approve, Deny,
-// Cancel) or resolve (Resolve) on agents/approval named after the run's
-// Agent; the Agent's policy.approvers when set; forbidSelfApproval against
-// the run's spec.requestedBy. A failed check is a *DeniedError naming what is
-// missing; any other error is transient (the apiserver could not be asked)
-// and must never be read as "allowed".
+// (and, with a Seal, the webhook's HMAC over its namespace, spec and the
+// UID of the run it was admitted for, so that an actor written by a client
+// past a bypassed webhook is refused, and a decision never carries over to
+// a run re-created under the same name); a SubjectAccessReview for that
+// actor with verb approve (Approve, Deny, Cancel) or resolve (Resolve) on
+// agents/approval named after the run's Agent; the identities that never
+// decide (the run's own ServiceAccount, the manager's identity — see Self);
+// the Agent's policy.approvers when set; forbidSelfApproval against the
+// run's spec.requestedBy, which with a Seal counts only when the webhook
+// sealed it too. A failed check is a *DeniedError naming what is missing;
+// any other error is transient (the apiserver could not be asked) and must
+// never be read as "allowed".
 package authz

@@ -5,7 +5,8 @@ import (
 	"github.com/exagent-io/exagent/loop"
 )
 
-// CheckPolicy is the pure part of "who may decide": the Agent's
+// CheckPolicy is the pure part of "who may decide": the identities that
+// never decide (the run's own ServiceAccount, the manager), the Agent's
 // policy.approvers when set, then forbidSelfApproval against the run's
 // requester. The rules themselves live in loop.Authorize, so admission, the
 // controller's re-check and the engine can never disagree; this maps the
@@ -13,13 +14,15 @@ import (
 //
 // An absent or empty approvers list means RBAC alone decides — never
 // "everyone": the caller has already required the RBAC verb.
-func CheckPolicy(policy exagentv1.PolicySpec, run *exagentv1.AgentRunSpec, actor exagentv1.Actor) error {
-	err := loop.Authorize(policy, run, actor)
+func CheckPolicy(policy exagentv1.PolicySpec, run *exagentv1.AgentRunSpec, ids loop.Identities, actor exagentv1.Actor) error {
+	err := loop.Authorize(policy, run, ids, actor)
 	e, ok := loop.AsError(err)
 	if !ok {
 		return err
 	}
 	switch e.Reason {
+	case loop.ReasonNeverDecider:
+		return denied(CheckNeverDecider, e.Message)
 	case loop.ReasonNotApprover:
 		return denied(CheckApprovers, e.Message)
 	case loop.ReasonSelfApproval:

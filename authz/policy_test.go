@@ -8,6 +8,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/loop"
 )
 
 func actor(name string, groups ...string) exagentv1.Actor {
@@ -27,6 +28,7 @@ func TestCheckPolicy(t *testing.T) {
 	cases := map[string]struct {
 		policy    exagentv1.PolicySpec
 		run       *exagentv1.AgentRunSpec
+		ids       *loop.Identities
 		actor     exagentv1.Actor
 		wantCheck authz.Check
 		wantMsg   string
@@ -99,6 +101,27 @@ func TestCheckPolicy(t *testing.T) {
 			wantCheck: authz.CheckSelfApproval,
 			wantMsg:   `forbidSelfApproval: the run has no spec.requestedBy, so its requester cannot be told apart from the decider`,
 		},
+		"the run's own ServiceAccount, even when listed": {
+			policy:    exagentv1.PolicySpec{Approvers: &exagentv1.Approvers{ServiceAccounts: []string{"payments/default"}}},
+			run:       requestedBy("zed"),
+			actor:     actor("system:serviceaccount:payments:default"),
+			wantCheck: authz.CheckNeverDecider,
+			wantMsg:   `user "system:serviceaccount:payments:default" is the run's own ServiceAccount (spec.serviceAccountName "default"): the identity a run acts as never decides on it`,
+		},
+		"the manager": {
+			run:       requestedBy("zed"),
+			actor:     actor("exagent-manager"),
+			wantCheck: authz.CheckNeverDecider,
+			wantMsg:   `user "exagent-manager" is the exagent manager's own identity: the operator that executes a run's calls never decides on them`,
+		},
+		"an unsealed requester under forbidSelfApproval": {
+			policy:    exagentv1.PolicySpec{ForbidSelfApproval: true},
+			run:       requestedBy("zed"),
+			ids:       &loop.Identities{Namespace: "payments", RequesterUnverified: "no seal"},
+			actor:     actor("bob"),
+			wantCheck: authz.CheckSelfApproval,
+			wantMsg:   `forbidSelfApproval: the run's requester is unknown (no seal), so it cannot be told apart from the decider; re-create the run through the exagent admission webhook`,
+		},
 		"approvers are checked before self approval": {
 			policy:    exagentv1.PolicySpec{ForbidSelfApproval: true, Approvers: approvers},
 			run:       requestedBy("bob"),
@@ -109,7 +132,11 @@ func TestCheckPolicy(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			err := authz.CheckPolicy(tc.policy, tc.run, tc.actor)
+			ids := loop.Identities{Namespace: "payments", Manager: []string{"exagent-manager"}}
+			if tc.ids != nil {
+				ids = *tc.ids
+			}
+			err := authz.CheckPolicy(tc.policy, tc.run, ids, tc.actor)
 			if diff := cmp.Diff(tc.wantCheck, authz.DeniedCheck(err)); diff != "" {
 				t.Errorf("check (-want +got):\n%s", diff)
 			}

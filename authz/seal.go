@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-
 	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
@@ -14,21 +16,42 @@ import (
 // SealAnnotation carries the admission webhook's seal of a decision.
 const SealAnnotation = "exagent.io/actor-seal"
 
+// RunUIDAnnotation records, on an admitted decision, the UID of the run it
+// was admitted for. The seal covers that UID (the annotation itself only
+// lets a refusal say which run it was).
+const RunUIDAnnotation = "exagent.io/run-uid"
+
+// RequesterSealAnnotation carries the admission webhook's seal of a run's
+// spec.requestedBy (see Seal.StampRequester).
+const RequesterSealAnnotation = "exagent.io/requester-seal"
+
 const (
-	sealVersion = "v1."
-	minKeyBytes = 32
+	// sealVersion prefixes every seal. v2 seals cover the run's UID
+	// (decisions) and say what they seal; a v1 seal (an older manager's)
+	// does not verify.
+	sealVersion   = "v2."
+	minKeyBytes   = 32
+	purposeActor  = "ApprovalDecision.spec"
+	purposeRunner = "AgentRun.spec.requestedBy"
 )
 
-// Seal proves that a decision went through the exagent admission webhook.
+// Seal proves that an object went through the exagent admission webhook.
 //
 // The controller's re-check (VerifyDecision) asks RBAC about the decision's
-// spec.actor. If the webhook were bypassed (its configuration deleted or
-// misconfigured), spec.actor would be whatever the client wrote, and a
-// client naming a real approver would pass that re-check. With a Seal, the
-// mutating webhook signs (HMAC-SHA256, a key only the manager holds) the
-// decision's namespace and spec — actor and operationID included — into
-// SealAnnotation, and VerifyDecision rejects a decision whose seal is
-// missing or does not match: a forged or unstamped actor cannot be applied.
+// spec.actor and applies forbidSelfApproval against the run's
+// spec.requestedBy. If the webhook were bypassed (its configuration deleted
+// or misconfigured), both would be whatever the client wrote: a client
+// naming a real approver as actor, or someone else as requester, would pass
+// that re-check. With a Seal, the mutating webhook signs (HMAC-SHA256, a key
+// only the manager holds) what it stamped:
+//
+//   - a decision's namespace, spec (actor and operationID included) and the
+//     UID of the run it names, into SealAnnotation: a forged or unstamped
+//     actor cannot be applied, nor a sealed decision replayed onto a run
+//     re-created under the same name;
+//   - a run's namespace, name (or generateName) and spec (requestedBy
+//     included), into RequesterSealAnnotation: a requester nobody stamped is
+//     unknown, and forbidSelfApproval fails closed on it.
 type Seal struct {
 	key []byte
 }
@@ -41,34 +64,60 @@ func NewSeal(key []byte) (*Seal, error) {
 	return &Seal{key: append([]byte(nil), key...)}, nil
 }
 
-// sealed is what the seal covers. A decision is immutable, so its
-// namespace and spec never change after admission. The name is left out on
-// purpose: with metadata.generateName the apiserver picks the name after
-// admission, so the webhook cannot know it. A sealed spec copied under
-// another name is the same decision — same actor, same operationID — and
-// the engine's idempotency turns it into the stored receipt, never a second
-// effect.
-type sealed struct {
+// sealedDecision is what a decision's seal covers. A decision is immutable,
+// so its namespace and spec never change after admission; the run's UID is
+// the run that existed when it was admitted. The decision's name is left
+// out on purpose: with metadata.generateName the apiserver picks the name
+// after admission, so the webhook cannot know it. A sealed spec copied under
+// another name is the same decision — same actor, same operationID, same
+// run — and the engine's idempotency turns it into the stored receipt,
+// never a second effect.
+type sealedDecision struct {
+	Purpose   string                         `json:"purpose"`
 	Namespace string                         `json:"namespace"`
+	RunUID    types.UID                      `json:"runUID"`
 	Spec      exagentv1.ApprovalDecisionSpec `json:"spec"`
 }
 
-// Sign returns the seal of d as it is now.
-func (s *Seal) Sign(d *exagentv1.ApprovalDecision) (string, error) {
+// sealedRequester is what a run's requester seal covers: the whole spec
+// (immutable after creation, requestedBy included) in its namespace under
+// its name — or, for a run created with metadata.generateName (named after
+// admission), its generateName. A copied seal therefore only verifies on a
+// run that asks for exactly what the sealed requester asked for, under the
+// same name.
+type sealedRequester struct {
+	Purpose      string                 `json:"purpose"`
+	Namespace    string                 `json:"namespace"`
+	Name         string                 `json:"name,omitempty"`
+	GenerateName string                 `json:"generateName,omitempty"`
+	Spec         exagentv1.AgentRunSpec `json:"spec"`
+}
+
+func (s *Seal) mac(v any) (string, error) {
 	// encoding/json writes struct fields in declaration order and sorts
 	// map keys, so the bytes are a function of the values.
-	data, err := json.Marshal(sealed{Namespace: d.Namespace, Spec: d.Spec})
+	data, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	m := hmac.New(sha256.New, s.key)
+	m.Write(data)
+	return sealVersion + base64.RawURLEncoding.EncodeToString(m.Sum(nil)), nil
+}
+
+// Sign returns the seal of d, admitted for the run whose UID is runUID.
+func (s *Seal) Sign(d *exagentv1.ApprovalDecision, runUID types.UID) (string, error) {
+	v, err := s.mac(sealedDecision{Purpose: purposeActor, Namespace: d.Namespace, RunUID: runUID, Spec: d.Spec})
 	if err != nil {
 		return "", fmt.Errorf("sealing decision %s/%s: %w", d.Namespace, d.Name, err)
 	}
-	mac := hmac.New(sha256.New, s.key)
-	mac.Write(data)
-	return sealVersion + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), nil
+	return v, nil
 }
 
-// Stamp writes d's seal into its annotations.
-func (s *Seal) Stamp(d *exagentv1.ApprovalDecision) error {
-	v, err := s.Sign(d)
+// Stamp writes d's seal, for the run whose UID is runUID, into its
+// annotations (and the UID, for the refusal's message).
+func (s *Seal) Stamp(d *exagentv1.ApprovalDecision, runUID types.UID) error {
+	v, err := s.Sign(d, runUID)
 	if err != nil {
 		return err
 	}
@@ -76,23 +125,84 @@ func (s *Seal) Stamp(d *exagentv1.ApprovalDecision) error {
 		d.Annotations = map[string]string{}
 	}
 	d.Annotations[SealAnnotation] = v
+	d.Annotations[RunUIDAnnotation] = string(runUID)
 	return nil
 }
 
-// Verify returns a *DeniedError (CheckActor) unless d carries its own seal.
-func (s *Seal) Verify(d *exagentv1.ApprovalDecision) error {
+// Verify returns a *DeniedError (CheckActor) unless d carries its own seal
+// for run (the run as it is now: its UID must be the one d was admitted for).
+func (s *Seal) Verify(d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun) error {
 	got, ok := d.Annotations[SealAnnotation]
 	if !ok {
 		return denied(CheckActor, fmt.Sprintf(
 			"the decision has no %s annotation: it was not admitted by the exagent admission webhook", SealAnnotation))
 	}
-	want, err := s.Sign(d)
+	want, err := s.Sign(d, run.UID)
 	if err != nil {
 		return err
 	}
-	if !hmac.Equal([]byte(got), []byte(want)) {
-		return denied(CheckActor, fmt.Sprintf(
-			"the decision's %s annotation does not match its spec: it was altered or not admitted by the exagent admission webhook", SealAnnotation))
+	if hmac.Equal([]byte(got), []byte(want)) {
+		return nil
 	}
+	if uid := d.Annotations[RunUIDAnnotation]; uid != "" && types.UID(uid) != run.UID {
+		return denied(CheckActor, fmt.Sprintf(
+			"the decision was admitted for an earlier run named %q (uid %s), not this one (uid %s): "+
+				"a decision never carries over to a re-created run; look at this run and decide again", run.Name, uid, run.UID))
+	}
+	if !strings.HasPrefix(got, sealVersion) {
+		return denied(CheckActor, fmt.Sprintf(
+			"the decision's %s annotation was made by an older exagent manager: create the decision again", SealAnnotation))
+	}
+	return denied(CheckActor, fmt.Sprintf(
+		"the decision's %s annotation does not match its spec: it was altered or not admitted by the exagent admission webhook", SealAnnotation))
+}
+
+func requesterSealed(run *exagentv1.AgentRun, byGenerateName bool) sealedRequester {
+	v := sealedRequester{Purpose: purposeRunner, Namespace: run.Namespace, Name: run.Name, Spec: run.Spec}
+	if byGenerateName {
+		v.Name, v.GenerateName = "", run.GenerateName
+	}
+	return v
+}
+
+// StampRequester writes the seal of run's spec.requestedBy into its
+// annotations. It runs at admission, where a run created with
+// metadata.generateName has no name yet: the seal then covers the
+// generateName.
+func (s *Seal) StampRequester(run *exagentv1.AgentRun) error {
+	v, err := s.mac(requesterSealed(run, run.Name == ""))
+	if err != nil {
+		return fmt.Errorf("sealing the requester of run %s/%s: %w", run.Namespace, run.Name, err)
+	}
+	if run.Annotations == nil {
+		run.Annotations = map[string]string{}
+	}
+	run.Annotations[RequesterSealAnnotation] = v
 	return nil
+}
+
+// VerifyRequester returns nil when run's spec.requestedBy carries the
+// admission webhook's seal, and otherwise an error that says why the
+// requester is unknown.
+func (s *Seal) VerifyRequester(run *exagentv1.AgentRun) error {
+	got, ok := run.Annotations[RequesterSealAnnotation]
+	if !ok {
+		return fmt.Errorf("the run has no %s annotation: it was created past the exagent admission webhook, "+
+			"or before decisions were sealed", RequesterSealAnnotation)
+	}
+	tries := []bool{false}
+	if run.GenerateName != "" {
+		tries = append(tries, true)
+	}
+	for _, byGenerateName := range tries {
+		want, err := s.mac(requesterSealed(run, byGenerateName))
+		if err != nil {
+			return fmt.Errorf("sealing the requester of run %s/%s: %w", run.Namespace, run.Name, err)
+		}
+		if hmac.Equal([]byte(got), []byte(want)) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the run's %s annotation does not match its spec: spec.requestedBy was not stamped "+
+		"by the exagent admission webhook for this run", RequesterSealAnnotation)
 }

@@ -2,14 +2,18 @@ package authz_test
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
 )
+
+const runUID = types.UID("0b5c-run-1")
 
 func sealedDecision(t *testing.T, s *authz.Seal) *exagentv1.ApprovalDecision {
 	t.Helper()
@@ -21,13 +25,14 @@ func sealedDecision(t *testing.T, s *authz.Seal) *exagentv1.ApprovalDecision {
 			Actor: &exagentv1.Actor{Username: "alice", Groups: []string{"g", "system:authenticated"}},
 		},
 	}
-	if err := s.Stamp(d); err != nil {
+	if err := s.Stamp(d, runUID); err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func TestSeal(t *testing.T) {
+func seals(t *testing.T) (*authz.Seal, *authz.Seal) {
+	t.Helper()
 	seal, err := authz.NewSeal(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)
@@ -36,35 +41,155 @@ func TestSeal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return seal, other
+}
+
+func TestSeal(t *testing.T) {
+	seal, other := seals(t)
+	run := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: runUID}}
 	cases := map[string]struct {
-		mut       func(*exagentv1.ApprovalDecision)
+		mut       func(*exagentv1.ApprovalDecision, *exagentv1.AgentRun)
 		verifier  *authz.Seal
 		wantCheck authz.Check
+		wantMsg   string
 	}{
-		"as admitted":               {mut: func(*exagentv1.ApprovalDecision) {}},
-		"other metadata may change": {mut: func(d *exagentv1.ApprovalDecision) { d.Labels = map[string]string{"a": "b"} }},
-		"no seal":                   {mut: func(d *exagentv1.ApprovalDecision) { delete(d.Annotations, authz.SealAnnotation) }, wantCheck: authz.CheckActor},
-		"forged actor":              {mut: func(d *exagentv1.ApprovalDecision) { d.Spec.Actor.Username = "mallory" }, wantCheck: authz.CheckActor},
-		"an added group": {mut: func(d *exagentv1.ApprovalDecision) {
+		"as admitted": {mut: func(*exagentv1.ApprovalDecision, *exagentv1.AgentRun) {}},
+		"other metadata may change": {mut: func(d *exagentv1.ApprovalDecision, _ *exagentv1.AgentRun) {
+			d.Labels = map[string]string{"a": "b"}
+		}},
+		"no seal": {mut: func(d *exagentv1.ApprovalDecision, _ *exagentv1.AgentRun) {
+			delete(d.Annotations, authz.SealAnnotation)
+		}, wantCheck: authz.CheckActor, wantMsg: "not admitted by the exagent admission webhook"},
+		"forged actor": {mut: func(d *exagentv1.ApprovalDecision, _ *exagentv1.AgentRun) {
+			d.Spec.Actor.Username = "mallory"
+		}, wantCheck: authz.CheckActor, wantMsg: "does not match its spec"},
+		"an added group": {mut: func(d *exagentv1.ApprovalDecision, _ *exagentv1.AgentRun) {
 			d.Spec.Actor.Groups = append(d.Spec.Actor.Groups, "system:masters")
 		}, wantCheck: authz.CheckActor},
-		"another decision":            {mut: func(d *exagentv1.ApprovalDecision) { d.Spec.Decision = exagentv1.DecisionDeny }, wantCheck: authz.CheckActor},
-		"copied under another name":   {mut: func(d *exagentv1.ApprovalDecision) { d.Name = "d2" }}, // same spec and operationID: the same decision
-		"copied to another namespace": {mut: func(d *exagentv1.ApprovalDecision) { d.Namespace = "other" }, wantCheck: authz.CheckActor},
-		"another key":                 {mut: func(*exagentv1.ApprovalDecision) {}, verifier: other, wantCheck: authz.CheckActor},
+		"another decision": {mut: func(d *exagentv1.ApprovalDecision, _ *exagentv1.AgentRun) {
+			d.Spec.Decision = exagentv1.DecisionDeny
+		}, wantCheck: authz.CheckActor},
+		"copied under another name": {mut: func(d *exagentv1.ApprovalDecision, _ *exagentv1.AgentRun) { d.Name = "d2" }}, // same spec and operationID: the same decision
+		"copied to another namespace": {mut: func(d *exagentv1.ApprovalDecision, _ *exagentv1.AgentRun) {
+			d.Namespace = "other"
+		}, wantCheck: authz.CheckActor},
+		"the run was re-created under its name": {mut: func(_ *exagentv1.ApprovalDecision, r *exagentv1.AgentRun) {
+			r.UID = "77aa-run-2"
+		}, wantCheck: authz.CheckActor, wantMsg: `admitted for an earlier run named "run" (uid 0b5c-run-1), not this one (uid 77aa-run-2)`},
+		"the run was re-created and the uid annotation edited to match": {mut: func(d *exagentv1.ApprovalDecision, r *exagentv1.AgentRun) {
+			r.UID = "77aa-run-2"
+			d.Annotations[authz.RunUIDAnnotation] = "77aa-run-2"
+		}, wantCheck: authz.CheckActor, wantMsg: "does not match its spec"},
+		"a seal of an older manager": {mut: func(d *exagentv1.ApprovalDecision, _ *exagentv1.AgentRun) {
+			d.Annotations[authz.SealAnnotation] = "v1.abc"
+		}, wantCheck: authz.CheckActor, wantMsg: "made by an older exagent manager"},
+		"another key": {mut: func(*exagentv1.ApprovalDecision, *exagentv1.AgentRun) {}, verifier: other, wantCheck: authz.CheckActor},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			d := sealedDecision(t, seal)
-			tc.mut(d)
+			r := run.DeepCopy()
+			tc.mut(d, r)
 			v := seal
 			if tc.verifier != nil {
 				v = tc.verifier
 			}
-			if diff := cmp.Diff(tc.wantCheck, authz.DeniedCheck(v.Verify(d))); diff != "" {
+			err := v.Verify(d, r)
+			if diff := cmp.Diff(tc.wantCheck, authz.DeniedCheck(err)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
+			if tc.wantMsg != "" && (err == nil || !strings.Contains(err.Error(), tc.wantMsg)) {
+				t.Errorf("error %v, want it to contain %q", err, tc.wantMsg)
+			}
 		})
+	}
+}
+
+// TestRequesterSeal: spec.requestedBy counts only with the webhook's seal
+// over the run's namespace, name (or generateName) and spec.
+func TestRequesterSeal(t *testing.T) {
+	seal, other := seals(t)
+	newRun := func(name, generateName string) *exagentv1.AgentRun {
+		return &exagentv1.AgentRun{
+			ObjectMeta: metav1.ObjectMeta{Name: name, GenerateName: generateName, Namespace: "ns"},
+			Spec: exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: "payments"}, Input: "pay 42",
+				RequestedBy: &exagentv1.Actor{Username: "dave", Groups: []string{"system:authenticated"}}},
+		}
+	}
+	stamped := func(r *exagentv1.AgentRun) *exagentv1.AgentRun {
+		if err := seal.StampRequester(r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	cases := map[string]struct {
+		run      func() *exagentv1.AgentRun
+		verifier *authz.Seal
+		wantErr  string
+	}{
+		"as admitted": {run: func() *exagentv1.AgentRun { return stamped(newRun("r1", "")) }},
+		"admitted with generateName, named later": {run: func() *exagentv1.AgentRun {
+			r := stamped(newRun("", "pay-"))
+			r.Name = "pay-x7k2q"
+			return r
+		}},
+		"no seal: created past the webhook": {run: func() *exagentv1.AgentRun { return newRun("r1", "") },
+			wantErr: "the run has no exagent.io/requester-seal annotation"},
+		"a forged requester": {run: func() *exagentv1.AgentRun {
+			r := stamped(newRun("r1", ""))
+			r.Spec.RequestedBy.Username = "alice"
+			return r
+		}, wantErr: "does not match its spec"},
+		"a seal copied onto a run that asks for something else": {run: func() *exagentv1.AgentRun {
+			r := stamped(newRun("r1", ""))
+			r.Spec.Input = "pay 4200"
+			return r
+		}, wantErr: "does not match its spec"},
+		"a seal copied onto another name": {run: func() *exagentv1.AgentRun {
+			r := stamped(newRun("r1", ""))
+			r.Name = "r2"
+			return r
+		}, wantErr: "does not match its spec"},
+		"another key": {run: func() *exagentv1.AgentRun { return stamped(newRun("r1", "")) }, verifier: other, wantErr: "does not match"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			v := seal
+			if tc.verifier != nil {
+				v = tc.verifier
+			}
+			err := v.VerifyRequester(tc.run())
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("VerifyRequester: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestRunIdentities: without a seal ("none") spec.requestedBy is trusted as
+// stored; with one, an unsealed requester is unknown.
+func TestRunIdentities(t *testing.T) {
+	seal, _ := seals(t)
+	run := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "ns"},
+		Spec: exagentv1.AgentRunSpec{RequestedBy: &exagentv1.Actor{Username: "dave"}}}
+	if ids := authz.RunIdentities(run, authz.WithManager("mgr", "")); ids.Namespace != "ns" || ids.RequesterUnverified != "" ||
+		!cmp.Equal(ids.Manager, []string{"mgr"}) {
+		t.Errorf("no seal: %+v", ids)
+	}
+	if ids := authz.RunIdentities(run, authz.WithSeal(seal)); ids.RequesterUnverified == "" {
+		t.Errorf("with a seal, an unsealed requester must be unverified: %+v", ids)
+	}
+	if err := seal.StampRequester(run); err != nil {
+		t.Fatal(err)
+	}
+	if ids := authz.RunIdentities(run, authz.WithSeal(seal)); ids.RequesterUnverified != "" {
+		t.Errorf("a sealed requester: %+v", ids)
 	}
 }
 

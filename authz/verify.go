@@ -8,14 +8,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
 )
 
-// Option tunes VerifyDecision.
+// Option tunes VerifyDecision and RunIdentities.
 type Option func(*options)
 
 type options struct {
-	extra map[string]authenticationv1.ExtraValue
-	seal  *Seal
+	extra   map[string]authenticationv1.ExtraValue
+	seal    *Seal
+	manager []string
+}
+
+func collect(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
 }
 
 // WithExtra passes the request's user extra to the SubjectAccessReview. The
@@ -26,16 +36,49 @@ func WithExtra(extra map[string]authenticationv1.ExtraValue) Option {
 }
 
 // WithSeal makes VerifyDecision reject a decision that does not carry its
-// seal from the admission webhook (see Seal): the defence against a webhook
-// bypassed while clients write spec.actor themselves. A nil seal is ignored.
+// seal from the admission webhook for this very run (see Seal): the defence
+// against a webhook bypassed while clients write spec.actor themselves. It
+// also makes a run's spec.requestedBy count only when sealed, so that
+// forbidSelfApproval fails closed on a requester nobody stamped. A nil seal
+// is ignored: spec.actor and spec.requestedBy are then trusted as stored.
 func WithSeal(s *Seal) Option {
 	return func(o *options) { o.seal = s }
 }
 
+// WithManager names the manager's own identity (its username): it never
+// decides on a run (DESIGN.md §13). Empty names are ignored.
+func WithManager(usernames ...string) Option {
+	return func(o *options) {
+		for _, u := range usernames {
+			if u != "" {
+				o.manager = append(o.manager, u)
+			}
+		}
+	}
+}
+
+// RunIdentities is what "who may decide" knows of run beyond its Agent's
+// policy: its namespace (which names its own ServiceAccount), the manager's
+// identity (WithManager) and, with a seal (WithSeal), whether
+// spec.requestedBy carries the admission webhook's seal. The engine's
+// Authorize takes it (loop.DecisionCmd.Identities).
+func RunIdentities(run *exagentv1.AgentRun, opts ...Option) loop.Identities {
+	o := collect(opts)
+	ids := loop.Identities{Namespace: run.Namespace, Manager: o.manager}
+	if o.seal != nil {
+		if err := o.seal.VerifyRequester(run); err != nil {
+			ids.RequesterUnverified = err.Error()
+		}
+	}
+	return ids
+}
+
 // VerifyDecision decides whether d's stamped actor may decide on run:
-// SubjectAccessReview for verb approve (Approve, Deny, Cancel) or resolve
-// (Resolve) on agents/approval named after run.spec.agentRef.name in the
-// run's namespace, then agent's policy.approvers, then forbidSelfApproval.
+// the seal (WithSeal) for this run, a SubjectAccessReview for verb approve
+// (Approve, Deny, Cancel) or resolve (Resolve) on agents/approval named
+// after run.spec.agentRef.name in the run's namespace, then the identities
+// that never decide (the run's own ServiceAccount, the manager — see
+// WithManager), agent's policy.approvers, and forbidSelfApproval.
 //
 // agent may be nil when the Agent does not exist; the decision is then
 // denied after the RBAC check, because the policy that says who may decide
@@ -43,10 +86,7 @@ func WithSeal(s *Seal) Option {
 // means the apiserver could not be asked — retry, never allow.
 func VerifyDecision(ctx context.Context, c client.Client, d *exagentv1.ApprovalDecision,
 	run *exagentv1.AgentRun, agent *exagentv1.Agent, opts ...Option) error {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := collect(opts)
 	if d.Spec.Actor == nil || d.Spec.Actor.Username == "" {
 		return denied(CheckActor,
 			"the decision has no spec.actor: it was not admitted by the exagent admission webhook")
@@ -56,7 +96,7 @@ func VerifyDecision(ctx context.Context, c client.Client, d *exagentv1.ApprovalD
 			d.Namespace, d.Spec.RunRef.Name, run.Namespace, run.Name))
 	}
 	if o.seal != nil {
-		if err := o.seal.Verify(d); err != nil {
+		if err := o.seal.Verify(d, run); err != nil {
 			return err
 		}
 	}
@@ -69,5 +109,5 @@ func VerifyDecision(ctx context.Context, c client.Client, d *exagentv1.ApprovalD
 		return denied(CheckAgent, fmt.Sprintf(
 			"agent %q not found in namespace %q: its policy says who may decide on this run", agentName, run.Namespace))
 	}
-	return CheckPolicy(agent.Spec.Policy, &run.Spec, actor)
+	return CheckPolicy(agent.Spec.Policy, &run.Spec, RunIdentities(run, opts...), actor)
 }

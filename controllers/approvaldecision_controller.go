@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -28,20 +29,20 @@ type DecisionVerifier interface {
 
 // SARVerifier is the production verifier: authz.VerifyDecision, i.e. a
 // SubjectAccessReview for the approve/resolve verb on agents/approval plus
-// the Agent's policy (approvers, forbidSelfApproval). With a Seal, a
-// decision that did not go through the admission webhook is rejected too.
+// the identities that never decide (the run's own ServiceAccount, Manager)
+// and the Agent's policy (approvers, forbidSelfApproval). With a Seal, a
+// decision that did not go through the admission webhook for this very run
+// is rejected too, and a run's spec.requestedBy counts only when sealed.
 type SARVerifier struct {
 	Client client.Client
 	Seal   *authz.Seal
+	// Manager is the manager's own identity (username).
+	Manager string
 }
 
 // Verify implements DecisionVerifier.
 func (v SARVerifier) Verify(ctx context.Context, d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun, agent *exagentv1.Agent) error {
-	var opts []authz.Option
-	if v.Seal != nil {
-		opts = append(opts, authz.WithSeal(v.Seal))
-	}
-	return authz.VerifyDecision(ctx, v.Client, d, run, agent, opts...)
+	return authz.VerifyDecision(ctx, v.Client, d, run, agent, authz.WithSeal(v.Seal), authz.WithManager(v.Manager))
 }
 
 // ApprovalDecisionReconciler applies decisions to runs. It re-verifies the
@@ -55,9 +56,17 @@ type ApprovalDecisionReconciler struct {
 	APIReader client.Reader
 	Store     *Store
 	Verifier  DecisionVerifier
-	Recorder  events.EventRecorder
-	Clock     clock.PassiveClock
-	Name      string
+	// Seal, when set, is the admission webhook's seal: the engine then
+	// trusts a run's spec.requestedBy only when sealed.
+	Seal *authz.Seal
+	// Manager is the manager's own identity, which never decides; asked of
+	// the apiserver (authz.Self) at setup when empty.
+	Manager  string
+	Recorder events.EventRecorder
+	// Clock is read after the SubjectAccessReview, right before the engine
+	// decides: a slow review cannot carry a decision past an expiry.
+	Clock clock.PassiveClock
+	Name  string
 	// MaxConcurrentReconciles bounds the workers.
 	MaxConcurrentReconciles int
 }
@@ -70,8 +79,17 @@ func (r *ApprovalDecisionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Name == "" {
 		r.Name = "approvaldecision"
 	}
+	if r.Manager == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), selfTimeout)
+		defer cancel()
+		self, err := authz.Self(ctx, r.Client)
+		if err != nil {
+			return fmt.Errorf("the decision controller must know the manager's identity to refuse it as a decider: %w", err)
+		}
+		r.Manager = self
+	}
 	if r.Verifier == nil {
-		r.Verifier = SARVerifier{Client: r.Client}
+		r.Verifier = SARVerifier{Client: r.Client, Seal: r.Seal, Manager: r.Manager}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.Name).
@@ -79,6 +97,9 @@ func (r *ApprovalDecisionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Complete(r)
 }
+
+// selfTimeout bounds the set-up SelfSubjectReview.
+const selfTimeout = 30 * time.Second
 
 // Reconcile follows the skeleton: load, decide (verify, apply to the run
 // with CAS), then one write of the decision's status.

@@ -18,6 +18,7 @@ import (
 
 // decisionScope is what one reconcile of a decision knows and decides.
 type decisionScope struct {
+	// now is read in apply, after the verifier's SubjectAccessReview.
 	now   time.Time
 	d     *exagentv1.ApprovalDecision
 	run   *exagentv1.AgentRun
@@ -48,7 +49,7 @@ func (r *ApprovalDecisionReconciler) loadDecision(ctx context.Context, key types
 	if d.Status.Phase != "" {
 		return nil, nil // decisions are write-once: a result is final
 	}
-	dsc := &decisionScope{now: r.Clock.Now(), d: d}
+	dsc := &decisionScope{d: d}
 	run := &exagentv1.AgentRun{}
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: d.Spec.RunRef.Name}, run); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -88,8 +89,18 @@ func (r *ApprovalDecisionReconciler) verify(ctx context.Context, dsc *decisionSc
 // A conflict is retried from a fresh read: the engine's idempotency and
 // conflict rules then decide (same operation → its receipt; another
 // decision of the same approval → Rejected).
+//
+// The clock is read here, after the verifier's SubjectAccessReview: the
+// engine checks expiry and deadline against the instant it decides, so a
+// review that took long cannot let a decision through an expiry that
+// passed meanwhile.
 func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionScope) error {
 	if dsc.result != "" {
+		return nil
+	}
+	if dsc.agent == nil {
+		dsc.reject("agent %q not found in namespace %q: its policy says who may decide on this run",
+			dsc.run.Spec.AgentRef.Name, dsc.run.Namespace)
 		return nil
 	}
 	env, err := loop.NewEnv(loop.EnvInput{
@@ -100,13 +111,20 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 		dsc.reject("the run's configuration is invalid: %v", err)
 		return nil
 	}
-	next, receipt, err := loop.Decide(dsc.run.Status, env, commandOf(dsc.d), dsc.now)
+	cmd := commandOf(dsc.d)
+	cmd.Identities = authz.RunIdentities(dsc.run, authz.WithSeal(r.Seal), authz.WithManager(r.Manager))
+	dsc.now = r.Clock.Now()
+	next, receipt, err := loop.Decide(dsc.run.Status, env, cmd, dsc.now)
 	if err != nil {
-		if _, ok := loop.AsError(err); ok {
-			dsc.reject("%v", err)
-			return nil
+		e, ok := loop.AsError(err)
+		if !ok {
+			return fmt.Errorf("deciding: %w", err)
 		}
-		return fmt.Errorf("deciding: %w", err)
+		if e.Reason == exagentv1.ReasonCorruptStatus {
+			return r.failCorrupt(ctx, dsc, e)
+		}
+		dsc.reject("%v", err)
+		return nil
 	}
 	if !equalStatus(next, dsc.run.Status) {
 		written, err := r.Store.Commit(ctx, dsc.run, next, nil, dsc.now)
@@ -127,6 +145,31 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 	dsc.result = exagentv1.DecisionApplied
 	dsc.message = fmt.Sprintf("applied: run %s is %s", dsc.run.Name, dsc.run.Status.Phase)
 	dsc.receipt = &receipt
+	return nil
+}
+
+// failCorrupt ends a run whose stored status contradicts itself: no
+// decision can be applied to it, and no worker would ever resume it. The
+// decision is rejected with the reason; the run ends Failed, CorruptStatus.
+func (r *ApprovalDecisionReconciler) failCorrupt(ctx context.Context, dsc *decisionScope, e *loop.Error) error {
+	if dsc.run.Status.Phase.IsTerminal() {
+		dsc.reject("%v", e)
+		return nil
+	}
+	failed, err := loop.Fail(dsc.run.Status, e.Reason, e.Message, dsc.now)
+	if err != nil {
+		return fmt.Errorf("failing run %s with a corrupt status: %w", dsc.run.Name, err)
+	}
+	written, err := r.Store.Commit(ctx, dsc.run, failed, nil, dsc.now)
+	if err != nil {
+		return err
+	}
+	dsc.run = written
+	logf.FromContext(ctx).Info("ended a run whose status is corrupt", "message", e.Message)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(written, dsc.d, warning, eventRunFailed, eventRunFailed, "%s: %s", e.Reason, e.Message)
+	}
+	dsc.reject("the run's status is corrupt, so it was ended Failed (%s): %s", e.Reason, e.Message)
 	return nil
 }
 

@@ -59,4 +59,23 @@ func TestCancelWhileRunning(t *testing.T) {
 	if run.Status.Claim != nil || run.Status.Ledger.Requests != 1 {
 		t.Errorf("claim %+v, requests %d; want no claim and no further model request", run.Status.Claim, run.Status.Ledger.Requests)
 	}
+
+	// The call stays in the journal of the Cancelled run, Uncertain, and can
+	// be resolved for the record: nothing runs again.
+	c := run.Status.Calls[0]
+	d := h.waitDecision(h.decide("busy", decisionSpec{name: "record", user: alice, kind: exagentv1.DecisionResolve,
+		callID: c.ID, payloadHash: c.PayloadHash, revision: run.Status.Revision, outcome: exagentv1.ResolveSucceeded,
+		evidence: "the tool server logged it"}).Name)
+	if d.Status.Phase != exagentv1.DecisionApplied {
+		t.Fatalf("resolve = %s: %s", d.Status.Phase, d.Status.Message)
+	}
+	recorded := h.waitRun("busy", "the call recorded", func(r *exagentv1.AgentRun) bool {
+		return r.Status.Calls[0].State == exagentv1.CallSucceeded
+	})
+	if recorded.Status.Phase != exagentv1.PhaseCancelled || recorded.Status.Calls[0].Outcome.Evidence != "the tool server logged it" {
+		t.Errorf("phase %s outcome %+v", recorded.Status.Phase, recorded.Status.Calls[0].Outcome)
+	}
+	if n := len(ts.journal()); n != 1 || recorded.Status.Ledger.Requests != 1 {
+		t.Errorf("after the resolve: %d effects, %d model requests; want 1 and 1", n, recorded.Status.Ledger.Requests)
+	}
 }

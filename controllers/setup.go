@@ -39,6 +39,9 @@ type Options struct {
 	// Seal, when set, makes the decision re-check require the admission
 	// webhook's seal (authz.Seal).
 	Seal *authz.Seal
+	// ManagerIdentity is the manager's own username, which never decides;
+	// asked of the apiserver (authz.Self) when empty.
+	ManagerIdentity string
 	// Hooks are test hooks; nil in production.
 	Hooks Hooks
 	// ReleaseOnStop hands owned runs back when the manager stops (see releaser).
@@ -108,12 +111,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		APIReader:               mgr.GetAPIReader(),
 		Store:                   store,
 		Verifier:                o.Verifier,
+		Seal:                    o.Seal,
+		Manager:                 o.ManagerIdentity,
 		Recorder:                mgr.GetEventRecorder("exagent-controller"),
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		Name:                    "approvaldecision" + o.NameSuffix,
-	}
-	if decisions.Verifier == nil {
-		decisions.Verifier = SARVerifier{Client: mgr.GetClient(), Seal: o.Seal}
 	}
 	if err := decisions.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ApprovalDecision controller: %w", err)
@@ -150,9 +152,12 @@ func NewHolder() string {
 }
 
 // CacheOptions are the informer cache settings of the manager: managedFields
-// are stripped from every object, and the transcript and journal of ended
-// runs are dropped (DESIGN.md §8: size is speed). The controllers never
-// write an ended run, so the stripped copy is never stored back.
+// are stripped from every object, and the bulk of ended runs — the
+// transcript, each call's arguments and result — is dropped (DESIGN.md §8:
+// size is speed). The run controller never reads or writes an ended run;
+// the one write an ended run takes (a Resolve of a Cancelled run's
+// Uncertain call, for the record) is made by the decision controller on
+// the run read past the cache, so a stripped copy is never stored back.
 func CacheOptions() cache.Options {
 	strip := cache.TransformStripManagedFields()
 	return cache.Options{
@@ -164,10 +169,24 @@ func CacheOptions() cache.Options {
 					return out, err
 				}
 				if run, ok := out.(*exagentv1.AgentRun); ok && run.Status.Phase.IsTerminal() {
-					run.Status.History = nil
+					stripEnded(&run.Status)
 				}
 				return out, nil
 			}},
 		},
+	}
+}
+
+// stripEnded drops what an ended run keeps only for people and audits,
+// never for the controllers: the transcript, and every call's arguments and
+// result (ids, states, hashes and who resolved what stay).
+func stripEnded(s *exagentv1.AgentRunStatus) {
+	s.History = nil
+	for i := range s.Calls {
+		c := &s.Calls[i]
+		c.Args = ""
+		if c.Outcome != nil {
+			c.Outcome.Result = ""
+		}
 	}
 }

@@ -11,22 +11,52 @@ import (
 // serviceAccountPrefix is how the apiserver names a ServiceAccount user.
 const serviceAccountPrefix = "system:serviceaccount:"
 
-// Authorize applies the policy's own checks on who may decide: the
-// approvers lists and forbidSelfApproval. RBAC (the SubjectAccessReview) is
-// the caller's; this function is pure so the engine, the admission webhook
-// and the controller's re-check (authz.CheckPolicy) run the very same rules.
+// ReasonNeverDecider: the actor is an identity that never decides on the
+// run — the run's own ServiceAccount or the manager's identity.
+const ReasonNeverDecider = "NeverADecider"
+
+// Identities is what the caller knows, beyond the Agent's policy, about the
+// identities around a run. The engine cannot learn them from the run alone:
+// the namespace is the object's, the manager's identity is the process's,
+// and whether spec.requestedBy is trustworthy depends on its admission seal.
+type Identities struct {
+	// Namespace of the run. With spec.serviceAccountName it names the run's
+	// own ServiceAccount (system:serviceaccount:NAMESPACE:NAME), which never
+	// decides on the run it acts for. Empty: every ServiceAccount of that
+	// name is refused, whatever its namespace (fail closed).
+	Namespace string
+	// Manager are usernames that never decide on any run: the operator's own
+	// identity — it executes the calls, so deciding would approve itself.
+	Manager []string
+	// RequesterUnverified, when set, says why spec.requestedBy cannot be
+	// trusted (its admission seal is missing or does not match the run).
+	// forbidSelfApproval then fails closed with it: a requester nobody
+	// vouched for cannot be told apart from the decider.
+	RequesterUnverified string
+}
+
+// Authorize applies the checks on who may decide that are not RBAC: the
+// identities that never decide (the run's own ServiceAccount, the
+// manager), the approvers list and forbidSelfApproval. RBAC (the
+// SubjectAccessReview) is the caller's; this function is pure so the
+// engine, the admission webhook and the controller's re-check
+// (authz.CheckPolicy) run the very same rules.
 // An absent or empty approvers list means RBAC alone, never "everyone".
-// forbidSelfApproval fails closed: a run with no recorded requester cannot
-// show separation of duties, so nobody may decide on it.
+// forbidSelfApproval fails closed: a run with no recorded (or no verified)
+// requester cannot show separation of duties, so nobody may decide on it.
 // The error is a *Error of KindForbidden; its Reason names the failed check
-// (ReasonNotApprover, ReasonSelfApproval, ReasonForbidden for no actor).
-func Authorize(policy exagentv1.PolicySpec, run *exagentv1.AgentRunSpec, actor exagentv1.Actor) error {
+// (ReasonNeverDecider, ReasonNotApprover, ReasonSelfApproval, ReasonForbidden
+// for no actor).
+func Authorize(policy exagentv1.PolicySpec, run *exagentv1.AgentRunSpec, ids Identities, actor exagentv1.Actor) error {
 	if actor.Username == "" {
 		return errorf(KindForbidden, ReasonForbidden, "the decision has no authenticated actor")
 	}
 	agent := ""
 	if run != nil {
 		agent = run.AgentRef.Name
+	}
+	if err := neverDecides(run, ids, actor); err != nil {
+		return err
 	}
 	if a := policy.Approvers; !InApprovers(a, actor) {
 		return errorf(KindForbidden, ReasonNotApprover,
@@ -35,6 +65,11 @@ func Authorize(policy exagentv1.PolicySpec, run *exagentv1.AgentRunSpec, actor e
 	}
 	if !policy.ForbidSelfApproval {
 		return nil
+	}
+	if ids.RequesterUnverified != "" {
+		return errorf(KindForbidden, ReasonSelfApproval,
+			"forbidSelfApproval: the run's requester is unknown (%s), so it cannot be told apart from the decider; "+
+				"re-create the run through the exagent admission webhook", ids.RequesterUnverified)
 	}
 	if run == nil || run.RequestedBy == nil || run.RequestedBy.Username == "" {
 		return errorf(KindForbidden, ReasonSelfApproval,
@@ -46,6 +81,39 @@ func Authorize(policy exagentv1.PolicySpec, run *exagentv1.AgentRunSpec, actor e
 			"forbidSelfApproval: %q requested this run and cannot decide on it", req)
 	}
 	return nil
+}
+
+// neverDecides refuses the identities that act for the run: its own
+// ServiceAccount (the builtin tools impersonate it, so a run — or whoever
+// holds that account's token — could approve its own calls) and the
+// manager (which executes them). Whatever the policy says, and before it.
+func neverDecides(run *exagentv1.AgentRunSpec, ids Identities, actor exagentv1.Actor) error {
+	for _, user := range []string{actor.Username, actor.ImpersonatedBy} {
+		if user == "" {
+			continue
+		}
+		if slices.Contains(ids.Manager, user) {
+			return errorf(KindForbidden, ReasonNeverDecider,
+				"user %q is the exagent manager's own identity: the operator that executes a run's calls never decides on them", user)
+		}
+		if run != nil && isRunServiceAccount(user, ids.Namespace, run.ServiceAccount()) {
+			return errorf(KindForbidden, ReasonNeverDecider,
+				"user %q is the run's own ServiceAccount (spec.serviceAccountName %q): the identity a run acts as never decides on it",
+				user, run.ServiceAccount())
+		}
+	}
+	return nil
+}
+
+// isRunServiceAccount reports whether user is system:serviceaccount:ns:sa;
+// with ns unknown, any namespace's ServiceAccount named sa matches.
+func isRunServiceAccount(user, ns, sa string) bool {
+	rest, ok := strings.CutPrefix(user, serviceAccountPrefix)
+	if !ok {
+		return false
+	}
+	gotNS, name, ok := strings.Cut(rest, ":")
+	return ok && name == sa && (ns == "" || gotNS == ns)
 }
 
 // InApprovers reports whether actor is listed by a: by username, by one of

@@ -119,4 +119,8 @@ type DecisionCmd struct {
 	Reason      string
 	Outcome     exagentv1.ResolveOutcome
 	Evidence    string
+	// Identities is what the caller knows about the run's own identities
+	// (namespace, the manager's, whether requestedBy is sealed); Authorize
+	// refuses the ones that never decide.
+	Identities Identities
 }

@@ -71,8 +71,16 @@ func prepare(s *Status, env *Env, d DecisionCmd, kind exagentv1.DecisionKind, no
 		}
 		return nil, stored.DeepCopy(), nil
 	}
-	if err := Authorize(env.policy.spec, env.in.Run, d.Actor); err != nil {
+	if err := Authorize(env.policy.spec, env.in.Run, d.Identities, d.Actor); err != nil {
 		return nil, nil, err
+	}
+	// Cancel only stops work, so it applies even to a status that
+	// contradicts itself; every other decision looks entries up by the ids
+	// the status stores, and must not act on a corrupt one.
+	if kind != exagentv1.DecisionCancel {
+		if err := checkIntegrity(s); err != nil {
+			return nil, nil, err
+		}
 	}
 	return &decision{cmd: d, receipt: r}, nil, nil
 }
@@ -142,8 +150,12 @@ func findPendingApproval(s *Status, env *Env, d DecisionCmd, now time.Time) (int
 	if dl := env.deadline(); dl != nil && !now.Before(*dl) {
 		return -1, errorf(KindExpired, exagentv1.ReasonDeadlineExceeded, "the run's deadline %s passed", dl.Format(time.RFC3339))
 	}
-	if c := findCall(s, a.CallID); s.Calls[c].State != exagentv1.CallPending {
-		return -1, invalidf("approval %q is pending but call %q is %s", a.ID, a.CallID, s.Calls[c].State)
+	c := findCall(s, a.CallID)
+	if c < 0 {
+		return -1, corruptf("approval %q names call %q, which is not in status.calls", a.ID, a.CallID)
+	}
+	if st := s.Calls[c].State; st != exagentv1.CallPending {
+		return -1, corruptf("approval %q is pending but call %q is %s", a.ID, a.CallID, st)
 	}
 	return i, nil
 }
@@ -242,9 +254,13 @@ func receiptOf(r *exagentv1.Receipt) exagentv1.Receipt {
 	return *r
 }
 
-// Cancel ends a run that has not ended. A Running run's claim is revoked
-// (its reservation is charged whole: no checkpoint measured it) and any
-// call in flight is recorded Uncertain; pending approvals are Cancelled.
+// Cancel ends a run that has not ended, in any phase — not started yet,
+// Queued, Running, AwaitingApproval, Approved or Uncertain. A Running run's
+// claim is revoked (its reservation is charged whole: no checkpoint
+// measured it), so its owner can commit nothing more and dispatches
+// nothing new; any call in flight is recorded Uncertain inside the
+// Cancelled run — its effect may still happen — for a Resolve to record
+// what became of it. Pending approvals are Cancelled.
 // With an approvalID, that approval must be pending and match revision and
 // payload. Revision 0 means "whatever the current revision": cancelling
 // only ever stops work, so an unversioned GitOps cancel is accepted; any
@@ -257,7 +273,7 @@ func Cancel(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv1
 	if replay != nil || err != nil {
 		return s, receiptOf(replay), err
 	}
-	if s.Phase == "" || s.Phase.IsTerminal() {
+	if s.Phase.IsTerminal() {
 		return s, exagentv1.Receipt{}, notPendingf("run is %s: nothing to cancel", phaseName(s.Phase))
 	}
 	if d.Revision != 0 && d.Revision != s.Revision {
@@ -282,11 +298,16 @@ func Cancel(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv1
 		msg += ": " + d.Reason
 	}
 	if anyCall(&st, isUncertain) {
-		msg += " (some calls have no confirmed outcome: see calls in state Uncertain)"
+		msg += cancelledUncertainNote
 	}
 	setPhase(&st, exagentv1.PhaseCancelled, exagentv1.ReasonCancelled, msg)
 	return commitDecision(s, st, env, dec)
 }
+
+// cancelledUncertainNote ends the message of a run cancelled with calls
+// whose outcome nobody knows.
+const cancelledUncertainNote = " (some calls have no confirmed outcome: see calls in state Uncertain; " +
+	"kubectl approve resolve records what happened)"
 
 // Resolve records a human's evidence-backed outcome of one Uncertain call:
 // Succeeded or Failed closes it (resolvedBy = the actor, with the
@@ -294,15 +315,26 @@ func Cancel(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv1
 // same idempotency key. When no call is Uncertain any more the run becomes
 // Approved and a worker's Claim resumes it; otherwise it stays Uncertain.
 //
+// A Cancelled run may still hold Uncertain calls (in flight when it was
+// cancelled). Resolving one there is for the record only: Succeeded or
+// Failed is journaled with its evidence and the run stays Cancelled —
+// nothing runs again, so Retry is refused.
+//
 // Touches: the call (state, outcome), receipts, phase/reason/message.
-// Guards: see Decide; the run is Uncertain; the call is Uncertain; the
-// decision saw the current revision and the call's payload hash.
+// Guards: see Decide; the run is Uncertain (or Cancelled, not Retry); the
+// call is Uncertain; the decision saw the current revision and the call's
+// payload hash.
 func Resolve(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv1.Receipt, error) {
 	dec, replay, err := prepare(&s, env, d, exagentv1.DecisionResolve, now)
 	if replay != nil || err != nil {
 		return s, receiptOf(replay), err
 	}
-	if s.Phase != exagentv1.PhaseUncertain {
+	cancelled := s.Phase == exagentv1.PhaseCancelled
+	switch {
+	case cancelled && d.Outcome == exagentv1.ResolveRetry:
+		return s, exagentv1.Receipt{}, conflictf(
+			"run is Cancelled: nothing runs again, so a call cannot be retried; resolve it Succeeded or Failed to record what happened")
+	case s.Phase != exagentv1.PhaseUncertain && !cancelled:
 		return s, exagentv1.Receipt{}, notPendingf("run is %s: nothing to resolve", phaseName(s.Phase))
 	}
 	i := findCall(&s, d.CallID)
@@ -339,9 +371,17 @@ func Resolve(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv
 	default:
 		return s, exagentv1.Receipt{}, conflictf("resolve outcome %q is not Succeeded, Failed or Retry", d.Outcome)
 	}
-	if anyCall(&st, isUncertain) {
+	switch {
+	case cancelled:
+		// The phase and reason stay: the record is what changes.
+		msg := fmt.Sprintf("cancelled; call %s recorded %s by %s (nothing runs again)", c.ID, d.Outcome, who)
+		if anyCall(&st, isUncertain) {
+			msg += cancelledUncertainNote
+		}
+		st.Message = bound(msg, maxMessage)
+	case anyCall(&st, isUncertain):
 		st.Message = bound(fmt.Sprintf("call %s resolved %s by %s; other calls are still uncertain", c.ID, d.Outcome, who), maxMessage)
-	} else {
+	default:
 		setPhase(&st, exagentv1.PhaseApproved, ReasonResolved,
 			fmt.Sprintf("call %s resolved %s by %s; waiting for a worker", c.ID, d.Outcome, who))
 	}

@@ -266,7 +266,7 @@ func TestCancel(t *testing.T) {
 		"old revision":              {s: awaiting, d: with(func(d *DecisionCmd) { d.Revision = 9 }), wantKind: KindConflict},
 		"approval id, old revision": {s: awaiting, d: with(func(d *DecisionCmd) { d.ApprovalID = awaiting.Approvals[0].ID }), wantKind: KindConflict},
 		"ended":                     {s: Status{Phase: exagentv1.PhaseFailed}, d: cancel, wantKind: KindNotPending},
-		"not started":               {s: Status{}, d: cancel, wantKind: KindNotPending},
+		"not started":               {s: Status{}, d: cancel, wantCalls: map[string]exagentv1.CallState{}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -15,7 +15,7 @@
 //	contract.go   types shared with callers (Action, Fence, ToolResult, …)
 //	env.go        the trusted current configuration: fingerprints, durations, payload hash
 //	policy.go     Allow/Ask/Deny rules with CEL `when` over args
-//	authorize.go  approvers and forbidSelfApproval (RBAC is the caller's)
+//	authorize.go  who never decides, approvers and forbidSelfApproval (RBAC is the caller's)
 //	canonical.go  RFC 8785 canonical JSON and sha256 hashes
 //	claim.go      Start, Claim, Renew, Checkpoint, Release
 //	step.go       the driver: the next action and its intent
@@ -30,6 +30,7 @@
 //	recover.go    Recover after a lost lease
 //	activetime.go reservations and charges of active time
 //	validate.go   omitted data fails before any action
+//	integrity.go  a status that contradicts itself fails (CorruptStatus), never panics
 //	wakeup.go     the next instant the clock matters
 //	conditions.go Ready / AwaitingApproval / Uncertain computed from the journal
 //	errors.go     the typed errors callers switch on
@@ -54,6 +55,9 @@
 //     presupuesto". Release, Pause and Finish refund the unused part.
 //   - A Cancel with revision 0 applies to the current revision (cancelling
 //     only stops work); every other decision must carry the exact revision.
+//     Cancel applies in every phase that has not ended, even to a corrupt
+//     status; a Cancelled run's Uncertain calls can still be resolved
+//     Succeeded or Failed, for the record only.
 //   - The revision is bumped at every pause and when a run becomes
 //     Uncertain: resolutions bind it too.
 package loop

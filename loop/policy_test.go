@@ -119,10 +119,16 @@ func TestPolicyCostLimit(t *testing.T) {
 
 func TestAuthorize(t *testing.T) {
 	run := MakeRun().Obj()
+	ids := Identities{Namespace: "team", Manager: []string{"system:serviceaccount:exagent-system:exagent-manager"}}
+	ownSA := MakeRun().Obj()
+	ownSA.ServiceAccountName = "deployer"
 	cases := map[string]struct {
-		policy  exagentv1.PolicySpec
-		actor   exagentv1.Actor
-		wantErr string
+		policy     exagentv1.PolicySpec
+		run        *exagentv1.AgentRunSpec
+		ids        *Identities
+		actor      exagentv1.Actor
+		wantErr    string
+		wantReason string
 	}{
 		"no approvers: RBAC alone":  {actor: actor("bob")},
 		"empty approvers":           {policy: exagentv1.PolicySpec{Approvers: &exagentv1.Approvers{}}, actor: actor("bob")},
@@ -137,10 +143,43 @@ func TestAuthorize(t *testing.T) {
 		"self approval forbidden":   {policy: exagentv1.PolicySpec{ForbidSelfApproval: true}, actor: actor("requester"), wantErr: "forbidSelfApproval"},
 		"self by impersonation":     {policy: exagentv1.PolicySpec{ForbidSelfApproval: true}, actor: exagentv1.Actor{Username: "x", Impersonated: true, ImpersonatedBy: "requester"}, wantErr: "forbidSelfApproval"},
 		"other with forbid self":    {policy: exagentv1.PolicySpec{ForbidSelfApproval: true}, actor: actor("alice")},
+		"the run's default ServiceAccount": {
+			actor: actor("system:serviceaccount:team:default"), wantReason: ReasonNeverDecider,
+			wantErr: `user "system:serviceaccount:team:default" is the run's own ServiceAccount (spec.serviceAccountName "default")`,
+		},
+		"the run's named ServiceAccount, even when listed as an approver": {
+			policy: exagentv1.PolicySpec{Approvers: &exagentv1.Approvers{ServiceAccounts: []string{"team/deployer"}}},
+			run:    ownSA, actor: actor("system:serviceaccount:team:deployer"), wantReason: ReasonNeverDecider,
+			wantErr: `is the run's own ServiceAccount (spec.serviceAccountName "deployer")`,
+		},
+		"another namespace's ServiceAccount of the same name":  {actor: actor("system:serviceaccount:ops:default")},
+		"another ServiceAccount of the run's namespace":        {run: ownSA, actor: actor("system:serviceaccount:team:default")},
+		"namespace unknown: every ServiceAccount of that name": {ids: &Identities{}, actor: actor("system:serviceaccount:ops:default"), wantReason: ReasonNeverDecider, wantErr: "own ServiceAccount"},
+		"the manager": {
+			actor: actor("system:serviceaccount:exagent-system:exagent-manager"), wantReason: ReasonNeverDecider,
+			wantErr: `user "system:serviceaccount:exagent-system:exagent-manager" is the exagent manager's own identity`,
+		},
+		"standing in for the manager": {
+			actor:      exagentv1.Actor{Username: "alice", Impersonated: true, ImpersonatedBy: "system:serviceaccount:exagent-system:exagent-manager"},
+			wantReason: ReasonNeverDecider, wantErr: "manager's own identity",
+		},
+		"requester not sealed, forbidSelfApproval: fails closed": {
+			policy: exagentv1.PolicySpec{ForbidSelfApproval: true}, ids: &Identities{Namespace: "team", RequesterUnverified: "no seal"},
+			actor: actor("alice"), wantReason: ReasonSelfApproval,
+			wantErr: "forbidSelfApproval: the run's requester is unknown (no seal)",
+		},
+		"requester not sealed, self approval allowed": {ids: &Identities{Namespace: "team", RequesterUnverified: "no seal"}, actor: actor("alice")},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			err := Authorize(tc.policy, run, tc.actor)
+			r, id := run, ids
+			if tc.run != nil {
+				r = tc.run
+			}
+			if tc.ids != nil {
+				id = *tc.ids
+			}
+			err := Authorize(tc.policy, r, id, tc.actor)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("Authorize: %v", err)
@@ -149,6 +188,9 @@ func TestAuthorize(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !IsKind(err, KindForbidden) {
 				t.Fatalf("error = %v, want Forbidden containing %q", err, tc.wantErr)
+			}
+			if e, _ := AsError(err); tc.wantReason != "" && e.Reason != tc.wantReason {
+				t.Errorf("reason = %s, want %s", e.Reason, tc.wantReason)
 			}
 		})
 	}

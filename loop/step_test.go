@@ -287,12 +287,12 @@ func TestStepErrors(t *testing.T) {
 		"unknown call state": {s: func() Status { s := clone(batch); s.Calls[0].State = "Weird"; return s }(), env: env,
 			wantKind: KindInvalidContinuation, wantMsg: "unknown state"},
 		"call without tool": {s: func() Status { s := clone(batch); s.Calls[0].Tool = ""; return s }(), env: env,
-			wantKind: KindInvalidContinuation, wantMsg: "no id or tool"},
+			wantKind: KindInvalidContinuation, wantMsg: "has no tool"},
 		"approval of no call": {s: func() Status {
 			s := clone(batch)
-			s.Approvals = []exagentv1.Approval{{ID: "a", CallID: "ghost", PayloadHash: "h"}}
+			s.Approvals = []exagentv1.Approval{{ID: "a", CallID: "ghost", PayloadHash: "h", State: exagentv1.ApprovalApproved}}
 			return s
-		}(), env: env, wantKind: KindInvalidContinuation, wantMsg: "names no call"},
+		}(), env: env, wantKind: KindInvalidContinuation, wantMsg: `names call "ghost", which is not in status.calls`},
 		"model intent incomplete": {s: func() Status {
 			s := running(t, env)
 			s.Cursor.ModelRequest = &exagentv1.ModelRequestIntent{}

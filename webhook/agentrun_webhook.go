@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -18,7 +19,12 @@ import (
 // +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agentrun,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agentruns,verbs=create;update,versions=v1alpha1,name=vagentrun.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"create-or-spec-changed","expression":"request.operation != 'UPDATE' || object.spec != oldObject.spec"}]}`
 
 // AgentRunWebhook stamps spec.requestedBy and validates AgentRuns.
-type AgentRunWebhook struct{}
+type AgentRunWebhook struct {
+	// Seal, when set, seals the stamped spec.requestedBy (with the rest of
+	// the spec), so that the controller can tell a requester admission
+	// stamped from one a client wrote past a bypassed webhook.
+	Seal *authz.Seal
+}
 
 var (
 	_ admission.Defaulter[*exagentv1.AgentRun] = &AgentRunWebhook{}
@@ -27,7 +33,8 @@ var (
 
 // Default stamps spec.requestedBy from the creating user: forbidSelfApproval
 // compares deciders against it, so a client must not be able to name
-// someone else as the requester.
+// someone else as the requester. With a Seal, the stamp is sealed
+// (authz.Seal.StampRequester, annotation exagent.io/requester-seal).
 func (w *AgentRunWebhook) Default(ctx context.Context, run *exagentv1.AgentRun) error {
 	req, err := requester(ctx)
 	if err != nil || !isCreate(req) {
@@ -40,10 +47,17 @@ func (w *AgentRunWebhook) Default(ctx context.Context, run *exagentv1.AgentRun) 
 		}
 	}
 	run.Spec.RequestedBy = &stamped
+	if w.Seal != nil {
+		// Last: the seal covers the spec as it will be stored.
+		return w.Seal.StampRequester(run)
+	}
 	return nil
 }
 
-// ValidateCreate validates the run and that requestedBy is the creating user.
+// ValidateCreate validates the run and that requestedBy is the creating
+// user. A requester seal that no longer matches (another mutating webhook
+// changed the spec after ours) is only a warning: the run works, but
+// forbidSelfApproval will refuse every decider on it.
 func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.AgentRun) (admission.Warnings, error) {
 	errs := ValidateAgentRun(run, nil)
 	req, err := requester(ctx)
@@ -53,7 +67,14 @@ func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.Age
 	if ferr := checkStamped(field.NewPath("spec", "requestedBy"), run.Spec.RequestedBy, authz.ActorFromUserInfo(req.UserInfo)); ferr != nil {
 		errs = append(errs, ferr)
 	}
-	return nil, invalid(agentRunGK, run.Name, errs)
+	var warnings admission.Warnings
+	if w.Seal != nil {
+		if err := w.Seal.VerifyRequester(run); err != nil {
+			warnings = append(warnings, fmt.Sprintf("%v (did another mutating webhook change the spec after exagent's?): "+
+				"if the run's Agent sets forbidSelfApproval, nobody will be able to decide on it", err))
+		}
+	}
+	return warnings, invalid(agentRunGK, run.Name, errs)
 }
 
 // ValidateUpdate denies spec changes.

@@ -10,9 +10,11 @@ import (
 
 // ValidateDecisionTarget checks that what d decides on is decidable in run
 // as it is now: the approval exists and is Pending (Approve, Deny, Cancel of
-// one approval), the run waits for approval (Cancel without approvalID), or
-// the call is Uncertain (Resolve); and that the revision and payload hash
-// the decider saw, when given, are the current ones.
+// one approval), the run has not ended (Cancel without approvalID: every
+// other phase can be cancelled, a run not started yet included), or the
+// call is Uncertain (Resolve — of an Uncertain run, or, for the record
+// only, of a Cancelled one); and that the revision and payload hash the
+// decider saw, when given, are the current ones.
 //
 // A decision whose operationID already has a receipt in the run passes: it
 // is a replay (GitOps re-applying a deleted decision, a retried kubectl),
@@ -33,9 +35,11 @@ func ValidateDecisionTarget(d *exagentv1.ApprovalDecision, run *exagentv1.AgentR
 			return nil
 		}
 	}
-	if run.Status.Phase.IsTerminal() {
+	phase := run.Status.Phase
+	recordOnly := s.Decision == exagentv1.DecisionResolve && phase == exagentv1.PhaseCancelled
+	if phase.IsTerminal() && !recordOnly {
 		return field.ErrorList{field.Invalid(spec.Child("runRef", "name"), s.RunRef.Name,
-			fmt.Sprintf("run is %s: it takes no more decisions", run.Status.Phase))}
+			fmt.Sprintf("run is %s: it takes no more decisions", phase))}
 	}
 
 	switch {
@@ -48,11 +52,16 @@ func ValidateDecisionTarget(d *exagentv1.ApprovalDecision, run *exagentv1.AgentR
 			return field.ErrorList{field.Invalid(spec.Child("callID"), s.CallID,
 				fmt.Sprintf("call is %s, not Uncertain: only an Uncertain call can be resolved", call.State))}
 		}
+		if recordOnly && s.Outcome == exagentv1.ResolveRetry {
+			return field.ErrorList{field.Invalid(spec.Child("outcome"), s.Outcome,
+				"the run is Cancelled: nothing runs again, so a call cannot be retried; resolve it Succeeded or Failed to record what happened")}
+		}
 		return nil
-	case s.ApprovalID == "": // Cancel of the whole waiting run
-		if run.Status.Phase != exagentv1.PhaseAwaitingApproval {
-			return field.ErrorList{field.Invalid(spec.Child("runRef", "name"), s.RunRef.Name,
-				fmt.Sprintf("run is %q, not AwaitingApproval: there is no pending approval to cancel", run.Status.Phase))}
+	case s.ApprovalID == "": // Cancel of the whole run, in whatever phase it is
+		if s.Revision != 0 && s.Revision != run.Status.Revision {
+			return field.ErrorList{field.Invalid(spec.Child("revision"), s.Revision,
+				fmt.Sprintf("the run is at revision %d: it changed since you looked (omit revision to cancel whatever it is doing now)",
+					run.Status.Revision))}
 		}
 		return nil
 	}

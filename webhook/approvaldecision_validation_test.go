@@ -112,9 +112,37 @@ func TestValidateDecisionTarget(t *testing.T) {
 			d:   decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Decision, d.Spec.ApprovalID = exagentv1.DecisionCancel, "" }),
 			run: run(),
 		},
-		"cancel of a running run": {
-			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Decision, d.Spec.ApprovalID = exagentv1.DecisionCancel, "" }),
-			run:  run(func(r *exagentv1.AgentRun) { r.Status.Phase = exagentv1.PhaseRunning }),
+		"cancel, with a stale revision": {
+			d: decision(func(d *exagentv1.ApprovalDecision) {
+				d.Spec.Decision, d.Spec.ApprovalID, d.Spec.Revision = exagentv1.DecisionCancel, "", 3
+			}),
+			run:  run(),
+			want: []string{"FieldValueInvalid spec.revision"},
+		},
+		"cancel without a revision, of whatever the run does now": {
+			d: decision(func(d *exagentv1.ApprovalDecision) {
+				d.Spec.Decision, d.Spec.ApprovalID, d.Spec.Revision = exagentv1.DecisionCancel, "", 0
+			}),
+			run: run(func(r *exagentv1.AgentRun) { r.Status.Revision = 5 }),
+		},
+		"resolve of a cancelled run's uncertain call, for the record": {
+			d: decision(resolve),
+			run: run(func(r *exagentv1.AgentRun) {
+				r.Status.Phase, r.Status.Calls[0].State = exagentv1.PhaseCancelled, exagentv1.CallUncertain
+			}),
+		},
+		"retry of a cancelled run's uncertain call": {
+			d: decision(resolve, func(d *exagentv1.ApprovalDecision) { d.Spec.Outcome = exagentv1.ResolveRetry }),
+			run: run(func(r *exagentv1.AgentRun) {
+				r.Status.Phase, r.Status.Calls[0].State = exagentv1.PhaseCancelled, exagentv1.CallUncertain
+			}),
+			want: []string{"FieldValueInvalid spec.outcome"},
+		},
+		"resolve of another ended run's uncertain call": {
+			d: decision(resolve),
+			run: run(func(r *exagentv1.AgentRun) {
+				r.Status.Phase, r.Status.Calls[0].State = exagentv1.PhaseFailed, exagentv1.CallUncertain
+			}),
 			want: []string{"FieldValueInvalid spec.runRef.name"},
 		},
 		"resolve of an uncertain call": {
@@ -136,6 +164,36 @@ func TestValidateDecisionTarget(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			got := errKeys(webhook.ValidateDecisionTarget(tc.d, tc.run))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCancelTargetEveryPhase: a Cancel of the whole run is admitted in
+// every phase that has not ended — a run not started yet included — and
+// refused in every ended one.
+func TestCancelTargetEveryPhase(t *testing.T) {
+	cancel := decision(func(d *exagentv1.ApprovalDecision) {
+		d.Spec.Decision, d.Spec.ApprovalID, d.Spec.PayloadHash = exagentv1.DecisionCancel, "", ""
+	})
+	phases := map[exagentv1.RunPhase][]string{
+		"":                              nil,
+		exagentv1.PhaseQueued:           nil,
+		exagentv1.PhaseRunning:          nil,
+		exagentv1.PhaseAwaitingApproval: nil,
+		exagentv1.PhaseApproved:         nil,
+		exagentv1.PhaseUncertain:        nil,
+		exagentv1.PhaseSucceeded:        {"FieldValueInvalid spec.runRef.name"},
+		exagentv1.PhaseFailed:           {"FieldValueInvalid spec.runRef.name"},
+		exagentv1.PhaseDenied:           {"FieldValueInvalid spec.runRef.name"},
+		exagentv1.PhaseCancelled:        {"FieldValueInvalid spec.runRef.name"},
+		exagentv1.PhaseExpired:          {"FieldValueInvalid spec.runRef.name"},
+	}
+	for phase, want := range phases {
+		t.Run(string(phase), func(t *testing.T) {
+			r := run(func(r *exagentv1.AgentRun) { r.Status.Phase = phase })
+			if diff := cmp.Diff(want, errKeys(webhook.ValidateDecisionTarget(cancel, r))); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})

@@ -33,8 +33,11 @@ type ApprovalDecisionWebhook struct {
 	Reader client.Reader
 	// Client creates SubjectAccessReviews.
 	Client client.Client
-	// Seal, when set, seals admitted decisions and is verified on create.
+	// Seal, when set, seals admitted decisions (for the run they name) and
+	// is verified on create.
 	Seal *authz.Seal
+	// Manager is the manager's own identity: it never decides.
+	Manager string
 }
 
 var (
@@ -45,7 +48,9 @@ var (
 // Default stamps spec.actor from the authenticated user, defaults
 // spec.operationID to the object's name (or, with metadata.generateName,
 // where admission runs before the name exists, to one derived from the
-// admission request's UID) and, with a Seal, seals the result.
+// admission request's UID) and, with a Seal, seals the result for the run
+// it names as it exists now (its UID): a decision never carries over to a
+// run deleted and re-created under the same name.
 // A client-written actor that differs is refused here, before anything else
 // sees it.
 func (w *ApprovalDecisionWebhook) Default(ctx context.Context, d *exagentv1.ApprovalDecision) error {
@@ -63,11 +68,17 @@ func (w *ApprovalDecisionWebhook) Default(ctx context.Context, d *exagentv1.Appr
 	if d.Spec.OperationID == "" {
 		d.Spec.OperationID = defaultOperationID(d, req)
 	}
-	if w.Seal != nil {
-		// Last: the seal covers the spec as it will be stored.
-		return w.Seal.Stamp(d)
+	if w.Seal == nil {
+		return nil
 	}
-	return nil
+	// A missing run is sealed with no UID: validation refuses the decision
+	// (spec.runRef.name not found), and no run has an empty UID.
+	run := &exagentv1.AgentRun{}
+	if err := w.Reader.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Spec.RunRef.Name}, run); err != nil && !apierrors.IsNotFound(err) {
+		return apierrors.NewInternalError(fmt.Errorf("reading AgentRun %s/%s to seal the decision: %w", d.Namespace, d.Spec.RunRef.Name, err))
+	}
+	// Last: the seal covers the spec as it will be stored.
+	return w.Seal.Stamp(d, run.UID)
 }
 
 // ValidateCreate admits a decision only when its author may decide on its
@@ -104,7 +115,8 @@ func (w *ApprovalDecisionWebhook) ValidateCreate(ctx context.Context, d *exagent
 
 	// Who may decide comes before whether the target is decidable, so that
 	// someone without the verb learns nothing about the run's approvals.
-	err = authz.VerifyDecision(ctx, w.Client, d, run, agent, authz.WithExtra(req.UserInfo.Extra), authz.WithSeal(w.Seal))
+	err = authz.VerifyDecision(ctx, w.Client, d, run, agent,
+		authz.WithExtra(req.UserInfo.Extra), authz.WithSeal(w.Seal), authz.WithManager(w.Manager))
 	if err != nil {
 		if authz.IsDenied(err) {
 			logf.FromContext(ctx).Info("decision denied", "decision", d.Name, "run", run.Name,

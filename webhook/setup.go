@@ -1,7 +1,9 @@
 package webhook
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -10,32 +12,59 @@ import (
 )
 
 // Option tunes SetupWithManager.
-type Option func(*ApprovalDecisionWebhook)
+type Option func(*settings)
 
-// WithSeal makes the mutating webhook seal every admitted decision (see
-// authz.Seal). Pass the same Seal to the controller's authz.VerifyDecision
-// (authz.WithSeal) so that a decision that did not go through this webhook
-// is rejected even if its spec.actor names a real approver.
-func WithSeal(s *authz.Seal) Option {
-	return func(w *ApprovalDecisionWebhook) { w.Seal = s }
+type settings struct {
+	seal    *authz.Seal
+	manager string
 }
+
+// WithSeal makes the mutating webhooks seal what they stamp (see
+// authz.Seal): every admitted decision, for the run it names, and every
+// created run's spec.requestedBy. Pass the same Seal to the controller
+// (authz.WithSeal) so that a decision that did not go through this webhook
+// is rejected even if its spec.actor names a real approver, and so that
+// forbidSelfApproval refuses a requester nobody stamped.
+func WithSeal(s *authz.Seal) Option {
+	return func(o *settings) { o.seal = s }
+}
+
+// WithManagerIdentity names the manager's own identity (its username),
+// which never decides on a run. Without it, SetupWithManager asks the
+// apiserver who the manager's credentials authenticate as (authz.Self).
+func WithManagerIdentity(username string) Option {
+	return func(o *settings) { o.manager = username }
+}
+
+// selfTimeout bounds the start-up SelfSubjectReview.
+const selfTimeout = 30 * time.Second
 
 // SetupWithManager registers every exagent admission webhook with the
 // manager's webhook server. Reads go straight to the apiserver (not the
 // cache): a decision is judged against the run as it is now, and decisions
 // are rare enough that one GET each costs nothing.
 func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
-	decisions := &ApprovalDecisionWebhook{Reader: mgr.GetAPIReader(), Client: mgr.GetClient()}
+	var o settings
 	for _, opt := range opts {
-		opt(decisions)
+		opt(&o)
 	}
+	if o.manager == "" {
+		ctx, cancel := context.WithTimeout(context.Background(), selfTimeout)
+		defer cancel()
+		self, err := authz.Self(ctx, mgr.GetClient())
+		if err != nil {
+			return fmt.Errorf("the decision webhook must know the manager's identity to refuse it as a decider: %w", err)
+		}
+		o.manager = self
+	}
+	decisions := &ApprovalDecisionWebhook{Reader: mgr.GetAPIReader(), Client: mgr.GetClient(), Seal: o.seal, Manager: o.manager}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.ApprovalDecision{}).
 		WithDefaulter(decisions).
 		WithValidator(decisions).
 		Complete(); err != nil {
 		return fmt.Errorf("registering ApprovalDecision webhooks: %w", err)
 	}
-	runs := &AgentRunWebhook{}
+	runs := &AgentRunWebhook{Seal: o.seal}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentRun{}).
 		WithDefaulter(runs).
 		WithValidator(runs).

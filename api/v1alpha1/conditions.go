@@ -30,6 +30,10 @@ const (
 	// request was lost (owner crashed, lost its lease, stopped) more often
 	// than the bound allows; each re-send was charged.
 	ReasonModelRequestRetriesExhausted = "ModelRequestRetriesExhausted"
+	// ReasonCorruptStatus: the stored status contradicts itself (an approval
+	// naming a missing call, an unknown state, a duplicate id, …); no
+	// transition writes that, so the run ends Failed rather than guess.
+	ReasonCorruptStatus = "CorruptStatus"
 )
 
 // Well-known labels and annotations.

@@ -135,8 +135,17 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// The manager's own identity never decides on a run: learn it from the
+	// credentials this process really uses, once, for the webhook and the
+	// controller alike.
+	self, err := authz.Self(ctx, mgr.GetClient())
+	if err != nil {
+		return fmt.Errorf("the manager's identity: %w", err)
+	}
+	log.Info("the manager's identity never decides on a run", "user", self)
 	c, err := controllers.Setup(ctx, mgr, controllers.Options{
 		Seal:                    seal,
+		ManagerIdentity:         self,
 		ReleaseOnStop:           f.releaseOnStop,
 		DrainTimeout:            f.drainTimeout,
 		LeaseSkewGrace:          f.leaseSkewGrace,
@@ -150,7 +159,7 @@ func run() error {
 		return err
 	}
 	if f.enableWebhooks {
-		var wopts []exagentwebhook.Option
+		wopts := []exagentwebhook.Option{exagentwebhook.WithManagerIdentity(self)}
 		if seal != nil {
 			wopts = append(wopts, exagentwebhook.WithSeal(seal))
 		}

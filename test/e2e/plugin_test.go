@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
@@ -319,5 +320,52 @@ func TestResolveUncertain(t *testing.T) {
 	}
 	if n := len(srv.requests()); n != 1 {
 		t.Errorf("the endpoint was called %d times, want exactly 1 (no automatic retry)", n)
+	}
+}
+
+// TestCancelRunning: a run with a tool call in flight — no approval
+// pending — is cancelled with the plugin: it ends Cancelled at once, the
+// call stays Uncertain inside the cancelled run (show lists it), nothing
+// calls the endpoint again, and the call is resolved for the record (a
+// Retry is refused: nothing runs again).
+func TestCancelRunning(t *testing.T) {
+	ns := namespace(t, "e2e-cancel-running")
+	bindApprovers(t, ns)
+	srv := newEffectServer(t, true)
+	must(t, "", httpAgent(ns, "payments", srv.URL+"/charge", "Allow", "5m")+"---\n"+runYAML(ns, "pay", "payments"), "apply", "-f", "-")
+	eventually(t, time.Minute, "the charge in flight", func() bool {
+		r := getRun(t, ns, "pay")
+		return r.Status.Phase == exagentv1.PhaseRunning && len(r.Status.Calls) == 1 &&
+			r.Status.Calls[0].State == exagentv1.CallStarted && len(srv.requests()) == 1
+	})
+
+	out := must(t, "alice", "", "approve", "cancel", "pay", "-n", ns, "--reason", "wrong customer")
+	if !strings.HasPrefix(out, "run "+ns+"/pay: cancelled by alice (approvaldecision.exagent.io/pay-cancel-") {
+		t.Errorf("cancel printed %q", out)
+	}
+	run := getRun(t, ns, "pay")
+	if run.Status.Phase != exagentv1.PhaseCancelled || run.Status.Claim != nil || run.Status.Calls[0].State != exagentv1.CallUncertain {
+		t.Fatalf("after cancel: phase %s claim %v call %s; want Cancelled, no claim, the call Uncertain",
+			run.Status.Phase, run.Status.Claim, run.Status.Calls[0].State)
+	}
+	show := must(t, "carol", "", "approve", "show", "pay", "-n", ns)
+	if !strings.Contains(show, "Uncertain calls (the run is cancelled: nothing runs again") || !strings.Contains(show, "charge-1:") {
+		t.Errorf("show does not list the call in doubt:\n%s", show)
+	}
+	stderr := mustFail(t, "carol", "approve", "resolve", "pay", "-n", ns, "--outcome", "Retry")
+	if !strings.Contains(stderr, "nothing runs again") {
+		t.Errorf("retry on a cancelled run: %q", stderr)
+	}
+	out = must(t, "carol", "", "approve", "resolve", "pay", "-n", ns, "--outcome", "Failed", "--evidence", "no charge in the ledger")
+	if !strings.Contains(out, "call charge-1 resolved as Failed by carol") {
+		t.Errorf("resolve printed %q", out)
+	}
+	final := getRun(t, ns, "pay")
+	if c := final.Status.Calls[0]; final.Status.Phase != exagentv1.PhaseCancelled || c.State != exagentv1.CallFailed ||
+		c.Outcome == nil || c.Outcome.Evidence != "no charge in the ledger" {
+		t.Errorf("after resolve: phase %s call %s %+v", final.Status.Phase, c.State, c.Outcome)
+	}
+	if n := len(srv.requests()); n != 1 || final.Status.Ledger.Requests != 1 {
+		t.Errorf("%d charges and %d model requests, want 1 and 1: nothing runs after a cancel", n, final.Status.Ledger.Requests)
 	}
 }

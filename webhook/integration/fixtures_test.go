@@ -48,11 +48,15 @@ func createAgent(t *testing.T, ns, name string) *exagentv1.Agent {
 // writes — as the admin, standing in for the controller — a paused status:
 // AwaitingApproval with one pending approval a1 for call c1. uncertain
 // instead leaves call c1 Uncertain with no approval.
-func createPausedRun(t *testing.T, c client.Client, ns, name, agentName string, uncertain bool) *exagentv1.AgentRun {
+func createPausedRun(t *testing.T, c client.Client, ns, name, agentName string, uncertain bool,
+	mut ...func(*exagentv1.AgentRunSpec)) *exagentv1.AgentRun {
 	t.Helper()
 	r := &exagentv1.AgentRun{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec:       exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: agentName}, Input: "pay invoice 42"},
+	}
+	for _, m := range mut {
+		m(&r.Spec)
 	}
 	if err := c.Create(t.Context(), r); err != nil {
 		t.Fatalf("creating AgentRun %s: %v", name, err)
@@ -108,4 +112,35 @@ func resolve(ns, name, run string) *exagentv1.ApprovalDecision {
 			Evidence: "the payment shows in the ledger",
 		},
 	}
+}
+
+// setPhase rewrites, as the admin standing in for the controller, the
+// status of run so that it is in phase with the journal a run in that phase
+// has: nothing for "", a fresh transcript for Queued, a claim and a call in
+// flight for Running, the call approved for Approved, a finished run for
+// Succeeded and Cancelled.
+func setPhase(t *testing.T, run *exagentv1.AgentRun, phase exagentv1.RunPhase) *exagentv1.AgentRun {
+	t.Helper()
+	now := time.Now().UTC().Truncate(time.Second)
+	st := &run.Status
+	st.Phase = phase
+	switch phase {
+	case exagentv1.PhaseQueued:
+		st.Calls, st.Approvals, st.PendingApprovals = nil, nil, 0
+		st.Cursor = exagentv1.Cursor{Stage: exagentv1.StageRequest}
+	case exagentv1.PhaseRunning:
+		st.Approvals, st.PendingApprovals = nil, 0
+		st.Attempts = 1
+		st.Claim = &exagentv1.Claim{Holder: "manager-a", Attempt: 1, LeaseExpiresAt: metav1.NewMicroTime(now.Add(time.Hour))}
+		st.Calls[0].State, st.Calls[0].Attempt, st.Calls[0].IdempotencyKey = exagentv1.CallStarted, 1, string(run.UID)+"/c1"
+	case exagentv1.PhaseApproved:
+		st.Calls[0].State = exagentv1.CallApproved
+		st.Approvals[0].State, st.PendingApprovals = exagentv1.ApprovalApproved, 0
+	case exagentv1.PhaseSucceeded, exagentv1.PhaseCancelled:
+		st.Approvals[0].State, st.PendingApprovals = exagentv1.ApprovalCancelled, 0
+	}
+	if err := admin.Status().Update(t.Context(), run); err != nil {
+		t.Fatalf("setting run %s %s: %v", run.Name, phase, err)
+	}
+	return run
 }

@@ -27,7 +27,7 @@ func TestLoadSeal(t *testing.T) {
 	if stored.Annotations[authz.SealAnnotation] == "" {
 		t.Fatalf("admitted decision carries no %s annotation", authz.SealAnnotation)
 	}
-	if err := again.Verify(stored); err != nil {
+	if err := again.Verify(stored, get(t, s.ns, runPayments, &exagentv1.AgentRun{})); err != nil {
 		t.Errorf("a second load of the key does not verify the webhook's seal: %v", err)
 	}
 }
@@ -51,7 +51,7 @@ func TestSealWithGenerateName(t *testing.T) {
 			t.Fatal(err)
 		}
 		stored := get(t, s.ns, d.Name, &exagentv1.ApprovalDecision{})
-		if err := seal.Verify(stored); err != nil {
+		if err := seal.Verify(stored, get(t, s.ns, runPayments, &exagentv1.AgentRun{})); err != nil {
 			t.Errorf("decision %s created with generateName does not verify: %v", stored.Name, err)
 		}
 		if stored.Spec.OperationID == "" || stored.Spec.OperationID == "alice-" {

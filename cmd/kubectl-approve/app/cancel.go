@@ -10,10 +10,17 @@ import (
 func newCancelCommand(f *factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := newDecideOptions(streams, exagentv1.DecisionCancel)
 	cmd := &cobra.Command{
-		Use:               "cancel RUN [APPROVAL]",
-		Short:             "Cancel a run that is waiting for a decision",
-		Long:              `Cancel a run: it ends Cancelled and none of its pending tool calls runs.`,
-		Example:           `  kubectl approve cancel triage-42 --reason "superseded by triage-43"`,
+		Use:   "cancel RUN [APPROVAL]",
+		Short: "Cancel a run that has not ended, whatever it is doing",
+		Long: `Cancel a run in any phase that has not ended — not started yet, queued,
+running, waiting for approval, approved or uncertain. It ends Cancelled at once:
+no pending tool call runs and no new model request or tool call starts. A tool
+call already in flight may still have its effect; it is recorded Uncertain in
+the cancelled run (kubectl approve show lists it) and can be resolved, for the
+record, with kubectl approve resolve --outcome Succeeded|Failed.
+Needs the "approve" verb on agents/approval (ClusterRole exagent-approver).`,
+		Example: `  kubectl approve cancel triage-42 --reason "superseded by triage-43"
+  kubectl approve cancel triage-42 call-0-1-r1   # only while that approval is pending`,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: completeRunThenApproval(f, liveRuns),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -27,9 +27,19 @@ type decisionRequest struct {
 // changed in between is rejected rather than approved unread. It refuses
 // ambiguous requests (several pending approvals and none named) instead of
 // guessing.
+//
+// A Cancel needs no pending approval: it stops the run in whatever phase it
+// is. A Resolve also applies to a Cancelled run's Uncertain calls, for the
+// record only (Succeeded or Failed: nothing runs again).
 func planDecisions(run *exagentv1.AgentRun, req decisionRequest, now time.Time) ([]*exagentv1.ApprovalDecision, error) {
-	if run.Status.Phase.IsTerminal() {
-		return nil, fmt.Errorf("run %q has already ended: %s", run.Name, run.Status.Phase)
+	phase := run.Status.Phase
+	recordOnly := req.Kind == exagentv1.DecisionResolve && phase == exagentv1.PhaseCancelled
+	switch {
+	case recordOnly && req.Outcome == exagentv1.ResolveRetry:
+		return nil, fmt.Errorf("run %q is Cancelled: nothing runs again, so a call cannot be retried; "+
+			"resolve it --outcome Succeeded or Failed to record what happened", run.Name)
+	case phase.IsTerminal() && !recordOnly:
+		return nil, fmt.Errorf("run %q has already ended: %s", run.Name, phase)
 	}
 	switch req.Kind {
 	case exagentv1.DecisionApprove, exagentv1.DecisionDeny:

@@ -74,6 +74,22 @@ demo        scale-two   b          scale   {"name":"api"}   60s         never`,
 			run: makeRun("r", "demo").phase(exagentv1.PhaseSucceeded).obj(), req: decisionRequest{Kind: exagentv1.DecisionCancel},
 			wantErr: `run "r" has already ended: Succeeded`,
 		},
+		"cancel with no pending approval, in every phase that has not ended": {
+			run: makeRun("busy", "demo").phase(exagentv1.PhaseRunning).revision(2).obj(), req: decisionRequest{Kind: exagentv1.DecisionCancel},
+			want: []want{{Revision: 2, Decision: exagentv1.DecisionCancel, GenerateName: "busy-cancel-"}},
+		},
+		"cancel a run not started yet": {
+			run: makeRun("new", "demo").obj(), req: decisionRequest{Kind: exagentv1.DecisionCancel},
+			want: []want{{Decision: exagentv1.DecisionCancel, GenerateName: "new-cancel-"}},
+		},
+		"cancel a Queued run": {
+			run: makeRun("q", "demo").phase(exagentv1.PhaseQueued).obj(), req: decisionRequest{Kind: exagentv1.DecisionCancel},
+			want: []want{{Decision: exagentv1.DecisionCancel, GenerateName: "q-cancel-"}},
+		},
+		"cancel an already cancelled run": {
+			run: makeRun("r", "demo").phase(exagentv1.PhaseCancelled).obj(), req: decisionRequest{Kind: exagentv1.DecisionCancel},
+			wantErr: `run "r" has already ended: Cancelled`,
+		},
 		"cancel without approval carries the run's revision": {
 			run: paused.obj(), req: decisionRequest{Kind: exagentv1.DecisionCancel},
 			want: []want{{Revision: 3, Decision: exagentv1.DecisionCancel, GenerateName: "scale-web-cancel-"}},
@@ -85,6 +101,22 @@ demo        scale-two   b          scale   {"name":"api"}   60s         never`,
 		"resolve the only uncertain call": {
 			run: uncertain.obj(), req: decisionRequest{Kind: exagentv1.DecisionResolve, Outcome: exagentv1.ResolveSucceeded, Evidence: "ch_1"},
 			want: []want{{CallID: "c1", PayloadHash: "sha256:c10123456789abcdef", Revision: 4, Decision: exagentv1.DecisionResolve, Outcome: exagentv1.ResolveSucceeded, GenerateName: "charge-resolve-"}},
+		},
+		"resolve a cancelled run's uncertain call, for the record": {
+			run: makeRun("gone", "demo").phase(exagentv1.PhaseCancelled).revision(2).
+				call("c1", "charge", `{"amount":5}`, exagentv1.CallUncertain).obj(),
+			req:  decisionRequest{Kind: exagentv1.DecisionResolve, Outcome: exagentv1.ResolveFailed, Evidence: "no charge"},
+			want: []want{{CallID: "c1", PayloadHash: "sha256:c10123456789abcdef", Revision: 2, Decision: exagentv1.DecisionResolve, Outcome: exagentv1.ResolveFailed, GenerateName: "gone-resolve-"}},
+		},
+		"retry a cancelled run's uncertain call": {
+			run: makeRun("gone", "demo").phase(exagentv1.PhaseCancelled).call("c1", "charge", `{}`, exagentv1.CallUncertain).obj(),
+			req: decisionRequest{Kind: exagentv1.DecisionResolve, Outcome: exagentv1.ResolveRetry},
+			wantErr: `run "gone" is Cancelled: nothing runs again, so a call cannot be retried; ` +
+				`resolve it --outcome Succeeded or Failed to record what happened`,
+		},
+		"resolve on another ended run": {
+			run: makeRun("r", "demo").phase(exagentv1.PhaseFailed).call("c1", "charge", `{}`, exagentv1.CallUncertain).obj(),
+			req: decisionRequest{Kind: exagentv1.DecisionResolve, Outcome: exagentv1.ResolveFailed}, wantErr: `run "r" has already ended: Failed`,
 		},
 		"resolve a call that is not uncertain": {
 			run: paused.obj(), req: decisionRequest{Kind: exagentv1.DecisionResolve, CallID: "call-0-0", Outcome: exagentv1.ResolveFailed},

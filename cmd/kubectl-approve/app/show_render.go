@@ -79,7 +79,11 @@ func renderShow(w io.Writer, v showView) error {
 
 	if unc := run.Status.UncertainCalls(); len(unc) > 0 {
 		p("")
-		p("Uncertain calls (need kubectl approve resolve):")
+		if run.Status.Phase == exagentv1.PhaseCancelled {
+			p("Uncertain calls (the run is cancelled: nothing runs again; record what happened with kubectl approve resolve):")
+		} else {
+			p("Uncertain calls (need kubectl approve resolve):")
+		}
 		for _, c := range unc {
 			field("  "+c.ID, "%s %s", c.Tool, truncate(compactJSON([]byte(c.Args)), argsWidth))
 		}
@@ -89,6 +93,8 @@ func renderShow(w io.Writer, v showView) error {
 	p("Who may decide:")
 	field("  RBAC", "verb %q on agents/approval %q in namespace %q (ClusterRole exagent-approver; resolve: exagent-resolver)",
 		"approve", run.Spec.AgentRef.Name, run.Namespace)
+	field("  Never", "system:serviceaccount:%s:%s (the run's own ServiceAccount) and the exagent manager's identity",
+		run.Namespace, run.Spec.ServiceAccount())
 	switch {
 	case v.Agent == nil:
 		field("  Approvers", "<unknown: agent %s>", v.AgentNote)

@@ -13,6 +13,12 @@ import (
 
 func TestRenderShow(t *testing.T) {
 	yes, no := true, false
+	const (
+		rbac = `  RBAC:           verb "approve" on agents/approval "ops" in namespace "demo" (ClusterRole exagent-approver; resolve: exagent-resolver)
+`
+		never = `  Never:          system:serviceaccount:demo:default (the run's own ServiceAccount) and the exagent manager's identity
+`
+	)
 	paused := makeRun("scale-web", "demo").phase(exagentv1.PhaseAwaitingApproval).revision(1).
 		call("call-0-0", "scale", `{"name":"web","replicas":3}`, exagentv1.CallPending).
 		approval("call-0-0", "call-0-0", exagentv1.ApprovalPending, 2*time.Minute, 24*time.Hour).
@@ -55,6 +61,7 @@ Approval call-0-0 (Pending):
 
 Who may decide:
   RBAC:           verb "approve" on agents/approval "ops" in namespace "demo" (ClusterRole exagent-approver; resolve: exagent-resolver)
+  Never:          system:serviceaccount:demo:default (the run's own ServiceAccount) and the exagent manager's identity
   Approvers:      users alice; groups sre
   Self-approval:  forbidden (carol may not decide)
   You:            RBAC allows you to approve
@@ -88,6 +95,7 @@ Approval call-0-0 (Pending):
 
 Who may decide:
   RBAC:           verb "approve" on agents/approval "ops" in namespace "demo" (ClusterRole exagent-approver; resolve: exagent-resolver)
+  Never:          system:serviceaccount:demo:default (the run's own ServiceAccount) and the exagent manager's identity
   Approvers:      <unknown: agent not readable: Error from server (Forbidden): nope>
   You:            RBAC does not allow you to approve (missing verb "approve" on agents/approval)
 `,
@@ -110,11 +118,33 @@ Uncertain calls (need kubectl approve resolve):
 
 Who may decide:
   RBAC:           verb "approve" on agents/approval "ops" in namespace "demo" (ClusterRole exagent-approver; resolve: exagent-resolver)
+  Never:          system:serviceaccount:demo:default (the run's own ServiceAccount) and the exagent manager's identity
   Approvers:      anyone RBAC allows (the Agent's policy names no approvers)
   You:            RBAC allows you to resolve
 
 Transcript (0 messages):
   <empty>
+`,
+		},
+		"a cancelled run's uncertain call, to record": {
+			view: showView{
+				Run: makeRun("charge", "demo").phase(exagentv1.PhaseCancelled).revision(2).
+					call("c1", "charge", `{"amount":5}`, exagentv1.CallUncertain).obj(),
+				Agent: &exagentv1.Agent{}, YouMay: &yes, YouVerb: "resolve", Now: t0, Tail: 0,
+			},
+			want: `
+Run:              demo/charge
+Agent:            ops
+Phase:            Cancelled (step 0, revision 2)
+
+No pending approvals.
+
+Uncertain calls (the run is cancelled: nothing runs again; record what happened with kubectl approve resolve):
+  c1:             charge {"amount":5}
+
+Who may decide:
+` + rbac + never + `  Approvers:      anyone RBAC allows (the Agent's policy names no approvers)
+  You:            RBAC allows you to resolve
 `,
 		},
 	}
