@@ -59,7 +59,7 @@ func claim(attempt int64, leaseMs int) *exagentv1.Claim {
 func goodRun() *hist {
 	h := &hist{}
 	h.write(func(st *exagentv1.AgentRunStatus) { st.Phase = exagentv1.PhaseQueued }) // rv 10
-	h.write(func(st *exagentv1.AgentRunStatus) { // rv 20: claim + model intent
+	h.write(func(st *exagentv1.AgentRunStatus) {                                     // rv 20: claim + model intent
 		st.Phase, st.Attempts, st.Claim = exagentv1.PhaseRunning, 1, claim(1, 5000)
 		st.Cursor = exagentv1.Cursor{Step: 0, Stage: exagentv1.StageRequest, ModelRequest: &exagentv1.ModelRequestIntent{Attempt: 1, Request: 1}}
 	})
