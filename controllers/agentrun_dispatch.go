@@ -35,6 +35,7 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 	spec := sc.agent.Spec.Model.DeepCopy()
 	r.inbox.started(key, 1)
 	r.Executor.SubmitOr(modelEndpoint(spec), func(ctx context.Context) {
+		r.Hooks.beforeModelRequest(ctx, key)
 		res := ioResult{fence: fence}
 		p, err := model.For(ctx, spec, func(ctx context.Context, sel exagentv1.SecretKeySelector) (string, error) {
 			return r.secret(ctx, ns, sel)
@@ -46,6 +47,7 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 			}
 		}
 		res.modelErr = err
+		r.Hooks.afterModelResponse(ctx, key)
 		r.finish(ctx, key, res)
 	}, func() { r.inbox.abandon(key) })
 }
