@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +27,9 @@ type options struct {
 	WebhookPort int
 	// ManagerNamespace is created for the manager's own objects.
 	ManagerNamespace string
+	// DataDir, when set, keeps etcd's data and the cluster's identity
+	// (address, certificates) across restarts (see dataDir).
+	DataDir string
 }
 
 // cluster is a running control plane and the log files it writes to.
@@ -82,12 +86,23 @@ func start(ctx context.Context, o options) (*cluster, error) {
 	api := c.env.ControlPlane.GetAPIServer()
 	api.Out, api.Err = apiLog, apiLog
 	c.env.ControlPlane.Etcd = &envtest.Etcd{Out: etcdLog, Err: etcdLog}
+	if o.DataDir != "" {
+		if err := c.useDataDir(dataDir(o.DataDir), mut, val, o.WebhookHost); err != nil {
+			c.closeLogs()
+			return nil, err
+		}
+	}
 
 	logf("starting etcd and kube-apiserver (logs in %s)", filepath.Join(o.Dir, "logs"))
 	cfg, err := c.env.Start()
 	if err != nil {
 		c.closeLogs()
 		return nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	if o.DataDir != "" {
+		if err := dataDir(o.DataDir).remember(c.env); err != nil {
+			return nil, errors.Join(err, c.Stop())
+		}
 	}
 	if err := c.install(ctx, cfg, o); err != nil {
 		return nil, errors.Join(err, c.Stop())
@@ -96,7 +111,11 @@ func start(ctx context.Context, o options) (*cluster, error) {
 }
 
 func (c *cluster) install(ctx context.Context, cfg *rest.Config, o options) error {
-	if err := copyWebhookCerts(c.env.WebhookInstallOptions, filepath.Join(o.Dir, "webhook")); err != nil {
+	certDir := c.env.WebhookInstallOptions.LocalServingCertDir
+	if o.DataDir != "" {
+		certDir = dataDir(o.DataDir).path("webhook")
+	}
+	if err := copyWebhookCerts(certDir, c.env.WebhookInstallOptions.LocalServingCAData, filepath.Join(o.Dir, "webhook")); err != nil {
 		return err
 	}
 	cl, err := client.New(cfg, client.Options{Scheme: c.env.Scheme})
@@ -154,4 +173,39 @@ func (c *cluster) closeLogs() {
 		_ = f.Close()
 	}
 	c.logs = nil
+}
+
+// useDataDir configures the control plane on a data directory: etcd's data
+// and the apiserver's identity, and the webhook serving pair kept there
+// (the CA bundle set on the registered configuration by us: envtest
+// generates a new pair on every start otherwise).
+func (c *cluster) useDataDir(d dataDir, mut []*admissionv1.MutatingWebhookConfiguration,
+	val []*admissionv1.ValidatingWebhookConfiguration, host string) error {
+	if err := d.prepare(); err != nil {
+		return err
+	}
+	st, err := d.loadState()
+	if err != nil {
+		return err
+	}
+	if err := d.configure(c.env, st); err != nil {
+		return err
+	}
+	ca, err := d.webhookServing(host)
+	if err != nil {
+		return err
+	}
+	for _, m := range mut {
+		for i := range m.Webhooks {
+			m.Webhooks[i].ClientConfig.CABundle = ca
+		}
+	}
+	for _, v := range val {
+		for i := range v.Webhooks {
+			v.Webhooks[i].ClientConfig.CABundle = ca
+		}
+	}
+	// With the CA given, envtest installs the configurations as they are.
+	c.env.WebhookInstallOptions.LocalServingCAData = ca
+	return nil
 }

@@ -289,4 +289,3 @@ func CheckAcked(reqs []Request, commits []Commit) []Violation {
 }
 
 func hasCall(m map[string]int64, id string) bool { _, ok := m[id]; return ok }
-
