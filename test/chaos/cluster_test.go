@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -215,26 +216,14 @@ func (c *cluster) startManager(o managerOpts) (*process, error) {
 	return p, err
 }
 
-// poll calls cond every 100ms until it is true, fails, or timeout passes.
+// poll waits, with a deadline, until cond holds or fails.
 func poll(timeout time.Duration, cond func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return errors.New("not within " + timeout.String())
-		case <-tick.C:
-		}
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true,
+		func(context.Context) (bool, error) { return cond() })
+	if wait.Interrupted(err) {
+		return errors.New("not within " + timeout.String())
 	}
+	return err
 }
 
 func freePort() (int, error) {
