@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -68,6 +69,8 @@ type FaultInjector struct {
 	Rate  float64
 	Delay time.Duration // of a FaultTimeout
 
+	armed atomic.Bool
+
 	mu      sync.Mutex
 	rng     *rand.Rand
 	rt      http.RoundTripper
@@ -80,6 +83,9 @@ type FaultInjector struct {
 func NewFaultInjector(seed uint64, rate float64) *FaultInjector {
 	return &FaultInjector{Rate: rate, Delay: 300 * time.Millisecond, rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
 }
+
+// Arm starts the faults (setup — discovery, the seal key — goes through clean).
+func (f *FaultInjector) Arm() { f.armed.Store(true) }
 
 // Wrap is the rest.Config wrapper.
 func (f *FaultInjector) Wrap(rt http.RoundTripper) http.RoundTripper {
@@ -111,7 +117,7 @@ func (f *FaultInjector) draw(write bool) (FaultKind, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.count++
-	if f.rng.Float64() >= f.Rate {
+	if !f.armed.Load() || f.rng.Float64() >= f.Rate {
 		return "", false
 	}
 	kinds := []FaultKind{Fault500, Fault503, FaultTimeout}

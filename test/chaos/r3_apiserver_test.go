@@ -73,6 +73,7 @@ func TestApiserverFaults(t *testing.T) {
 		MaxConcurrentReconciles: 4, NameSuffix: "-r3"}); err != nil {
 		t.Fatal(err)
 	}
+	faults.Arm()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
