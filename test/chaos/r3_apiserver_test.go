@@ -23,14 +23,14 @@ import (
 // faultRate is the share of apiserver requests R3 fails.
 const faultRate = 0.10
 
-// TestApiserverFaults (R3): the manager runs in this process with a
+// testApiserverFaults (R3): the manager runs in this process with a
 // fault-injecting round tripper on its rest.Config: 10 % of its reads and
 // writes fail — 409, 500, 503, timeouts, and lost ACKs (the write lands,
 // the answer is a broken connection or a 504). Every run ends; no effect
 // happens twice; no IO follows a commit the manager was not told succeeded
 // (the injector journals what each status write recorded and what the
 // manager heard); the history check holds.
-func TestApiserverFaults(t *testing.T) {
+func testApiserverFaults(t *testing.T) {
 	cl := sharedCluster(t)
 	sz := sizes()
 	s := newScenario(t, cl, "r3", func(run types.NamespacedName, step int32) Turn {

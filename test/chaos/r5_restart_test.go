@@ -14,7 +14,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// TestRestartFromBytes (R5): with runs paused (AwaitingApproval) and runs
+// testRestartFromBytes (R5): with runs paused (AwaitingApproval) and runs
 // in the middle of a tool call and of a model request, the whole control
 // plane stops — the manager is SIGKILLed, kube-apiserver and etcd stop —
 // and a fresh one starts on the same etcd data directory (devcluster
@@ -23,20 +23,24 @@ import (
 // (Uncertain and resolved with the oracle's evidence, or the model request
 // sent again). All end Succeeded; the history check holds across the
 // restart.
-func TestRestartFromBytes(t *testing.T) {
+func testRestartFromBytes(t *testing.T) {
 	binaries(t)
 	dir := filepath.Join(suite.work, "r5")
 	cl, err := startCluster(dir, filepath.Join(dir, "data"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var s *scenario
 	defer func() {
+		if s != nil {
+			s.rec.Stop() // an open watch holds the apiserver's shutdown
+		}
 		if err := cl.stop(); err != nil {
 			t.Errorf("stopping the R5 control plane: %v", err)
 		}
 	}()
 	kindOf := func(run string) string { return strings.SplitN(run, "-", 2)[0] }
-	s := newScenario(t, cl, "r5", func(run types.NamespacedName, step int32) Turn {
+	s = newScenario(t, cl, "r5", func(run types.NamespacedName, step int32) Turn {
 		if step > 0 {
 			return Turn{Text: "done"}
 		}
@@ -105,6 +109,7 @@ func TestRestartFromBytes(t *testing.T) {
 	// apiserver and etcd stop.
 	mgr.kill()
 	s.kills++
+	s.rec.Suspend()
 	before := s.rec.Runs()
 	if err := cl.stopPlane(); err != nil {
 		t.Fatalf("stopping the control plane: %v", err)
@@ -114,6 +119,7 @@ func TestRestartFromBytes(t *testing.T) {
 	if err := cl.start(); err != nil {
 		t.Fatalf("starting the control plane again on its data directory: %v", err)
 	}
+	s.rec.Resume()
 	// The same objects, from the same bytes.
 	for _, name := range s.runNames() {
 		vs := before[s.uids[name]]

@@ -37,6 +37,11 @@ type Recorder struct {
 	changed  chan struct{}
 	cancel   context.CancelFunc
 	done     sync.WaitGroup
+	// lastRV is the last resourceVersion each watch delivered.
+	lastRV map[string]string
+	// seen counts distinct object versions observed.
+	seen    int
+	seenRVs map[string]bool
 }
 
 type expectedScale struct {
@@ -49,23 +54,36 @@ type expectedScale struct {
 // NewRecorder starts recording namespace ns; call Stop when done.
 func NewRecorder(c client.WithWatch, ns string) (*Recorder, error) {
 	rec := &Recorder{c: c, ns: ns, runs: map[types.UID][]Version{}, byName: map[string]types.UID{},
-		expect: map[string]expectedScale{}, replicas: map[string]int32{}, changed: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	rec.cancel = cancel
+		expect: map[string]expectedScale{}, replicas: map[string]int32{}, changed: make(chan struct{}),
+		lastRV: map[string]string{}, seenRVs: map[string]bool{}}
+	ctx := context.Background()
 	runRV, err := rec.list(ctx, &exagentv1.AgentRunList{})
 	if err != nil {
-		cancel()
 		return nil, err
 	}
 	depRV, err := rec.list(ctx, &appsv1.DeploymentList{})
 	if err != nil {
-		cancel()
 		return nil, err
 	}
-	rec.done.Add(2)
-	go rec.watch(ctx, &exagentv1.AgentRunList{}, runRV)
-	go rec.watch(ctx, &appsv1.DeploymentList{}, depRV)
+	rec.lastRV = map[string]string{"runs": runRV, "deployments": depRV}
+	rec.Resume()
 	return rec, nil
+}
+
+// Suspend ends the watches and keeps what was recorded, as before a
+// planned stop of the apiserver (an open watch holds its shutdown).
+func (rec *Recorder) Suspend() { rec.Stop() }
+
+// Resume watches again from the last versions delivered.
+func (rec *Recorder) Resume() {
+	ctx, cancel := context.WithCancel(context.Background())
+	rec.mu.Lock()
+	rec.cancel = cancel
+	runRV, depRV := rec.lastRV["runs"], rec.lastRV["deployments"]
+	rec.mu.Unlock()
+	rec.done.Add(2)
+	go rec.watch(ctx, "runs", &exagentv1.AgentRunList{}, runRV)
+	go rec.watch(ctx, "deployments", &appsv1.DeploymentList{}, depRV)
 }
 
 // ExpectScale says that run's call callID scales Deployment name to replicas.
@@ -77,7 +95,10 @@ func (rec *Recorder) ExpectScale(name string, run types.NamespacedName, uid type
 
 // Stop ends the watches.
 func (rec *Recorder) Stop() {
-	rec.cancel()
+	rec.mu.Lock()
+	cancel := rec.cancel
+	rec.mu.Unlock()
+	cancel()
 	rec.done.Wait()
 }
 
@@ -100,17 +121,19 @@ func (rec *Recorder) list(ctx context.Context, list client.ObjectList) (string, 
 
 // watch follows one kind from rv, re-establishing the watch from the last
 // version seen when the stream ends (timeouts, an apiserver restart).
-func (rec *Recorder) watch(ctx context.Context, list client.ObjectList, rv string) {
+func (rec *Recorder) watch(ctx context.Context, kind string, list client.ObjectList, rv string) {
 	defer rec.done.Done()
+	defer func() {
+		rec.mu.Lock()
+		rec.lastRV[kind] = rv
+		rec.mu.Unlock()
+	}()
 	for ctx.Err() == nil {
 		w, err := rec.c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), client.InNamespace(rec.ns),
 			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
 		if err != nil {
 			if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
-				rec.gap(fmt.Sprintf("%T watch from rv %s: %v", list, rv, err))
-				if rv, err = rec.list(ctx, list.DeepCopyObject().(client.ObjectList)); err != nil {
-					rv = ""
-				}
+				rv = rec.relist(ctx, list, rv, err.Error())
 				continue
 			}
 			select {
@@ -123,10 +146,7 @@ func (rec *Recorder) watch(ctx context.Context, list client.ObjectList, rv strin
 		for ev := range w.ResultChan() {
 			if ev.Type == watch.Error {
 				if st, ok := ev.Object.(*metav1.Status); ok && (st.Code == 410) {
-					rec.gap(fmt.Sprintf("%T watch from rv %s expired: %s", list, rv, st.Message))
-					if nrv, err := rec.list(ctx, list.DeepCopyObject().(client.ObjectList)); err == nil {
-						rv = nrv
-					}
+					rv = rec.relist(ctx, list, rv, st.Message)
 				}
 				break
 			}
@@ -143,6 +163,30 @@ func (rec *Recorder) watch(ctx context.Context, list client.ObjectList, rv strin
 	}
 }
 
+// relist follows a watch that can no longer resume (a restarted
+// apiserver's watch cache starts at its own first revision): it lists
+// again, and records a gap only when an object changed in between, since
+// only then are writes missing from the history.
+func (rec *Recorder) relist(ctx context.Context, list client.ObjectList, rv, why string) string {
+	before := rec.versionsSeen()
+	nrv, err := rec.list(ctx, list.DeepCopyObject().(client.ObjectList))
+	if err != nil {
+		return rv // retried by the caller's next watch
+	}
+	if missed := rec.versionsSeen() - before; missed > 0 {
+		rec.gap(fmt.Sprintf("%T watch from rv %s ended (%s); %d objects had changed when listed again", list, rv, why, missed))
+	}
+	return nrv
+}
+
+// versionsSeen counts distinct versions recorded (a relisted version
+// already recorded adds none).
+func (rec *Recorder) versionsSeen() int {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.seen
+}
+
 func (rec *Recorder) gap(what string) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
@@ -154,6 +198,12 @@ func (rec *Recorder) observe(t watch.EventType, obj client.Object) {
 	now := time.Now()
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
+	id := string(obj.GetUID()) + "@" + obj.GetResourceVersion()
+	if t != watch.Deleted && rec.seenRVs[id] {
+		return // listed again after a watch ended: already recorded
+	}
+	rec.seenRVs[id] = true
+	rec.seen++
 	switch o := obj.(type) {
 	case *exagentv1.AgentRun:
 		v := Version{RV: rv, Seen: now, Deleted: t == watch.Deleted, Run: o.DeepCopy()}
