@@ -119,7 +119,9 @@ func testRestartFromBytes(t *testing.T) {
 	if err := cl.start(); err != nil {
 		t.Fatalf("starting the control plane again on its data directory: %v", err)
 	}
-	s.rec.Resume()
+	if err := s.rec.ResumeAfterRestart(context.Background()); err != nil {
+		t.Fatalf("recording again after the restart: %v", err)
+	}
 	// The same objects, from the same bytes.
 	for _, name := range s.runNames() {
 		vs := before[s.uids[name]]

@@ -81,6 +81,34 @@ func (rec *Recorder) Resume() {
 	rec.cancel = cancel
 	runRV, depRV := rec.lastRV["runs"], rec.lastRV["deployments"]
 	rec.mu.Unlock()
+	rec.startWatches(ctx, runRV, depRV)
+}
+
+// ResumeAfterRestart lists again, then watches from there: a restarted
+// apiserver's watch cache cannot resume an older resourceVersion. Call it
+// before anything writes again; a version it had not recorded is a gap.
+func (rec *Recorder) ResumeAfterRestart(ctx context.Context) error {
+	before := rec.versionsSeen()
+	runRV, err := rec.list(ctx, &exagentv1.AgentRunList{})
+	if err != nil {
+		return err
+	}
+	depRV, err := rec.list(ctx, &appsv1.DeploymentList{})
+	if err != nil {
+		return err
+	}
+	if missed := rec.versionsSeen() - before; missed > 0 {
+		rec.gap(fmt.Sprintf("%d object versions appeared while the recorder was suspended", missed))
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	rec.mu.Lock()
+	rec.cancel = cancel
+	rec.mu.Unlock()
+	rec.startWatches(wctx, runRV, depRV)
+	return nil
+}
+
+func (rec *Recorder) startWatches(ctx context.Context, runRV, depRV string) {
 	rec.done.Add(2)
 	go rec.watch(ctx, "runs", &exagentv1.AgentRunList{}, runRV)
 	go rec.watch(ctx, "deployments", &appsv1.DeploymentList{}, depRV)
