@@ -77,6 +77,39 @@ type FaultInjector struct {
 	faults  []Fault
 	commits []Commit
 	count   int
+	forced  []*forcedFault
+}
+
+// forcedFault fails the next left requests that match, ahead of the draw.
+type forcedFault struct {
+	kind  FaultKind
+	left  int
+	match func(method, path string, c *Commit) bool
+}
+
+// Force makes the next n matching requests fail with kind, so that each
+// class of fault is met at least n times whatever the draw (c is the
+// status write a request carries, nil for any other request).
+func (f *FaultInjector) Force(kind FaultKind, n int, match func(method, path string, c *Commit) bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.forced = append(f.forced, &forcedFault{kind: kind, left: n, match: match})
+}
+
+func (f *FaultInjector) force(method, path string, c *Commit) (FaultKind, bool) {
+	if !f.armed.Load() {
+		return "", false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, ff := range f.forced {
+		if ff.left > 0 && ff.match(method, path, c) {
+			ff.left--
+			f.count++
+			return ff.kind, true
+		}
+	}
+	return "", false
 }
 
 // NewFaultInjector fails rate of the requests, drawn from seed.
@@ -152,7 +185,10 @@ func (t *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if write && req.Method == http.MethodPut && strings.Contains(req.URL.Path, "/agentruns/") && strings.HasSuffix(req.URL.Path, "/status") {
 		commit = t.statusWrite(req)
 	}
-	kind, fail := t.f.draw(write)
+	kind, fail := t.f.force(req.Method, req.URL.Path, commit)
+	if !fail {
+		kind, fail = t.f.draw(write)
+	}
 	ft := Fault{Kind: kind, Method: req.Method, Path: req.URL.Path, At: time.Now()}
 	if !fail {
 		resp, err := t.rt.RoundTrip(req)

@@ -3,6 +3,8 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,6 +75,16 @@ func testApiserverFaults(t *testing.T) {
 		MaxConcurrentReconciles: 4, NameSuffix: "-r3"}); err != nil {
 		t.Fatal(err)
 	}
+	// Each class of fault is met at least twice whatever the seed: lost
+	// ACKs of builtin mutations and of intent commits, and intent commits
+	// that failed before reaching the apiserver.
+	isScale := func(method, path string, _ *Commit) bool {
+		return method == http.MethodPatch && strings.Contains(path, "/deployments/") && strings.HasSuffix(path, "/scale")
+	}
+	isIntent := func(_, _ string, c *Commit) bool { return c != nil && len(c.Started) > 0 }
+	faults.Force(FaultLostACK, 2, isScale)
+	faults.Force(FaultLostACK, 2, isIntent)
+	faults.Force(Fault500, 2, isIntent)
 	faults.Arm()
 	var wg sync.WaitGroup
 	wg.Add(1)
