@@ -48,6 +48,7 @@ type ModelServer struct {
 	hold    func(r Request) bool
 	held    chan Request
 	release chan struct{}
+	latency time.Duration
 }
 
 // NewModelServer listens on 127.0.0.1 and answers with script.
@@ -84,6 +85,14 @@ func (ms *ModelServer) ReleaseAll() {
 	default:
 		close(ms.release)
 	}
+}
+
+// SetLatency makes every answer take d: a busy endpoint, so that calls
+// queue in the manager's executor.
+func (ms *ModelServer) SetLatency(d time.Duration) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	ms.latency = d
 }
 
 // Close stops the server.
@@ -142,8 +151,11 @@ func (ms *ModelServer) serve(w http.ResponseWriter, r *http.Request) {
 	ms.mu.Lock()
 	ms.journal = append(ms.journal, req)
 	hold := ms.hold != nil && ms.hold(req)
-	release := ms.release
+	release, latency := ms.release, ms.latency
 	ms.mu.Unlock()
+	if !pause(r.Context(), latency) {
+		return
+	}
 	if hold {
 		ms.held <- req
 		select {

@@ -39,6 +39,11 @@ func testThreeManagersKilledAtRandom(t *testing.T) {
 		return Turn{Text: "done"}
 	})
 	s.createAgent("mixed")
+	// Busy endpoints and small executor pools: calls wait in the managers'
+	// queues, where a claim can go stale before the call starts.
+	s.tools.SetLatency(200 * time.Millisecond)
+	s.model.SetLatency(100 * time.Millisecond)
+	managerArgs := []string{"--max-inflight-per-endpoint", "2"}
 
 	const n = 3
 	var (
@@ -46,7 +51,7 @@ func testThreeManagersKilledAtRandom(t *testing.T) {
 		managers [n]*process
 	)
 	for i := range managers {
-		p, err := cl.startManager(managerOpts{name: fmt.Sprintf("r2-%d", i)})
+		p, err := cl.startManager(managerOpts{name: fmt.Sprintf("r2-%d", i), args: managerArgs})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +98,7 @@ func testThreeManagersKilledAtRandom(t *testing.T) {
 				return
 			case <-time.After(down):
 			}
-			p, err := cl.startManager(managerOpts{name: fmt.Sprintf("r2-%d", i)})
+			p, err := cl.startManager(managerOpts{name: fmt.Sprintf("r2-%d", i), args: managerArgs})
 			if err != nil {
 				killerDone <- err
 				return

@@ -50,6 +50,7 @@ type ToolServer struct {
 	hold       func(r Request) bool
 	held       chan Request
 	release    chan struct{}
+	latency    time.Duration
 }
 
 // NewToolServer listens on 127.0.0.1; reader reads runs straight from the
@@ -96,6 +97,14 @@ func (ts *ToolServer) ReleaseAll() {
 	default:
 		close(ts.release)
 	}
+}
+
+// SetLatency makes every answer take d: a busy endpoint, so that calls
+// queue in the manager's executor.
+func (ts *ToolServer) SetLatency(d time.Duration) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.latency = d
 }
 
 // Close stops the server.
@@ -147,8 +156,11 @@ func (ts *ToolServer) serve(w http.ResponseWriter, r *http.Request) {
 	ts.seen[key] = true
 	ts.journal = append(ts.journal, req)
 	hold := ts.hold != nil && ts.hold(req)
-	release := ts.release
+	release, latency := ts.release, ts.latency
 	ts.mu.Unlock()
+	if !pause(r.Context(), latency) {
+		return
+	}
 
 	if hold {
 		ts.held <- req
@@ -180,5 +192,20 @@ func readRV(ctx context.Context, reader client.Reader, key types.NamespacedName)
 			return 0, ""
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// pause lets d pass unless ctx ends first (false).
+func pause(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
