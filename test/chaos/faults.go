@@ -84,6 +84,7 @@ type FaultInjector struct {
 type forcedFault struct {
 	kind  FaultKind
 	left  int
+	used  int
 	match func(method, path string, c *Commit) bool
 }
 
@@ -96,20 +97,24 @@ func (f *FaultInjector) Force(kind FaultKind, n int, match func(method, path str
 	f.forced = append(f.forced, &forcedFault{kind: kind, left: n, match: match})
 }
 
-func (f *FaultInjector) force(method, path string, c *Commit) (FaultKind, bool) {
+// force returns the forced fault of a request, if any; reset picks the
+// broken-connection form of a lost ACK (forced ones alternate, the 504
+// first, so both forms are met).
+func (f *FaultInjector) force(method, path string, c *Commit) (kind FaultKind, reset, ok bool) {
 	if !f.armed.Load() {
-		return "", false
+		return "", false, false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, ff := range f.forced {
 		if ff.left > 0 && ff.match(method, path, c) {
 			ff.left--
+			ff.used++
 			f.count++
-			return ff.kind, true
+			return ff.kind, ff.used%2 == 0, true
 		}
 	}
-	return "", false
+	return "", false, false
 }
 
 // NewFaultInjector fails rate of the requests, drawn from seed.
@@ -185,9 +190,10 @@ func (t *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if write && req.Method == http.MethodPut && strings.Contains(req.URL.Path, "/agentruns/") && strings.HasSuffix(req.URL.Path, "/status") {
 		commit = t.statusWrite(req)
 	}
-	kind, fail := t.f.force(req.Method, req.URL.Path, commit)
+	kind, reset, fail := t.f.force(req.Method, req.URL.Path, commit)
 	if !fail {
 		kind, fail = t.f.draw(write)
+		reset = t.coin()
 	}
 	ft := Fault{Kind: kind, Method: req.Method, Path: req.URL.Path, At: time.Now()}
 	if !fail {
@@ -214,7 +220,7 @@ func (t *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			commit.At = time.Now()
 		}
 		t.f.record(ft, commit)
-		if t.coin() {
+		if reset {
 			return nil, fmt.Errorf("injected lost ACK: %w", syscall.ECONNRESET)
 		}
 		return statusResponse(req, http.StatusGatewayTimeout, "Timeout",
