@@ -191,9 +191,9 @@ func (t *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		commit = t.statusWrite(req)
 	}
 	kind, reset, fail := t.f.force(req.Method, req.URL.Path, commit)
+	forced := fail
 	if !fail {
 		kind, fail = t.f.draw(write)
-		reset = t.coin()
 	}
 	ft := Fault{Kind: kind, Method: req.Method, Path: req.URL.Path, At: time.Now()}
 	if !fail {
@@ -220,7 +220,7 @@ func (t *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			commit.At = time.Now()
 		}
 		t.f.record(ft, commit)
-		if reset {
+		if (forced && reset) || (!forced && t.coin()) {
 			return nil, fmt.Errorf("injected lost ACK: %w", syscall.ECONNRESET)
 		}
 		return statusResponse(req, http.StatusGatewayTimeout, "Timeout",
