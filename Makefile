@@ -57,6 +57,14 @@ test: verify vet ## Run unit and envtest integration tests (builds the control-p
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test $(GO_TEST_FLAGS) ./...
 
 BENCH_RUNS ?= 50
+# SEED of the fault suite's random choices; 0 picks one (printed on failure).
+SEED ?= 0
+CHAOS_TIMEOUT ?= 60m
+
+.PHONY: chaos
+chaos: ## Run the fault-injection suite (test/chaos) at full size: kill -9 matrix, 3 managers killed at random, apiserver faults, restart from etcd data, 1,000 slow-model runs on one manager; SEED=N replays.
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -v -timeout $(CHAOS_TIMEOUT) -tags chaos ./test/chaos/ -chaos.full -chaos.seed=$(SEED)
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -v -timeout $(CHAOS_TIMEOUT) -run '^TestLoadNeverUncertain$$' ./controllers/ -args -load.runs=1000 -load.model-delay=1s
 
 .PHONY: bench
 bench: ## Benchmark runs through pause → approve → finish on envtest (runs/s, writes/call, resume p50/p99, CAS ceiling); BENCH_RUNS=N.

@@ -34,7 +34,9 @@ func (r *AgentRunReconciler) dispatch(sc *scope) {
 func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 	ns := sc.key.Namespace
 	spec := sc.agent.Spec.Model.DeepCopy()
+	key := sc.key
 	r.submit(sc, modelEndpoint(spec), "", func(ctx context.Context) ioResult {
+		r.Hooks.beforeModelRequest(ctx, key)
 		var res ioResult
 		p, err := model.For(ctx, spec, func(ctx context.Context, sel exagentv1.SecretKeySelector) (string, error) {
 			return r.secret(ctx, ns, sel)
@@ -46,6 +48,7 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 			}
 		}
 		res.modelErr = err
+		r.Hooks.afterModelResponse(ctx, key)
 		return res
 	})
 }

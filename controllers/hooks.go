@@ -20,6 +20,12 @@ type Hooks struct {
 	AfterIntentCommit func(ctx context.Context, run types.NamespacedName, calls []loop.ToolInvocation)
 	// AfterEffect runs when a tool returned, before its result is handed to the owner.
 	AfterEffect func(ctx context.Context, run types.NamespacedName, result loop.ToolResult)
+	// BeforeModelRequest runs when a model request's job starts: its intent
+	// is committed and nothing has been sent yet.
+	BeforeModelRequest func(ctx context.Context, run types.NamespacedName)
+	// AfterModelResponse runs when a model request returned (answer or
+	// error), before its result is handed to the owner.
+	AfterModelResponse func(ctx context.Context, run types.NamespacedName)
 }
 
 func (h Hooks) beforeIntentCommit(ctx context.Context, run types.NamespacedName, calls []loop.ToolInvocation) {
@@ -37,5 +43,17 @@ func (h Hooks) afterIntentCommit(ctx context.Context, run types.NamespacedName, 
 func (h Hooks) afterEffect(ctx context.Context, run types.NamespacedName, r loop.ToolResult) {
 	if h.AfterEffect != nil {
 		h.AfterEffect(ctx, run, r)
+	}
+}
+
+func (h Hooks) beforeModelRequest(ctx context.Context, run types.NamespacedName) {
+	if h.BeforeModelRequest != nil {
+		h.BeforeModelRequest(ctx, run)
+	}
+}
+
+func (h Hooks) afterModelResponse(ctx context.Context, run types.NamespacedName) {
+	if h.AfterModelResponse != nil {
+		h.AfterModelResponse(ctx, run)
 	}
 }

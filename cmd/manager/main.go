@@ -108,6 +108,10 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
+	hooks, err := failpoints(cfg) // only a -tags chaos build has any (test/chaos)
+	if err != nil {
+		return err
+	}
 
 	// The authn/authz filter of controller-runtime needs k8s.io/apiserver,
 	// which this module does not pull in: HTTPS only, protected by the
@@ -154,6 +158,7 @@ func run() error {
 		MaxInFlight:             f.maxInFlight,
 		PerEndpoint:             f.perEndpoint,
 		ModelTimeout:            f.modelTimeout,
+		Hooks:                   hooks,
 	})
 	if err != nil {
 		return err

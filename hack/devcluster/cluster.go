@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,12 +27,20 @@ type options struct {
 	WebhookPort int
 	// ManagerNamespace is created for the manager's own objects.
 	ManagerNamespace string
+	// DataDir, when set, keeps etcd's data and the cluster's identity
+	// (address, certificates) across restarts (see dataDir).
+	DataDir string
 }
 
 // cluster is a running control plane and the log files it writes to.
 type cluster struct {
 	env  *envtest.Environment
 	logs []*os.File
+	// With --data-dir: the webhook configurations and the CA bundle of the
+	// serving pair kept there.
+	mut       []*admissionv1.MutatingWebhookConfiguration
+	val       []*admissionv1.ValidatingWebhookConfiguration
+	webhookCA []byte
 }
 
 // start builds (or reuses) the binaries, boots etcd and kube-apiserver,
@@ -82,12 +91,23 @@ func start(ctx context.Context, o options) (*cluster, error) {
 	api := c.env.ControlPlane.GetAPIServer()
 	api.Out, api.Err = apiLog, apiLog
 	c.env.ControlPlane.Etcd = &envtest.Etcd{Out: etcdLog, Err: etcdLog}
+	if o.DataDir != "" {
+		if err := c.useDataDir(dataDir(o.DataDir), mut, val, o.WebhookHost); err != nil {
+			c.closeLogs()
+			return nil, err
+		}
+	}
 
 	logf("starting etcd and kube-apiserver (logs in %s)", filepath.Join(o.Dir, "logs"))
 	cfg, err := c.env.Start()
 	if err != nil {
 		c.closeLogs()
 		return nil, fmt.Errorf("starting the control plane: %w", err)
+	}
+	if o.DataDir != "" {
+		if err := dataDir(o.DataDir).remember(c.env); err != nil {
+			return nil, errors.Join(err, c.Stop())
+		}
 	}
 	if err := c.install(ctx, cfg, o); err != nil {
 		return nil, errors.Join(err, c.Stop())
@@ -96,12 +116,19 @@ func start(ctx context.Context, o options) (*cluster, error) {
 }
 
 func (c *cluster) install(ctx context.Context, cfg *rest.Config, o options) error {
-	if err := copyWebhookCerts(c.env.WebhookInstallOptions, filepath.Join(o.Dir, "webhook")); err != nil {
-		return err
-	}
 	cl, err := client.New(cfg, client.Options{Scheme: c.env.Scheme})
 	if err != nil {
 		return fmt.Errorf("building a client: %w", err)
+	}
+	certDir, ca := c.env.WebhookInstallOptions.LocalServingCertDir, c.env.WebhookInstallOptions.LocalServingCAData
+	if o.DataDir != "" {
+		certDir, ca = dataDir(o.DataDir).path("webhook"), c.webhookCA
+		if err := c.installKeptWebhooks(ctx, cl); err != nil {
+			return err
+		}
+	}
+	if err := copyWebhookCerts(certDir, ca, filepath.Join(o.Dir, "webhook")); err != nil {
+		return err
 	}
 	n, err := installClusterRoles(ctx, cl, filepath.Join(o.Root, "config", "rbac"))
 	if err != nil {
@@ -154,4 +181,60 @@ func (c *cluster) closeLogs() {
 		_ = f.Close()
 	}
 	c.logs = nil
+}
+
+// useDataDir configures the control plane on a data directory: etcd's data
+// and the apiserver's identity, and the webhook serving pair kept there
+// (the CA bundle set on the registered configuration by us: envtest
+// generates a new pair on every start otherwise).
+func (c *cluster) useDataDir(d dataDir, mut []*admissionv1.MutatingWebhookConfiguration,
+	val []*admissionv1.ValidatingWebhookConfiguration, host string) error {
+	if err := d.prepare(); err != nil {
+		return err
+	}
+	st, err := d.loadState()
+	if err != nil {
+		return err
+	}
+	if err := d.configure(c.env, st); err != nil {
+		return err
+	}
+	ca, err := d.webhookServing(host)
+	if err != nil {
+		return err
+	}
+	c.mut, c.val, c.webhookCA = mut, val, ca
+	return nil
+}
+
+// installKeptWebhooks registers the webhook configurations with the CA of
+// the serving pair kept in the data directory. envtest installs them with a
+// pair it generates at every start; this replaces its CA bundle.
+func (c *cluster) installKeptWebhooks(ctx context.Context, cl client.Client) error {
+	var objs []client.Object
+	for _, m := range c.mut {
+		m = m.DeepCopy()
+		for i := range m.Webhooks {
+			m.Webhooks[i].ClientConfig.CABundle = c.webhookCA
+		}
+		objs = append(objs, m)
+	}
+	for _, v := range c.val {
+		v = v.DeepCopy()
+		for i := range v.Webhooks {
+			v.Webhooks[i].ClientConfig.CABundle = c.webhookCA
+		}
+		objs = append(objs, v)
+	}
+	for _, o := range objs {
+		existing := o.DeepCopyObject().(client.Object)
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(o), existing); err != nil {
+			return fmt.Errorf("reading webhook configuration %s: %w", o.GetName(), err)
+		}
+		o.SetResourceVersion(existing.GetResourceVersion())
+		if err := cl.Update(ctx, o); err != nil {
+			return fmt.Errorf("installing webhook configuration %s: %w", o.GetName(), err)
+		}
+	}
+	return nil
 }

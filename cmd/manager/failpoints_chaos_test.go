@@ -1,0 +1,45 @@
+//go:build chaos
+
+package main
+
+import (
+	"context"
+	"testing"
+)
+
+func TestParseFailpoints(t *testing.T) {
+	fps, err := parseFailpoints("after-intent-commit=block@ns/run, builtin-response=block@deployments/web")
+	if err != nil || len(fps) != 2 || fps[0].window != "after-intent-commit" || fps[0].selector != "ns/run" ||
+		fps[1].window != "builtin-response" || fps[1].selector != "deployments/web" {
+		t.Fatalf("parsed %+v, %v", fps, err)
+	}
+	for _, bad := range []string{"after-intent-commit=block", "after-intent-commit=crash@ns/r", "nowhere=block@ns/r"} {
+		if _, err := parseFailpoints(bad); err == nil {
+			t.Errorf("%q parsed without an error", bad)
+		}
+	}
+}
+
+// TestFailpointFiresOnce: the first matching hit blocks until its context
+// ends; later hits and other selectors pass through.
+func TestFailpointFiresOnce(t *testing.T) {
+	fps, err := parseFailpoints("before-model-request=block@ns/r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		fps[0].fire(ctx, "before-model-request", "ns/r")
+		close(done)
+	}()
+	fps[0].fire(context.Background(), "before-model-request", "ns/other") // another run: no block
+	select {
+	case <-done:
+		t.Fatal("the failpoint did not block")
+	default:
+	}
+	cancel()
+	<-done
+	fps[0].fire(context.Background(), "before-model-request", "ns/r") // fired already: no block
+}

@@ -1,0 +1,236 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/internal/testenv"
+	exagentwebhook "github.com/exagent-io/exagent/webhook"
+)
+
+// Users of every control plane: alice approves (exagent-approver), carol
+// resolves (group resolvers: exagent-resolver), bob may create decisions
+// but holds no right to decide.
+const (
+	alice = "alice"
+	bob   = "bob"
+	carol = "carol"
+)
+
+var clusterUsers = []string{alice, bob, carol + ":resolvers"}
+
+// sealSecret is the decision-seal Secret every manager and webhook shares.
+var sealSecret = types.NamespacedName{Namespace: "exagent-system", Name: authz.DefaultSealSecretName}
+
+// cluster is one hack/devcluster process: kube-apiserver and etcd.
+type cluster struct {
+	dir, dataDir string
+	webhookPort  int
+	proc         *process
+	starts       int
+	admin        *rest.Config
+	c            client.WithWatch
+	users        map[string]client.Client
+	stopWebhooks context.CancelFunc
+	webhooksDone chan struct{}
+	managers     int
+}
+
+// startCluster starts devcluster in dir (and on dataDir when set) and
+// waits for its ready line.
+func startCluster(dir, dataDir string) (*cluster, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{dir: dir, dataDir: dataDir, webhookPort: port}
+	return c, c.start()
+}
+
+func (c *cluster) start() error {
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return err
+	}
+	c.starts++
+	args := []string{"--dir", c.dir, "--root", suite.root, "--webhook-port", strconv.Itoa(c.webhookPort)}
+	if c.dataDir != "" {
+		args = append(args, "--data-dir", c.dataDir)
+	}
+	for _, u := range clusterUsers {
+		args = append(args, "--user", u)
+	}
+	logPath := filepath.Join(c.dir, fmt.Sprintf("devcluster-%d.log", c.starts))
+	p, err := startProcess("devcluster", logPath, append(os.Environ(), "KUBEBUILDER_ASSETS="+suite.k8sBin),
+		filepath.Join(suite.bin, "devcluster"), args...)
+	if err != nil {
+		return err
+	}
+	c.proc = p
+	want := "ready: KUBECONFIG=" + filepath.Join(c.dir, "kubeconfig")
+	if err := poll(3*time.Minute, func() (bool, error) {
+		if p.exited() {
+			return false, fmt.Errorf("devcluster exited: %v\n%s", p.err, p.tail())
+		}
+		return p.logContains(want), nil
+	}); err != nil {
+		return fmt.Errorf("waiting for %q: %w", want, err)
+	}
+	if c.admin, err = loadKubeconfig(filepath.Join(c.dir, "kubeconfig")); err != nil {
+		return err
+	}
+	if c.c, err = client.NewWithWatch(c.admin, client.Options{Scheme: testenv.Scheme()}); err != nil {
+		return err
+	}
+	c.users = map[string]client.Client{}
+	for _, u := range []string{alice, bob, carol} {
+		cfg, err := loadKubeconfig(filepath.Join(c.dir, u+".kubeconfig"))
+		if err != nil {
+			return err
+		}
+		if c.users[u], err = client.New(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopPlane stops kube-apiserver and etcd (SIGTERM: devcluster's clean stop).
+func (c *cluster) stopPlane() error {
+	if c.proc == nil {
+		return nil
+	}
+	err := c.proc.stop(syscall.SIGTERM, 60*time.Second)
+	c.proc = nil
+	return err
+}
+
+func (c *cluster) stop() error {
+	if c.stopWebhooks != nil {
+		c.stopWebhooks()
+		<-c.webhooksDone
+	}
+	return c.stopPlane()
+}
+
+func loadKubeconfig(path string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", path, err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	return cfg, nil
+}
+
+// serveWebhooks serves exagent's admission webhooks from this process, on
+// the port and with the serving pair devcluster registered, sealing
+// decisions with the key every manager verifies.
+func (c *cluster) serveWebhooks() error {
+	mgr, err := ctrl.NewManager(rest.CopyConfig(c.admin), ctrl.Options{
+		Scheme:                 testenv.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer: webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: c.webhookPort,
+			CertDir: filepath.Join(c.dir, "webhook")}),
+	})
+	if err != nil {
+		return fmt.Errorf("webhook server: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	seal, err := authz.LoadSeal(ctx, mgr.GetAPIReader(), mgr.GetClient(), sealSecret)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("decision seal: %w", err)
+	}
+	if err := exagentwebhook.SetupWithManager(mgr, exagentwebhook.WithSeal(seal)); err != nil {
+		cancel()
+		return err
+	}
+	c.stopWebhooks, c.webhooksDone = cancel, make(chan struct{})
+	go func() {
+		defer close(c.webhooksDone)
+		_ = mgr.Start(ctx)
+	}()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(c.webhookPort))
+	return poll(time.Minute, func() (bool, error) {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false, nil
+		}
+		_ = conn.Close()
+		return true, nil
+	})
+}
+
+// managerOpts are how one manager process starts.
+type managerOpts struct {
+	name       string
+	failpoints string
+	webhooks   bool // serve admission itself (R5); otherwise the suite does
+	args       []string
+}
+
+// startManager starts bin/manager (built with -tags chaos) against the
+// admin kubeconfig and waits until its AgentRun workers run.
+func (c *cluster) startManager(o managerOpts) (*process, error) {
+	c.managers++
+	logPath := filepath.Join(c.dir, fmt.Sprintf("manager-%02d-%s.log", c.managers, o.name))
+	args := []string{
+		"--kubeconfig", filepath.Join(c.dir, "kubeconfig"),
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--decision-seal-secret", sealSecret.String(),
+		"--holder-identity", fmt.Sprintf("%s-%d", o.name, c.managers),
+	}
+	if o.webhooks {
+		args = append(args, "--webhook-cert-dir", filepath.Join(c.dir, "webhook"), "--webhook-port", strconv.Itoa(c.webhookPort))
+	} else {
+		args = append(args, "--enable-webhooks=false")
+	}
+	env := append(os.Environ(), "EXAGENT_FAILPOINTS="+o.failpoints)
+	p, err := startProcess("manager "+o.name, logPath, env, filepath.Join(suite.bin, "manager"), append(args, o.args...)...)
+	if err != nil {
+		return nil, err
+	}
+	err = poll(2*time.Minute, func() (bool, error) {
+		if p.exited() {
+			return false, fmt.Errorf("manager %s exited: %v\n%s", o.name, p.err, p.tail())
+		}
+		return p.logContains("Starting workers", `"agentrun"`), nil
+	})
+	return p, err
+}
+
+// poll waits, with a deadline, until cond holds or fails.
+func poll(timeout time.Duration, cond func() (bool, error)) error {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true,
+		func(context.Context) (bool, error) { return cond() })
+	if wait.Interrupted(err) {
+		return errors.New("not within " + timeout.String())
+	}
+	return err
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

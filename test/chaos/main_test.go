@@ -1,0 +1,143 @@
+package chaos
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/exagent-io/exagent/internal/testenv"
+)
+
+var (
+	fullFlag = flag.Bool("chaos.full", false, "Run every scenario at full size (also CHAOS_FULL=1); the default is the small size `make test` runs.")
+	seedFlag = flag.Int64("chaos.seed", 0, "Seed of every random choice (kills, faults); 0 picks one from the clock. A failure prints it for replay.")
+)
+
+// size is one scenario's scale.
+type size struct {
+	// R2: runs, batch of concurrent creations, how long managers are killed.
+	managersRuns, batch int
+	killFor             time.Duration
+	// R3: runs under apiserver faults.
+	faultRuns int
+	// R5: runs of each kind (paused, mid tool call, mid model request).
+	restartRuns int
+}
+
+func sizes() size {
+	if *fullFlag || os.Getenv("CHAOS_FULL") == "1" {
+		return size{managersRuns: 300, batch: 25, killFor: 3 * time.Minute, faultRuns: 100, restartRuns: 10}
+	}
+	return size{managersRuns: 30, batch: 10, killFor: 20 * time.Second, faultRuns: 16, restartRuns: 2}
+}
+
+func seed() int64 {
+	seedOnce.Do(func() {
+		seedValue = *seedFlag
+		if seedValue == 0 {
+			seedValue = time.Now().UnixNano() % 1_000_000_007
+		}
+	})
+	return seedValue
+}
+
+var (
+	seedOnce  sync.Once
+	seedValue int64
+)
+
+// suite is what every scenario shares: the built binaries and, started on
+// first use, one control plane with an admission webhook server.
+var suite struct {
+	root, work, bin, k8sBin string
+
+	buildOnce sync.Once
+	buildErr  error
+
+	sharedOnce sync.Once
+	shared     *cluster
+	sharedErr  error
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if os.Getenv("EXAGENT_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	} else {
+		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	}
+	work, err := os.MkdirTemp("", "exagent-chaos-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(1)
+	}
+	suite.root, suite.work, suite.bin = testenv.RepoRoot(), work, filepath.Join(work, "bin")
+	code := m.Run()
+	if suite.shared != nil {
+		if err := suite.shared.stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos teardown:", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	if code == 0 && os.Getenv("CHAOS_KEEP") == "" {
+		_ = os.RemoveAll(work)
+	} else {
+		fmt.Fprintf(os.Stderr, "chaos: logs kept in %s (seed %d)\n", work, seed())
+	}
+	os.Exit(code)
+}
+
+// binaries builds, once, the manager with its failpoints (-tags chaos) and
+// devcluster; the tests themselves need no tag.
+func binaries(t *testing.T) {
+	t.Helper()
+	suite.buildOnce.Do(func() {
+		suite.k8sBin, suite.buildErr = testenv.BinaryAssets()
+		if suite.buildErr != nil {
+			return
+		}
+		for out, args := range map[string][]string{
+			"manager":    {"build", "-tags", "chaos", "-o", filepath.Join(suite.bin, "manager"), "./cmd/manager"},
+			"devcluster": {"build", "-o", filepath.Join(suite.bin, "devcluster"), "./hack/devcluster"},
+		} {
+			cmd := exec.Command("go", args...)
+			cmd.Dir = suite.root
+			if b, err := cmd.CombinedOutput(); err != nil {
+				suite.buildErr = errors.Join(suite.buildErr, fmt.Errorf("go build %s: %w\n%s", out, err, b))
+			}
+		}
+	})
+	if suite.buildErr != nil {
+		t.Fatalf("building the chaos binaries: %v", suite.buildErr)
+	}
+}
+
+// sharedCluster is the control plane of R1–R3, with the admission webhooks
+// served in this process (the managers run with --enable-webhooks=false,
+// so that any of them can be killed without closing admission).
+func sharedCluster(t *testing.T) *cluster {
+	t.Helper()
+	binaries(t)
+	suite.sharedOnce.Do(func() {
+		suite.shared, suite.sharedErr = startCluster(filepath.Join(suite.work, "shared"), "")
+		if suite.sharedErr == nil {
+			suite.sharedErr = suite.shared.serveWebhooks()
+		}
+	})
+	if suite.sharedErr != nil {
+		t.Fatalf("starting the shared control plane: %v", suite.sharedErr)
+	}
+	return suite.shared
+}

@@ -1,0 +1,122 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testenv"
+)
+
+// faultRate is the share of apiserver requests R3 fails.
+const faultRate = 0.10
+
+// testApiserverFaults (R3): the manager runs in this process with a
+// fault-injecting round tripper on its rest.Config: 10 % of its reads and
+// writes fail — 409, 500, 503, timeouts, and lost ACKs (the write lands,
+// the answer is a broken connection or a 504). Every run ends; no effect
+// happens twice; no IO follows a commit the manager was not told succeeded
+// (the injector journals what each status write recorded and what the
+// manager heard); the history check holds.
+func testApiserverFaults(t *testing.T) {
+	cl := sharedCluster(t)
+	sz := sizes()
+	s := newScenario(t, cl, "r3", func(run types.NamespacedName, step int32) Turn {
+		if step == 0 {
+			return Turn{Calls: []ToolCall{
+				{ID: "charge", Name: toolCharge, Args: map[string]any{"amount": 1}},
+				{ID: "refund", Name: toolRefund, Args: map[string]any{"amount": 2}},
+				scaleCall(run.Name, "scale"),
+			}}
+		}
+		return Turn{Text: "done"}
+	})
+	s.createAgent("faulty")
+
+	faults := NewFaultInjector(uint64(seed()), faultRate)
+	cfg := rest.CopyConfig(cl.admin)
+	cfg.Wrap(faults.Wrap)
+	copts := controllers.CacheOptions()
+	copts.DefaultNamespaces = map[string]cache.Config{s.ns: {}}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 testenv.Scheme(),
+		Cache:                  copts,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The seal key is read past the faults: it is setup, not the protocol.
+	clean, _ := ctrl.NewManager(rest.CopyConfig(cl.admin), ctrl.Options{Scheme: testenv.Scheme(),
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	seal, err := authz.LoadSeal(ctx, clean.GetAPIReader(), clean.GetClient(), sealSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := controllers.Setup(ctx, mgr, controllers.Options{Holder: "r3-faulty", Seal: seal,
+		MaxConcurrentReconciles: 4, NameSuffix: "-r3"}); err != nil {
+		t.Fatal(err)
+	}
+	// Each class of fault is met at least twice whatever the seed: lost
+	// ACKs of builtin mutations and of intent commits, and intent commits
+	// that failed before reaching the apiserver.
+	isScale := func(method, path string, _ *Commit) bool {
+		return method == http.MethodPatch && strings.Contains(path, "/deployments/") && strings.HasSuffix(path, "/scale")
+	}
+	isIntent := func(_, _ string, c *Commit) bool { return c != nil && len(c.Started) > 0 }
+	faults.Force(FaultLostACK, 2, isScale)
+	faults.Force(FaultLostACK, 2, isIntent)
+	faults.Force(Fault500, 2, isIntent)
+	faults.Arm()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("the faulty manager stopped: %v", err)
+		}
+	}()
+	defer wg.Wait()
+	defer cancel()
+
+	decide, stopDeciding := context.WithCancel(context.Background())
+	defer stopDeciding()
+	go s.decideLoop(decide)
+	for i := range sz.faultRuns {
+		if err := s.createRun(fmt.Sprintf("run-%03d", i), "faulty", "scale"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.waitDone(3 * time.Minute)
+	stopDeciding()
+
+	injected := faults.Faults()
+	s.faults = len(injected)
+	landed := 0
+	for _, f := range injected {
+		if f.Landed {
+			landed++
+		}
+	}
+	t.Logf("seed %d: %d of %d apiserver requests failed (%d lost ACKs of writes that landed)", seed(), len(injected), faults.Requests(), landed)
+	reqs := append(s.tools.Journal(), s.model.Journal()...)
+	s.verify(CheckAcked(reqs, faults.Commits())...)
+}
