@@ -82,7 +82,9 @@ func RunIdentities(run *exagentv1.AgentRun, opts ...Option) loop.Identities {
 //
 // agent may be nil when the Agent does not exist; the decision is then
 // denied after the RBAC check, because the policy that says who may decide
-// is unknown. A *DeniedError (see IsDenied) means reject; any other error
+// is unknown — except a Cancel, which only ever stops work: RBAC on the
+// Agent's name and the identities that never decide are enough for it
+// (DESIGN.md §4.7: a run whose Agent is gone can still be cancelled). A *DeniedError (see IsDenied) means reject; any other error
 // means the apiserver could not be asked — retry, never allow.
 func VerifyDecision(ctx context.Context, c client.Client, d *exagentv1.ApprovalDecision,
 	run *exagentv1.AgentRun, agent *exagentv1.Agent, opts ...Option) error {
@@ -106,6 +108,9 @@ func VerifyDecision(ctx context.Context, c client.Client, d *exagentv1.ApprovalD
 		return err
 	}
 	if agent == nil || agent.Name != agentName || agent.Namespace != run.Namespace {
+		if d.Spec.Decision == exagentv1.DecisionCancel {
+			return CheckPolicy(exagentv1.PolicySpec{}, &run.Spec, RunIdentities(run, opts...), actor)
+		}
 		return denied(CheckAgent, fmt.Sprintf(
 			"agent %q not found in namespace %q: its policy says who may decide on this run", agentName, run.Namespace))
 	}

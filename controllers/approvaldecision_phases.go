@@ -98,15 +98,13 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 	if dsc.result != "" {
 		return nil
 	}
-	if dsc.agent == nil {
+	cancel := dsc.d.Spec.Decision == exagentv1.DecisionCancel
+	if dsc.agent == nil && !cancel {
 		dsc.reject("agent %q not found in namespace %q: its policy says who may decide on this run",
 			dsc.run.Spec.AgentRef.Name, dsc.run.Namespace)
 		return nil
 	}
-	env, err := loop.NewEnv(loop.EnvInput{
-		RunUID: string(dsc.run.UID), RunName: dsc.run.Name,
-		Agent: &dsc.agent.Spec, AgentGeneration: dsc.agent.Generation, Run: &dsc.run.Spec,
-	})
+	env, err := decisionEnv(dsc)
 	if err != nil {
 		dsc.reject("the run's configuration is invalid: %v", err)
 		return nil
@@ -227,4 +225,20 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// decisionEnv is the engine's view of the run for a decision. A Cancel
+// applies whatever state the Agent is in (missing or invalid): it needs
+// only the run's own spec, so an empty Agent stands in for it.
+func decisionEnv(dsc *decisionScope) (*loop.Env, error) {
+	in := loop.EnvInput{RunUID: string(dsc.run.UID), RunName: dsc.run.Name, Run: &dsc.run.Spec}
+	if dsc.agent != nil {
+		in.Agent, in.AgentGeneration = &dsc.agent.Spec, dsc.agent.Generation
+		env, err := loop.NewEnv(in)
+		if err == nil || dsc.d.Spec.Decision != exagentv1.DecisionCancel {
+			return env, err
+		}
+	}
+	in.Agent, in.AgentGeneration = &exagentv1.AgentSpec{}, 0
+	return loop.NewEnv(in)
 }

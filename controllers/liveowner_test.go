@@ -427,3 +427,38 @@ func TestLoadNeverUncertain(t *testing.T) {
 	t.Logf("load: %d runs × %d turns (model delay %s) in %s: %d not Succeeded, %d re-claimed, %d status writes",
 		runs, loadTurns, *loadModelDelay, elapsed.Round(time.Millisecond), uncertain, reclaimed, m.ctrls.Store.Writes())
 }
+
+// TestCancelWithoutAgent: a run waiting for approval whose Agent was
+// deleted can still be cancelled (RBAC on the Agent's name is enough: a
+// cancel only stops work); an approve is still refused, since the policy
+// that says who may approve is gone.
+func TestCancelWithoutAgent(t *testing.T) {
+	h := newHarness(t)
+	ts := newToolServer(t)
+	h.startManager(controllers.Options{})
+	h.createAgent("a", exagentv1.AgentSpec{
+		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
+			callTurn("c1", "t", map[string]any{"amount": 1}), textTurn("done"),
+		}},
+		Tools:  []exagentv1.ToolSpec{httpTool("t", ts.url("/t"))},
+		Policy: askPolicy("t"),
+	})
+	h.createRun("r", "a")
+	paused := h.waitPhase("r", exagentv1.PhaseAwaitingApproval)
+	if err := h.c.Delete(t.Context(), &exagentv1.Agent{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: h.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitRun("r", "Ready=False AgentNotFound", readyReason(exagentv1.ReasonAgentNotFound))
+	h.approve(paused, "ok")
+	if d := h.waitDecision("r-ok"); d.Status.Phase != exagentv1.DecisionRejected {
+		t.Errorf("approve without the Agent = %s (%s), want Rejected", d.Status.Phase, d.Status.Message)
+	}
+	h.decide("r", decisionSpec{name: "stop", user: alice, kind: exagentv1.DecisionCancel, reason: "agent gone"})
+	if d := h.waitDecision("r-stop"); d.Status.Phase != exagentv1.DecisionApplied {
+		t.Fatalf("cancel without the Agent = %s: %s", d.Status.Phase, d.Status.Message)
+	}
+	h.waitPhase("r", exagentv1.PhaseCancelled)
+	if got := len(ts.journal()); got != 0 {
+		t.Errorf("effects = %d, want 0", got)
+	}
+}
