@@ -36,15 +36,10 @@ func microTimePtr(now time.Time) *metav1.MicroTime {
 // checkFence is the guard of every owner transition: the caller's fence is
 // the stored claim, the run is Running and the lease has not expired.
 func checkFence(s *Status, f Fence, now time.Time) error {
-	c := s.Claim
-	switch {
-	case s.Phase != exagentv1.PhaseRunning:
-		return staleFencef("run is %s, not Running", phaseName(s.Phase))
-	case c == nil:
-		return staleFencef("run has no claim")
-	case c.Holder != f.Holder || c.Attempt != f.Attempt:
-		return staleFencef("claim is %s attempt %d, not %s attempt %d", c.Holder, c.Attempt, f.Holder, f.Attempt)
-	case !now.Before(c.LeaseExpiresAt.Time):
+	if err := checkOwner(s, f); err != nil {
+		return err
+	}
+	if c := s.Claim; !now.Before(c.LeaseExpiresAt.Time) {
 		return staleFencef("lease of attempt %d expired at %s", c.Attempt, c.LeaseExpiresAt.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
