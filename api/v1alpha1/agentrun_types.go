@@ -546,7 +546,12 @@ type AgentRun struct {
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: create a new AgentRun instead"
 	Spec AgentRunSpec `json:"spec"`
+	// status is the single durable record of the run. It defaults to
+	// observedGeneration 0, so a run no controller has seen yet reads as in
+	// progress to kstatus (generation 1 not observed) rather than as a
+	// resource without status, which kstatus calls Current.
 	// +optional
+	// +kubebuilder:default={observedGeneration: 0}
 	Status AgentRunStatus `json:"status,omitempty"`
 }
 
