@@ -46,6 +46,7 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 			}
 		}
 		res.modelErr = err
+		observeModelRequest(spec.Provider, res.model, err) // notify: metrics (controllers/metrics.go)
 		r.finish(ctx, key, res)
 	}, func() { r.inbox.abandon(key) })
 }
@@ -63,6 +64,7 @@ func (r *AgentRunReconciler) dispatchTool(sc *scope, inv loop.ToolInvocation) {
 	r.inbox.started(key, 1)
 	r.Executor.SubmitOr(toolEndpoint(spec), func(ctx context.Context) {
 		out := r.Tools.Invoke(ctx, spec, call)
+		observeToolCall(inv.Tool, out.Kind) // notify: metrics (controllers/metrics.go)
 		r.Hooks.afterEffect(ctx, key, out)
 		r.finish(ctx, key, ioResult{fence: fence, tool: &out})
 	}, func() { r.inbox.abandon(key) })

@@ -208,6 +208,7 @@ func (r *AgentRunReconciler) releaseOne(ctx, wait context.Context, key types.Nam
 			return err
 		}
 		r.owned.track(written, r.Holder)
+		r.publishReleased(run, written) // notify: end Events of runs that ended in the drain
 		return nil
 	}
 }

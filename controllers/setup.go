@@ -49,6 +49,9 @@ type Options struct {
 	// NameSuffix makes controller names unique when several managers share
 	// one process (tests).
 	NameSuffix string
+	// RunMetrics registers the run gauges (exagent_runs, pending approvals,
+	// uncertain calls) computed from this manager's cache at each scrape.
+	RunMetrics bool
 }
 
 // Controllers are the wired reconcilers of one manager.
@@ -107,6 +110,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	}
 	if err := decisions.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ApprovalDecision controller: %w", err)
+	}
+	if o.RunMetrics {
+		if err := registerRunsCollector(mgr.GetClient()); err != nil {
+			return nil, fmt.Errorf("registering the run metrics: %w", err)
+		}
 	}
 	return &Controllers{Runs: runs, Decisions: decisions, Store: store, Executor: exec}, nil
 }

@@ -108,6 +108,7 @@ func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 	out.Status.ObservedGeneration = run.Generation
 	prevRV := run.ResourceVersion
 	if err := s.client.Status().Update(ctx, out); err != nil {
+		observeWriteError(err) // notify: metrics (controllers/metrics.go)
 		if apierrors.IsConflict(err) {
 			s.conflicts.Add(1)
 		}
@@ -120,6 +121,7 @@ func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 		return nil, s.recheckFence(ctx, run, *fence, now, err)
 	}
 	s.writes.Add(1)
+	observeCommit(run, out, now) // notify: metrics (controllers/metrics.go)
 	s.mu.Lock()
 	s.written[client.ObjectKeyFromObject(out)] = written{prevRV: prevRV, obj: out.DeepCopy()}
 	s.mu.Unlock()

@@ -229,6 +229,19 @@ type AgentRunStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=65536
 	Output string `json:"output,omitempty"`
+
+	// notifications journals the deliveries to the Agent's notify sinks
+	// (notify_types.go): recorded Pending in the commit that makes the
+	// event true, so a crash re-sends and never forgets.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	Notifications []NotificationRecord `json:"notifications,omitempty"`
+
+	// traceparent (W3C) of the run's trace: every attempt's span joins it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // Binding holds fingerprints (sha256 of canonical JSON) of the run's configuration.
