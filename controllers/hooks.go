@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -20,6 +21,8 @@ type Hooks struct {
 	AfterIntentCommit func(ctx context.Context, run types.NamespacedName, calls []loop.ToolInvocation)
 	// AfterEffect runs when a tool returned, before its result is handed to the owner.
 	AfterEffect func(ctx context.Context, run types.NamespacedName, result loop.ToolResult)
+	// BeforeNotify runs before a notification delivery attempt.
+	BeforeNotify func(ctx context.Context, run types.NamespacedName, rec exagentv1.NotificationRecord)
 }
 
 func (h Hooks) beforeIntentCommit(ctx context.Context, run types.NamespacedName, calls []loop.ToolInvocation) {
@@ -37,5 +40,11 @@ func (h Hooks) afterIntentCommit(ctx context.Context, run types.NamespacedName, 
 func (h Hooks) afterEffect(ctx context.Context, run types.NamespacedName, r loop.ToolResult) {
 	if h.AfterEffect != nil {
 		h.AfterEffect(ctx, run, r)
+	}
+}
+
+func (h Hooks) beforeNotify(ctx context.Context, run types.NamespacedName, rec exagentv1.NotificationRecord) {
+	if h.BeforeNotify != nil {
+		h.BeforeNotify(ctx, run, rec)
 	}
 }

@@ -41,6 +41,9 @@ type Store struct {
 
 	writes    atomic.Int64
 	conflicts atomic.Int64
+
+	// stamp journals notifications in the commit that makes them true (notify: controllers/notify.go).
+	stamp func(ctx context.Context, run *exagentv1.AgentRun, next *loop.Status, now time.Time)
 }
 
 // written is a status this process committed whose write the cache may
@@ -102,6 +105,7 @@ func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 			return nil, fmt.Errorf("%w: %v", ErrFenceLost, err)
 		}
 	}
+	s.stampNotifications(ctx, run, &next, now) // notify: journal notifications in the commit (controllers/notify.go)
 	out := run.DeepCopy()
 	next.DeepCopyInto(&out.Status)
 	out.Status.Conditions = mergeConditions(run.Status.Conditions, loop.Conditions(next, run.Generation, now), overrides)
