@@ -22,6 +22,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/executor"
+	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/model"
 	"github.com/exagent-io/exagent/tools"
@@ -68,6 +69,8 @@ type AgentRunReconciler struct {
 	// DrainTimeout bounds how long the releaser waits for the results of
 	// calls in flight at the stop (the executor's drain).
 	DrainTimeout time.Duration
+	// Tracer traces model requests and tool calls (notify: internal/telemetry; nil: none).
+	Tracer *telemetry.Tracer
 
 	// life is the context given to SetupWithManager (the manager's): it
 	// ends at the stop, before the controllers' own context does.

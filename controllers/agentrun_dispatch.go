@@ -35,6 +35,7 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 	spec := sc.agent.Spec.Model.DeepCopy()
 	r.inbox.started(key, 1)
 	r.Executor.SubmitOr(modelEndpoint(spec), func(ctx context.Context) {
+		ctx, end := r.Tracer.StartChat(ctx, key, fence.Attempt, spec.Provider, spec.Name) // notify: chat span
 		res := ioResult{fence: fence}
 		p, err := model.For(ctx, spec, func(ctx context.Context, sel exagentv1.SecretKeySelector) (string, error) {
 			return r.secret(ctx, ns, sel)
@@ -47,6 +48,7 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 		}
 		res.modelErr = err
 		observeModelRequest(spec.Provider, res.model, err) // notify: metrics (controllers/metrics.go)
+		endChat(end, res.model, err)                       // notify: chat span
 		r.finish(ctx, key, res)
 	}, func() { r.inbox.abandon(key) })
 }
@@ -63,8 +65,10 @@ func (r *AgentRunReconciler) dispatchTool(sc *scope, inv loop.ToolInvocation) {
 	}
 	r.inbox.started(key, 1)
 	r.Executor.SubmitOr(toolEndpoint(spec), func(ctx context.Context) {
+		ctx, end := r.Tracer.StartTool(ctx, key, fence.Attempt, inv.Tool, toolKind(spec), inv.CallID) // notify: execute_tool span
 		out := r.Tools.Invoke(ctx, spec, call)
 		observeToolCall(inv.Tool, out.Kind) // notify: metrics (controllers/metrics.go)
+		end(string(out.Kind), nil)          // notify: execute_tool span
 		r.Hooks.afterEffect(ctx, key, out)
 		r.finish(ctx, key, ioResult{fence: fence, tool: &out})
 	}, func() { r.inbox.abandon(key) })

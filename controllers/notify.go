@@ -319,14 +319,6 @@ func (n *notifier) stamp(ctx context.Context, run *exagentv1.AgentRun, next *loo
 	}
 }
 
-// stampNotifications is Store.Commit's call into the notifier (none in a
-// store built without one).
-func (s *Store) stampNotifications(ctx context.Context, run *exagentv1.AgentRun, next *loop.Status, now time.Time) {
-	if s.stamp != nil {
-		s.stamp(ctx, run, next, now)
-	}
-}
-
 // readSecret reads one key of a Secret past the cache.
 func readSecret(ctx context.Context, r client.Reader, namespace string, sel exagentv1.SecretKeySelector) (string, error) {
 	s := &corev1.Secret{}

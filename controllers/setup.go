@@ -20,6 +20,7 @@ import (
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/notify"
+	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/model"
 	"github.com/exagent-io/exagent/tools"
 )
@@ -60,6 +61,8 @@ type Options struct {
 	// NotifyHTTPClient sends notifications (default: its own transport, so
 	// a slow sink never holds the tools' connections).
 	NotifyHTTPClient *http.Client
+	// Tracer traces attempts, model requests and tool calls (nil: no traces).
+	Tracer *telemetry.Tracer
 	// RunMetrics registers the run gauges (exagent_runs, pending approvals,
 	// uncertain calls) computed from this manager's cache at each scrape.
 	RunMetrics bool
@@ -102,6 +105,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		Name:                    "agentrun" + o.NameSuffix,
 		ReleaseOnStop:           o.ReleaseOnStop,
 		DrainTimeout:            o.DrainTimeout,
+		Tracer:                  o.Tracer,
 	}
 	runs.Tools.Secret = runs.secret
 	if err := runs.SetupWithManager(ctx, mgr); err != nil {
@@ -134,7 +138,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if n.workers <= 0 {
 		n.workers = 4
 	}
-	store.stamp = n.stamp
+	store.observer = &commitObserver{notifier: n, tracer: o.Tracer, holder: o.Holder}
 	if err := mgr.Add(n); err != nil {
 		return nil, fmt.Errorf("adding the notifier: %w", err)
 	}

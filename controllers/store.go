@@ -42,8 +42,8 @@ type Store struct {
 	writes    atomic.Int64
 	conflicts atomic.Int64
 
-	// stamp journals notifications in the commit that makes them true (notify: controllers/notify.go).
-	stamp func(ctx context.Context, run *exagentv1.AgentRun, next *loop.Status, now time.Time)
+	// observer sees every commit: notifications, traces, metrics (notify: controllers/observe.go).
+	observer *commitObserver
 }
 
 // written is a status this process committed whose write the cache may
@@ -105,7 +105,7 @@ func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 			return nil, fmt.Errorf("%w: %v", ErrFenceLost, err)
 		}
 	}
-	s.stampNotifications(ctx, run, &next, now) // notify: journal notifications in the commit (controllers/notify.go)
+	s.beforeWrite(ctx, run, &next, now) // notify: journal notifications, stamp the traceparent (controllers/observe.go)
 	out := run.DeepCopy()
 	next.DeepCopyInto(&out.Status)
 	out.Status.Conditions = mergeConditions(run.Status.Conditions, loop.Conditions(next, run.Generation, now), overrides)
@@ -125,7 +125,7 @@ func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 		return nil, s.recheckFence(ctx, run, *fence, now, err)
 	}
 	s.writes.Add(1)
-	observeCommit(run, out, now) // notify: metrics (controllers/metrics.go)
+	s.afterWrite(run, out, now) // notify: metrics, traces (controllers/observe.go)
 	s.mu.Lock()
 	s.written[client.ObjectKeyFromObject(out)] = written{prevRV: prevRV, obj: out.DeepCopy()}
 	s.mu.Unlock()

@@ -22,6 +22,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/telemetry"
 	exagentwebhook "github.com/exagent-io/exagent/webhook"
 )
 
@@ -142,11 +143,29 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	holder := f.holder
+	if holder == "" {
+		holder = controllers.NewHolder()
+	}
+	// Traces: OTLP/HTTP configured by the standard OTEL_* variables, off unless an endpoint is set.
+	tracer, stopTracing, err := telemetry.FromEnv(ctx, holder)
+	if err != nil {
+		return fmt.Errorf("traces: %w", err)
+	}
+	defer func() {
+		tracer.Close(time.Now())
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(sctx); err != nil {
+			log.Error(err, "flushing the traces")
+		}
+	}()
 	c, err := controllers.Setup(ctx, mgr, controllers.Options{
+		Tracer:                  tracer,
 		Seal:                    seal,
 		ReleaseOnStop:           f.releaseOnStop,
 		DrainTimeout:            f.drainTimeout,
-		Holder:                  f.holder,
+		Holder:                  holder,
 		MaxConcurrentReconciles: f.maxConcurrentReconciles,
 		MaxInFlight:             f.maxInFlight,
 		PerEndpoint:             f.perEndpoint,
@@ -175,7 +194,7 @@ func run() error {
 	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return fmt.Errorf("ready check: %w", err)
 	}
-	log.Info("starting the manager", "holder", c.Runs.Holder, "leaderElection", f.leaderElect,
+	log.Info("starting the manager", "holder", c.Runs.Holder, "leaderElection", f.leaderElect, "traces", tracer != nil,
 		"maxConcurrentReconciles", f.maxConcurrentReconciles, "maxInFlight", f.maxInFlight, "perEndpoint", f.perEndpoint)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
