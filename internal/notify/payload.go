@@ -191,8 +191,17 @@ func slackMessage(d Data) slack {
 		}
 		if dd := d.Deciders; dd != nil {
 			fmt.Fprintf(&b, "*Who may decide:* %s", dd.RBAC)
-			if len(dd.Users)+len(dd.Groups)+len(dd.ServiceAccounts) > 0 {
-				fmt.Fprintf(&b, ", and one of users %v, groups %v, serviceAccounts %v", dd.Users, dd.Groups, dd.ServiceAccounts)
+			var who []string
+			for _, l := range []struct {
+				what  string
+				names []string
+			}{{"user", dd.Users}, {"group", dd.Groups}, {"serviceAccount", dd.ServiceAccounts}} {
+				for _, n := range l.names {
+					who = append(who, l.what+" "+n)
+				}
+			}
+			if len(who) > 0 {
+				fmt.Fprintf(&b, ", and one of: %s", strings.Join(who, ", "))
 			}
 			if dd.NotRequester {
 				b.WriteString(", not the run's requester")
