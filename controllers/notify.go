@@ -106,7 +106,13 @@ func (n *notifier) enqueue(o any) {
 		n.queue.Add(client.ObjectKeyFromObject(run))
 		return
 	}
-	if _, next := notify.Expiring(&run.Status, n.clock.Now()); !next.IsZero() || hasExpiringDue(&run.Status, n.clock.Now()) {
+	if _, next := notify.Expiring(&run.Status, n.clock.Now()); next.IsZero() && !hasExpiringDue(&run.Status, n.clock.Now()) {
+		return
+	}
+	// An approval will expire: only a run whose Agent has sinks is looked at.
+	agent := &exagentv1.Agent{}
+	key := types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.AgentRef.Name}
+	if err := n.client.Get(context.Background(), key, agent); err == nil && len(agent.Spec.Notify) > 0 {
 		n.queue.Add(client.ObjectKeyFromObject(run))
 	}
 }
