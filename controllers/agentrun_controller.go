@@ -22,6 +22,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/executor"
+	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/model"
 	"github.com/exagent-io/exagent/tools"
@@ -72,6 +73,8 @@ type AgentRunReconciler struct {
 	// process waits before it recovers the run: clocks of two hosts are
 	// never exactly equal, and recovery is for dead owners only.
 	SkewGrace time.Duration
+	// Tracer traces model requests and tool calls (internal/telemetry; nil: none).
+	Tracer *telemetry.Tracer
 
 	// life is the context given to SetupWithManager (the manager's): it
 	// ends at the stop, before the controllers' own context does.

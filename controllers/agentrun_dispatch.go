@@ -35,8 +35,10 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 	ns := sc.key.Namespace
 	spec := sc.agent.Spec.Model.DeepCopy()
 	key := sc.key
+	attempt := sc.fence.Attempt
 	r.submit(sc, modelEndpoint(spec), "", func(ctx context.Context) ioResult {
 		r.Hooks.beforeModelRequest(ctx, key)
+		ctx, end := r.Tracer.StartChat(ctx, key, attempt, spec.Provider, spec.Name) // chat span
 		var res ioResult
 		p, err := model.For(ctx, spec, func(ctx context.Context, sel exagentv1.SecretKeySelector) (string, error) {
 			return r.secret(ctx, ns, sel)
@@ -48,6 +50,8 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 			}
 		}
 		res.modelErr = err
+		observeModelRequest(spec.Provider, res.model, err) // metrics (controllers/metrics.go)
+		endChat(end, res.model, err)                       // chat span
 		r.Hooks.afterModelResponse(ctx, key)
 		return res
 	})
@@ -63,8 +67,12 @@ func (r *AgentRunReconciler) dispatchTool(sc *scope, inv loop.ToolInvocation) {
 		RunUID:         string(sc.run.UID),
 		ServiceAccount: sc.run.Spec.ServiceAccount(),
 	}
+	attempt := sc.fence.Attempt
 	r.submit(sc, toolEndpoint(spec), inv.CallID, func(ctx context.Context) ioResult {
+		ctx, end := r.Tracer.StartTool(ctx, key, attempt, inv.Tool, toolKind(spec), inv.CallID) // execute_tool span
 		out := r.Tools.Invoke(ctx, spec, call)
+		observeToolCall(inv.Tool, out.Kind) // metrics (controllers/metrics.go)
+		end(string(out.Kind), nil)          // execute_tool span
 		r.Hooks.afterEffect(ctx, key, out)
 		return ioResult{tool: &out}
 	})

@@ -12,6 +12,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/notify"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/tools"
 )
@@ -305,7 +306,7 @@ func (r *AgentRunReconciler) drive(ctx context.Context, sc *scope) error {
 	switch act.Kind {
 	case loop.ActPause:
 		for _, a := range act.Approvals {
-			sc.note(eventApprovalRequested, normal, "approval %s for call %s (payloadHash %s, revision %d)", a.ID, a.CallID, a.PayloadHash, a.Revision)
+			sc.note(eventApprovalRequested, normal, "%s", notify.ApprovalRequestedMessage(sc.run, &next, a)) // actionable Event
 		}
 		sc.note(eventRunPaused, normal, "%s", next.Message)
 	case loop.ActFinish, loop.ActFail:

@@ -219,6 +219,7 @@ func (r *AgentRunReconciler) releaseOne(ctx, wait context.Context, key types.Nam
 		}
 		r.owned.track(written, r.Holder)
 		r.claims.committed(written, r.Holder)
+		r.publishReleased(run, written) // end Events and notifications of runs that ended in the drain
 		if !released {
 			return errCallsInFlight
 		}

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -26,6 +27,8 @@ type Hooks struct {
 	// AfterModelResponse runs when a model request returned (answer or
 	// error), before its result is handed to the owner.
 	AfterModelResponse func(ctx context.Context, run types.NamespacedName)
+	// BeforeNotify runs before a notification delivery attempt.
+	BeforeNotify func(ctx context.Context, run types.NamespacedName, rec exagentv1.NotificationRecord)
 }
 
 func (h Hooks) beforeIntentCommit(ctx context.Context, run types.NamespacedName, calls []loop.ToolInvocation) {
@@ -55,5 +58,11 @@ func (h Hooks) beforeModelRequest(ctx context.Context, run types.NamespacedName)
 func (h Hooks) afterModelResponse(ctx context.Context, run types.NamespacedName) {
 	if h.AfterModelResponse != nil {
 		h.AfterModelResponse(ctx, run)
+	}
+}
+
+func (h Hooks) beforeNotify(ctx context.Context, run types.NamespacedName, rec exagentv1.NotificationRecord) {
+	if h.BeforeNotify != nil {
+		h.BeforeNotify(ctx, run, rec)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -17,6 +19,8 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/executor"
+	"github.com/exagent-io/exagent/internal/notify"
+	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/model"
 	"github.com/exagent-io/exagent/tools"
 )
@@ -60,6 +64,18 @@ type Options struct {
 	// NameSuffix makes controller names unique when several managers share
 	// one process (tests).
 	NameSuffix string
+	// NotifyWorkers bounds the notification deliveries running at once (default 4).
+	NotifyWorkers int
+	// NotifyRetry bounds the attempts of one notification (notify.Retry defaults).
+	NotifyRetry notify.Retry
+	// NotifyHTTPClient sends notifications (default: its own transport, so
+	// a slow sink never holds the tools' connections).
+	NotifyHTTPClient *http.Client
+	// Tracer traces attempts, model requests and tool calls (nil: no traces).
+	Tracer *telemetry.Tracer
+	// RunMetrics registers the run gauges (exagent_runs, pending approvals,
+	// uncertain calls) computed from this manager's cache at each scrape.
+	RunMetrics bool
 }
 
 // Controllers are the wired reconcilers of one manager.
@@ -101,6 +117,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		DrainTimeout:            o.DrainTimeout,
 		SkewGrace:               skewGrace(o.LeaseSkewGrace),
 		Clock:                   o.Clock,
+		Tracer:                  o.Tracer,
 	}
 	runs.Tools.Secret = runs.secret
 	if err := runs.SetupWithManager(ctx, mgr); err != nil {
@@ -119,6 +136,27 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	}
 	if err := decisions.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ApprovalDecision controller: %w", err)
+	}
+	n := &notifier{
+		client: mgr.GetClient(), reader: mgr.GetAPIReader(), store: store, informer: mgr.GetCache(),
+		recorder: mgr.GetEventRecorder("exagent-notifier"), clock: clock.RealClock{}, http: o.NotifyHTTPClient,
+		retry: o.NotifyRetry.WithDefaults(), workers: o.NotifyWorkers, hooks: o.Hooks,
+		queue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[types.NamespacedName]{Name: "notify" + o.NameSuffix}),
+	}
+	if n.http == nil {
+		n.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	if n.workers <= 0 {
+		n.workers = 4
+	}
+	store.observer = &commitObserver{notifier: n, tracer: o.Tracer, holder: o.Holder}
+	if err := mgr.Add(n); err != nil {
+		return nil, fmt.Errorf("adding the notifier: %w", err)
+	}
+	if o.RunMetrics {
+		if err := registerRunsCollector(mgr.GetClient()); err != nil {
+			return nil, fmt.Errorf("registering the run metrics: %w", err)
+		}
 	}
 	return &Controllers{Runs: runs, Decisions: decisions, Store: store, Executor: exec}, nil
 }

@@ -41,6 +41,9 @@ type Store struct {
 
 	writes    atomic.Int64
 	conflicts atomic.Int64
+
+	// observer sees every commit: notifications, traces, metrics (controllers/observe.go).
+	observer *commitObserver
 }
 
 // written is a status this process committed whose write the cache may
@@ -109,12 +112,14 @@ func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 			return nil, fmt.Errorf("%w: the status to write carries no valid lease", ErrFenceLost)
 		}
 	}
+	s.beforeWrite(ctx, run, &next, now) // journal notifications, stamp the traceparent (controllers/observe.go)
 	out := run.DeepCopy()
 	next.DeepCopyInto(&out.Status)
 	out.Status.Conditions = mergeConditions(run.Status.Conditions, loop.Conditions(next, run.Generation, now), overrides)
 	out.Status.ObservedGeneration = run.Generation
 	prevRV := run.ResourceVersion
 	if err := s.client.Status().Update(ctx, out); err != nil {
+		observeWriteError(err) // metrics (controllers/metrics.go)
 		if apierrors.IsConflict(err) {
 			s.conflicts.Add(1)
 		}
@@ -127,6 +132,7 @@ func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 		return nil, s.recheckFence(ctx, run, *fence, err)
 	}
 	s.writes.Add(1)
+	s.afterWrite(run, out, now) // metrics, traces (controllers/observe.go)
 	s.mu.Lock()
 	s.written[client.ObjectKeyFromObject(out)] = written{prevRV: prevRV, obj: out.DeepCopy()}
 	s.mu.Unlock()

@@ -11,28 +11,39 @@ import (
 )
 
 // Conditions computes the run's conditions from the journal; they are a
-// view, never memory: Ready (True only when Succeeded), AwaitingApproval
-// (True while approvals are pending) and Uncertain (True while a call has
-// no confirmed outcome). LastTransitionTime is now; callers merge with
-// meta.SetStatusCondition, which keeps it when the status did not change.
+// view, never memory:
+//   - Ready: True only when Succeeded;
+//   - AwaitingApproval: True while approvals are pending;
+//   - Uncertain: True while a call has no confirmed outcome;
+//   - Ended: True once the run ended, however (reason: the phase);
+//   - Succeeded: Unknown until the end, then True or False;
+//   - Reconciling / Stalled: kstatus' view — in progress while the run has
+//     not ended (a human wait included), failed when it ended otherwise
+//     than Succeeded.
+//
+// LastTransitionTime is now; callers merge with meta.SetStatusCondition,
+// which keeps it when the status did not change.
 func Conditions(s Status, generation int64, now time.Time) []metav1.Condition {
 	at := secTime(now)
-	mk := func(t string, ok bool, reason, msg string) metav1.Condition {
-		st := metav1.ConditionFalse
-		if ok {
-			st = metav1.ConditionTrue
-		}
+	mk := func(t string, st metav1.ConditionStatus, reason, msg string) metav1.Condition {
 		return metav1.Condition{Type: t, Status: st, Reason: reason, Message: truncateUTF8(msg, 32768),
 			ObservedGeneration: generation, LastTransitionTime: at}
 	}
+	tf := func(ok bool) metav1.ConditionStatus {
+		if ok {
+			return metav1.ConditionTrue
+		}
+		return metav1.ConditionFalse
+	}
+	phase := string(s.Phase)
+	if phase == "" {
+		phase = exagentv1.ReasonNotStarted
+	}
 	readyReason := s.Reason
 	if readyReason == "" {
-		readyReason = string(s.Phase)
+		readyReason = phase
 	}
-	if readyReason == "" {
-		readyReason = "NotStarted"
-	}
-	out := []metav1.Condition{mk(exagentv1.ConditionReady, s.Phase == exagentv1.PhaseSucceeded, readyReason, s.Message)}
+	out := []metav1.Condition{mk(exagentv1.ConditionReady, tf(s.Phase == exagentv1.PhaseSucceeded), readyReason, s.Message)}
 
 	var pending []string
 	for i := range s.Approvals {
@@ -45,10 +56,10 @@ func Conditions(s Status, generation int64, now time.Time) []metav1.Condition {
 		}
 	}
 	if s.Phase == exagentv1.PhaseAwaitingApproval && len(pending) > 0 {
-		out = append(out, mk(exagentv1.ConditionAwaitingApproval, true, exagentv1.ReasonPending,
+		out = append(out, mk(exagentv1.ConditionAwaitingApproval, metav1.ConditionTrue, exagentv1.ReasonPending,
 			"pending: "+strings.Join(pending, ", ")))
 	} else {
-		out = append(out, mk(exagentv1.ConditionAwaitingApproval, false, ReasonNoApproval, "no approval is pending"))
+		out = append(out, mk(exagentv1.ConditionAwaitingApproval, metav1.ConditionFalse, ReasonNoApproval, "no approval is pending"))
 	}
 
 	var uncertain []string
@@ -58,10 +69,49 @@ func Conditions(s Status, generation int64, now time.Time) []metav1.Condition {
 		}
 	}
 	if len(uncertain) > 0 {
-		out = append(out, mk(exagentv1.ConditionUncertain, true, exagentv1.ReasonOutcomeUncertain,
+		out = append(out, mk(exagentv1.ConditionUncertain, metav1.ConditionTrue, exagentv1.ReasonOutcomeUncertain,
 			"no confirmed outcome: "+strings.Join(uncertain, ", ")))
 	} else {
-		out = append(out, mk(exagentv1.ConditionUncertain, false, ReasonNoUncertainCall, "every started call has an outcome"))
+		out = append(out, mk(exagentv1.ConditionUncertain, metav1.ConditionFalse, ReasonNoUncertainCall, "every started call has an outcome"))
 	}
-	return out
+	return append(out, endConditions(s, phase, readyReason, mk)...)
+}
+
+// endConditions are Ended, Succeeded, Reconciling and Stalled: how tools
+// that know nothing of the phases (kubectl wait, kstatus, Argo CD, Flux)
+// tell a run that goes on from one that ended, and how it ended.
+func endConditions(s Status, phase, reason string, mk func(t string, st metav1.ConditionStatus, reason, msg string) metav1.Condition) []metav1.Condition {
+	goingOn := "the run is " + phase
+	if s.Message != "" {
+		goingOn += ": " + s.Message
+	}
+	if !s.Phase.IsTerminal() {
+		return []metav1.Condition{
+			mk(exagentv1.ConditionEnded, metav1.ConditionFalse, phase, goingOn),
+			mk(exagentv1.ConditionSucceeded, metav1.ConditionUnknown, exagentv1.ReasonNotEnded, goingOn),
+			mk(exagentv1.ConditionReconciling, metav1.ConditionTrue, phase, goingOn),
+			mk(exagentv1.ConditionStalled, metav1.ConditionFalse, exagentv1.ReasonNotEnded, goingOn),
+		}
+	}
+	ended := "the run ended " + phase
+	if s.Reason != "" && s.Reason != phase {
+		ended += " (" + s.Reason + ")"
+	}
+	if s.Message != "" {
+		ended += ": " + s.Message
+	}
+	if s.Phase == exagentv1.PhaseSucceeded {
+		return []metav1.Condition{
+			mk(exagentv1.ConditionEnded, metav1.ConditionTrue, phase, ended),
+			mk(exagentv1.ConditionSucceeded, metav1.ConditionTrue, exagentv1.ReasonSucceeded, ended),
+			mk(exagentv1.ConditionReconciling, metav1.ConditionFalse, phase, ended),
+			mk(exagentv1.ConditionStalled, metav1.ConditionFalse, phase, ended),
+		}
+	}
+	return []metav1.Condition{
+		mk(exagentv1.ConditionEnded, metav1.ConditionTrue, phase, ended),
+		mk(exagentv1.ConditionSucceeded, metav1.ConditionFalse, reason, ended),
+		mk(exagentv1.ConditionReconciling, metav1.ConditionFalse, phase, ended),
+		mk(exagentv1.ConditionStalled, metav1.ConditionTrue, reason, ended),
+	}
 }

@@ -44,8 +44,8 @@ const (
 	ReasonResolved        = "Resolved"
 	ReasonReleased        = "Released"
 	ReasonRecovered       = "Recovered"
-	ReasonNoApproval      = "NoApprovalPending"
-	ReasonNoUncertainCall = "NoUncertainCall"
+	ReasonNoApproval      = exagentv1.ReasonNoApprovalPending
+	ReasonNoUncertainCall = exagentv1.ReasonNoUncertainCall
 )
 
 // Error is the engine's typed error. Reason is PascalCase and fit for a

@@ -347,60 +347,6 @@ func TestWakeup(t *testing.T) {
 	}
 }
 
-func TestConditions(t *testing.T) {
-	env := defaultEnv(t)
-	_, awaiting := paused(t)
-	_, unc := uncertainRun(t)
-	now := t0.Add(90 * time.Minute)
-	cond := func(typ string, st metav1.ConditionStatus, reason string) metav1.Condition {
-		return metav1.Condition{Type: typ, Status: st, Reason: reason, ObservedGeneration: 3, LastTransitionTime: secTime(now)}
-	}
-	cases := map[string]struct {
-		s    Status
-		want []metav1.Condition
-	}{
-		"not started": {s: Status{}, want: []metav1.Condition{
-			cond(exagentv1.ConditionReady, metav1.ConditionFalse, "NotStarted"),
-			cond(exagentv1.ConditionAwaitingApproval, metav1.ConditionFalse, ReasonNoApproval),
-			cond(exagentv1.ConditionUncertain, metav1.ConditionFalse, ReasonNoUncertainCall)}},
-		"running": {s: running(t, env), want: []metav1.Condition{
-			cond(exagentv1.ConditionReady, metav1.ConditionFalse, exagentv1.ReasonRunning),
-			cond(exagentv1.ConditionAwaitingApproval, metav1.ConditionFalse, ReasonNoApproval),
-			cond(exagentv1.ConditionUncertain, metav1.ConditionFalse, ReasonNoUncertainCall)}},
-		"awaiting": {s: awaiting, want: []metav1.Condition{
-			cond(exagentv1.ConditionReady, metav1.ConditionFalse, exagentv1.ReasonPending),
-			cond(exagentv1.ConditionAwaitingApproval, metav1.ConditionTrue, exagentv1.ReasonPending),
-			cond(exagentv1.ConditionUncertain, metav1.ConditionFalse, ReasonNoUncertainCall)}},
-		"uncertain": {s: unc, want: []metav1.Condition{
-			cond(exagentv1.ConditionReady, metav1.ConditionFalse, exagentv1.ReasonOutcomeUncertain),
-			cond(exagentv1.ConditionAwaitingApproval, metav1.ConditionFalse, ReasonNoApproval),
-			cond(exagentv1.ConditionUncertain, metav1.ConditionTrue, exagentv1.ReasonOutcomeUncertain)}},
-		"succeeded": {s: Status{Phase: exagentv1.PhaseSucceeded, Reason: exagentv1.ReasonSucceeded}, want: []metav1.Condition{
-			cond(exagentv1.ConditionReady, metav1.ConditionTrue, exagentv1.ReasonSucceeded),
-			cond(exagentv1.ConditionAwaitingApproval, metav1.ConditionFalse, ReasonNoApproval),
-			cond(exagentv1.ConditionUncertain, metav1.ConditionFalse, ReasonNoUncertainCall)}},
-		"phase without reason": {s: Status{Phase: exagentv1.PhaseQueued}, want: []metav1.Condition{
-			cond(exagentv1.ConditionReady, metav1.ConditionFalse, "Queued"),
-			cond(exagentv1.ConditionAwaitingApproval, metav1.ConditionFalse, ReasonNoApproval),
-			cond(exagentv1.ConditionUncertain, metav1.ConditionFalse, ReasonNoUncertainCall)}},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := Conditions(tc.s, 3, now)
-			if diff := cmp.Diff(tc.want, got, cmpIgnoreMessage()); diff != "" {
-				t.Errorf("conditions (-want +got):\n%s", diff)
-			}
-		})
-	}
-	msgs := Conditions(awaiting, 1, now)
-	if !strings.Contains(msgs[1].Message, "p1-r1 (call p1, expires 2026-03-05T10:00:00Z)") {
-		t.Errorf("AwaitingApproval message = %q", msgs[1].Message)
-	}
-	if msgs := Conditions(unc, 1, now); !strings.Contains(msgs[2].Message, "p1 (pay), p2 (pay)") {
-		t.Errorf("Uncertain message = %q", msgs[2].Message)
-	}
-}
-
 func cmpIgnoreMessage() cmp.Option {
 	return cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Message" }, cmp.Ignore())
 }

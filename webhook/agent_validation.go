@@ -41,6 +41,7 @@ func ValidateAgent(newObj, _ *exagentv1.Agent) field.ErrorList {
 	errs = append(errs, validateTools(spec.Child("tools"), s.Tools)...)
 	errs = append(errs, validatePolicy(spec.Child("policy"), &s.Policy)...)
 	errs = append(errs, validateDuration(spec.Child("limits", "activeTime"), s.Limits.ActiveTime, true)...)
+	errs = append(errs, validateNotify(spec.Child("notify"), s.Notify)...) // notify: webhook/notify_validation.go
 	return errs
 }
 

@@ -77,6 +77,14 @@ type AgentSpec struct {
 	// limits end a run that uses too much.
 	// +optional
 	Limits LimitsSpec `json:"limits,omitempty"`
+
+	// notify lists the endpoints told when a run of this Agent needs a
+	// human or ends (notify_types.go).
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=name
+	Notify []NotifySink `json:"notify,omitempty"`
 }
 
 // ModelSpec configures the model client.

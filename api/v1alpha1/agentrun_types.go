@@ -241,6 +241,19 @@ type AgentRunStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=65536
 	Output string `json:"output,omitempty"`
+
+	// notifications journals the deliveries to the Agent's notify sinks
+	// (notify_types.go): recorded Pending in the commit that makes the
+	// event true, so a crash re-sends and never forgets.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	Notifications []NotificationRecord `json:"notifications,omitempty"`
+
+	// traceparent (W3C) of the run's trace: every attempt's span joins it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // Binding holds fingerprints (sha256 of canonical JSON) of the run's configuration.
@@ -567,7 +580,12 @@ type AgentRun struct {
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: create a new AgentRun instead"
 	Spec AgentRunSpec `json:"spec"`
+	// status is the single durable record of the run. It defaults to
+	// observedGeneration 0, so a run no controller has seen yet reads as in
+	// progress to kstatus (generation 1 not observed) rather than as a
+	// resource without status, which kstatus calls Current.
 	// +optional
+	// +kubebuilder:default={observedGeneration: 0}
 	Status AgentRunStatus `json:"status,omitempty"`
 }
 

@@ -3,9 +3,26 @@ package v1alpha1
 // Condition types of AgentRun. The names are fixed: `kubectl wait
 // --for=condition=AwaitingApproval` and tests outside the project use them.
 const (
+	// ConditionReady is True only when the run Succeeded; False otherwise,
+	// with the reason of the phase (or of what the run waits for).
 	ConditionReady            = "Ready"
 	ConditionAwaitingApproval = "AwaitingApproval"
 	ConditionUncertain        = "Uncertain"
+	// ConditionEnded is True once the run ended, however (Succeeded, Failed,
+	// Denied, Cancelled, Expired), with the phase as reason:
+	// `kubectl wait --for=condition=Ended` returns for every outcome.
+	ConditionEnded = "Ended"
+	// ConditionSucceeded is Unknown while the run has not ended, then True
+	// (Succeeded) or False (any other end, status.reason as reason):
+	// `kubectl wait --for=condition=Succeeded=False` catches a failure.
+	ConditionSucceeded = "Succeeded"
+	// ConditionReconciling and ConditionStalled are the kstatus abnormal-true
+	// conditions (sigs.k8s.io/cli-utils kstatus, Flux, Argo CD's kstatus
+	// users): Reconciling is True while the run has not ended (a run waiting
+	// for a human is in progress), Stalled is True when it ended other than
+	// Succeeded (kstatus Failed). A Succeeded run has both False: Current.
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
 )
 
 // Condition and status reasons (PascalCase).
@@ -34,6 +51,14 @@ const (
 	// naming a missing call, an unknown state, a duplicate id, …); no
 	// transition writes that, so the run ends Failed rather than guess.
 	ReasonCorruptStatus = "CorruptStatus"
+	// ReasonNotStarted is the reason of conditions of a run no controller has seen yet.
+	ReasonNotStarted = "NotStarted"
+	// ReasonNoApprovalPending is AwaitingApproval=False's reason.
+	ReasonNoApprovalPending = "NoApprovalPending"
+	// ReasonNoUncertainCall is Uncertain=False's reason.
+	ReasonNoUncertainCall = "NoUncertainCall"
+	// ReasonNotEnded is Succeeded=Unknown's and Stalled=False's reason while the run goes on.
+	ReasonNotEnded = "NotEnded"
 )
 
 // Well-known labels and annotations.

@@ -15,17 +15,23 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/telemetry"
 	exagentwebhook "github.com/exagent-io/exagent/webhook"
 )
 
 // Leader election (--leader-elect) keeps its Lease in the manager's namespace.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// The metrics endpoint authenticates and authorizes each scrape with the apiserver.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // flags are the manager's command line.
 type flags struct {
@@ -56,7 +62,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.StringVar(&f.leaderElectionID, "leader-election-id", "exagent-manager.exagent.io", "Name of the leader election Lease.")
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (in-cluster default: the pod's).")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint (e.g. :8443); 0 disables it.")
-	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS (self-signed unless certificates are mounted).")
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS (self-signed unless certificates are mounted), each scrape authenticated and authorized by the apiserver.")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of the health probes; 0 disables them.")
 	fs.BoolVar(&f.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks.")
 	fs.StringVar(&f.webhookHost, "webhook-host", "127.0.0.1", "Address the webhook server listens on (0.0.0.0 in a pod).")
@@ -113,10 +119,15 @@ func run() error {
 		return err
 	}
 
-	// The authn/authz filter of controller-runtime needs k8s.io/apiserver,
-	// which this module does not pull in: HTTPS only, protected by the
-	// network (the Service is cluster-internal).
+	// The metrics endpoint authenticates every scrape (TokenReview) and
+	// authorizes it (SubjectAccessReview: get on the non-resource URL
+	// /metrics, which the exagent-metrics-reader ClusterRole grants), as the
+	// kubebuilder scaffold does. --metrics-secure=false serves plain HTTP
+	// without either, for a loopback-only endpoint.
 	metricsOpts := metricsserver.Options{BindAddress: f.metricsAddr, SecureServing: f.metricsSecure}
+	if f.metricsSecure {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
 	tlsOpts := []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
@@ -147,18 +158,37 @@ func run() error {
 		return fmt.Errorf("the manager's identity: %w", err)
 	}
 	log.Info("the manager's identity never decides on a run", "user", self)
+	holder := f.holder
+	if holder == "" {
+		holder = controllers.NewHolder()
+	}
+	// Traces: OTLP/HTTP configured by the standard OTEL_* variables, off unless an endpoint is set.
+	tracer, stopTracing, err := telemetry.FromEnv(ctx, holder)
+	if err != nil {
+		return fmt.Errorf("traces: %w", err)
+	}
+	defer func() {
+		tracer.Close(time.Now())
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(sctx); err != nil {
+			log.Error(err, "flushing the traces")
+		}
+	}()
 	c, err := controllers.Setup(ctx, mgr, controllers.Options{
+		Tracer:                  tracer,
 		Seal:                    seal,
 		ManagerIdentity:         self,
 		ReleaseOnStop:           f.releaseOnStop,
 		DrainTimeout:            f.drainTimeout,
 		LeaseSkewGrace:          f.leaseSkewGrace,
-		Holder:                  f.holder,
+		Holder:                  holder,
 		MaxConcurrentReconciles: f.maxConcurrentReconciles,
 		MaxInFlight:             f.maxInFlight,
 		PerEndpoint:             f.perEndpoint,
 		ModelTimeout:            f.modelTimeout,
 		Hooks:                   hooks,
+		RunMetrics:              true,
 	})
 	if err != nil {
 		return err
@@ -182,7 +212,7 @@ func run() error {
 	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return fmt.Errorf("ready check: %w", err)
 	}
-	log.Info("starting the manager", "holder", c.Runs.Holder, "leaderElection", f.leaderElect,
+	log.Info("starting the manager", "holder", c.Runs.Holder, "leaderElection", f.leaderElect, "traces", tracer != nil,
 		"maxConcurrentReconciles", f.maxConcurrentReconciles, "maxInFlight", f.maxInFlight, "perEndpoint", f.perEndpoint)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)

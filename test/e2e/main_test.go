@@ -34,6 +34,9 @@ type suite struct {
 	k8sBin      string // kube-apiserver, etcd, kubectl from the hack script
 	dir         string // devcluster --dir
 	webhookPort int
+	// metricsPort is the manager's metrics endpoint (HTTPS, authenticated
+	// and authorized as in a pod) on 127.0.0.1.
+	metricsPort int
 	devcluster  *process
 	manager     *process
 	managers    int // how many manager processes were started, for log names
@@ -77,6 +80,9 @@ func setup() (*suite, error) {
 		return st, err
 	}
 	if st.webhookPort, err = freePort(); err != nil {
+		return st, err
+	}
+	if st.metricsPort, err = freePort(); err != nil {
 		return st, err
 	}
 	if err := st.startDevcluster(); err != nil {
@@ -143,7 +149,7 @@ func (st *suite) startManager() error {
 		"--kubeconfig", filepath.Join(st.dir, "kubeconfig"),
 		"--webhook-cert-dir", filepath.Join(st.dir, "webhook"),
 		"--webhook-port", strconv.Itoa(st.webhookPort),
-		"--metrics-bind-address", "0",
+		"--metrics-bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(st.metricsPort)),
 		"--health-probe-bind-address", "0",
 		// As in a pod (POD_NAMESPACE): admitted decisions are sealed, and
 		// the controller rejects a decision that skipped the webhook.

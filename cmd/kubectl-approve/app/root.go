@@ -43,6 +43,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newCancelCommand(f, streams),
 		newResolveCommand(f, streams),
 		newWaitCommand(f, streams),
+		newLogsCommand(f, streams),
 	)
 	return cmd
 }

@@ -25,7 +25,7 @@ type waitOptions struct {
 	namespace string
 	run       string
 	cond      runCondition
-	client    client.Client
+	client    client.WithWatch
 }
 
 func newWaitCommand(f *factory, streams genericiooptions.IOStreams) *cobra.Command {
@@ -71,7 +71,7 @@ func (o *waitOptions) Complete(f *factory, _ *cobra.Command, args []string) erro
 	if o.Timeout < 0 {
 		o.Timeout = 7 * 24 * time.Hour
 	}
-	o.client, err = f.Client()
+	o.client, err = f.WatchClient()
 	return err
 }
 

@@ -13,8 +13,8 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// pollInterval is how often the waits re-read an object. Polling (not a
-// watch) needs only the "get" verb, which every role that may decide has.
+// pollInterval is how often waitForDecision re-reads the decision it
+// created (a decision is applied within moments; a run waits from a watch).
 const pollInterval = 250 * time.Millisecond
 
 // waitForDecision re-reads d until the operator set its phase.
@@ -56,30 +56,25 @@ var runConditions = map[string]runCondition{
 	"done": {name: "done", met: func(r *exagentv1.AgentRun) bool { return r.Status.Phase.IsTerminal() }},
 }
 
-// waitForRun re-reads the run until cond holds. A zero timeout checks once.
-func waitForRun(ctx context.Context, c client.Client, ns, name string, cond runCondition, timeout time.Duration) (*exagentv1.AgentRun, error) {
-	var run *exagentv1.AgentRun
-	check := func(ctx context.Context) (bool, error) {
-		r, err := getRun(ctx, c, ns, name)
-		if err != nil {
-			return false, err
-		}
-		run = r
-		return cond.met(r), nil
+// waitForRun waits, from a watch of the run, until cond holds. A zero
+// timeout checks once.
+func waitForRun(ctx context.Context, c client.WithWatch, ns, name string, cond runCondition, timeout time.Duration) (*exagentv1.AgentRun, error) {
+	run, err := getRun(ctx, c, ns, name)
+	if err != nil {
+		return nil, err
 	}
-	if timeout == 0 {
-		ok, err := check(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return run, fmt.Errorf("run %q is not %s (phase %s)", name, cond.name, orNone(string(run.Status.Phase)))
-		}
+	if cond.met(run) {
 		return run, nil
 	}
-	err := wait.PollUntilContextTimeout(ctx, pollInterval, timeout, true, check)
+	if timeout == 0 {
+		return run, fmt.Errorf("run %q is not %s (phase %s)", name, cond.name, orNone(string(run.Status.Phase)))
+	}
+	err = watchRun(ctx, c, ns, name, timeout, func(r *exagentv1.AgentRun) (bool, error) {
+		run = r
+		return cond.met(r), nil
+	})
 	if err != nil {
-		if run != nil && wait.Interrupted(err) {
+		if wait.Interrupted(err) && ctx.Err() == nil {
 			return run, fmt.Errorf("timed out after %s waiting for run %q to be %s (phase %s)", timeout, name, cond.name, orNone(string(run.Status.Phase)))
 		}
 		return run, err

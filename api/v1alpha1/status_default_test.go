@@ -1,0 +1,30 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// TestNewRunHasAnUnobservedGeneration: a run no controller has written yet
+// is served with status.observedGeneration 0 (the CRD's default), so
+// kstatus reads it as in progress instead of as a resource without status.
+func TestNewRunHasAnUnobservedGeneration(t *testing.T) {
+	ns := newNamespace(t)
+	if err := env.Client.Create(context.Background(), sampleRun(ns, "fresh")); err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRun"))
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "fresh"}, u); err != nil {
+		t.Fatal(err)
+	}
+	og, found, err := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	if err != nil || !found || og != 0 || u.GetGeneration() != 1 {
+		t.Errorf("status.observedGeneration = %d (found %v, %v), generation %d; want 0 against 1", og, found, err, u.GetGeneration())
+	}
+}

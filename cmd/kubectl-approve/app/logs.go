@@ -1,0 +1,114 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// logsOptions prints a run's transcript and journal, and with --follow
+// goes on printing them as they grow.
+type logsOptions struct {
+	genericiooptions.IOStreams
+	Follow  bool
+	Timeout time.Duration
+
+	namespace string
+	run       string
+	client    client.WithWatch
+}
+
+func newLogsCommand(f *factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &logsOptions{IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "logs RUN [-f]",
+		Short: "Print a run's transcript and journal; -f follows it until it ends or waits for a human",
+		Long: `Print what a run did, in order: the model's messages, each tool call with
+its arguments, the approvals it asked for, the decisions (who, why), each
+call's outcome, and how the run ended.
+
+With -f the command watches the run and prints each new line as the
+operator commits it, until the run ends or waits for a human; then it says
+what the run waits for and the command that moves it on, and exits 0.`,
+		Example: `  kubectl approve logs triage-42
+  kubectl approve logs -f triage-42 && kubectl approve show triage-42`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeRuns(f, anyRun),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runOptions(cmd.Context(), o, f, cmd, args)
+		},
+	}
+	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "Follow the run until it ends or waits for a human.")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "With -f, stop following after this long (0: no limit).")
+	return cmd
+}
+
+// Complete resolves the namespace and the client.
+func (o *logsOptions) Complete(f *factory, _ *cobra.Command, args []string) error {
+	var err error
+	if o.namespace, err = f.Namespace(); err != nil {
+		return err
+	}
+	o.run = args[0]
+	o.client, err = f.WatchClient()
+	return err
+}
+
+// Validate has nothing to check beyond cobra's arguments.
+func (o *logsOptions) Validate() error {
+	if o.Timeout < 0 {
+		return fmt.Errorf("--timeout must not be negative")
+	}
+	return nil
+}
+
+// Run prints the entries, following the run's watch with -f.
+func (o *logsOptions) Run(ctx context.Context) error {
+	run, err := getRun(ctx, o.client, o.namespace, o.run)
+	if err != nil {
+		return err
+	}
+	printed := map[string]bool{}
+	emit := func(r *exagentv1.AgentRun) error {
+		for _, e := range logEntries(r) {
+			if printed[e.key] {
+				continue
+			}
+			printed[e.key] = true
+			if _, err := fmt.Fprintln(o.Out, e.text); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !o.Follow {
+		return emit(run)
+	}
+	err = watchRun(ctx, o.client, o.namespace, o.run, o.Timeout, func(r *exagentv1.AgentRun) (bool, error) {
+		run = r
+		if err := emit(r); err != nil {
+			return false, err
+		}
+		if w := waitingFor(r); w != "" {
+			_, err := fmt.Fprintln(o.Out, w)
+			return true, err
+		}
+		return r.Status.Phase.IsTerminal(), nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return nil // interrupted (Ctrl-C): what was printed stands
+	case wait.Interrupted(err):
+		return fmt.Errorf("stopped following run %q after %s; it is %s", o.run, o.Timeout, orNone(string(run.Status.Phase)))
+	}
+	return err
+}

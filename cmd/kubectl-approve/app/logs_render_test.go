@@ -1,0 +1,78 @@
+package app
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+func TestLogEntriesInOrder(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC))
+	run := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "ops"}}
+	run.Status = exagentv1.AgentRunStatus{
+		Phase: exagentv1.PhaseAwaitingApproval, PendingApprovals: 1,
+		History: []exagentv1.Message{
+			{Role: exagentv1.RoleUser, Content: "refund 5"},
+			{Role: exagentv1.RoleAssistant, ToolCalls: []exagentv1.MessageToolCall{{ID: "c1", Name: "refund", Arguments: `{"amount":5}`}}},
+		},
+		Calls:     []exagentv1.ToolCall{{ID: "c1", Tool: "refund", Args: `{"amount":5}`, State: exagentv1.CallPending}},
+		Approvals: []exagentv1.Approval{{ID: "a1", CallID: "c1", State: exagentv1.ApprovalPending, Rule: "ask", RequestedAt: at}},
+	}
+	texts := func(es []logEntry) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.text)
+		}
+		return out
+	}
+	paused := texts(logEntries(run))
+	want := []string{
+		"[user] refund 5",
+		`[assistant] calls refund({"amount":5}) as c1`,
+		"paused: approval a1 requested (rule ask, never expires)",
+	}
+	if diff := cmp.Diff(want, paused); diff != "" {
+		t.Errorf("paused (-want +got):\n%s", diff)
+	}
+	if got := waitingFor(run); got != "waiting for a decision: approval a1 of refund (kubectl approve r1 a1 -n ops)" {
+		t.Errorf("waitingFor = %q", got)
+	}
+
+	run.Status.Phase, run.Status.Reason, run.Status.Message, run.Status.PendingApprovals = exagentv1.PhaseSucceeded, exagentv1.ReasonSucceeded, "done", 0
+	run.Status.Approvals[0].State, run.Status.Approvals[0].Actor, run.Status.Approvals[0].Reason = exagentv1.ApprovalApproved, &exagentv1.Actor{Username: "alice"}, "ok"
+	run.Status.Calls[0].State, run.Status.Calls[0].Outcome = exagentv1.CallSucceeded, &exagentv1.CallOutcome{Succeeded: true, Result: `{"ok":true}`}
+	run.Status.History = append(run.Status.History,
+		exagentv1.Message{Role: exagentv1.RoleTool, ToolCallID: "c1", Content: `{"ok":true}`},
+		exagentv1.Message{Role: exagentv1.RoleAssistant, Content: "refunded\n5"})
+	want = append(want,
+		"decision: approval a1 Approved by alice: ok",
+		`call c1 Succeeded: {"ok":true}`,
+		`[tool c1] {"ok":true}`,
+		"[assistant] refunded⏎5",
+		"run ended Succeeded: done",
+	)
+	if diff := cmp.Diff(want, texts(logEntries(run))); diff != "" {
+		t.Errorf("ended (-want +got):\n%s", diff)
+	}
+	if waitingFor(run) != "" {
+		t.Error("an ended run waits for nobody")
+	}
+	// A follower that saw the paused run prints only what is new, in order.
+	seen := map[string]bool{}
+	for _, e := range logEntries(run) {
+		seen[e.key] = len(seen) < len(paused)
+	}
+	var fresh []string
+	for _, e := range logEntries(run) {
+		if !seen[e.key] {
+			fresh = append(fresh, e.text)
+		}
+	}
+	if diff := cmp.Diff(want[len(paused):], fresh); diff != "" {
+		t.Errorf("new lines (-want +got):\n%s", diff)
+	}
+}

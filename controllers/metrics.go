@@ -1,0 +1,205 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/model"
+)
+
+// exagent's own metrics, on controller-runtime's registry (served by the
+// manager's metrics endpoint with its workqueue and client metrics).
+// Counters are per process: sum them over the replicas. The run gauges
+// (runsCollector) are read from each replica's cache, so every replica
+// reports the same values: take the max over the replicas.
+var (
+	toolCallsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "exagent_tool_calls_total",
+		Help: "Tool calls this process executed, by tool and outcome (Succeeded, Failed, Unknown: an unknown outcome makes the call Uncertain unless the tool is idempotent).",
+	}, []string{"tool", "outcome"})
+	modelRequestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "exagent_model_requests_total",
+		Help: "Model requests this process sent, by provider and outcome (Succeeded, Failed, ScriptExhausted).",
+	}, []string{"provider", "outcome"})
+	modelTokensTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "exagent_model_tokens_total",
+		Help: "Model tokens the responses reported, by provider and kind (prompt, completion).",
+	}, []string{"provider", "kind"})
+	statusWritesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "exagent_status_writes_total",
+		Help: "Compare-and-swap writes of AgentRun status, by result (Written, Conflict: the run changed since it was read, Error).",
+	}, []string{"result"})
+	statusBytes = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "exagent_status_bytes",
+		Help:    "Size of the AgentRun status written, in bytes of JSON (a write costs more the bigger the object).",
+		Buckets: prometheus.ExponentialBuckets(1024, 2, 11), // 1 KiB … 1 MiB
+	})
+	approvalWaitSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "exagent_approval_wait_seconds",
+		Help: "Time from an approval's request to its decision, by decision (Approved, Denied, Cancelled, Expired).",
+		// 10s … ~7 days
+		Buckets: []float64{10, 30, 60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 24 * 3600, 3 * 24 * 3600, 7 * 24 * 3600},
+	}, []string{"decision"})
+	runsEndedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "exagent_runs_ended_total",
+		Help: "Runs this process ended, by phase and reason.",
+	}, []string{"phase", "reason"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(toolCallsTotal, modelRequestsTotal, modelTokensTotal, statusWritesTotal,
+		statusBytes, approvalWaitSeconds, runsEndedTotal)
+}
+
+// observeToolCall counts one executed tool call.
+func observeToolCall(tool string, kind loop.ResultKind) {
+	toolCallsTotal.WithLabelValues(tool, string(kind)).Inc()
+}
+
+// observeModelRequest counts one model request and the tokens it used.
+func observeModelRequest(provider exagentv1.ModelProvider, resp *loop.ModelResponse, err error) {
+	p := string(provider)
+	switch {
+	case errors.Is(err, model.ErrScriptExhausted):
+		modelRequestsTotal.WithLabelValues(p, exagentv1.ReasonScriptExhausted).Inc()
+	case err != nil || resp == nil:
+		modelRequestsTotal.WithLabelValues(p, "Failed").Inc()
+	default:
+		modelRequestsTotal.WithLabelValues(p, "Succeeded").Inc()
+		modelTokensTotal.WithLabelValues(p, "prompt").Add(float64(resp.PromptTokens))
+		modelTokensTotal.WithLabelValues(p, "completion").Add(float64(resp.CompletionTokens))
+	}
+}
+
+// observeCommit records what a status write that landed changed: its
+// size, the approvals it decided (their wait) and the run's end.
+func observeCommit(old, written *exagentv1.AgentRun, now time.Time) {
+	statusWritesTotal.WithLabelValues("Written").Inc()
+	if b, err := json.Marshal(&written.Status); err == nil {
+		statusBytes.Observe(float64(len(b)))
+	}
+	for i := range written.Status.Approvals {
+		a := &written.Status.Approvals[i]
+		if a.State == exagentv1.ApprovalPending {
+			continue
+		}
+		if was := old.Status.Approval(a.ID); was != nil && was.State == exagentv1.ApprovalPending {
+			approvalWaitSeconds.WithLabelValues(string(a.State)).Observe(max(now.Sub(a.RequestedAt.Time), 0).Seconds())
+		}
+	}
+	if p := written.Status.Phase; p.IsTerminal() && !old.Status.Phase.IsTerminal() {
+		runsEndedTotal.WithLabelValues(string(p), written.Status.Reason).Inc()
+	}
+}
+
+// observeWriteError counts a status write that did not land.
+func observeWriteError(err error) {
+	if apierrors.IsConflict(err) {
+		statusWritesTotal.WithLabelValues("Conflict").Inc()
+		return
+	}
+	statusWritesTotal.WithLabelValues("Error").Inc()
+}
+
+// runsCollector reports the gauges of the runs in the manager's cache at
+// each scrape: runs by namespace and phase, pending approvals and
+// uncertain calls by namespace. Computed from the cache, never kept: a
+// restarted process reports the truth at once.
+type runsCollector struct {
+	reader client.Reader
+}
+
+var (
+	runsDesc = prometheus.NewDesc("exagent_runs",
+		"AgentRuns by namespace and phase (NotStarted before the controller saw them).", []string{"namespace", "phase"}, nil)
+	pendingApprovalsDesc = prometheus.NewDesc("exagent_pending_approvals",
+		"Approvals waiting for a human decision, by namespace.", []string{"namespace"}, nil)
+	uncertainCallsDesc = prometheus.NewDesc("exagent_uncertain_calls",
+		"Tool calls with no confirmed outcome, waiting for kubectl approve resolve, by namespace.", []string{"namespace"}, nil)
+	oldestPendingDesc = prometheus.NewDesc("exagent_oldest_pending_approval_timestamp_seconds",
+		"When the oldest pending approval of the namespace was requested (Unix time).", []string{"namespace"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c runsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- runsDesc
+	ch <- pendingApprovalsDesc
+	ch <- uncertainCallsDesc
+	ch <- oldestPendingDesc
+}
+
+// Collect implements prometheus.Collector.
+func (c runsCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var runs exagentv1.AgentRunList
+	// The cache's own objects, read only: no copy of every run per scrape.
+	if err := c.reader.List(ctx, &runs, client.UnsafeDisableDeepCopy); err != nil {
+		ch <- prometheus.NewInvalidMetric(runsDesc, err)
+		return
+	}
+	type key struct{ ns, phase string }
+	byPhase := map[key]int{}
+	pending, uncertain := map[string]int{}, map[string]int{}
+	oldest := map[string]time.Time{}
+	for i := range runs.Items {
+		r := &runs.Items[i]
+		phase := string(r.Status.Phase)
+		if phase == "" {
+			phase = exagentv1.ReasonNotStarted
+		}
+		byPhase[key{r.Namespace, phase}]++
+		for j := range r.Status.Approvals {
+			if a := &r.Status.Approvals[j]; a.State == exagentv1.ApprovalPending {
+				pending[r.Namespace]++
+				if o, ok := oldest[r.Namespace]; !ok || a.RequestedAt.Time.Before(o) {
+					oldest[r.Namespace] = a.RequestedAt.Time
+				}
+			}
+		}
+		for j := range r.Status.Calls {
+			if r.Status.Calls[j].State == exagentv1.CallUncertain {
+				uncertain[r.Namespace]++
+			}
+		}
+		if _, ok := pending[r.Namespace]; !ok {
+			pending[r.Namespace] = 0
+		}
+		if _, ok := uncertain[r.Namespace]; !ok {
+			uncertain[r.Namespace] = 0
+		}
+	}
+	for k, n := range byPhase {
+		ch <- prometheus.MustNewConstMetric(runsDesc, prometheus.GaugeValue, float64(n), k.ns, k.phase)
+	}
+	for ns, n := range pending {
+		ch <- prometheus.MustNewConstMetric(pendingApprovalsDesc, prometheus.GaugeValue, float64(n), ns)
+	}
+	for ns, n := range uncertain {
+		ch <- prometheus.MustNewConstMetric(uncertainCallsDesc, prometheus.GaugeValue, float64(n), ns)
+	}
+	for ns, at := range oldest {
+		ch <- prometheus.MustNewConstMetric(oldestPendingDesc, prometheus.GaugeValue, float64(at.Unix()), ns)
+	}
+}
+
+// registerRunsCollector adds the run gauges of reader's runs to the
+// registry, once per process (a second manager in one process, as in
+// tests, keeps the first one's).
+func registerRunsCollector(reader client.Reader) error {
+	err := metrics.Registry.Register(runsCollector{reader: reader})
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		return nil
+	}
+	return err
+}

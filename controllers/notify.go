@@ -1,0 +1,339 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/notify"
+	"github.com/exagent-io/exagent/loop"
+)
+
+// Event reasons of notification deliveries.
+const (
+	eventNotificationFailed = "NotificationFailed"
+)
+
+var notificationDeliveriesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "exagent_notification_deliveries_total",
+	Help: "Notification delivery attempts and their end, by event and outcome (Delivered, Retrying: failed and tried again later, Failed: given up, Superseded: settled before delivery).",
+}, []string{"event", "outcome"})
+
+func init() { metrics.Registry.MustRegister(notificationDeliveriesTotal) }
+
+// notifyTimeout bounds one delivery attempt.
+const notifyTimeout = 10 * time.Second
+
+// notifier delivers the notifications journaled in runs' status to the
+// Agents' notify sinks. It is its own bounded pool of workers with its own
+// queue and HTTP client: a slow or failing sink never holds a reconcile
+// worker or an executor slot, and never blocks a run (the run's commits
+// never wait for it). What is due is read from the stored status; each
+// attempt's result is journaled with compare-and-swap, so a crash re-sends
+// (the same id) and never forgets.
+type notifier struct {
+	client   client.Client // the cache: Agents
+	reader   client.Reader // past the cache: the run as stored, Secrets
+	store    *Store
+	recorder events.EventRecorder
+	clock    clock.PassiveClock
+	http     *http.Client
+	retry    notify.Retry
+	workers  int
+	hooks    Hooks
+	informer cache.Informers
+	queue    workqueue.TypedDelayingInterface[types.NamespacedName]
+}
+
+// NeedLeaderElection: one replica delivers (another one taking over re-sends
+// what was not journaled, with the same id).
+func (n *notifier) NeedLeaderElection() bool { return true }
+
+// Start watches runs and delivers until ctx ends.
+func (n *notifier) Start(ctx context.Context) error {
+	inf, err := n.informer.GetInformer(ctx, &exagentv1.AgentRun{})
+	if err != nil {
+		return fmt.Errorf("notifier: informer of AgentRuns: %w", err)
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { n.enqueue(o) },
+		UpdateFunc: func(_, o any) { n.enqueue(o) },
+	})
+	if err != nil {
+		return fmt.Errorf("notifier: watching AgentRuns: %w", err)
+	}
+	defer func() { _ = inf.RemoveEventHandler(reg) }()
+	done := make(chan struct{}, n.workers)
+	for range n.workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for n.work(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	n.queue.ShutDown()
+	for range n.workers {
+		<-done
+	}
+	return nil
+}
+
+// enqueue queues a run that has something to deliver now or later.
+func (n *notifier) enqueue(o any) {
+	run, ok := o.(*exagentv1.AgentRun)
+	if !ok {
+		return
+	}
+	if len(notify.Pending(&run.Status)) > 0 {
+		n.queue.Add(client.ObjectKeyFromObject(run))
+		return
+	}
+	if _, next := notify.Expiring(&run.Status, n.clock.Now()); next.IsZero() && !hasExpiringDue(&run.Status, n.clock.Now()) {
+		return
+	}
+	// An approval will expire: only a run whose Agent has sinks is looked at.
+	agent := &exagentv1.Agent{}
+	key := types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.AgentRef.Name}
+	if err := n.client.Get(context.Background(), key, agent); err == nil && len(agent.Spec.Notify) > 0 {
+		n.queue.Add(client.ObjectKeyFromObject(run))
+	}
+}
+
+func hasExpiringDue(st *exagentv1.AgentRunStatus, now time.Time) bool {
+	due, _ := notify.Expiring(st, now)
+	return len(due) > 0
+}
+
+func (n *notifier) work(ctx context.Context) bool {
+	key, quit := n.queue.Get()
+	if quit {
+		return false
+	}
+	defer n.queue.Done(key)
+	after, err := n.process(ctx, key)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		logf.FromContext(ctx).Info("notifications not journaled; retrying", "run", key, "error", err.Error())
+		n.queue.AddAfter(key, time.Second)
+	case after > 0:
+		n.queue.AddAfter(key, after)
+	}
+	return true
+}
+
+// process delivers what is due for one run and journals the results. It
+// returns when to look again.
+func (n *notifier) process(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
+	run := &exagentv1.AgentRun{}
+	if err := n.reader.Get(ctx, key, run); err != nil {
+		if apierrors.IsNotFound(err) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	if run.Status.Phase == exagentv1.PhaseRunning {
+		// Nothing is announced while a run runs; never compete with its owner.
+		return 0, nil
+	}
+	var sinks []exagentv1.NotifySink
+	agent := &exagentv1.Agent{}
+	if err := n.client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: run.Spec.AgentRef.Name}, agent); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return 0, err
+		}
+		agent = nil
+	} else {
+		sinks = agent.Spec.Notify
+	}
+	now := n.clock.Now()
+	next := run.Status.DeepCopy()
+	changed := notify.Supersede(next, sinks, true)
+	due, wake := notify.Expiring(next, now)
+	if notify.Add(next, string(run.UID), due, sinks, now) {
+		changed = true
+	}
+	for _, i := range notify.Pending(next) {
+		rec := &next.Notifications[i]
+		if rec.State != exagentv1.NotificationPending {
+			continue
+		}
+		if at := n.retry.NextAttempt(rec); now.Before(at) {
+			wake = earliest(wake, at)
+			continue
+		}
+		n.hooks.beforeNotify(ctx, key, *rec)
+		if ctx.Err() != nil {
+			return 0, nil // stopped at the hook: nothing journaled, the next process re-sends
+		}
+		err := n.deliver(ctx, run, next, agent, sinkNamed(sinks, rec.Sink), rec, now)
+		n.settle(run, rec, err, now)
+		if rec.State == exagentv1.NotificationPending {
+			wake = earliest(wake, n.retry.NextAttempt(rec))
+		}
+		changed = true
+	}
+	if changed {
+		if err := n.journal(ctx, run, next, now); err != nil {
+			return 0, err
+		}
+	}
+	if wake.IsZero() {
+		return 0, nil
+	}
+	return max(wake.Sub(n.clock.Now()), 0) + 50*time.Millisecond, nil
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+func sinkNamed(sinks []exagentv1.NotifySink, name string) *exagentv1.NotifySink {
+	for i := range sinks {
+		if sinks[i].Name == name {
+			return &sinks[i]
+		}
+	}
+	return nil
+}
+
+// deliver makes one attempt of rec to sink.
+func (n *notifier) deliver(ctx context.Context, run *exagentv1.AgentRun, st *exagentv1.AgentRunStatus, agent *exagentv1.Agent,
+	sink *exagentv1.NotifySink, rec *exagentv1.NotificationRecord, now time.Time) error {
+	view := run.DeepCopy()
+	view.Status = *st
+	data := notify.Build(view, agent, notify.Event{Kind: rec.Event, Subject: rec.Subject})
+	body, ctype, err := notify.Body(sink.FormatOrDefault(), rec.ID, rec.At.Time, rec.Subject, data)
+	if err != nil {
+		return fmt.Errorf("rendering: %w", err)
+	}
+	key := ""
+	if ref := sink.SigningSecretRef; ref != nil {
+		if key, err = readSecret(ctx, n.reader, run.Namespace, *ref); err != nil {
+			return fmt.Errorf("signing key: %w", err)
+		}
+	}
+	actx, cancel := context.WithTimeout(ctx, notifyTimeout)
+	defer cancel()
+	return notify.Send(actx, n.http, notify.Request{URL: sink.URL, ID: rec.ID, Body: body, ContentType: ctype, Key: key, At: now})
+}
+
+// settle records one attempt's result on rec, with its metric and Events.
+func (n *notifier) settle(run *exagentv1.AgentRun, rec *exagentv1.NotificationRecord, err error, now time.Time) {
+	rec.Attempts++
+	at := metav1.NewTime(now.UTC().Truncate(time.Second))
+	rec.LastAttemptAt = &at
+	if err == nil {
+		rec.State, rec.LastError = exagentv1.NotificationDelivered, ""
+		notificationDeliveriesTotal.WithLabelValues(string(rec.Event), "Delivered").Inc()
+		return
+	}
+	rec.LastError = truncate(err.Error(), 500)
+	if rec.Attempts >= n.retry.Attempts {
+		rec.State = exagentv1.NotificationFailed
+		notificationDeliveriesTotal.WithLabelValues(string(rec.Event), "Failed").Inc()
+		n.event(run, "notification %s to sink %s failed %d times; not sent again: %s", rec.Event, rec.Sink, rec.Attempts, rec.LastError)
+		return
+	}
+	notificationDeliveriesTotal.WithLabelValues(string(rec.Event), "Retrying").Inc()
+	if rec.Attempts == 1 {
+		n.event(run, "notification %s to sink %s failed (%s); retrying with backoff, at most %d attempts", rec.Event, rec.Sink, rec.LastError, n.retry.Attempts)
+	}
+}
+
+func (n *notifier) event(run *exagentv1.AgentRun, format string, args ...any) {
+	if n.recorder != nil {
+		n.recorder.Eventf(run, nil, warning, eventNotificationFailed, eventNotificationFailed, format, args...)
+	}
+}
+
+// journal writes the records of next with CAS. A conflict re-reads the
+// run and carries this process's records over onto the newer status, so
+// what was delivered is never forgotten by a write that lost the race.
+func (n *notifier) journal(ctx context.Context, run *exagentv1.AgentRun, next *exagentv1.AgentRunStatus, now time.Time) error {
+	for attempt := 0; ; attempt++ {
+		_, err := n.store.Commit(ctx, run, *next, nil, now)
+		if err == nil || !apierrorsIsConflict(err) || attempt >= 3 {
+			return err
+		}
+		fresh := &exagentv1.AgentRun{}
+		if err := n.reader.Get(ctx, client.ObjectKeyFromObject(run), fresh); err != nil {
+			return err
+		}
+		merged := fresh.Status.DeepCopy()
+		mergeRecords(merged, next.Notifications)
+		run, next = fresh, merged
+	}
+}
+
+func apierrorsIsConflict(err error) bool {
+	return apierrors.IsConflict(err) || errors.Is(err, ErrConflict)
+}
+
+// mergeRecords puts ours onto st: a record still Pending in st takes our
+// progress; one we added is appended; settled ones in st stay.
+func mergeRecords(st *exagentv1.AgentRunStatus, ours []exagentv1.NotificationRecord) {
+	for _, r := range ours {
+		if have := notify.Find(st, r.ID, r.Sink); have != nil {
+			if have.State == exagentv1.NotificationPending {
+				*have = r
+			}
+			continue
+		}
+		st.Notifications = append(st.Notifications, r)
+	}
+	notify.Supersede(st, nil, false)
+}
+
+// stamp journals, in the commit that makes them true, one Pending record
+// per event and sink that wants it, and supersedes what the commit
+// settled. Called by Store.Commit on every status write.
+func (n *notifier) stamp(ctx context.Context, run *exagentv1.AgentRun, next *loop.Status, now time.Time) {
+	events := notify.Transitions(&run.Status, next)
+	if len(events) > 0 {
+		agent := &exagentv1.Agent{}
+		if err := n.client.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.AgentRef.Name}, agent); err == nil && len(agent.Spec.Notify) > 0 {
+			notify.Add(next, string(run.UID), events, agent.Spec.Notify, now)
+		}
+	}
+	for i := range next.Notifications {
+		if next.Notifications[i].State == exagentv1.NotificationPending {
+			notify.Supersede(next, nil, false)
+			break
+		}
+	}
+}
+
+// readSecret reads one key of a Secret past the cache.
+func readSecret(ctx context.Context, r client.Reader, namespace string, sel exagentv1.SecretKeySelector) (string, error) {
+	s := &corev1.Secret{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: sel.Name}, s); err != nil {
+		return "", fmt.Errorf("secret %s/%s: %w", namespace, sel.Name, err)
+	}
+	v, ok := s.Data[sel.Key]
+	if !ok {
+		return "", fmt.Errorf("secret %s/%s has no key %q", namespace, sel.Name, sel.Key)
+	}
+	return string(v), nil
+}

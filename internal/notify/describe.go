@@ -1,0 +1,65 @@
+package notify
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// ArgsExcerptBytes bounds the arguments shown in an Event or a notification:
+// enough to recognise the call, never the whole payload.
+const ArgsExcerptBytes = 256
+
+// Excerpt bounds s to n bytes on a rune boundary, marking a cut with "…".
+func Excerpt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// Commands are the exact kubectl commands that decide an approval.
+type Commands struct {
+	Show    string `json:"show"`
+	Approve string `json:"approve"`
+	Deny    string `json:"deny"`
+}
+
+// ApprovalCommands returns the kubectl approve commands for one approval of
+// a run. The approval is named, so the command decides this request and no
+// other even when several are pending.
+func ApprovalCommands(namespace, run, approvalID string) Commands {
+	return Commands{
+		Show:    fmt.Sprintf("kubectl approve show %s -n %s", run, namespace),
+		Approve: fmt.Sprintf("kubectl approve %s %s -n %s --reason \"…\"", run, approvalID, namespace),
+		Deny:    fmt.Sprintf("kubectl approve deny %s %s -n %s --reason \"…\"", run, approvalID, namespace),
+	}
+}
+
+// ResolveCommand is the command that resolves an Uncertain call.
+func ResolveCommand(namespace, run, callID string) string {
+	return fmt.Sprintf("kubectl approve resolve %s -n %s --call %s --outcome Succeeded|Failed|Retry --evidence \"…\"", run, namespace, callID)
+}
+
+// ApprovalRequestedMessage is the text of the ApprovalRequested Event: the
+// tool, an arguments excerpt, the expiry and the command to decide, within
+// an Event's note limit.
+func ApprovalRequestedMessage(run *exagentv1.AgentRun, st *exagentv1.AgentRunStatus, a exagentv1.Approval) string {
+	tool, args := "?", ""
+	if c := st.Call(a.CallID); c != nil {
+		tool, args = c.Tool, c.Args
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s(%s) waits for approval %s", tool, Excerpt(args, 160), a.ID)
+	if a.ExpiresAt != nil {
+		fmt.Fprintf(&b, " until %s", a.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z"))
+	}
+	cmds := ApprovalCommands(run.Namespace, run.Name, a.ID)
+	fmt.Fprintf(&b, "; decide: %s (or: kubectl approve deny …)", cmds.Approve)
+	return Excerpt(b.String(), 1000)
+}

@@ -1,0 +1,257 @@
+package notify
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// Event is one notification-worthy fact about a run: its kind and subject
+// (the approval id, the attempt that lost an outcome, the end phase).
+type Event struct {
+	Kind    exagentv1.NotifyEvent
+	Subject string
+}
+
+// ID is the notification's stable id, the same for every sink and every
+// attempt: the run's UID, the event and its subject.
+func ID(runUID string, e Event) string {
+	return fmt.Sprintf("%s.%s.%s", runUID, kebab(string(e.Kind)), e.Subject)
+}
+
+func kebab(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('-')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Transitions returns the events that the commit old → next makes true:
+// approvals that became pending, the run becoming Uncertain, the run ending.
+func Transitions(old, next *exagentv1.AgentRunStatus) []Event {
+	var out []Event
+	for _, a := range next.Approvals {
+		if a.State != exagentv1.ApprovalPending {
+			continue
+		}
+		if was := old.Approval(a.ID); was == nil || was.State != exagentv1.ApprovalPending {
+			out = append(out, Event{exagentv1.NotifyApprovalRequested, a.ID})
+		}
+	}
+	if next.Phase == exagentv1.PhaseUncertain && old.Phase != exagentv1.PhaseUncertain {
+		out = append(out, Event{exagentv1.NotifyRunUncertain, "attempt-" + strconv.FormatInt(next.Attempts, 10)})
+	}
+	if next.Phase.IsTerminal() && !old.Phase.IsTerminal() {
+		out = append(out, Event{exagentv1.NotifyRunEnded, string(next.Phase)})
+	}
+	return out
+}
+
+// ExpiryWarning is how long before a pending approval expires the
+// ApprovalExpiring notification is due: a quarter of its timeout, at most
+// an hour.
+func ExpiryWarning(a *exagentv1.Approval) (time.Time, bool) {
+	if a.ExpiresAt == nil || a.State != exagentv1.ApprovalPending {
+		return time.Time{}, false
+	}
+	lead := min(a.ExpiresAt.Sub(a.RequestedAt.Time)/4, time.Hour)
+	return a.ExpiresAt.Add(-lead), true
+}
+
+// Expiring returns the ApprovalExpiring events due at now (warning reached,
+// not expired yet), and the next warning instant still to come.
+func Expiring(st *exagentv1.AgentRunStatus, now time.Time) ([]Event, time.Time) {
+	var due []Event
+	var next time.Time
+	if st.Phase != exagentv1.PhaseAwaitingApproval {
+		return nil, next
+	}
+	for i := range st.Approvals {
+		a := &st.Approvals[i]
+		at, ok := ExpiryWarning(a)
+		switch {
+		case !ok || !now.Before(a.ExpiresAt.Time):
+		case now.Before(at):
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+		default:
+			due = append(due, Event{exagentv1.NotifyApprovalExpiring, a.ID})
+		}
+	}
+	return due, next
+}
+
+// Add journals a Pending record of e for every sink that wants it and has
+// none yet. It reports whether it added any.
+func Add(st *exagentv1.AgentRunStatus, runUID string, events []Event, sinks []exagentv1.NotifySink, now time.Time) bool {
+	added := false
+	for _, e := range events {
+		id := ID(runUID, e)
+		for i := range sinks {
+			s := &sinks[i]
+			if !s.Wants(e.Kind) || Find(st, id, s.Name) != nil {
+				continue
+			}
+			st.Notifications = append(st.Notifications, exagentv1.NotificationRecord{
+				ID: id, Event: e.Kind, Subject: e.Subject, Sink: s.Name,
+				State: exagentv1.NotificationPending, At: metav1.NewTime(now.UTC().Truncate(time.Second)),
+			})
+			added = true
+		}
+	}
+	if added {
+		bound(st)
+	}
+	return added
+}
+
+// Find returns the record of notification id to sink, or nil.
+func Find(st *exagentv1.AgentRunStatus, id, sink string) *exagentv1.NotificationRecord {
+	for i := range st.Notifications {
+		if r := &st.Notifications[i]; r.ID == id && r.Sink == sink {
+			return r
+		}
+	}
+	return nil
+}
+
+// Supersede settles the pending records whose subject no longer holds in
+// st (the approval was decided or expired, the Uncertain run was resolved)
+// or whose sink is gone from sinks (nil sinks: keep every sink). It
+// reports whether it changed any.
+func Supersede(st *exagentv1.AgentRunStatus, sinks []exagentv1.NotifySink, checkSinks bool) bool {
+	changed := false
+	for i := range st.Notifications {
+		r := &st.Notifications[i]
+		if r.State != exagentv1.NotificationPending {
+			continue
+		}
+		why := ""
+		switch r.Event {
+		case exagentv1.NotifyApprovalRequested, exagentv1.NotifyApprovalExpiring:
+			if a := st.Approval(r.Subject); a == nil || a.State != exagentv1.ApprovalPending {
+				why = "the approval was settled before the notification was delivered"
+			}
+		case exagentv1.NotifyRunUncertain:
+			if st.Phase != exagentv1.PhaseUncertain {
+				why = "the run was resolved before the notification was delivered"
+			}
+		}
+		if why == "" && checkSinks && sinkNamed(sinks, r.Sink) == nil {
+			why = "the sink was removed from the Agent"
+		}
+		if why != "" {
+			r.State, r.LastError = exagentv1.NotificationSuperseded, why
+			changed = true
+		}
+	}
+	return changed
+}
+
+func sinkNamed(sinks []exagentv1.NotifySink, name string) *exagentv1.NotifySink {
+	for i := range sinks {
+		if sinks[i].Name == name {
+			return &sinks[i]
+		}
+	}
+	return nil
+}
+
+// bound keeps the journal within MaxNotificationRecords, dropping settled
+// records first, oldest first; pending ones go only when nothing else is left.
+func bound(st *exagentv1.AgentRunStatus) {
+	over := len(st.Notifications) - exagentv1.MaxNotificationRecords
+	if over <= 0 {
+		return
+	}
+	idx := make([]int, len(st.Notifications))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		pa := st.Notifications[idx[a]].State == exagentv1.NotificationPending
+		pb := st.Notifications[idx[b]].State == exagentv1.NotificationPending
+		return !pa && pb // settled first, in journal order
+	})
+	drop := map[int]bool{}
+	for _, i := range idx[:over] {
+		drop[i] = true
+	}
+	kept := st.Notifications[:0]
+	for i, r := range st.Notifications {
+		if !drop[i] {
+			kept = append(kept, r)
+		}
+	}
+	st.Notifications = kept
+}
+
+// Stamp is what a status commit does to the journal: it records the
+// events the commit makes true (for the sinks that want them) and
+// supersedes what it settled. The delivery worker sends what is Pending.
+func Stamp(old, next *exagentv1.AgentRunStatus, runUID string, sinks []exagentv1.NotifySink, now time.Time) {
+	if events := Transitions(old, next); len(events) > 0 && len(sinks) > 0 {
+		Add(next, runUID, events, sinks, now)
+	}
+	Supersede(next, nil, false)
+}
+
+// Pending returns the indexes of the pending records.
+func Pending(st *exagentv1.AgentRunStatus) []int {
+	var out []int
+	for i := range st.Notifications {
+		if st.Notifications[i].State == exagentv1.NotificationPending {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Retry bounds the attempts of one notification to one sink.
+type Retry struct {
+	// Attempts before a notification is Failed (default 8).
+	Attempts int32
+	// Base is the wait after the first failed attempt, doubled after each
+	// (default 2s), up to Max (default 5m).
+	Base, Max time.Duration
+}
+
+// WithDefaults fills unset fields.
+func (r Retry) WithDefaults() Retry {
+	if r.Attempts <= 0 {
+		r.Attempts = 8
+	}
+	if r.Base <= 0 {
+		r.Base = 2 * time.Second
+	}
+	if r.Max <= 0 {
+		r.Max = 5 * time.Minute
+	}
+	return r
+}
+
+// NextAttempt is when the record may be attempted again.
+func (r Retry) NextAttempt(rec *exagentv1.NotificationRecord) time.Time {
+	if rec.LastAttemptAt == nil || rec.Attempts == 0 {
+		return time.Time{}
+	}
+	wait := r.Base
+	for i := int32(1); i < rec.Attempts && wait < r.Max; i++ {
+		wait *= 2
+	}
+	return rec.LastAttemptAt.Add(min(wait, r.Max))
+}

@@ -1,0 +1,190 @@
+package notify
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+var t0 = time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
+
+func pending(id string) exagentv1.Approval {
+	exp := metav1.NewTime(t0.Add(4 * time.Hour))
+	return exagentv1.Approval{ID: id, CallID: "c-" + id, State: exagentv1.ApprovalPending, RequestedAt: metav1.NewTime(t0), ExpiresAt: &exp}
+}
+
+func TestTransitions(t *testing.T) {
+	decided := pending("a1")
+	decided.State = exagentv1.ApprovalApproved
+	tests := map[string]struct {
+		old, next exagentv1.AgentRunStatus
+		want      []Event
+	}{
+		"pause": {old: exagentv1.AgentRunStatus{Phase: exagentv1.PhaseRunning},
+			next: exagentv1.AgentRunStatus{Phase: exagentv1.PhaseAwaitingApproval, Approvals: []exagentv1.Approval{pending("a1"), pending("a2")}},
+			want: []Event{{exagentv1.NotifyApprovalRequested, "a1"}, {exagentv1.NotifyApprovalRequested, "a2"}}},
+		"still pending: nothing new": {
+			old:  exagentv1.AgentRunStatus{Phase: exagentv1.PhaseAwaitingApproval, Approvals: []exagentv1.Approval{pending("a1")}},
+			next: exagentv1.AgentRunStatus{Phase: exagentv1.PhaseAwaitingApproval, Approvals: []exagentv1.Approval{pending("a1")}}},
+		"recovered uncertain": {old: exagentv1.AgentRunStatus{Phase: exagentv1.PhaseRunning, Attempts: 2},
+			next: exagentv1.AgentRunStatus{Phase: exagentv1.PhaseUncertain, Attempts: 2},
+			want: []Event{{exagentv1.NotifyRunUncertain, "attempt-2"}}},
+		"denied ends": {old: exagentv1.AgentRunStatus{Phase: exagentv1.PhaseAwaitingApproval, Approvals: []exagentv1.Approval{pending("a1")}},
+			next: exagentv1.AgentRunStatus{Phase: exagentv1.PhaseDenied, Approvals: []exagentv1.Approval{decided}},
+			want: []Event{{exagentv1.NotifyRunEnded, "Denied"}}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Transitions(&tc.old, &tc.next)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStampAndSupersede(t *testing.T) {
+	sinks := []exagentv1.NotifySink{{Name: "all"}, {Name: "ends", Events: []exagentv1.NotifyEvent{exagentv1.NotifyRunEnded}}}
+	old := exagentv1.AgentRunStatus{Phase: exagentv1.PhaseRunning}
+	next := exagentv1.AgentRunStatus{Phase: exagentv1.PhaseAwaitingApproval, Approvals: []exagentv1.Approval{pending("a1")}}
+	Stamp(&old, &next, "uid", sinks, t0)
+	if len(next.Notifications) != 1 || next.Notifications[0].Sink != "all" || next.Notifications[0].ID != "uid.approval-requested.a1" {
+		t.Fatalf("records = %+v", next.Notifications)
+	}
+	again := *next.DeepCopy()
+	Stamp(&next, &again, "uid", sinks, t0.Add(time.Minute))
+	if len(again.Notifications) != 1 {
+		t.Fatalf("a commit that changes nothing adds records: %+v", again.Notifications)
+	}
+	decided := *again.DeepCopy()
+	decided.Approvals[0].State = exagentv1.ApprovalDenied
+	decided.Phase = exagentv1.PhaseDenied
+	Stamp(&again, &decided, "uid", sinks, t0.Add(time.Hour))
+	got := map[string]exagentv1.NotificationState{}
+	for _, r := range decided.Notifications {
+		got[r.Sink+"/"+string(r.Event)] = r.State
+	}
+	want := map[string]exagentv1.NotificationState{
+		"all/ApprovalRequested": exagentv1.NotificationSuperseded,
+		"all/RunEnded":          exagentv1.NotificationPending,
+		"ends/RunEnded":         exagentv1.NotificationPending,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("journal (-want +got):\n%s", diff)
+	}
+	if !Supersede(&decided, sinks[:1], true) || decided.Notifications[len(decided.Notifications)-1].State != exagentv1.NotificationSuperseded {
+		t.Errorf("a removed sink's pending record is not superseded: %+v", decided.Notifications)
+	}
+}
+
+func TestBoundDropsSettledFirst(t *testing.T) {
+	st := exagentv1.AgentRunStatus{}
+	for i := range exagentv1.MaxNotificationRecords {
+		state := exagentv1.NotificationDelivered
+		if i == 0 {
+			state = exagentv1.NotificationPending
+		}
+		st.Notifications = append(st.Notifications, exagentv1.NotificationRecord{ID: fmt.Sprint(i), Sink: "s", State: state})
+	}
+	Add(&st, "uid", []Event{{exagentv1.NotifyRunEnded, "Succeeded"}}, []exagentv1.NotifySink{{Name: "s"}}, t0)
+	if len(st.Notifications) != exagentv1.MaxNotificationRecords {
+		t.Fatalf("journal has %d records, want %d", len(st.Notifications), exagentv1.MaxNotificationRecords)
+	}
+	if st.Notifications[0].ID != "0" || st.Notifications[1].ID != "2" || st.Notifications[len(st.Notifications)-1].Event != exagentv1.NotifyRunEnded {
+		t.Errorf("want the oldest delivered record dropped, the pending one and the new one kept: first %s %s, last %+v",
+			st.Notifications[0].ID, st.Notifications[1].ID, st.Notifications[len(st.Notifications)-1])
+	}
+}
+
+func TestExpiring(t *testing.T) {
+	st := exagentv1.AgentRunStatus{Phase: exagentv1.PhaseAwaitingApproval, Approvals: []exagentv1.Approval{pending("a1")}}
+	// 4h timeout: warned 1h before (a quarter, at most an hour).
+	due, next := Expiring(&st, t0.Add(2*time.Hour))
+	if len(due) != 0 || !next.Equal(t0.Add(3*time.Hour)) {
+		t.Errorf("before the warning: due %v next %s", due, next)
+	}
+	due, _ = Expiring(&st, t0.Add(3*time.Hour+time.Minute))
+	if diff := cmp.Diff([]Event{{exagentv1.NotifyApprovalExpiring, "a1"}}, due); diff != "" {
+		t.Errorf("at the warning (-want +got):\n%s", diff)
+	}
+	if due, _ := Expiring(&st, t0.Add(5*time.Hour)); len(due) != 0 {
+		t.Errorf("after expiry nothing is due: %v", due)
+	}
+}
+
+func TestSignIsStandardWebhooks(t *testing.T) {
+	key := []byte("super secret key")
+	body := []byte(`{"a":1}`)
+	h, err := Sign("whsec_"+base64.StdEncoding.EncodeToString(key), "msg_1", time.Unix(1700000000, 0), body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("msg_1.1700000000." + string(body)))
+	want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	if h.Get("webhook-signature") != want || h.Get("webhook-id") != "msg_1" || h.Get("webhook-timestamp") != "1700000000" {
+		t.Errorf("headers %v, want signature %s", h, want)
+	}
+	if _, err := Sign("whsec_not base64!", "m", t0, body); err == nil {
+		t.Error("a whsec_ key that is not base64 signs")
+	}
+}
+
+func TestRetryBackoff(t *testing.T) {
+	r := Retry{Attempts: 5, Base: time.Second, Max: 3 * time.Second}
+	at := metav1.NewTime(t0)
+	for attempts, want := range map[int32]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 3 * time.Second, 4: 3 * time.Second} {
+		rec := exagentv1.NotificationRecord{Attempts: attempts, LastAttemptAt: &at}
+		if got := r.NextAttempt(&rec).Sub(t0); got != want {
+			t.Errorf("after %d attempts wait %s, want %s", attempts, got, want)
+		}
+	}
+	if !r.NextAttempt(&exagentv1.NotificationRecord{}).IsZero() {
+		t.Error("a record never attempted waits")
+	}
+}
+
+var nextField = regexp.MustCompile(`\n {14}[a-zA-Z]`)
+
+// TestBoundsMatchTheCRD: the constants the code bounds with are the ones
+// the generated CRDs enforce on the lists.
+func TestBoundsMatchTheCRD(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..", "config", "crd", "bases")
+	for _, tc := range []struct {
+		crd, field string
+		max        int
+	}{
+		{"exagent.io_agentruns.yaml", "\n              notifications:\n", exagentv1.MaxNotificationRecords},
+		{"exagent.io_agents.yaml", "\n              notify:\n", exagentv1.MaxNotifySinks},
+	} {
+		b, err := os.ReadFile(filepath.Join(root, tc.crd))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, ok := strings.Cut(string(b), tc.field)
+		if !ok {
+			t.Fatalf("%s has no %q", tc.crd, tc.field)
+		}
+		// The list's own maxItems is in its block, which ends at the next field of its indentation.
+		block := rest
+		if loc := nextField.FindStringIndex(rest); loc != nil {
+			block = rest[:loc[0]]
+		}
+		if !strings.Contains(block, fmt.Sprintf("\n                maxItems: %d\n", tc.max)) {
+			t.Errorf("%s: %s is not bounded by maxItems %d", tc.crd, strings.TrimSpace(tc.field), tc.max)
+		}
+	}
+}

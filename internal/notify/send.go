@@ -1,0 +1,83 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sign returns the Standard Webhooks headers of body: webhook-id,
+// webhook-timestamp (Unix seconds) and webhook-signature ("v1," and the
+// base64 HMAC-SHA256 of "id.timestamp.body"). A key "whsec_<base64>" is
+// decoded first, as Standard Webhooks secrets are written.
+func Sign(key, id string, at time.Time, body []byte) (http.Header, error) {
+	secret := []byte(key)
+	if rest, ok := strings.CutPrefix(key, "whsec_"); ok {
+		b, err := base64.StdEncoding.DecodeString(rest)
+		if err != nil {
+			return nil, fmt.Errorf("signing key whsec_…: not base64: %w", err)
+		}
+		secret = b
+	}
+	ts := strconv.FormatInt(at.Unix(), 10)
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(id + "." + ts + "."))
+	mac.Write(body)
+	h := http.Header{}
+	h.Set("webhook-id", id)
+	h.Set("webhook-timestamp", ts)
+	h.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	return h, nil
+}
+
+// Request is one delivery attempt.
+type Request struct {
+	URL         string
+	ID          string
+	Body        []byte
+	ContentType string
+	// Key signs the request when not empty.
+	Key string
+	At  time.Time
+}
+
+// Send POSTs r and returns nil for a 2xx answer. Every request carries the
+// notification id (webhook-id) even unsigned, so receivers can dedupe.
+func Send(ctx context.Context, c *http.Client, r Request) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(r.Body))
+	if err != nil {
+		return fmt.Errorf("building the request: %w", err)
+	}
+	req.Header.Set("Content-Type", r.ContentType)
+	req.Header.Set("User-Agent", "exagent-notify")
+	if r.Key != "" {
+		h, err := Sign(r.Key, r.ID, r.At, r.Body)
+		if err != nil {
+			return err
+		}
+		for k, v := range h {
+			req.Header[k] = v
+		}
+	} else {
+		req.Header.Set("webhook-id", r.ID)
+		req.Header.Set("webhook-timestamp", strconv.FormatInt(r.At.Unix(), 10))
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", r.URL, err)
+	}
+	defer resp.Body.Close()
+	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("POST %s: HTTP %d: %s", r.URL, resp.StatusCode, strings.TrimSpace(string(excerpt)))
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package health
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/exagent-io/exagent/internal/testenv"
+)
+
+// TestArgoCDComponent: config/argocd, included as a kustomize component in
+// an Argo CD installation, adds health.lua to argocd-cm under the key
+// Argo CD reads, and keeps the ConfigMap's other settings.
+func TestArgoCDComponent(t *testing.T) {
+	dir := t.TempDir()
+	component, err := filepath.Rel(dir, filepath.Join(testenv.RepoRoot(), "config", "argocd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: argocd-cm, namespace: argocd}\ndata: {url: \"https://argo.example\"}\n",
+		"kustomization.yaml": "resources: [cm.yaml]\ncomponents: [" + component + "]\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := krusty.MakeDefaultOptions()
+	opts.LoadRestrictions = types.LoadRestrictionsNone // the component lives outside the folder, as a remote one would
+	res, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatalf("kustomize build: %v", err)
+	}
+	out, err := res.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "argocd", "health.lua"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstLine, _, _ := strings.Cut(string(script), "\n")
+	for _, want := range []string{"resource.customizations.health.exagent.io_AgentRun: |", firstLine, "url: https://argo.example", "name: argocd-cm\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("built argocd-cm lacks %q:\n%s", want, out)
+		}
+	}
+}
