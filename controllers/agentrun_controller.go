@@ -244,38 +244,8 @@ func (r *AgentRunReconciler) abort(ctx context.Context, sc *scope, err error) (c
 		return ctrl.Result{RequeueAfter: conflictRetry, Priority: r.priority(sc)}, nil
 	}
 	r.inbox.putBack(sc.key, sc.results)
-	r.undispatched(sc)
 	return ctrl.Result{}, err
 }
-
-// undispatched remembers, after a commit whose answer was an error, the
-// intents that commit carried and this process never dispatched: the write
-// may have landed all the same (a lost answer). The next reconcile takes
-// them back (loop.NotStarted) if they are in the journal — this process
-// knows no IO began — instead of leaving them to end Uncertain; if the
-// write did not land there is nothing to take back and they are dropped.
-func (r *AgentRunReconciler) undispatched(sc *scope) {
-	if sc.fence == nil {
-		return
-	}
-	var back []ioResult
-	switch sc.action.Kind {
-	case loop.ActCallModel:
-		back = append(back, ioResult{notStarted: &notStarted{cause: errCommitUnanswered}})
-	case loop.ActRunTools:
-		for _, c := range sc.action.Calls {
-			back = append(back, ioResult{notStarted: &notStarted{callID: c.CallID, cause: errCommitUnanswered}})
-		}
-	}
-	for i := range back {
-		back[i].uid, back[i].fence = sc.run.UID, *sc.fence
-	}
-	r.inbox.putBack(sc.key, back)
-}
-
-// errCommitUnanswered is why an intent was never dispatched: its commit
-// returned an error, whether or not the write landed.
-var errCommitUnanswered = errors.New("the commit of the intent returned an error; its IO was never dispatched")
 
 // nextWakeup is the RequeueAfter: before the lease needs renewing while IO
 // is in flight, otherwise the engine's next clock instant (expiry,

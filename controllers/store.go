@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,11 +48,18 @@ type Store struct {
 }
 
 // written is a status this process committed whose write the cache may
-// not have seen yet.
+// not have seen yet. behind holds the resourceVersions of the unbroken
+// chain of this store's writes that led to obj (each write's CAS was on
+// the version before it, so no other write came in between): a cached
+// copy at any of them is older than obj.
 type written struct {
-	prevRV string
+	behind []string
 	obj    *exagentv1.AgentRun
 }
+
+// maxBehind bounds the chain remembered per run; a cache lagging further
+// behind only costs a conflict.
+const maxBehind = 16
 
 // NewStore builds the store.
 func NewStore(c client.Client, reader client.Reader) *Store {
@@ -65,8 +73,10 @@ func (s *Store) Writes() int64 { return s.writes.Load() }
 func (s *Store) Conflicts() int64 { return s.conflicts.Load() }
 
 // Fresher returns the newer of the cached run and the last run this store
-// wrote: when the cache still holds the resourceVersion the write replaced,
-// the written copy is the truth, which spares a certain conflict.
+// wrote: when the cache still holds a version this store's own chain of
+// writes replaced, the written copy is the truth. That spares a certain
+// conflict and, more important, keeps an owner from reading its run older
+// than its own last commit (results it holds would look unexpected there).
 func (s *Store) Fresher(cached *exagentv1.AgentRun) *exagentv1.AgentRun {
 	key := client.ObjectKeyFromObject(cached)
 	s.mu.Lock()
@@ -75,11 +85,30 @@ func (s *Store) Fresher(cached *exagentv1.AgentRun) *exagentv1.AgentRun {
 	if !ok {
 		return cached
 	}
-	if cached.ResourceVersion == w.prevRV && cached.UID == w.obj.UID {
+	if cached.UID == w.obj.UID && slices.Contains(w.behind, cached.ResourceVersion) {
 		return w.obj.DeepCopy()
 	}
 	delete(s.written, key) // the cache caught up (or moved past us)
 	return cached
+}
+
+// remember records a write from version prev to out.
+func (s *Store) remember(prev string, out *exagentv1.AgentRun) {
+	key := client.ObjectKeyFromObject(out)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	behind := []string{prev}
+	if w, ok := s.written[key]; ok && w.obj.UID == out.UID &&
+		(w.obj.ResourceVersion == prev || slices.Contains(w.behind, prev)) {
+		behind = append(slices.Clone(w.behind), w.obj.ResourceVersion)
+		if !slices.Contains(behind, prev) {
+			behind = append(behind, prev)
+		}
+		if len(behind) > maxBehind {
+			behind = behind[len(behind)-maxBehind:]
+		}
+	}
+	s.written[key] = written{behind: behind, obj: out.DeepCopy()}
 }
 
 // Forget drops what the store remembers of a run.
@@ -133,9 +162,7 @@ func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 	}
 	s.writes.Add(1)
 	s.afterWrite(run, out, now) // metrics, traces (controllers/observe.go)
-	s.mu.Lock()
-	s.written[client.ObjectKeyFromObject(out)] = written{prevRV: prevRV, obj: out.DeepCopy()}
-	s.mu.Unlock()
+	s.remember(prevRV, out)
 	return out, nil
 }
 
