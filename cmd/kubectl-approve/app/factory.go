@@ -51,18 +51,4 @@ func (f *factory) Namespace() (string, error) {
 }
 
 // Client returns a client for the exagent and authorization types.
-func (f *factory) Client() (client.Client, error) {
-	cfg, err := f.flags.ToRESTConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
-	}
-	mapper, err := f.flags.ToRESTMapper()
-	if err != nil {
-		return nil, fmt.Errorf("building the REST mapper: %w", err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme, Mapper: mapper})
-	if err != nil {
-		return nil, fmt.Errorf("building the client: %w", err)
-	}
-	return c, nil
-}
+func (f *factory) Client() (client.Client, error) { return f.WatchClient() }

@@ -27,7 +27,7 @@ func (f *factory) WatchClient() (client.WithWatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the REST mapper: %w", err)
 	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme, Mapper: mapper})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme, Mapper: mapper}) // also the plain Client
 	if err != nil {
 		return nil, fmt.Errorf("building the client: %w", err)
 	}
