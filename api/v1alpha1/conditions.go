@@ -34,6 +34,11 @@ const (
 	// naming a missing call, an unknown state, a duplicate id, …); no
 	// transition writes that, so the run ends Failed rather than guess.
 	ReasonCorruptStatus = "CorruptStatus"
+	// ReasonMCPServerUnavailable: the tools/list of an mcp tool's server
+	// could not be read (unreachable, refused the credentials, not an MCP
+	// server); no new IO starts until it answers, since no call can be
+	// validated or bound without its schemas.
+	ReasonMCPServerUnavailable = "MCPServerUnavailable"
 )
 
 // Well-known labels and annotations.
