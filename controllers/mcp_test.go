@@ -83,6 +83,10 @@ func TestMCPTools(t *testing.T) {
 		if a := pendingApproval(t, paused); a.CallID != "c-fail" {
 			t.Fatalf("pending approval for %s, want c-fail (not read-only)", a.CallID)
 		}
+		if c := paused.Status.Call("c-fail"); c == nil || c.MCP == nil || c.MCP.Server != srv.URL || c.MCP.Tool != "fail" ||
+			c.MCP.ReadOnlyHint || !c.MCP.DestructiveHint {
+			t.Errorf("the pending call records %+v, want the server, its name and the default hints for approvers", c.MCP)
+		}
 		h.approve(paused, "ok")
 		done := h.waitPhase("imported", exagentv1.PhaseSucceeded)
 		if st, out := callResult(t, done, "c-fail"); st != exagentv1.CallFailed || !strings.Contains(out, "boom: the tool failed") {

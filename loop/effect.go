@@ -33,6 +33,7 @@ func admitProposed(st *Status, env *Env) {
 			failInvalidArgs(c, err)
 			continue
 		}
+		noteMCP(c, env)
 		action, rule := env.policy.EvaluateTool(c.Tool, env.toolAnnotations(c.Tool), json.RawMessage(c.Args))
 		c.Rule = truncateUTF8(rule, maxRule)
 		switch action {
@@ -184,6 +185,7 @@ func recheck(st *Status, env *Env, c *exagentv1.ToolCall) bool {
 		c.State = exagentv1.CallPending
 		return false
 	}
+	noteMCP(c, env)
 	action, rule := env.policy.EvaluateTool(c.Tool, env.toolAnnotations(c.Tool), json.RawMessage(c.Args))
 	if action == exagentv1.PolicyDeny {
 		c.Rule = truncateUTF8(rule, maxRule)

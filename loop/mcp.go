@@ -203,3 +203,18 @@ func (e *Env) toolIdempotent(name string) bool {
 	}
 	return false
 }
+
+// noteMCP records on an mcp call the server and the annotations the policy
+// saw, for approvers (kubectl approve show); other calls carry none.
+func noteMCP(c *exagentv1.ToolCall, env *Env) {
+	t, ann := env.tool(c.Tool), env.toolAnnotations(c.Tool)
+	if t == nil || t.MCP == nil || ann == nil {
+		c.MCP = nil
+		return
+	}
+	b := func(k string) bool { v, _ := ann[k].(bool); return v }
+	title, _ := ann["title"].(string)
+	c.MCP = &exagentv1.CallMCP{Server: truncateUTF8(t.MCP.URL, 2048), Tool: truncateUTF8(t.MCP.Tool, 256),
+		Title: truncateUTF8(title, 256), ReadOnlyHint: b("readOnlyHint"), DestructiveHint: b("destructiveHint"),
+		IdempotentHint: b("idempotentHint"), OpenWorldHint: b("openWorldHint")}
+}
