@@ -105,7 +105,7 @@ func TestMCPCall(t *testing.T) {
 		"idempotent: re-sent with the same key": {tool: "flaky", args: `{}`, timeout: "2s", idempotent: true, hangFirst: 1,
 			wantKind: loop.ResultSucceeded, wantOutput: []string{"flaky: done"}, wantCalls: 2},
 		"elicitation is a failure, not a hang": {tool: "ask", args: `{}`, timeout: "20s", wantKind: loop.ResultFailed,
-			wantOutput: []string{"ask"}, wantCalls: 1},
+			wantOutput: []string{"elicitation failed", "does not support elicitation"}, wantCalls: 1},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
