@@ -370,7 +370,8 @@ type PolicyRule struct {
 	// +kubebuilder:validation:MaxLength=128
 	Name string `json:"name,omitempty"`
 
-	// tools the rule applies to; "*" matches every tool.
+	// tools the rule applies to; "*" matches every tool and "prefix*"
+	// every tool whose name starts with prefix (e.g. an mcp import's).
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
@@ -382,8 +383,12 @@ type PolicyRule struct {
 	// +required
 	Action PolicyAction `json:"action"`
 
-	// when is a CEL expression over `args` (the call's arguments) that must
-	// be true for the rule to match. One that fails to evaluate means Ask.
+	// when is a CEL expression over `args` (the call's arguments) and
+	// `tool` ({name, annotations}: an mcp tool's readOnlyHint,
+	// destructiveHint, idempotentHint, openWorldHint and title; empty for
+	// other kinds) that must be true for the rule to match. One that fails
+	// to evaluate means Ask. Annotations are the server's claims: they
+	// never allow a call or make it idempotent unless a rule says so.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	When string `json:"when,omitempty"`
