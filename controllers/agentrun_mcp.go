@@ -47,3 +47,15 @@ func countMCP(a *exagentv1.AgentSpec) int {
 	}
 	return n
 }
+
+// releaseListings gives the release the mcp listings a model answer it
+// records is checked against: cached, or the last read when the server is
+// down (a release starts no IO, so a stale listing is enough to admit the
+// calls the next owner will re-check at its claim).
+func (r *AgentRunReconciler) releaseListings(ctx context.Context, namespace string, agent *exagentv1.AgentSpec) map[string]*loop.MCPListing {
+	if r.Tools == nil || !hasMCP(agent) {
+		return nil
+	}
+	listings, _ := r.Tools.MCPListings(ctx, namespace, agent, tools.DefaultMCPListTTL)
+	return listings
+}
