@@ -53,8 +53,12 @@ k8s-binaries: ## Build (or reuse) kube-apiserver, etcd and kubectl into the cach
 	@hack/k8s-binaries.sh
 
 .PHONY: test
-test: verify vet ## Run unit and envtest integration tests (builds the control-plane binaries once).
+test: verify vet mcp-everything ## Run unit and envtest integration tests (builds the control-plane binaries once).
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: mcp-everything
+mcp-everything: ## Install (once, with npm, into ~/.cache/exagent) the reference MCP server the e2e suite runs on 127.0.0.1.
+	@hack/mcp-everything.sh >/dev/null
 
 BENCH_RUNS ?= 50
 # SEED of the fault suite's random choices; 0 picks one (printed on failure).
@@ -108,7 +112,7 @@ demo: ## The first command: build everything, start a local control plane and th
 	hack/demo.sh
 
 .PHONY: test-e2e
-test-e2e: ## Run the end-to-end tests: real kubectl + the plugin against devcluster and a manager process.
+test-e2e: mcp-everything ## Run the end-to-end tests: real kubectl + the plugin against devcluster and a manager process.
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test $(GO_TEST_FLAGS) ./test/e2e/...
 
 .PHONY: deploy

@@ -59,7 +59,9 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 
 func (r *AgentRunReconciler) dispatchTool(sc *scope, inv loop.ToolInvocation) {
 	key := sc.key
-	spec := sc.agent.Spec.Tool(inv.Tool).DeepCopy()
+	// The env's spec: for a tool an mcp import brings in, the import's
+	// spec narrowed to that tool (the Agent has no entry of that name).
+	spec := sc.env.ToolSpec(inv.Tool)
 	call := tools.Call{
 		ToolInvocation: inv,
 		RunNamespace:   sc.run.Namespace,
@@ -160,6 +162,8 @@ func toolEndpoint(spec *exagentv1.ToolSpec) string {
 		return "tool:unknown"
 	case spec.HTTP != nil:
 		return "tool:" + hostOf(spec.HTTP.URL, "http")
+	case spec.MCP != nil:
+		return "tool:" + hostOf(spec.MCP.URL, "mcp")
 	case spec.Builtin != nil:
 		return "tool:kube-apiserver"
 	}

@@ -100,8 +100,8 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName)
 // flight and renews its lease while it waits for them, then hands the run
 // back; no new IO starts. The run's own spec is all those need, so an
 // empty Agent stands in for the missing one.
-func (r *AgentRunReconciler) checkAgent(_ context.Context, sc *scope) error {
-	reason, msg := r.unusableAgent(sc)
+func (r *AgentRunReconciler) checkAgent(ctx context.Context, sc *scope) error {
+	reason, msg := r.unusableAgent(ctx, sc)
 	if reason == "" {
 		return nil
 	}
@@ -122,19 +122,24 @@ func (r *AgentRunReconciler) checkAgent(_ context.Context, sc *scope) error {
 
 // unusableAgent returns why the run's Agent cannot drive it ("" when it
 // can), setting sc.env when the Agent's configuration is valid.
-func (r *AgentRunReconciler) unusableAgent(sc *scope) (reason, message string) {
+func (r *AgentRunReconciler) unusableAgent(ctx context.Context, sc *scope) (reason, message string) {
 	if sc.agent == nil {
 		return exagentv1.ReasonAgentNotFound,
 			fmt.Sprintf("agent %q not found in namespace %q", sc.run.Spec.AgentRef.Name, sc.key.Namespace)
 	}
+	listings, mcpDown := r.mcpListings(ctx, sc)
 	env, err := loop.NewEnv(loop.EnvInput{
 		RunUID: string(sc.run.UID), RunName: sc.run.Name,
 		Agent: &sc.agent.Spec, AgentGeneration: sc.agent.Generation, Run: &sc.run.Spec,
+		MCP: listings,
 	})
 	if err != nil {
 		return ReasonInvalidConfiguration, err.Error()
 	}
 	sc.env = env
+	if mcpDown != "" {
+		return exagentv1.ReasonMCPServerUnavailable, mcpDown
+	}
 	if startable(sc.status.Phase) {
 		for i := range sc.agent.Spec.Tools {
 			if err := tools.Supported(&sc.agent.Spec.Tools[i]); err != nil {

@@ -258,7 +258,8 @@ func (r *AgentRunReconciler) ownedRun(ctx context.Context, key types.NamespacedN
 		return nil, nil, loop.Fence{}, err
 	}
 	env, err := loop.NewEnv(loop.EnvInput{RunUID: string(run.UID), RunName: run.Name,
-		Agent: &agent.Spec, AgentGeneration: agent.Generation, Run: &run.Spec})
+		Agent: &agent.Spec, AgentGeneration: agent.Generation, Run: &run.Spec,
+		MCP: r.releaseListings(ctx, run.Namespace, &agent.Spec)})
 	if err != nil {
 		return nil, nil, loop.Fence{}, err
 	}

@@ -31,8 +31,8 @@ func TestCancelInEveryPhase(t *testing.T) {
 	h.startManager(controllers.Options{})
 
 	mcp := refundAgent(ts)
-	mcp.Tools = append(mcp.Tools, exagentv1.ToolSpec{Name: "remote", Description: "an MCP tool",
-		Parameters: raw(map[string]any{"type": "object"}), MCP: &exagentv1.MCPTool{URL: "http://127.0.0.1:1/mcp"}})
+	mcp.Tools = append(mcp.Tools, exagentv1.ToolSpec{Name: "remote", Description: "a delegation (not supported yet)",
+		Parameters: raw(map[string]any{"type": "object"}), Agent: &exagentv1.AgentTool{AgentRef: exagentv1.LocalObjectReference{Name: "helper"}}})
 	h.createAgent("not-started", mcp)
 	h.createAgent("awaiting", refundAgent(ts))
 	h.createAgent("approved", refundAgent(ts))

@@ -51,10 +51,10 @@ func TestWaitsAndDrift(t *testing.T) {
 				t.Errorf("reason = %s, want DeadlineExceeded", run.Status.Reason)
 			}
 		},
-		"an mcp tool is not supported yet": func(t *testing.T, h *harness, ts *toolServer) {
+		"a delegation tool is not supported yet": func(t *testing.T, h *harness, ts *toolServer) {
 			h.createAgent("mcp-agent", exagentv1.AgentSpec{
 				Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{textTurn("x")}},
-				Tools: []exagentv1.ToolSpec{{Name: "search", MCP: &exagentv1.MCPTool{URL: ts.url("/mcp")}}},
+				Tools: []exagentv1.ToolSpec{{Name: "search", Agent: &exagentv1.AgentTool{AgentRef: exagentv1.LocalObjectReference{Name: "helper"}}}},
 			})
 			h.createRun("mcp", "mcp-agent")
 			run := h.waitRun("mcp", "Ready=False ToolKindNotSupported", readyReason(exagentv1.ReasonToolKindNotSupported))

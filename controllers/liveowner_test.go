@@ -295,9 +295,9 @@ func TestDeadlineWithoutUsableAgent(t *testing.T) {
 	h.startManager(controllers.Options{})
 	h.createAgent("mcp", exagentv1.AgentSpec{
 		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{textTurn("done")}},
-		Tools: []exagentv1.ToolSpec{{Name: "m", Description: "an mcp tool",
+		Tools: []exagentv1.ToolSpec{{Name: "m", Description: "a delegation (not supported yet)",
 			Parameters: raw(map[string]any{"type": "object"}),
-			MCP:        &exagentv1.MCPTool{URL: "http://127.0.0.1:1/mcp"}}},
+			Agent:      &exagentv1.AgentTool{AgentRef: exagentv1.LocalObjectReference{Name: "helper"}}}},
 	})
 	deadline := metav1.NewTime(time.Now().Add(3 * time.Second))
 	h.createRun("unsupported", "mcp", func(r *exagentv1.AgentRunSpec) { r.Deadline = &deadline })

@@ -107,6 +107,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		Tools: &tools.Registry{
 			HTTPClient: o.HTTPClient,
 			Builtins:   tools.NewBuiltins(mgr.GetConfig(), mgr.GetRESTMapper()),
+			MCP:        &tools.MCPCatalog{Client: o.HTTPClient},
 		},
 		ModelOptions:            model.Options{HTTPClient: o.HTTPClient, Timeout: o.ModelTimeout},
 		Holder:                  o.Holder,

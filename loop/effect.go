@@ -25,11 +25,16 @@ func admitProposed(st *Status, env *Env) {
 			failUnknownTool(c, env)
 			continue
 		}
+		if msg := env.toolUnavailable(c.Tool); msg != "" {
+			failUnavailable(c, msg)
+			continue
+		}
 		if err := env.checkArgs(c.Tool, c.Args); err != nil {
 			failInvalidArgs(c, err)
 			continue
 		}
-		action, rule := env.policy.Evaluate(c.Tool, json.RawMessage(c.Args))
+		noteMCP(c, env)
+		action, rule := env.policy.EvaluateTool(c.Tool, env.toolAnnotations(c.Tool), json.RawMessage(c.Args))
 		c.Rule = truncateUTF8(rule, maxRule)
 		switch action {
 		case exagentv1.PolicyAllow:
@@ -50,6 +55,13 @@ func failUnknownTool(c *exagentv1.ToolCall, env *Env) {
 	c.State = exagentv1.CallFailed
 	c.Outcome = &exagentv1.CallOutcome{Result: bound(fmt.Sprintf("%s: there is no tool %q; the tools are: %s",
 		ReasonUnknownTool, c.Tool, strings.Join(names, ", ")), maxContent)}
+}
+
+// failUnavailable ends a call of an mcp tool its server does not offer (any
+// more): the model is told, nothing runs.
+func failUnavailable(c *exagentv1.ToolCall, msg string) {
+	c.State = exagentv1.CallFailed
+	c.Outcome = &exagentv1.CallOutcome{Result: bound(msg, maxContent)}
 }
 
 // failInvalidArgs ends a call whose arguments do not match its tool's
@@ -82,7 +94,8 @@ func refuse(c *exagentv1.ToolCall, rule string) {
 //     a call a human approved → Pending again: the old approval does not
 //     cover the new payload, and a looser policy grants nothing retroactively;
 //   - policy Ask and no approval covers the current payload → Pending;
-//   - the tool is gone → a failed call the model sees;
+//   - the tool is gone (from the Agent, or from its MCP server's
+//     tools/list) → a failed call the model sees;
 //   - otherwise → Started with the attempt and the idempotency key
 //     runUID/callID (kept across re-sends).
 //
@@ -158,6 +171,10 @@ func recheck(st *Status, env *Env, c *exagentv1.ToolCall) bool {
 		failUnknownTool(c, env)
 		return false
 	}
+	if msg := env.toolUnavailable(c.Tool); msg != "" {
+		failUnavailable(c, msg)
+		return false
+	}
 	if err := env.checkArgs(c.Tool, c.Args); err != nil {
 		failInvalidArgs(c, err)
 		return false
@@ -168,7 +185,8 @@ func recheck(st *Status, env *Env, c *exagentv1.ToolCall) bool {
 		c.State = exagentv1.CallPending
 		return false
 	}
-	action, rule := env.policy.Evaluate(c.Tool, json.RawMessage(c.Args))
+	noteMCP(c, env)
+	action, rule := env.policy.EvaluateTool(c.Tool, env.toolAnnotations(c.Tool), json.RawMessage(c.Args))
 	if action == exagentv1.PolicyDeny {
 		c.Rule = truncateUTF8(rule, maxRule)
 		refuse(c, rule)

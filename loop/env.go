@@ -29,6 +29,11 @@ type EnvInput struct {
 	Run             *exagentv1.AgentRunSpec
 	// SizeBudget is the most bytes the encoded status may take; 0 means DefaultSizeBudget.
 	SizeBudget int
+	// MCP holds, by the name of each Agent tool of kind mcp, what its
+	// server's tools/list said. A tool without a listing contributes no
+	// callable tool (its named tools fail as unavailable): the controller
+	// supplies listings wherever calls are admitted or begun.
+	MCP map[string]*MCPListing
 }
 
 // Env is a validated EnvInput: the compiled policy, fingerprints, tool
@@ -43,6 +48,14 @@ type Env struct {
 	toolHashes map[string]string
 	// argSchemas holds each tool's compiled parameters schema.
 	argSchemas map[string]*ArgSchema
+	// specs holds, by model-visible name, the spec a call runs with; an
+	// mcp import resolves to one spec per imported tool.
+	specs map[string]*exagentv1.ToolSpec
+	// annotations holds what policy sees as tool.annotations.
+	annotations map[string]map[string]any
+	// unavailable holds, by visible name, why an mcp tool the Agent names
+	// cannot be called now (the server does not offer it).
+	unavailable map[string]string
 
 	approvalTimeout time.Duration
 	approvalNever   bool
@@ -62,7 +75,8 @@ func NewEnv(in EnvInput) (*Env, error) {
 	if in.Agent == nil || in.Run == nil {
 		return nil, fmt.Errorf("env: agent and run specs are required")
 	}
-	e := &Env{in: in, toolHashes: map[string]string{}, argSchemas: map[string]*ArgSchema{}, budget: in.SizeBudget}
+	e := &Env{in: in, toolHashes: map[string]string{}, argSchemas: map[string]*ArgSchema{}, budget: in.SizeBudget,
+		specs: map[string]*exagentv1.ToolSpec{}, annotations: map[string]map[string]any{}, unavailable: map[string]string{}}
 	e.in.Agent = in.Agent.DeepCopy()
 	e.in.Run = in.Run.DeepCopy()
 	e.in.Ancestry = append([]string(nil), in.Ancestry...)
@@ -140,6 +154,14 @@ func (e *Env) fingerprint() error {
 	for i := range ag.Tools {
 		t := &ag.Tools[i]
 		def.Tools = append(def.Tools, toolDesc{Name: t.Name, Kind: t.Kind(), Description: t.Description})
+		if t.MCP != nil {
+			h, err := e.fingerprintMCP(t)
+			if err != nil {
+				return fmt.Errorf("tools[%d] %q: %w", i, t.Name, err)
+			}
+			b.Tools = append(b.Tools, exagentv1.ToolFingerprint{Name: t.Name, Hash: h})
+			continue
+		}
 		params := json.RawMessage(`{}`)
 		if t.Parameters != nil && len(t.Parameters.Raw) > 0 {
 			params = json.RawMessage(t.Parameters.Raw)
@@ -158,6 +180,7 @@ func (e *Env) fingerprint() error {
 			return fmt.Errorf("tools[%d] %q: %w", i, t.Name, err)
 		}
 		e.toolHashes[t.Name] = h
+		e.specs[t.Name] = t
 		b.Tools = append(b.Tools, exagentv1.ToolFingerprint{Name: t.Name, Hash: h})
 		e.tools = append(e.tools, ToolDef{Name: t.Name, Description: t.Description, Parameters: canon})
 	}
@@ -211,7 +234,17 @@ func (e *Env) ApprovalTimeout() (d time.Duration, never bool) {
 // ActiveTimeLimit returns the active-time budget; never is true for no limit.
 func (e *Env) ActiveTimeLimit() (d time.Duration, never bool) { return e.activeLimit, e.activeNever }
 
-func (e *Env) tool(name string) *exagentv1.ToolSpec { return e.in.Agent.Tool(name) }
+func (e *Env) tool(name string) *exagentv1.ToolSpec { return e.specs[name] }
+
+// ToolSpec returns the spec a call of the model-visible tool name runs
+// with (for an imported mcp tool: the import's spec narrowed to that one
+// tool), or nil.
+func (e *Env) ToolSpec(name string) *exagentv1.ToolSpec {
+	if t := e.specs[name]; t != nil {
+		return t.DeepCopy()
+	}
+	return nil
+}
 
 func (e *Env) limits() exagentv1.LimitsSpec { return e.in.Agent.Limits }
 

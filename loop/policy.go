@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"cel.dev/cel-go/cel"
 
@@ -15,18 +16,27 @@ import (
 const celCostLimit = 100000
 
 // Policy is a compiled PolicySpec: its rules' `when` expressions are CEL
-// programs over `args`, the call's arguments as a JSON object.
+// programs over `args`, the call's arguments as a JSON object, and `tool`:
+// {name, annotations}, where annotations are an mcp tool's hints
+// (readOnlyHint, destructiveHint, idempotentHint, openWorldHint, with the
+// MCP spec's defaults when the server gave none; empty for other kinds).
+// Annotations come from a server the Agent does not control: a rule may
+// use them to ask or deny, and if it uses them to allow, that is the
+// Agent author's explicit choice — they never allow a call by themselves.
+// A rule's tools may end in "*" to match every tool with that prefix
+// (e.g. the tools of an mcp import).
 type Policy struct {
 	spec  exagentv1.PolicySpec
 	rules []compiledRule
 }
 
 type compiledRule struct {
-	name   string
-	action exagentv1.PolicyAction
-	tools  map[string]bool
-	all    bool
-	prg    cel.Program
+	name     string
+	action   exagentv1.PolicyAction
+	tools    map[string]bool
+	prefixes []string
+	all      bool
+	prg      cel.Program
 }
 
 // CompilePolicy validates and compiles p. The admission webhook calls it to
@@ -40,6 +50,7 @@ func CompilePolicy(p exagentv1.PolicySpec) (*Policy, error) {
 	}
 	env, err := cel.NewEnv(
 		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("tool", cel.MapType(cel.StringType, cel.DynType)),
 		cel.CrossTypeNumericComparisons(true),
 	)
 	if err != nil {
@@ -60,6 +71,8 @@ func CompilePolicy(p exagentv1.PolicySpec) (*Policy, error) {
 		for _, t := range r.Tools {
 			if t == "*" {
 				cr.all = true
+			} else if p, ok := strings.CutSuffix(t, "*"); ok {
+				cr.prefixes = append(cr.prefixes, p)
 			}
 			cr.tools[t] = true
 		}
@@ -101,10 +114,19 @@ func (p *Policy) Spec() exagentv1.PolicySpec { return *p.spec.DeepCopy() }
 // evaluated (arguments that are not an object, a missing key, a non-bool
 // result, the cost limit) decides Ask: failing closed never allows.
 func (p *Policy) Evaluate(tool string, args json.RawMessage) (exagentv1.PolicyAction, string) {
+	return p.EvaluateTool(tool, nil, args)
+}
+
+// EvaluateTool is Evaluate with the tool's annotations for `when`.
+func (p *Policy) EvaluateTool(tool string, annotations map[string]any, args json.RawMessage) (exagentv1.PolicyAction, string) {
 	var argv map[string]any
 	argsOK := decodeArgs(args, &argv)
+	if annotations == nil {
+		annotations = map[string]any{}
+	}
+	toolv := map[string]any{"name": tool, "annotations": annotations}
 	for _, r := range p.rules {
-		if !r.all && !r.tools[tool] {
+		if !r.matches(tool) {
 			continue
 		}
 		if r.prg == nil {
@@ -113,7 +135,7 @@ func (p *Policy) Evaluate(tool string, args json.RawMessage) (exagentv1.PolicyAc
 		if !argsOK {
 			return exagentv1.PolicyAsk, r.name
 		}
-		val, _, err := r.prg.Eval(map[string]any{"args": argv})
+		val, _, err := r.prg.Eval(map[string]any{"args": argv, "tool": toolv})
 		if err != nil {
 			return exagentv1.PolicyAsk, r.name
 		}
@@ -126,6 +148,18 @@ func (p *Policy) Evaluate(tool string, args json.RawMessage) (exagentv1.PolicyAc
 		}
 	}
 	return p.spec.DefaultAction(), ""
+}
+
+func (r *compiledRule) matches(tool string) bool {
+	if r.all || r.tools[tool] {
+		return true
+	}
+	for _, p := range r.prefixes {
+		if strings.HasPrefix(tool, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // decodeArgs reads a JSON object; empty args are the empty object.

@@ -13,7 +13,7 @@ import (
 // is charged: no checkpoint measured it, and a crash must never buy free
 // time. A tool intent without an outcome becomes Uncertain — the effect
 // may have happened — and the run waits for a Resolve; the one exception is
-// a call to an http tool the Agent marks idempotent, re-sent with the same
+// a call to an http or mcp tool the Agent marks idempotent, re-sent with the same
 // idempotency key at most maxResends times. A lost model request has no
 // side effect: its intent stays and the next Step re-sends it, charged again.
 //
@@ -42,7 +42,7 @@ func Recover(s Status, env *Env, now time.Time) (Status, error) {
 		if !inFlight(c) {
 			continue
 		}
-		if t := env.tool(c.Tool); t != nil && t.HTTP != nil && t.HTTP.Idempotent && c.Resends < maxResends {
+		if env.toolIdempotent(c.Tool) && c.Resends < maxResends {
 			c.Resends++
 			c.State = exagentv1.CallAllowed
 			if approvalCovers(&st, c.ID, c.PayloadHash) {

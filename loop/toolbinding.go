@@ -46,13 +46,23 @@ type builtinEffect struct {
 	Kinds []string `json:"kinds"`
 }
 
-// mcpEffect: the server and the server's name for the tool. The schema the
-// server advertises is fingerprinted by the MCP tool's own parameters when
-// that kind lands (DESIGN.md §11).
+// mcpEffect: the server, the server's name for the tool (or the import's
+// selection), idempotency and header Secrets. The schema, description and
+// annotations the server advertises are fingerprinted beside it, per
+// model-visible tool (fingerprintMCP, DESIGN.md §11). mcp.timeout is left
+// out for the reason http.timeout is.
 type mcpEffect struct {
-	URL     string      `json:"url"`
-	Tool    string      `json:"tool"`
-	Headers []headerRef `json:"headers"`
+	URL        string      `json:"url"`
+	Tool       string      `json:"tool,omitempty"`
+	Import     *mcpImport  `json:"import,omitempty"`
+	Idempotent bool        `json:"idempotent"`
+	Headers    []headerRef `json:"headers"`
+}
+
+type mcpImport struct {
+	Prefix string `json:"prefix"`
+	// Tools is a set: sorted; empty means all.
+	Tools []string `json:"tools"`
 }
 
 // agentEffect: the child Agent a delegation starts a run of.
@@ -80,11 +90,14 @@ func effectOf(t *exagentv1.ToolSpec) toolEffect {
 		slices.Sort(kinds)
 		e.Builtin = &builtinEffect{Operation: t.Builtin.Operation, Kinds: kinds}
 	case t.MCP != nil:
-		name := t.MCP.Tool
-		if name == "" {
-			name = t.Name
+		e.MCP = &mcpEffect{URL: t.MCP.URL, Idempotent: t.MCP.Idempotent, Headers: headerRefs(t.MCP.Headers)}
+		if im := t.MCP.Import; im != nil {
+			names := append([]string{}, im.Tools...)
+			slices.Sort(names)
+			e.MCP.Import = &mcpImport{Prefix: t.MCP.ImportPrefix(t.Name), Tools: names}
+		} else {
+			e.MCP.Tool = t.MCP.ServerTool(t.Name)
 		}
-		e.MCP = &mcpEffect{URL: t.MCP.URL, Tool: name, Headers: headerRefs(t.MCP.Headers)}
 	case t.Agent != nil:
 		e.Agent = &agentEffect{AgentRef: t.Agent.AgentRef.Name}
 	}

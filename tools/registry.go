@@ -1,17 +1,19 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/loop"
 )
 
 // ErrKindNotSupported is returned for tool kinds this version does not run
-// (mcp, agent); the controller reports it as ToolKindNotSupported.
+// (agent); the controller reports it as ToolKindNotSupported.
 var ErrKindNotSupported = errors.New("tool kind not supported")
 
 // SecretGetter reads one key of a Secret in the run's namespace.
@@ -22,12 +24,14 @@ type Registry struct {
 	HTTPClient *http.Client
 	Builtins   *Builtins
 	Secret     SecretGetter
+	// MCP reads and caches MCP servers' tools/list.
+	MCP *MCPCatalog
 }
 
 // Supported reports whether spec's kind can run, with ErrKindNotSupported otherwise.
 func Supported(spec *exagentv1.ToolSpec) error {
 	switch spec.Kind() {
-	case "http", "builtin":
+	case "http", "builtin", "mcp":
 		return nil
 	}
 	return fmt.Errorf("tool %q of kind %q: %w", spec.Name, spec.Kind(), ErrKindNotSupported)
@@ -44,15 +48,21 @@ func (r *Registry) Invoke(ctx context.Context, spec *exagentv1.ToolSpec, call Ca
 	}
 	switch {
 	case spec.HTTP != nil:
-		headers := make(map[string]string, len(spec.HTTP.Headers))
-		for _, h := range spec.HTTP.Headers {
-			v, err := r.Secret(ctx, call.RunNamespace, h.ValueFrom)
-			if err != nil {
-				return failed(call, "header %s: %v", h.Name, err)
-			}
-			headers[h.Name] = v
+		headers, err := r.headers(ctx, call.RunNamespace, spec.HTTP.Headers)
+		if err != nil {
+			return failed(call, "%v", err)
 		}
 		t, err := NewHTTP(spec.HTTP, headers, r.HTTPClient)
+		if err != nil {
+			return failed(call, "%v", err)
+		}
+		return t.Invoke(ctx, call)
+	case spec.MCP != nil:
+		headers, err := r.headers(ctx, call.RunNamespace, spec.MCP.Headers)
+		if err != nil {
+			return failed(call, "%v", err)
+		}
+		t, err := NewMCP(spec, headers, r.HTTPClient)
 		if err != nil {
 			return failed(call, "%v", err)
 		}
@@ -64,4 +74,56 @@ func (r *Registry) Invoke(ctx context.Context, spec *exagentv1.ToolSpec, call Ca
 		return r.Builtins.Tool(spec.Builtin).Invoke(ctx, call)
 	}
 	return failed(call, "tool %q has no implementation", spec.Name)
+}
+
+// headers resolves Secret-valued headers in the run's namespace (the
+// reference has no namespace of its own: a run never reads another
+// namespace's Secrets).
+func (r *Registry) headers(ctx context.Context, namespace string, hs []exagentv1.SecretHeader) (map[string]string, error) {
+	out := make(map[string]string, len(hs))
+	for _, h := range hs {
+		v, err := r.Secret(ctx, namespace, h.ValueFrom)
+		if err != nil {
+			return nil, fmt.Errorf("header %s: %w", h.Name, err)
+		}
+		out[h.Name] = v
+	}
+	return out, nil
+}
+
+// MCPListings reads the tools/list of every mcp tool of agent, from the
+// cache when younger than maxAge (0: always ask; a claim does). The error
+// names the first server that could not be asked; the map then holds, for
+// those servers, the last listing read when there is one, for callers that
+// start no IO.
+func (r *Registry) MCPListings(ctx context.Context, namespace string, agent *exagentv1.AgentSpec, maxAge time.Duration) (map[string]*loop.MCPListing, error) {
+	var out map[string]*loop.MCPListing
+	var first error
+	for i := range agent.Tools {
+		t := &agent.Tools[i]
+		if t.MCP == nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]*loop.MCPListing{}
+		}
+		if r.MCP == nil {
+			first = cmp.Or(first, fmt.Errorf("tool %q: mcp tools are not configured", t.Name))
+			continue
+		}
+		headers, err := r.headers(ctx, namespace, t.MCP.Headers)
+		if err != nil {
+			first = cmp.Or(first, fmt.Errorf("tool %q: %w", t.Name, err))
+			continue
+		}
+		l, stale, err := r.MCP.List(ctx, t.MCP.URL, headers, maxAge)
+		if err != nil {
+			first = cmp.Or(first, fmt.Errorf("tool %q: %w", t.Name, err))
+			l = stale
+		}
+		if l != nil {
+			out[t.Name] = l
+		}
+	}
+	return out, first
 }

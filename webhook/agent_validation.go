@@ -126,9 +126,7 @@ func validateTools(path *field.Path, tools []exagentv1.ToolSpec) field.ErrorList
 		}
 		if t.MCP != nil {
 			kinds++
-			mp := p.Child("mcp")
-			errs = append(errs, validateHTTPURL(mp.Child("url"), t.MCP.URL, true)...)
-			errs = append(errs, validateHeaders(mp.Child("headers"), t.MCP.Headers)...)
+			errs = append(errs, validateMCP(p, t)...)
 		}
 		if t.Agent != nil {
 			kinds++
@@ -142,7 +140,7 @@ func validateTools(path *field.Path, tools []exagentv1.ToolSpec) field.ErrorList
 			errs = append(errs, field.Invalid(p, t.Name, fmt.Sprintf("exactly one of http, mcp, agent or builtin must be set, not %d", kinds)))
 		}
 	}
-	return errs
+	return append(errs, validateVisibleNames(path, tools)...)
 }
 
 func validateHeaders(path *field.Path, headers []exagentv1.SecretHeader) field.ErrorList {
@@ -213,8 +211,8 @@ func validatePolicy(path *field.Path, p *exagentv1.PolicySpec) field.ErrorList {
 			errs = append(errs, field.Required(rp.Child("tools"), `name the tools the rule applies to, or "*"`))
 		}
 		for j, t := range r.Tools {
-			if t != reservedToolName && !toolNameRE.MatchString(t) {
-				errs = append(errs, field.Invalid(rp.Child("tools").Index(j), t, `must be a tool name or "*"`))
+			if t != reservedToolName && !toolNameRE.MatchString(strings.TrimSuffix(t, "*")) {
+				errs = append(errs, field.Invalid(rp.Child("tools").Index(j), t, `must be a tool name, a prefix followed by "*", or "*"`))
 			}
 		}
 		if !slices.Contains(policyActions, string(r.Action)) {

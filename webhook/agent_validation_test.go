@@ -69,7 +69,7 @@ func TestValidateAgent(t *testing.T) {
 		},
 		"a tool with two implementations": {
 			agent: agent(func(a *exagentv1.Agent) { a.Spec.Tools[0].MCP = &exagentv1.MCPTool{URL: "http://mcp"} }),
-			want:  []string{"FieldValueInvalid spec.tools[0]"},
+			want:  []string{"FieldValueForbidden spec.tools[0].parameters", "FieldValueInvalid spec.tools[0]"},
 		},
 		"a tool with none": {
 			agent: agent(func(a *exagentv1.Agent) { a.Spec.Tools[0].HTTP = nil }),

@@ -165,6 +165,7 @@ type ScriptToolCall struct {
 
 // ToolSpec is one tool: its model-facing contract and exactly one implementation.
 // +kubebuilder:validation:XValidation:rule="[has(self.http), has(self.mcp), has(self.agent), has(self.builtin)].filter(x, x).size() == 1",message="exactly one of http, mcp, agent or builtin must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.mcp) || !has(self.parameters)",message="an mcp tool's parameters come from the server's tools/list: do not set parameters"
 type ToolSpec struct {
 	// name the model calls the tool by.
 	// +required
@@ -242,7 +243,11 @@ type SecretHeader struct {
 	ValueFrom SecretKeySelector `json:"valueFrom"`
 }
 
-// MCPTool is a tool of an MCP server reached over streamable HTTP.
+// MCPTool is a tool of an MCP server reached over streamable HTTP: either
+// one tool (tool, or the ToolSpec name), or several imported under a name
+// prefix (import). Input schemas and annotations come from the server's
+// tools/list, so spec.tools[].parameters must not be set for an mcp tool.
+// +kubebuilder:validation:XValidation:rule="!(has(self.tool) && has(self.import))",message="set tool or import, not both"
 type MCPTool struct {
 	// url of the MCP server.
 	// +required
@@ -253,11 +258,65 @@ type MCPTool struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	Tool string `json:"tool,omitempty"`
-	// headers sent with every request, values from Secrets.
+	// import makes several tools of the server callable, each under the
+	// model-visible name prefix + the server's tool name.
+	// +optional
+	Import *MCPImport `json:"import,omitempty"`
+	// headers sent with every request, values from Secrets (e.g.
+	// Authorization: Bearer …).
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
 	Headers []SecretHeader `json:"headers,omitempty"`
+	// timeout of one tools/call (default 60s). Progress notifications do
+	// not extend it; set it to the longest call the tool may take.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self != 'Never'",message="timeout cannot be Never"
+	Timeout Duration `json:"timeout,omitempty"`
+	// idempotent marks the tool(s) as safe to call again with the same
+	// idempotency key after an unknown outcome (a timeout, a broken
+	// stream); otherwise such a call becomes Uncertain. The server's
+	// idempotentHint annotation never sets this.
+	// +optional
+	Idempotent bool `json:"idempotent,omitempty"`
+}
+
+// MCPImport selects tools of a server to import under a name prefix.
+type MCPImport struct {
+	// prefix of every imported tool's model-visible name; the ToolSpec name
+	// followed by "_" when empty. No other tool's name may start with it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]*$`
+	Prefix string `json:"prefix,omitempty"`
+	// tools are the server's names of the tools to import; every tool the
+	// server lists when empty (names that do not make a valid model-visible
+	// name are then skipped).
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=128
+	// +listType=set
+	Tools []string `json:"tools,omitempty"`
+}
+
+// ImportPrefix is the prefix of an import's model-visible names.
+func (m *MCPTool) ImportPrefix(toolName string) string {
+	if m.Import == nil {
+		return ""
+	}
+	if m.Import.Prefix != "" {
+		return m.Import.Prefix
+	}
+	return toolName + "_"
+}
+
+// ServerTool is the server's name of a single (non-import) mcp tool.
+func (m *MCPTool) ServerTool(toolName string) string {
+	if m.Tool != "" {
+		return m.Tool
+	}
+	return toolName
 }
 
 // AgentTool delegates to another Agent in the same namespace.
@@ -319,7 +378,8 @@ type PolicyRule struct {
 	// +kubebuilder:validation:MaxLength=128
 	Name string `json:"name,omitempty"`
 
-	// tools the rule applies to; "*" matches every tool.
+	// tools the rule applies to; "*" matches every tool and "prefix*"
+	// every tool whose name starts with prefix (e.g. an mcp import's).
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
@@ -331,8 +391,12 @@ type PolicyRule struct {
 	// +required
 	Action PolicyAction `json:"action"`
 
-	// when is a CEL expression over `args` (the call's arguments) that must
-	// be true for the rule to match. One that fails to evaluate means Ask.
+	// when is a CEL expression over `args` (the call's arguments) and
+	// `tool` ({name, annotations}: an mcp tool's readOnlyHint,
+	// destructiveHint, idempotentHint, openWorldHint and title; empty for
+	// other kinds) that must be true for the rule to match. One that fails
+	// to evaluate means Ask. Annotations are the server's claims: they
+	// never allow a call or make it idempotent unless a rule says so.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	When string `json:"when,omitempty"`

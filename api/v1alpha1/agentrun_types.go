@@ -422,9 +422,39 @@ type ToolCall struct {
 	// idempotent tool whose outcome was lost.
 	// +optional
 	Resends int32 `json:"resends,omitempty"`
+	// mcp is, for a call of an mcp tool, the server and the tool's
+	// annotations as its tools/list gave them when the policy last
+	// evaluated the call (what an approver is shown; they are part of the
+	// payload hash through the tool's fingerprint).
+	// +optional
+	MCP *CallMCP `json:"mcp,omitempty"`
 	// outcome once confirmed.
 	// +optional
 	Outcome *CallOutcome `json:"outcome,omitempty"`
+}
+
+// CallMCP is what an approver is shown of an mcp call's server and tool.
+// The hints come from the server, which the Agent does not control: they
+// never make a call allowed or idempotent by themselves.
+type CallMCP struct {
+	// server is the MCP server's URL.
+	// +required
+	// +kubebuilder:validation:MaxLength=2048
+	Server string `json:"server"`
+	// tool is the server's name of the tool.
+	// +required
+	// +kubebuilder:validation:MaxLength=256
+	Tool string `json:"tool"`
+	// title is the tool's title annotation.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Title string `json:"title,omitempty"`
+	// readOnlyHint, destructiveHint, idempotentHint and openWorldHint, with
+	// the MCP spec's defaults where the server gave none.
+	ReadOnlyHint    bool `json:"readOnlyHint"`
+	DestructiveHint bool `json:"destructiveHint"`
+	IdempotentHint  bool `json:"idempotentHint"`
+	OpenWorldHint   bool `json:"openWorldHint"`
 }
 
 // CallOutcome is the confirmed result of a tool call.

@@ -59,6 +59,11 @@ const (
 	ReasonNoUncertainCall = "NoUncertainCall"
 	// ReasonNotEnded is Succeeded=Unknown's and Stalled=False's reason while the run goes on.
 	ReasonNotEnded = "NotEnded"
+	// ReasonMCPServerUnavailable: the tools/list of an mcp tool's server
+	// could not be read (unreachable, refused the credentials, not an MCP
+	// server); no new IO starts until it answers, since no call can be
+	// validated or bound without its schemas.
+	ReasonMCPServerUnavailable = "MCPServerUnavailable"
 )
 
 // Well-known labels and annotations.

@@ -58,6 +58,15 @@ func renderShow(w io.Writer, v showView) error {
 			field("  Tool", "%s (call %s, step %d)", call.Tool, call.ID, call.Step)
 			p("  Arguments:")
 			_, _ = fmt.Fprintln(w, prettyJSON(call.Args, "    "))
+			if m := call.MCP; m != nil {
+				field("  MCP server", "%s (tool %s)", m.Server, m.Tool)
+				title := ""
+				if m.Title != "" {
+					title = fmt.Sprintf("title %q, ", m.Title)
+				}
+				field("  Annotations", "%sreadOnlyHint=%t destructiveHint=%t idempotentHint=%t openWorldHint=%t "+
+					"(the server's own hints, unverified)", title, m.ReadOnlyHint, m.DestructiveHint, m.IdempotentHint, m.OpenWorldHint)
+			}
 		} else {
 			field("  Tool", "<unknown> (call %s not in the journal)", a.CallID)
 		}

@@ -160,3 +160,25 @@ Who may decide:
 		})
 	}
 }
+
+// TestRenderShowMCP: an mcp call shows its server and the tool's
+// annotations (the server's hints) next to the arguments.
+func TestRenderShowMCP(t *testing.T) {
+	run := makeRun("triage", "demo").phase(exagentv1.PhaseAwaitingApproval).revision(1).
+		call("c1", "gh_close_issue", `{"issue":7}`, exagentv1.CallPending).
+		approval("c1", "c1", exagentv1.ApprovalPending, time.Minute, time.Hour).obj()
+	run.Status.Calls[0].MCP = &exagentv1.CallMCP{Server: "https://mcp.example/mcp", Tool: "close_issue", Title: "Close issue",
+		DestructiveHint: true, OpenWorldHint: true}
+	var buf bytes.Buffer
+	if err := renderShow(&buf, showView{Run: run, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  MCP server:     https://mcp.example/mcp (tool close_issue)\n",
+		`  Annotations:    title "Close issue", readOnlyHint=false destructiveHint=true idempotentHint=false openWorldHint=true (the server's own hints, unverified)` + "\n",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("show output lacks %q:\n%s", want, buf.String())
+		}
+	}
+}

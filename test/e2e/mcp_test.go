@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// everythingDir is where hack/mcp-everything.sh installed the reference MCP
+// server (make test runs it first).
+func everythingDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("EXAGENT_MCP_EVERYTHING")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Join(home, ".cache", "exagent", "mcp-everything")
+		if c := os.Getenv("XDG_CACHE_HOME"); c != "" {
+			dir = filepath.Join(c, "exagent", "mcp-everything")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "loopback.cjs")); err != nil {
+		t.Fatalf("the reference MCP server is not installed in %s: run hack/mcp-everything.sh (make test does): %v", dir, err)
+	}
+	return dir
+}
+
+// TestMCPEverything runs an Agent against a server nobody here wrote,
+// @modelcontextprotocol/server-everything over streamable HTTP on
+// 127.0.0.1: the Agent imports its echo and get-sum tools, policy asks
+// before echo, alice approves with the plugin (show names the server and
+// the annotations), the run succeeds with the server's answer in the
+// transcript.
+func TestMCPEverything(t *testing.T) {
+	dir := everythingDir(t)
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := startProcess("mcp-everything", filepath.Join(s.work, "mcp-everything.log"),
+		append(os.Environ(), "PORT="+strconv.Itoa(port)), "node", "--require", filepath.Join(dir, "loopback.cjs"),
+		filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "streamableHttp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.stop(syscall.SIGTERM, 5*time.Second) })
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	eventually(t, 60*time.Second, "the MCP server listening on "+addr, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.Close()
+		}
+		return err == nil
+	})
+
+	ns := namespace(t, "e2e-mcp")
+	bindApprovers(t, ns)
+	must(t, "", fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+kind: Agent
+metadata: {name: everything, namespace: %s}
+spec:
+  model:
+    provider: Scripted
+    script:
+    - toolCalls:
+      - {id: echo-1, name: ev_echo, arguments: {message: hello from exagent}}
+    - text: echoed
+  tools:
+  - name: everything
+    mcp:
+      url: http://%s/mcp
+      import: {prefix: ev_, tools: [echo, get-sum]}
+      timeout: 30s
+  policy:
+    default: Deny
+    rules:
+    - {name: ask-echo, tools: [ev_echo], action: Ask}
+---
+apiVersion: exagent.io/v1alpha1
+kind: AgentRun
+metadata: {name: mcp-1, namespace: %s}
+spec:
+  agentRef: {name: everything}
+  input: say hello
+`, ns, addr, ns), "apply", "-f", "-")
+
+	must(t, "", "", "approve", "wait", "mcp-1", "-n", ns, "--for=paused", "--timeout="+waitTimeout)
+	show := must(t, "alice", "", "approve", "show", "mcp-1", "-n", ns)
+	for _, want := range []string{"Tool:           ev_echo", "MCP server:     http://" + addr + "/mcp (tool echo)", "Annotations:"} {
+		if !strings.Contains(show, want) {
+			t.Errorf("show lacks %q:\n%s", want, show)
+		}
+	}
+	must(t, "alice", "", "approve", "mcp-1", "-n", ns)
+	must(t, "alice", "", "approve", "wait", "mcp-1", "-n", ns, "--for=done", "--timeout="+waitTimeout)
+	run := getRun(t, ns, "mcp-1")
+	if run.Status.Phase != exagentv1.PhaseSucceeded {
+		t.Fatalf("run is %s (%s: %s), want Succeeded", run.Status.Phase, run.Status.Reason, run.Status.Message)
+	}
+	found := false
+	for _, m := range run.Status.History {
+		if m.Role == exagentv1.RoleTool && strings.Contains(m.Content, "Echo: hello from exagent") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the transcript lacks the server's answer: %+v", run.Status.History)
+	}
+}

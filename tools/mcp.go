@@ -1,0 +1,225 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
+)
+
+// MetaIdempotencyKey is the _meta key of tools/call that carries the
+// call's idempotency key (the same value as the Idempotency-Key header).
+const MetaIdempotencyKey = "exagent.io/idempotency-key"
+
+// DefaultMCPTimeout applies when mcp.timeout is unset.
+const DefaultMCPTimeout = 60 * time.Second
+
+// MCP calls one tool of an MCP server over streamable HTTP with the
+// official SDK. Every call is its own session (initialize, tools/call,
+// close): no MCP session state outlives a call or is stored in a run.
+//
+// Contract: a result → succeeded with its content as text, or failed when
+// isError (with the server's text); a JSON-RPC error answer → failed. A
+// failure before tools/call could have been sent (refused, DNS, a failed
+// initialize) → failed. A timeout or broken stream after it was sent →
+// unknown, unless Idempotent, where the call is re-sent with the same
+// idempotency key up to MaxAttempts times. A server that asks for input
+// (sampling, elicitation, an input-required result) gets no answer it
+// could wait on: this client declares neither capability, and the call
+// fails with a message saying so.
+type MCP struct {
+	URL         string
+	Tool        string
+	Timeout     time.Duration
+	Idempotent  bool
+	MaxAttempts int
+	// Headers are the resolved values of spec.headers.
+	Headers map[string]string
+	Client  *http.Client
+}
+
+var _ Tool = (*MCP)(nil)
+
+// NewMCP builds the tool for a spec as loop.Env.ToolSpec returns it (the
+// visible name in name, the server's in mcp.tool).
+func NewMCP(spec *exagentv1.ToolSpec, headers map[string]string, client *http.Client) (*MCP, error) {
+	if spec.MCP == nil || spec.MCP.Import != nil {
+		return nil, fmt.Errorf("tool %q is not a single mcp tool", spec.Name)
+	}
+	timeout, _, err := spec.MCP.Timeout.Parse(DefaultMCPTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("mcp tool timeout: %w", err)
+	}
+	return &MCP{URL: spec.MCP.URL, Tool: spec.MCP.ServerTool(spec.Name), Timeout: timeout,
+		Idempotent: spec.MCP.Idempotent, MaxAttempts: 3, Headers: headers, Client: client}, nil
+}
+
+// Invoke calls the tool.
+func (m *MCP) Invoke(ctx context.Context, call Call) loop.ToolResult {
+	attempts := 1
+	if m.Idempotent && m.MaxAttempts > 1 {
+		attempts = m.MaxAttempts
+	}
+	var res loop.ToolResult
+	for i := 0; i < attempts; i++ {
+		if i > 0 && !sleep(ctx, backoff(i, 200*time.Millisecond, 2*time.Second, 0)) {
+			return res
+		}
+		res = m.once(ctx, call)
+		if res.Kind != loop.ResultUnknown || ctx.Err() != nil {
+			return res
+		}
+	}
+	return res
+}
+
+func (m *MCP) once(ctx context.Context, call Call) loop.ToolResult {
+	ctx, cancel := context.WithTimeout(ctx, m.Timeout)
+	defer cancel()
+	headers := map[string]string{
+		HeaderIdempotencyKey: call.IdempotencyKey,
+		HeaderRun:            call.RunNamespace + "/" + call.RunName,
+		HeaderCall:           call.CallID,
+	}
+	for k, v := range m.Headers {
+		headers[k] = v
+	}
+	rt := &mcpTransport{base: transportOf(m.Client), headers: headers}
+	session, err := connectMCP(ctx, m.URL, m.Client, rt)
+	if err != nil {
+		return failed(call, "tools/call not sent: connecting to the MCP server %s: %v", m.URL, err)
+	}
+	defer func() { _ = session.Close() }()
+
+	var args map[string]any
+	if len(call.Args) > 0 {
+		if err := json.Unmarshal(call.Args, &args); err != nil {
+			return failed(call, "arguments are not a JSON object: %v", err)
+		}
+	}
+	params := &mcp.CallToolParams{Name: m.Tool, Arguments: args,
+		Meta: mcp.Meta{MetaIdempotencyKey: call.IdempotencyKey, "progressToken": call.IdempotencyKey}}
+	rt.calling.Store(true)
+	res, err := session.CallTool(ctx, params)
+	if err != nil {
+		var rpcErr *jsonrpc.Error
+		switch {
+		case !rt.began.Load():
+			return failed(call, "tools/call not sent: %v", err)
+		case errors.As(err, &rpcErr):
+			// The server answered: it refused the call (unknown tool,
+			// invalid params), so nothing happened on its side.
+			return failed(call, "the MCP server refused tools/call %q: %s (code %d)", m.Tool, rpcErr.Message, rpcErr.Code)
+		}
+		return unknown(call, "outcome unknown: tools/call %q to %s was sent, then: %v", m.Tool, m.URL, err)
+	}
+	if res.NeedsInput() {
+		return failed(call, "the MCP server asked for input to complete tool %q (sampling or elicitation); "+
+			"exagent does not answer such requests, so the call was not completed", m.Tool)
+	}
+	text := contentText(res)
+	if res.IsError {
+		if text == "" {
+			text = "(no text)"
+		}
+		return failed(call, "tool %q reported an error: %s", m.Tool, text)
+	}
+	return succeeded(call, text)
+}
+
+// contentText is the result the model sees: text blocks as they are,
+// other kinds summarised with their type and size, structured content as
+// JSON when there is no content block.
+func contentText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		switch b := c.(type) {
+		case *mcp.TextContent:
+			parts = append(parts, b.Text)
+		case *mcp.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", b.MIMEType, len(b.Data)))
+		case *mcp.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes]", b.MIMEType, len(b.Data)))
+		case *mcp.ResourceLink:
+			size := ""
+			if b.Size != nil {
+				size = fmt.Sprintf(", %d bytes", *b.Size)
+			}
+			parts = append(parts, fmt.Sprintf("[resource link %s %s%s]", b.URI, b.MIMEType, size))
+		case *mcp.EmbeddedResource:
+			if r := b.Resource; r != nil {
+				parts = append(parts, fmt.Sprintf("[resource %s %s, %d bytes]", r.URI, r.MIMEType, len(r.Text)+len(r.Blob)))
+			}
+		default:
+			data, _ := json.Marshal(c)
+			parts = append(parts, fmt.Sprintf("[content %T, %d bytes]", c, len(data)))
+		}
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		if data, err := json.Marshal(res.StructuredContent); err == nil {
+			return string(data)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// connectMCP opens a session: the initialize handshake over streamable
+// HTTP. The client declares no sampling or elicitation capability, turns
+// off the SDK's automatic multi-round-trip retries (a re-send is this
+// tool's decision alone) and reconnects of broken streams.
+func connectMCP(ctx context.Context, url string, base *http.Client, rt http.RoundTripper) (*mcp.ClientSession, error) {
+	hc := &http.Client{Transport: rt}
+	if base != nil {
+		hc.CheckRedirect, hc.Jar = base.CheckRedirect, base.Jar
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "exagent", Version: exagentv1.GroupVersion.Version},
+		&mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+	t := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+	return client.Connect(ctx, t, nil)
+}
+
+func transportOf(c *http.Client) http.RoundTripper {
+	if c != nil && c.Transport != nil {
+		return c.Transport
+	}
+	return http.DefaultTransport
+}
+
+// mcpTransport adds the headers to every request of a session and, once
+// calling is set, flips began as soon as any byte of a request (the
+// tools/call POST) may have reached the wire.
+type mcpTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+	calling atomic.Bool
+	began   atomic.Bool
+}
+
+func (t *mcpTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	if t.calling.Load() {
+		// Flipped from the trace itself, not after RoundTrip returns: the
+		// SDK may give up on a call (its context ended) before the POST's
+		// RoundTrip does.
+		trace := &httptrace.ClientTrace{
+			WroteHeaderField: func(string, []string) { t.began.Store(true) },
+			WroteHeaders:     func() { t.began.Store(true) },
+		}
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	}
+	return t.base.RoundTrip(req)
+}

@@ -1,0 +1,143 @@
+package tools
+
+import (
+	"encoding/json"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/mcptest"
+	"github.com/exagent-io/exagent/loop"
+)
+
+func mcpCall(tool, args string) Call {
+	return Call{ToolInvocation: loop.ToolInvocation{CallID: "c1", Tool: tool, Args: json.RawMessage(args), IdempotencyKey: "uid/c1"},
+		RunNamespace: "ns", RunName: "r"}
+}
+
+func mcpTool(t *testing.T, url, tool string, timeout string, idempotent bool) *MCP {
+	t.Helper()
+	m, err := NewMCP(&exagentv1.ToolSpec{Name: "visible_" + tool, MCP: &exagentv1.MCPTool{URL: url, Tool: tool,
+		Timeout: exagentv1.Duration(timeout), Idempotent: idempotent}},
+		map[string]string{"Authorization": "Bearer s3cret"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestMCPList reads a real SDK server's tools/list: every tool with its
+// input schema and annotations, cached until maxAge, asked again at 0.
+func TestMCPList(t *testing.T) {
+	srv := mcptest.Start()
+	defer srv.Close()
+	cat := &MCPCatalog{}
+	l, _, err := cat.List(t.Context(), srv.URL, nil, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, x := range l.Tools {
+		names = append(names, x.Name)
+	}
+	if diff := cmp.Diff([]string{"ask", "echo", "fail", "flaky", "hang"}, names); diff != "" {
+		t.Fatalf("tools (-want +got):\n%s", diff)
+	}
+	echo := l.Tools[1]
+	if !strings.Contains(string(echo.InputSchema), `"required":["text"]`) {
+		t.Errorf("echo's schema = %s, want the server's", echo.InputSchema)
+	}
+	if a := echo.Annotations; a == nil || a.ReadOnlyHint == nil || !*a.ReadOnlyHint || a.DestructiveHint == nil || *a.DestructiveHint || a.Title != "Echo" {
+		t.Errorf("echo's annotations = %+v, want readOnly, not destructive, title Echo", echo.Annotations)
+	}
+
+	srv.SetEchoSchema(map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}})
+	cached, _, err := cat.List(t.Context(), srv.URL, nil, time.Hour)
+	if err != nil || string(cached.Tools[1].InputSchema) != string(echo.InputSchema) {
+		t.Errorf("within maxAge: schema %s (%v), want the cached one", cached.Tools[1].InputSchema, err)
+	}
+	fresh, _, err := cat.List(t.Context(), srv.URL, nil, 0)
+	if err != nil || !strings.Contains(string(fresh.Tools[1].InputSchema), `"n"`) {
+		t.Errorf("maxAge 0: schema %s (%v), want the changed one", fresh.Tools[1].InputSchema, err)
+	}
+	srv.Close()
+	_, stale, err := cat.List(t.Context(), srv.URL, nil, 0)
+	if err == nil || stale == nil {
+		t.Errorf("server gone: err %v, stale %v; want an error and the last listing", err, stale)
+	}
+}
+
+// TestMCPCall covers the outcomes of tools/call against a real SDK server.
+func TestMCPCall(t *testing.T) {
+	srv := mcptest.Start()
+	defer srv.Close()
+	refused := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = l.Close() }()
+		return "http://" + l.Addr().String() + "/mcp"
+	}()
+	tests := map[string]struct {
+		url, tool, args string
+		timeout         string
+		idempotent      bool
+		hangFirst       int
+		wantKind        loop.ResultKind
+		wantOutput      []string
+		wantCalls       int
+	}{
+		"text and image content": {tool: "echo", args: `{"text":"hi"}`, wantKind: loop.ResultSucceeded,
+			wantOutput: []string{"echo: hi\n[image image/png, 8 bytes]"}, wantCalls: 1},
+		"isError is a failed outcome with the server's text": {tool: "fail", args: `{}`, wantKind: loop.ResultFailed,
+			wantOutput: []string{"boom: the tool failed"}, wantCalls: 1},
+		"a tool the server does not have is refused": {tool: "gone", args: `{}`, wantKind: loop.ResultFailed,
+			wantOutput: []string{"refused", "gone"}},
+		"connection refused: not sent": {url: refused, tool: "echo", args: `{}`, wantKind: loop.ResultFailed,
+			wantOutput: []string{"not sent"}},
+		"a hang past the timeout is unknown, never re-sent": {tool: "hang", args: `{}`, timeout: "2s", wantKind: loop.ResultUnknown,
+			wantOutput: []string{"outcome unknown"}, wantCalls: 1},
+		"idempotent: re-sent with the same key": {tool: "flaky", args: `{}`, timeout: "2s", idempotent: true, hangFirst: 1,
+			wantKind: loop.ResultSucceeded, wantOutput: []string{"flaky: done"}, wantCalls: 2},
+		"elicitation is a failure, not a hang": {tool: "ask", args: `{}`, timeout: "20s", wantKind: loop.ResultFailed,
+			wantOutput: []string{"elicitation failed", "does not support elicitation"}, wantCalls: 1},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			srv.SetHangFirst(tc.hangFirst)
+			url := cmpOr(tc.url, srv.URL)
+			before := len(srv.Calls(tc.tool))
+			res := mcpTool(t, url, tc.tool, tc.timeout, tc.idempotent).Invoke(t.Context(), mcpCall("visible_"+tc.tool, tc.args))
+			if res.Kind != tc.wantKind {
+				t.Fatalf("kind = %s (%s), want %s", res.Kind, res.Output, tc.wantKind)
+			}
+			for _, w := range tc.wantOutput {
+				if !strings.Contains(res.Output, w) {
+					t.Errorf("output %q does not contain %q", res.Output, w)
+				}
+			}
+			calls := srv.Calls(tc.tool)[before:]
+			if tc.url == "" && len(calls) != tc.wantCalls {
+				t.Fatalf("server saw %d calls, want %d", len(calls), tc.wantCalls)
+			}
+			for _, c := range calls {
+				if c.HeaderKey != "uid/c1" || c.MetaKey != "uid/c1" || c.Authorization != "Bearer s3cret" {
+					t.Errorf("call carried header key %q, _meta key %q, authorization %q; want uid/c1, uid/c1, the Secret's",
+						c.HeaderKey, c.MetaKey, c.Authorization)
+				}
+			}
+		})
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,31 @@
+package webhook_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/webhook"
+)
+
+// TestMCPSampleIsValid: the documented mcp sample passes admission.
+func TestMCPSampleIsValid(t *testing.T) {
+	b, err := os.ReadFile("../config/samples/mcp/agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, _ := strings.Cut(string(b), "\n---\n")
+	var a exagentv1.Agent
+	if err := yaml.UnmarshalStrict([]byte(doc), &a); err != nil {
+		t.Fatalf("decoding the sample: %v", err)
+	}
+	if a.Kind != "Agent" || len(a.Spec.Tools) != 1 || a.Spec.Tools[0].MCP == nil {
+		t.Fatalf("the sample's first document is not the mcp Agent: %+v", a)
+	}
+	if errs := webhook.ValidateAgent(&a, nil); len(errs) != 0 {
+		t.Errorf("the sample is refused: %v", errs.ToAggregate())
+	}
+}
