@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -70,7 +71,12 @@ func TestOneTracePerRun(t *testing.T) {
 		}
 		return n >= 2
 	}) {
-		t.Fatalf("want two ended attempt spans, have %d spans", len(spans))
+		names := make([]string, 0, len(spans))
+		for _, s := range spans {
+			a, _ := attr(s, "exagent.attempt")
+			names = append(names, fmt.Sprintf("%s(attempt %d)", s.Name(), a.AsInt64()))
+		}
+		t.Fatalf("want two ended attempt spans, have %d spans: %v", len(spans), names)
 	}
 
 	traceID := spans[0].SpanContext().TraceID()
