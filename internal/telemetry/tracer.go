@@ -123,6 +123,12 @@ func (t *Tracer) Committed(key types.NamespacedName, agent string, old, written 
 	}
 	if startsAttempt(old, written, holder) {
 		t.startAttempt(remote, key, agent, old.Traceparent == "", written, holder, now)
+	} else if cur, owned := ownedBy(written, holder); owned && t.span(key, cur) == nil {
+		// This process owns the attempt but never saw the commit that
+		// claimed it (its answer was lost, though the write landed): the
+		// attempt's span starts here, so the attempt is still traced and
+		// its end still closes a span.
+		t.startAttempt(remote, key, agent, false, written, holder, now)
 	}
 }
 
