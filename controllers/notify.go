@@ -60,6 +60,9 @@ type notifier struct {
 	hooks    Hooks
 	informer cache.Informers
 	queue    workqueue.TypedDelayingInterface[types.NamespacedName]
+	// life is the context the controllers were set up with (the
+	// manager's): it ends at the stop, before the runnables' own contexts.
+	life context.Context
 }
 
 // NeedLeaderElection: one replica delivers (another one taking over re-sends
@@ -181,7 +184,7 @@ func (n *notifier) process(ctx context.Context, key types.NamespacedName) (time.
 			continue
 		}
 		n.hooks.beforeNotify(ctx, key, *rec)
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || (n.life != nil && n.life.Err() != nil) {
 			return 0, nil // stopped at the hook: nothing journaled, the next process re-sends
 		}
 		err := n.deliver(ctx, run, next, agent, sinkNamed(sinks, rec.Sink), rec, now)

@@ -141,7 +141,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	n := &notifier{
 		client: mgr.GetClient(), reader: mgr.GetAPIReader(), store: store, informer: mgr.GetCache(),
 		recorder: mgr.GetEventRecorder("exagent-notifier"), clock: clock.RealClock{}, http: o.NotifyHTTPClient,
-		retry: o.NotifyRetry.WithDefaults(), workers: o.NotifyWorkers, hooks: o.Hooks,
+		retry: o.NotifyRetry.WithDefaults(), workers: o.NotifyWorkers, hooks: o.Hooks, life: ctx,
 		queue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[types.NamespacedName]{Name: "notify" + o.NameSuffix}),
 	}
 	if n.http == nil {
