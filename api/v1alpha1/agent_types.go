@@ -124,7 +124,7 @@ type ModelSpec struct {
 	// script (Scripted only) is consumed one turn per model request. A run
 	// that asks for more turns than the script has fails with ScriptExhausted.
 	// +optional
-	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:MaxItems=1024
 	// +listType=atomic
 	Script []ScriptTurn `json:"script,omitempty"`
 }
@@ -442,7 +442,17 @@ type LimitsSpec struct {
 	// activeTime bounds the time a process owns the run; human waiting is not charged.
 	// +optional
 	ActiveTime Duration `json:"activeTime,omitempty"`
+	// maxTranscriptBytes bounds the run's logical transcript (messages, tool
+	// arguments and results, in status and in its AgentRunSegments); a run
+	// that would pass it ends Failed (TranscriptTooLarge) before the IO.
+	// Default 64 MiB.
+	// +optional
+	// +kubebuilder:validation:Minimum=65536
+	MaxTranscriptBytes *int64 `json:"maxTranscriptBytes,omitempty"`
 }
+
+// DefaultMaxTranscriptBytes is limits.maxTranscriptBytes when unset (64 MiB).
+const DefaultMaxTranscriptBytes int64 = 64 << 20
 
 // AgentStatus is the observed state of an Agent.
 type AgentStatus struct {

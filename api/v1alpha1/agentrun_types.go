@@ -203,7 +203,14 @@ type AgentRunStatus struct {
 	// +optional
 	Cursor Cursor `json:"cursor,omitempty"`
 
-	// history is the logical transcript sent to the model.
+	// transcript is the head of the run's sealed transcript: what is no
+	// longer in history (older messages, past steps' calls and approvals,
+	// large values) lives in AgentRunSegments chained from it (DESIGN.md §10).
+	// +optional
+	Transcript *TranscriptHead `json:"transcript,omitempty"`
+
+	// history is the tail of the logical transcript sent to the model; the
+	// messages before it are in the segments transcript points to.
 	// +optional
 	// +kubebuilder:validation:MaxItems=4096
 	// +listType=atomic
@@ -242,6 +249,11 @@ type AgentRunStatus struct {
 	// +kubebuilder:validation:MaxLength=65536
 	Output string `json:"output,omitempty"`
 
+	// outputRef points to the whole final answer when it is too large for
+	// the hot status; output then holds its beginning.
+	// +optional
+	OutputRef *ValueRef `json:"outputRef,omitempty"`
+
 	// notifications journals the deliveries to the Agent's notify sinks
 	// (notify_types.go): recorded Pending in the commit that makes the
 	// event true, so a crash re-sends and never forgets.
@@ -254,6 +266,49 @@ type AgentRunStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	Traceparent string `json:"traceparent,omitempty"`
+}
+
+// TranscriptHead is where the sealed part of a run's transcript is: the
+// last segment of the chain and what the chain holds.
+type TranscriptHead struct {
+	// head is the name (the content hash) of the last segment; empty when
+	// nothing is sealed yet.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Head string `json:"head,omitempty"`
+	// segments is the length of the chain.
+	// +optional
+	Segments int32 `json:"segments,omitempty"`
+	// messages is how many transcript messages the chain holds: history[0]
+	// is message number `messages` of the logical transcript.
+	// +optional
+	Messages int64 `json:"messages,omitempty"`
+	// calls is how many journal entries of past steps the chain holds.
+	// +optional
+	Calls int64 `json:"calls,omitempty"`
+	// bytes is the size of the whole logical transcript (messages, tool
+	// arguments and results, sealed or not); limits.maxTranscriptBytes bounds it.
+	// +optional
+	Bytes int64 `json:"bytes,omitempty"`
+	// segmentBytes is the size of the segments' content written so far.
+	// +optional
+	SegmentBytes int64 `json:"segmentBytes,omitempty"`
+}
+
+// ValueRef points to a value (a message's content, a call's args or
+// result) sealed into an AgentRunSegment of the run's chain.
+type ValueRef struct {
+	// segment is the name (content hash) of the segment that holds the value.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Segment string `json:"segment"`
+	// sha256 of the value.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	SHA256 string `json:"sha256"`
+	// bytes is the value's length.
+	// +required
+	Bytes int64 `json:"bytes"`
 }
 
 // Binding holds fingerprints (sha256 of canonical JSON) of the run's configuration.
@@ -351,6 +406,10 @@ type Message struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=65536
 	Content string `json:"content,omitempty"`
+	// contentRef points to the content when it was sealed into a segment
+	// (content is then empty).
+	// +optional
+	ContentRef *ValueRef `json:"contentRef,omitempty"`
 	// toolCalls the assistant asked for.
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
@@ -374,6 +433,10 @@ type MessageToolCall struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=65536
 	Arguments string `json:"arguments,omitempty"`
+	// argumentsRef points to the arguments when they were sealed into a
+	// segment (arguments is then empty).
+	// +optional
+	ArgumentsRef *ValueRef `json:"argumentsRef,omitempty"`
 }
 
 // ToolCall is one journal entry of a tool call.
@@ -393,6 +456,10 @@ type ToolCall struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=65536
 	Args string `json:"args,omitempty"`
+	// argsRef points to the args when they were sealed into a segment
+	// (args is then empty; argsHash still covers them).
+	// +optional
+	ArgsRef *ValueRef `json:"argsRef,omitempty"`
 	// argsHash is sha256 of the canonical args.
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
@@ -466,6 +533,10 @@ type CallOutcome struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=65536
 	Result string `json:"result,omitempty"`
+	// resultRef points to the result when it was sealed into a segment
+	// (result is then empty).
+	// +optional
+	ResultRef *ValueRef `json:"resultRef,omitempty"`
 	// resolvedBy is set when a human's Resolve decision supplied the outcome.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512

@@ -64,10 +64,21 @@ const (
 	// server); no new IO starts until it answers, since no call can be
 	// validated or bound without its schemas.
 	ReasonMCPServerUnavailable = "MCPServerUnavailable"
+	// ReasonTranscriptTooLarge: the next IO could take the transcript past
+	// the Agent's limits.maxTranscriptBytes; the run ends before it.
+	ReasonTranscriptTooLarge = "TranscriptTooLarge"
+	// ReasonTranscriptCorrupt: a segment of the run's sealed transcript is
+	// missing, was edited or is out of order (its hash chain does not hold);
+	// the run ends before any IO rather than send a transcript it cannot prove.
+	ReasonTranscriptCorrupt = "TranscriptCorrupt"
 )
 
 // Well-known labels and annotations.
 const (
 	// LabelParentRun is set on a child run to its parent's name.
 	LabelParentRun = "exagent.io/parent-run"
+	// LabelRun is set on an AgentRunSegment to its run's name.
+	LabelRun = "exagent.io/run"
+	// LabelRunUID is set on an AgentRunSegment to its run's UID.
+	LabelRunUID = "exagent.io/run-uid"
 )

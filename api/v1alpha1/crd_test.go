@@ -280,6 +280,21 @@ func TestSpecsAreImmutable(t *testing.T) {
 		t.Fatalf("ApprovalDecision spec update: got %v, want the CEL immutability message", err)
 	}
 
+	seg := &exagentv1.AgentRunSegment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.Repeat("a", 64)},
+		Spec: exagentv1.AgentRunSegmentSpec{RunName: "immutable", RunUID: "uid", Index: 0,
+			Messages: []exagentv1.Message{{Role: exagentv1.RoleUser, Content: strings.Repeat("x", 60000)}},
+			Values:   []exagentv1.SegmentValue{{SHA256: strings.Repeat("b", 64), Data: strings.Repeat("y", 60000)}}},
+	}
+	if err := env.Client.Create(ctx, seg); err != nil {
+		t.Fatal(err)
+	}
+	seg.Spec.Messages[0].Content = "edited"
+	err = env.Client.Update(ctx, seg)
+	if err == nil || !strings.Contains(err.Error(), "a segment is immutable") {
+		t.Fatalf("AgentRunSegment spec update: got %v, want the CEL immutability message", err)
+	}
+
 	// Metadata and status stay writable: labels for GitOps, status for the controller.
 	run.Spec.Input = "scale web to 3"
 	run.Labels = map[string]string{"team": "ops"}
@@ -298,6 +313,7 @@ func TestPrinterColumns(t *testing.T) {
 	}{
 		"agentruns":         {resource: "agentruns", want: []string{"Name", "AGENT", "PHASE", "STEP", "PENDING", "AGE", "MESSAGE"}},
 		"approvaldecisions": {resource: "approvaldecisions", want: []string{"Name", "DECISION", "RUN", "ACTOR", "PHASE", "AGE", "MESSAGE"}},
+		"agentrunsegments":  {resource: "agentrunsegments", want: []string{"Name", "RUN", "INDEX", "BYTES", "AGE"}},
 	}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.GroupVersion = &exagentv1.GroupVersion
@@ -342,7 +358,7 @@ func TestShortNames(t *testing.T) {
 			got[r.Name] = r.ShortNames
 		}
 	}
-	want := map[string][]string{"agentruns": {"ar"}, "approvaldecisions": {"ad"}}
+	want := map[string][]string{"agentruns": {"ar"}, "approvaldecisions": {"ad"}, "agentrunsegments": {"ars"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("short names (-want +got):\n%s", diff)
 	}

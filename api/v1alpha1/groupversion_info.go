@@ -25,6 +25,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&Agent{}, &AgentList{},
 		&AgentRun{}, &AgentRunList{},
 		&ApprovalDecision{}, &ApprovalDecisionList{},
+		&AgentRunSegment{}, &AgentRunSegmentList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil

@@ -1,0 +1,102 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MaxSegmentBytes bounds the encoded content of one AgentRunSegment
+// (DESIGN.md §10): far below etcd's object limit, and small enough to read
+// on demand.
+const MaxSegmentBytes = 256 << 10
+
+// AgentRunSegmentSpec is one immutable, content-addressed piece of a run's
+// sealed transcript. Its name is the sha256 of its canonical content, and
+// it records the hash of the segment before it: the run's
+// status.transcript.head names the last one, so a missing, reordered or
+// edited segment breaks the chain and is found before any IO.
+type AgentRunSegmentSpec struct {
+	// runName is the run the segment belongs to.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	RunName string `json:"runName"`
+	// runUID is the UID of that run: a re-created run of the same name
+	// never reads the old run's segments.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	RunUID string `json:"runUID"`
+	// index is the segment's position in the chain, from 0.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Index int32 `json:"index"`
+	// previous is the name (hash) of the segment before; empty for index 0.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Previous string `json:"previous,omitempty"`
+	// firstMessage is the logical transcript number of messages[0].
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	FirstMessage int64 `json:"firstMessage,omitempty"`
+	// bytes is the transcript content the segment holds.
+	// +optional
+	Bytes int64 `json:"bytes,omitempty"`
+	// messages sealed from the hot status, in transcript order.
+	// +optional
+	// +kubebuilder:validation:MaxItems=512
+	// +listType=atomic
+	Messages []Message `json:"messages,omitempty"`
+	// calls are journal entries of past steps, in journal order.
+	// +optional
+	// +kubebuilder:validation:MaxItems=512
+	// +listType=atomic
+	Calls []ToolCall `json:"calls,omitempty"`
+	// approvals of past steps, in request order.
+	// +optional
+	// +kubebuilder:validation:MaxItems=512
+	// +listType=atomic
+	Approvals []Approval `json:"approvals,omitempty"`
+	// values too large for the hot status (a message's content, a call's
+	// args or result), referenced by their sha256.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	Values []SegmentValue `json:"values,omitempty"`
+}
+
+// SegmentValue is one sealed value.
+type SegmentValue struct {
+	// sha256 of data.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	SHA256 string `json:"sha256"`
+	// data is the value itself.
+	// +required
+	// +kubebuilder:validation:MaxLength=65536
+	Data string `json:"data"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=ars,categories=exagent
+// +kubebuilder:printcolumn:name="RUN",type=string,JSONPath=`.spec.runName`
+// +kubebuilder:printcolumn:name="INDEX",type=integer,JSONPath=`.spec.index`
+// +kubebuilder:printcolumn:name="BYTES",type=integer,JSONPath=`.spec.bytes`
+// +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// AgentRunSegment is an immutable piece of a run's sealed transcript,
+// owned by the run (deleted with it) and created only by the manager.
+type AgentRunSegment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a segment is immutable: its name is the hash of its content"
+	Spec AgentRunSegmentSpec `json:"spec"`
+}
+
+// +kubebuilder:object:root=true
+
+// AgentRunSegmentList is a list of AgentRunSegments.
+type AgentRunSegmentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []AgentRunSegment `json:"items"`
+}
