@@ -19,10 +19,9 @@ func Start(s Status, env *Env, now time.Time) (Status, error) {
 	st := clone(s)
 	b := env.Binding()
 	st.Binding = &b
-	st.History = []exagentv1.Message{
-		{Role: exagentv1.RoleSystem, Content: bound(env.in.Agent.Instructions, maxContent)},
-		{Role: exagentv1.RoleUser, Content: bound(env.in.Run.Input, maxContent)},
-	}
+	st.History = nil
+	appendMessage(&st, exagentv1.Message{Role: exagentv1.RoleSystem, Content: bound(env.in.Agent.Instructions, maxContent)})
+	appendMessage(&st, exagentv1.Message{Role: exagentv1.RoleUser, Content: bound(env.in.Run.Input, maxContent)})
 	st.Cursor = exagentv1.Cursor{Step: 0, Stage: exagentv1.StageRequest}
 	setPhase(&st, exagentv1.PhaseQueued, exagentv1.ReasonQueued, "waiting for a worker to claim the run")
 	if err := checkSize(&st, env, env.budget/ioReserveDivisor, "start"); err != nil {

@@ -64,9 +64,15 @@ type ModelRequest struct {
 	// Step is the model turn; the Scripted provider replays script[Step].
 	Step int32
 	// Request is the ledger's number for this request (1-based).
-	Request  int64
+	Request int64
+	// Messages is the transcript's tail in status; with Sealed set, the
+	// messages sealed into the run's segments come before it, and messages
+	// may point to sealed values (contentRef, argumentsRef): the caller
+	// reads the chain and resolves them before the request is sent.
 	Messages []exagentv1.Message
-	Tools    []ToolDef
+	// Sealed is the transcript head when part of it is in segments.
+	Sealed *exagentv1.TranscriptHead
+	Tools  []ToolDef
 }
 
 // ModelResponse is what a provider returned.
@@ -75,6 +81,11 @@ type ModelResponse struct {
 	ToolCalls        []exagentv1.MessageToolCall
 	PromptTokens     int64
 	CompletionTokens int64
+	// PriorCallIDs are the tool-call ids the whole transcript already
+	// holds, sealed segments included: the caller fills it from the
+	// request it sent, so a model that reuses an id of a sealed step gets a
+	// fresh one (ids key idempotency).
+	PriorCallIDs map[string]bool
 }
 
 // ToolInvocation is one tool call to execute.

@@ -263,7 +263,7 @@ func RecordOutcome(s Status, env *Env, f Fence, r ToolResult, now time.Time) (St
 	out := bound(r.Output, maxContent)
 	for {
 		c.Outcome.Result = out
-		if encodedSize(&st) <= env.budget {
+		if hotSize(&st, env.in.ValueBytes) <= env.budget {
 			return st, nil
 		}
 		if out == "" {

@@ -28,7 +28,11 @@ type EnvInput struct {
 	AgentGeneration int64
 	Run             *exagentv1.AgentRunSpec
 	// SizeBudget is the most bytes the encoded status may take; 0 means DefaultSizeBudget.
+	// Values Seal moves into segments count as their refs.
 	SizeBudget int
+	// ValueBytes is the size past which Seal moves a value into a segment
+	// (SealConfig.ValueBytes); 0 means DefaultValueBytes.
+	ValueBytes int
 	// MCP holds, by the name of each Agent tool of kind mcp, what its
 	// server's tools/list said. A tool without a listing contributes no
 	// callable tool (its named tools fail as unavailable): the controller

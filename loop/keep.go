@@ -121,7 +121,7 @@ func RecordLateOutcome(s Status, env *Env, attempt int64, r ToolResult, now time
 	}
 	c.Outcome = &exagentv1.CallOutcome{Succeeded: r.Kind == ResultSucceeded, At: microTimePtr(now),
 		Result: bound(r.Output, maxContent)}
-	for encodedSize(&st) > env.budget && c.Outcome.Result != "" {
+	for hotSize(&st, env.in.ValueBytes) > env.budget && c.Outcome.Result != "" {
 		c.Outcome.Result = bound(c.Outcome.Result, len(c.Outcome.Result)/2)
 	}
 	return st, nil

@@ -35,6 +35,9 @@ func RecordModelResponse(s Status, env *Env, f Fence, r ModelResponse, now time.
 
 	msg := exagentv1.Message{Role: exagentv1.RoleAssistant, Content: bound(r.Content, maxContent)}
 	used := map[string]bool{}
+	for id := range r.PriorCallIDs {
+		used[id] = true
+	}
 	for i := range st.Calls {
 		used[st.Calls[i].ID] = true
 	}
@@ -48,7 +51,13 @@ func RecordModelResponse(s Status, env *Env, f Fence, r ModelResponse, now time.
 		st.Calls = append(st.Calls, call)
 		msg.ToolCalls = append(msg.ToolCalls, exagentv1.MessageToolCall{ID: id, Name: call.Tool, Arguments: call.Args})
 	}
-	st.History = append(st.History, msg)
+	if n := messageBytes(&msg); !transcriptRoom(&st, env, n) {
+		// Recorded as the request's answer (its tokens are charged), but its
+		// text never joins the transcript: the limit holds.
+		transcriptTooLarge(&st, env, now, fmt.Sprintf("the model's answer (%d bytes)", n), n)
+		return st, nil
+	}
+	appendMessage(&st, msg)
 	if len(msg.ToolCalls) > 0 {
 		st.Cursor.Stage = exagentv1.StageBatch
 	} else {

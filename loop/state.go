@@ -126,12 +126,32 @@ func encodedSize(s *Status) int {
 	return len(b)
 }
 
+// hotSize is the size the status will have once Seal moved its large
+// values into segments (each leaves a ref of about refBytes): what the
+// budget is measured against.
+func hotSize(s *Status, valueBytes int) int {
+	size := encodedSize(s)
+	if valueBytes <= 0 {
+		valueBytes = DefaultValueBytes
+	}
+	sl := &sealer{st: s}
+	sl.eachValue(func(v *string, _ **exagentv1.ValueRef) {
+		if len(*v) > valueBytes {
+			size -= jsonLen(*v) - refBytes
+		}
+	})
+	return size
+}
+
+// refBytes is about what a ValueRef costs in the encoded status.
+const refBytes = 200
+
 // checkSize refuses a state that, with reserve bytes of headroom for what
 // the next commits will add, would not fit the budget. Refusing before the
 // IO is what keeps a later, unavoidable commit (an outcome, a decision)
 // from failing against etcd's object limit.
 func checkSize(s *Status, env *Env, reserve int, what string) error {
-	size := encodedSize(s)
+	size := hotSize(s, env.in.ValueBytes)
 	if size+reserve > env.budget {
 		return errorf(KindTooLarge, ReasonStatusTooLarge,
 			"%s: status would take %d bytes plus %d reserved, over the budget of %d", what, size, reserve, env.budget)

@@ -82,8 +82,14 @@ func finish(st *Status, env *Env, now time.Time) (Action, error) {
 	if anyCall(st, isUncertain) {
 		return goUncertain(st, env, now), nil
 	}
-	output := st.History[len(st.History)-1].Content
-	st.Output = bound(output, maxContent)
+	last := &st.History[len(st.History)-1]
+	st.Output = bound(last.Content, maxContent)
+	if last.ContentRef != nil {
+		// The answer was sealed into a segment: the status points to it
+		// (Seal keeps a beginning of it in output only when it was inline).
+		ref := *last.ContentRef
+		st.OutputRef = &ref
+	}
 	releaseClaim(st, env, now)
 	setPhase(st, exagentv1.PhaseSucceeded, exagentv1.ReasonSucceeded, "the model gave its final answer")
 	return Action{Kind: ActFinish, Output: st.Output}, nil
@@ -105,6 +111,9 @@ func driveBatch(st *Status, env *Env, f Fence, now time.Time) (Action, bool, err
 	if len(ready) > 0 {
 		if act, ok := checkIOLimits(st, env, now); !ok {
 			return act, true, nil
+		}
+		if reserve := int64(len(ready)) * toolResultReserve; !transcriptRoom(st, env, reserve) {
+			return transcriptTooLarge(st, env, now, fmt.Sprintf("%d tool call(s)", len(ready)), reserve), true, nil
 		}
 		started, err := beginEffect(st, env, f, ready, now)
 		switch {
@@ -140,13 +149,18 @@ func closeBatch(st *Status) error {
 		if unresolved(c) || c.Outcome == nil {
 			return invalidf("call %q is %s when its batch closes", c.ID, c.State)
 		}
-		content := c.Outcome.Result
-		if c.State == exagentv1.CallFailed {
-			content = "Error: " + content
+		msg := exagentv1.Message{Role: exagentv1.RoleTool, ToolCallID: c.ID}
+		switch {
+		case c.Outcome.ResultRef != nil:
+			// Stored once: the message points to the sealed result.
+			ref := *c.Outcome.ResultRef
+			msg.ContentRef = &ref
+		case c.State == exagentv1.CallFailed:
+			msg.Content = bound("Error: "+c.Outcome.Result, maxContent)
+		default:
+			msg.Content = bound(c.Outcome.Result, maxContent)
 		}
-		st.History = append(st.History, exagentv1.Message{
-			Role: exagentv1.RoleTool, ToolCallID: c.ID, Content: bound(content, maxContent),
-		})
+		appendMessage(st, msg)
 	}
 	st.Cursor.Step++
 	st.Cursor.Stage = exagentv1.StageRequest
@@ -165,6 +179,9 @@ func requestModel(st *Status, env *Env, f Fence, now time.Time) (Action, error) 
 	if act, ok := checkIOLimits(st, env, now); !ok {
 		return act, nil
 	}
+	if !transcriptRoom(st, env, modelResponseReserve) {
+		return transcriptTooLarge(st, env, now, "the next model request", modelResponseReserve), nil
+	}
 	if lost != nil {
 		// An older attempt's request whose answer never got committed:
 		// re-sent and charged again, a bounded number of times per step.
@@ -181,9 +198,12 @@ func requestModel(st *Status, env *Env, f Fence, now time.Time) (Action, error) 
 	for i := range st.History {
 		st.History[i].DeepCopyInto(&msgs[i])
 	}
-	return Action{Kind: ActCallModel, Model: &ModelRequest{
-		Step: st.Cursor.Step, Request: st.Ledger.Requests, Messages: msgs, Tools: env.Tools(),
-	}}, nil
+	req := &ModelRequest{Step: st.Cursor.Step, Request: st.Ledger.Requests, Messages: msgs, Tools: env.Tools()}
+	if h := st.Transcript; h != nil && h.Segments > 0 {
+		sealed := *h
+		req.Sealed = &sealed
+	}
+	return Action{Kind: ActCallModel, Model: req}, nil
 }
 
 // checkIOLimits ends the run before an IO when tokens or active time are

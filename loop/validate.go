@@ -21,7 +21,9 @@ func validateContinuation(s *Status) error {
 	if len(s.History) == 0 {
 		return invalidf("status.history is empty: the transcript was omitted")
 	}
-	hasUser := false
+	// The user's message opens the transcript; once it is sealed the
+	// segments hold it (the chain is verified before any IO).
+	hasUser := s.Transcript != nil && s.Transcript.Messages >= 2
 	for i := range s.History {
 		if s.History[i].Role == exagentv1.RoleUser {
 			hasUser = true

@@ -286,8 +286,9 @@ type TranscriptHead struct {
 	// calls is how many journal entries of past steps the chain holds.
 	// +optional
 	Calls int64 `json:"calls,omitempty"`
-	// bytes is the size of the whole logical transcript (messages, tool
-	// arguments and results, sealed or not); limits.maxTranscriptBytes bounds it.
+	// bytes is the size of the sealed messages (content and tool
+	// arguments, sealed values included); with the tail in history it is
+	// what limits.maxTranscriptBytes bounds.
 	// +optional
 	Bytes int64 `json:"bytes,omitempty"`
 	// segmentBytes is the size of the segments' content written so far.

@@ -1,0 +1,81 @@
+package loop
+
+import (
+	"fmt"
+	"time"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// The logical transcript is status.history preceded by the messages sealed
+// into the run's AgentRunSegments (status.transcript, DESIGN.md §10).
+// The engine only ever appends to it; limits.maxTranscriptBytes bounds its
+// total (the sealed bytes the head counts plus the tail), checked
+// before every IO with room for what the IO can add, so the limit is
+// never passed.
+
+// messageBytes is what one message adds to the transcript: its content
+// and its tool calls' arguments (sealed or inline).
+func messageBytes(m *exagentv1.Message) int64 {
+	n := int64(len(m.Content))
+	if m.ContentRef != nil {
+		n = m.ContentRef.Bytes
+	}
+	for i := range m.ToolCalls {
+		tc := &m.ToolCalls[i]
+		if tc.ArgumentsRef != nil {
+			n += tc.ArgumentsRef.Bytes
+		} else {
+			n += int64(len(tc.Arguments))
+		}
+	}
+	return n
+}
+
+// transcriptBytes is the size of the whole logical transcript: what the
+// segments hold (transcript.bytes) and the tail in history.
+func transcriptBytes(s *Status) int64 {
+	var n int64
+	if s.Transcript != nil {
+		n = s.Transcript.Bytes
+	}
+	for i := range s.History {
+		n += messageBytes(&s.History[i])
+	}
+	return n
+}
+
+// appendMessage adds m to the transcript.
+func appendMessage(st *Status, m exagentv1.Message) {
+	st.History = append(st.History, m)
+}
+
+// maxTranscript is the Agent's limits.maxTranscriptBytes or its default.
+func (e *Env) maxTranscript() int64 {
+	if m := e.limits().MaxTranscriptBytes; m != nil && *m > 0 {
+		return *m
+	}
+	return exagentv1.DefaultMaxTranscriptBytes
+}
+
+// transcriptRoom tells whether the transcript has room for reserve more
+// bytes (what the next IO may add at most).
+func transcriptRoom(st *Status, env *Env, reserve int64) bool {
+	return transcriptBytes(st)+reserve <= env.maxTranscript()
+}
+
+// transcriptTooLarge ends the run before an IO whose result could take the
+// transcript past its limit.
+func transcriptTooLarge(st *Status, env *Env, now time.Time, what string, reserve int64) Action {
+	endRun(st, env, now, exagentv1.PhaseFailed, exagentv1.ReasonTranscriptTooLarge,
+		fmt.Sprintf("%s could take the transcript past limits.maxTranscriptBytes (%d): %d bytes used, up to %d more; "+
+			"raise the Agent's limit or have the model ask for less", what, env.maxTranscript(), transcriptBytes(st), reserve))
+	return failAction(st)
+}
+
+// modelResponseReserve is the most one model response adds to the
+// transcript: its content and every tool call's arguments, each bounded.
+const modelResponseReserve = maxContent
+
+// toolResultReserve is the most one tool result adds.
+const toolResultReserve = maxContent
