@@ -50,9 +50,11 @@ type AgentRunReconciler struct {
 	// APIReader reads Secrets past the cache.
 	APIReader client.Reader
 	Store     *Store
-	Recorder  events.EventRecorder
-	Executor  *executor.Executor
-	Tools     *tools.Registry
+	// Segments reads the runs' sealed transcripts (nil: runs never seal).
+	Segments *Segments
+	Recorder events.EventRecorder
+	Executor *executor.Executor
+	Tools    *tools.Registry
 	// ModelOptions are the process-wide model client settings.
 	ModelOptions model.Options
 	// Holder identifies this process in claims; unique per process start.

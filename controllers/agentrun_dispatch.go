@@ -46,6 +46,7 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 		if err == nil {
 			var resp loop.ModelResponse
 			if resp, err = p.Complete(ctx, req); err == nil {
+				resp.PriorCallIDs = priorCallIDs(req.Messages)
 				res.model = &resp
 			}
 		}

@@ -48,6 +48,9 @@ type scope struct {
 	// requeueAfter, when set, replaces the computed wake-up.
 	requeueAfter time.Duration
 	stop         bool
+	// chain is the run's verified segment chain, once read (chainRead).
+	chain     []loop.Segment
+	chainRead bool
 }
 
 // phaseFunc is the one signature of the reconcile phases. A phase sets
@@ -295,6 +298,10 @@ func (r *AgentRunReconciler) drive(ctx context.Context, sc *scope) error {
 	if sc.noIO {
 		return r.driveWithoutAgent(sc)
 	}
+	if err := r.hydrateArgs(ctx, sc); err != nil || sc.stop {
+		return err
+	}
+	before := sc.status
 	next, act, err := loop.Step(sc.status, sc.env, *sc.fence, sc.now)
 	if err != nil {
 		if loop.IsKind(err, loop.KindStaleFence) {
@@ -308,6 +315,9 @@ func (r *AgentRunReconciler) drive(ctx context.Context, sc *scope) error {
 		sc.set(next)
 	}
 	sc.action = act
+	if err := r.prepareIO(ctx, sc, before); err != nil || sc.stop {
+		return err
+	}
 	switch act.Kind {
 	case loop.ActPause:
 		for _, a := range act.Approvals {

@@ -27,6 +27,9 @@ type Hooks struct {
 	// AfterModelResponse runs when a model request returned (answer or
 	// error), before its result is handed to the owner.
 	AfterModelResponse func(ctx context.Context, run types.NamespacedName)
+	// AfterSegmentsCreated runs when a commit's segments were created, before
+	// the commit that references them.
+	AfterSegmentsCreated func(ctx context.Context, run types.NamespacedName, segs []loop.Segment)
 	// BeforeNotify runs before a notification delivery attempt.
 	BeforeNotify func(ctx context.Context, run types.NamespacedName, rec exagentv1.NotificationRecord)
 }
@@ -46,6 +49,12 @@ func (h Hooks) afterIntentCommit(ctx context.Context, run types.NamespacedName, 
 func (h Hooks) afterEffect(ctx context.Context, run types.NamespacedName, r loop.ToolResult) {
 	if h.AfterEffect != nil {
 		h.AfterEffect(ctx, run, r)
+	}
+}
+
+func (h Hooks) afterSegmentsCreated(ctx context.Context, run types.NamespacedName, segs []loop.Segment) {
+	if h.AfterSegmentsCreated != nil {
+		h.AfterSegmentsCreated(ctx, run, segs)
 	}
 }
 

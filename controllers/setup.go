@@ -73,6 +73,14 @@ type Options struct {
 	NotifyHTTPClient *http.Client
 	// Tracer traces attempts, model requests and tool calls (nil: no traces).
 	Tracer *telemetry.Tracer
+	// HotStatusBytes is the budget of a run's encoded status; what does not
+	// fit is sealed into AgentRunSegments (loop.DefaultHotBytes when 0).
+	HotStatusBytes int
+	// SealValueBytes: one message content, argument or result larger than
+	// this is sealed at once (loop.DefaultValueBytes when 0).
+	SealValueBytes int
+	// SegmentCacheBytes bounds the segments kept in memory (DefaultSegmentCacheBytes when 0).
+	SegmentCacheBytes int
 	// RunMetrics registers the run gauges (exagent_runs, pending approvals,
 	// uncertain calls) computed from this manager's cache at each scrape.
 	RunMetrics bool
@@ -95,13 +103,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
-	store := NewStore(mgr.GetClient(), mgr.GetAPIReader())
+	segments := NewSegments(mgr.GetClient(), mgr.GetAPIReader(), o.SegmentCacheBytes)
+	store := NewStore(mgr.GetClient(), mgr.GetAPIReader()).WithSegments(ctx, segments,
+		SealOptions{HotBytes: o.HotStatusBytes, ValueBytes: o.SealValueBytes}, o.Hooks)
 	exec := executor.New(executor.Options{MaxInFlight: o.MaxInFlight, PerEndpoint: o.PerEndpoint,
 		DrainTimeout: o.DrainTimeout})
 	runs := &AgentRunReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Store:     store,
+		Segments:  segments,
 		Recorder:  mgr.GetEventRecorder("exagent-controller"),
 		Executor:  exec,
 		Tools: &tools.Registry{

@@ -45,6 +45,28 @@ type Store struct {
 
 	// observer sees every commit: notifications, traces, metrics (controllers/observe.go).
 	observer *commitObserver
+
+	// segments, when set, receives what Seal moves out of each status
+	// before the commit that references it (DESIGN.md §10).
+	segments *Segments
+	seal     SealOptions
+	// life is the manager's context: a stop at the segments hook stops the commit.
+	life  context.Context
+	hooks Hooks
+}
+
+// SealOptions are the hot-status budgets (loop.SealConfig without the run).
+type SealOptions struct {
+	// HotBytes is the target size of a run's encoded status (loop.DefaultHotBytes when 0).
+	HotBytes int
+	// ValueBytes is the size past which one value is sealed (loop.DefaultValueBytes when 0).
+	ValueBytes int
+}
+
+// WithSegments makes every commit seal the status first.
+func (s *Store) WithSegments(life context.Context, segs *Segments, o SealOptions, hooks Hooks) *Store {
+	s.life, s.segments, s.seal, s.hooks = life, segs, o, hooks
+	return s
 }
 
 // written is a status this process committed whose write the cache may
@@ -141,6 +163,13 @@ func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 			return nil, fmt.Errorf("%w: the status to write carries no valid lease", ErrFenceLost)
 		}
 	}
+	if s.segments != nil {
+		sealed, err := s.sealFirst(ctx, run, next)
+		if err != nil {
+			return nil, err
+		}
+		next = sealed
+	}
 	s.beforeWrite(ctx, run, &next, now) // journal notifications, stamp the traceparent (controllers/observe.go)
 	out := run.DeepCopy()
 	next.DeepCopyInto(&out.Status)
@@ -164,6 +193,29 @@ func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 	s.afterWrite(run, out, now) // metrics, traces (controllers/observe.go)
 	s.remember(prevRV, out)
 	return out, nil
+}
+
+// sealFirst seals next and creates the segments it returns: the commit
+// that references them comes after, so a crash in between leaves only
+// segments nobody references (same content, same name next time).
+func (s *Store) sealFirst(ctx context.Context, run *exagentv1.AgentRun, next loop.Status) (loop.Status, error) {
+	sealed, segs, err := loop.Seal(next, loop.SealConfig{RunName: run.Name, RunUID: string(run.UID),
+		HotBytes: s.seal.HotBytes, ValueBytes: s.seal.ValueBytes})
+	if err != nil {
+		return next, fmt.Errorf("sealing the transcript of run %s/%s: %w", run.Namespace, run.Name, err)
+	}
+	if len(segs) == 0 {
+		return sealed, nil
+	}
+	if err := s.segments.Create(ctx, run, segs); err != nil {
+		return next, err
+	}
+	key := client.ObjectKeyFromObject(run)
+	s.hooks.afterSegmentsCreated(ctx, key, segs)
+	if ctx.Err() != nil || (s.life != nil && s.life.Err() != nil) {
+		return next, fmt.Errorf("%w: stopped after creating the segments of run %s", ErrFenceLost, key)
+	}
+	return sealed, nil
 }
 
 // recheckFence reads the run past the cache after a conflict.

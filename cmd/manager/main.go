@@ -23,6 +23,7 @@ import (
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/telemetry"
+	"github.com/exagent-io/exagent/loop"
 	exagentwebhook "github.com/exagent-io/exagent/webhook"
 )
 
@@ -35,6 +36,9 @@ import (
 
 // flags are the manager's command line.
 type flags struct {
+	hotStatusBytes          int
+	sealValueBytes          int
+	segmentCacheBytes       int
 	leaderElect             bool
 	leaderElectionID        string
 	leaderElectionNamespace string
@@ -71,6 +75,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconcile workers per controller.")
 	fs.IntVar(&f.maxInFlight, "max-inflight-io", 64, "Model and tool calls running at once, in total.")
 	fs.IntVar(&f.perEndpoint, "max-inflight-per-endpoint", 8, "Model and tool calls running at once against one endpoint (host).")
+	fs.IntVar(&f.hotStatusBytes, "hot-status-bytes", loop.DefaultHotBytes, "Budget of a run's encoded status: older messages, past steps' calls and large values are sealed into AgentRunSegments beyond it.")
+	fs.IntVar(&f.sealValueBytes, "seal-value-bytes", loop.DefaultValueBytes, "A single message content, tool argument or result larger than this is sealed into a segment at once (at least 512).")
+	fs.IntVar(&f.segmentCacheBytes, "segment-cache-bytes", controllers.DefaultSegmentCacheBytes, "Bytes of AgentRunSegments kept in memory (an LRU by content hash).")
 	fs.DurationVar(&f.modelTimeout, "model-timeout", 2*time.Minute, "Timeout of one model request.")
 	fs.StringVar(&f.holder, "holder-identity", "", "Identity of this process in run claims (default: hostname plus a random suffix; must be unique per process).")
 	fs.StringVar(&f.sealSecret, "decision-seal-secret", "", "namespace/name of the Secret holding the key that seals admitted decisions "+
@@ -187,6 +194,9 @@ func run() error {
 		MaxInFlight:             f.maxInFlight,
 		PerEndpoint:             f.perEndpoint,
 		ModelTimeout:            f.modelTimeout,
+		HotStatusBytes:          f.hotStatusBytes,
+		SealValueBytes:          f.sealValueBytes,
+		SegmentCacheBytes:       f.segmentCacheBytes,
 		Hooks:                   hooks,
 		RunMetrics:              true,
 	})

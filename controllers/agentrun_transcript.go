@@ -1,0 +1,129 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
+)
+
+// The run controller's side of the sealed transcript (DESIGN.md §10): the
+// engine works on the hot status; before it needs a sealed value (a call's
+// arguments, which policy and the schema check read) the value is put back
+// inline, and before any IO the chain is read and verified — the model is
+// sent the whole transcript, and a chain that does not hold ends the run
+// before the IO, with TranscriptCorrupt.
+
+// chain returns the run's verified chain, read once per reconcile.
+func (r *AgentRunReconciler) chain(ctx context.Context, sc *scope) ([]loop.Segment, error) {
+	if sc.chainRead {
+		return sc.chain, nil
+	}
+	if r.Segments == nil {
+		return nil, nil
+	}
+	chain, err := r.Segments.Chain(ctx, sc.run)
+	if err != nil {
+		return nil, err
+	}
+	sc.chain, sc.chainRead = chain, true
+	return chain, nil
+}
+
+// sealed tells whether the run has anything in segments.
+func sealed(s *loop.Status) bool { return s.Transcript != nil && s.Transcript.Segments > 0 }
+
+// hydrateArgs puts the sealed arguments of the run's calls back inline
+// (the refs stay, so the next seal drops them again without a write).
+// A chain that does not hold ends the run (failPermanent).
+func (r *AgentRunReconciler) hydrateArgs(ctx context.Context, sc *scope) error {
+	need := false
+	for i := range sc.status.Calls {
+		if c := &sc.status.Calls[i]; c.ArgsRef != nil && c.Args == "" {
+			need = true
+		}
+	}
+	if !need {
+		return nil
+	}
+	chain, err := r.chain(ctx, sc)
+	if err != nil {
+		return r.failPermanent(sc, err)
+	}
+	values := loop.ValuesOf(chain)
+	st := *sc.status.DeepCopy()
+	for i := range st.Calls {
+		c := &st.Calls[i]
+		if c.ArgsRef == nil || c.Args != "" {
+			continue
+		}
+		v, err := values.Resolve(c.ArgsRef)
+		if err != nil {
+			return r.failPermanent(sc, fmt.Errorf("call %s: %w", c.ID, err))
+		}
+		c.Args = v
+	}
+	sc.status = st // not a change: sealing gives back what was read
+	return nil
+}
+
+// prepareIO runs after the engine chose an IO and before its intent is
+// committed: for a run with a sealed transcript it verifies the chain
+// and gives the model request the whole transcript. A chain that does not
+// hold ends the run from the status before the intent (no IO, nothing
+// charged).
+func (r *AgentRunReconciler) prepareIO(ctx context.Context, sc *scope, before loop.Status) error {
+	act := &sc.action
+	if act.Kind != loop.ActCallModel && act.Kind != loop.ActRunTools {
+		return nil
+	}
+	if !sealed(&sc.status) && (act.Model == nil || act.Model.Sealed == nil) {
+		return nil
+	}
+	chain, err := r.chain(ctx, sc)
+	if err == nil && act.Model != nil {
+		var msgs []exagentv1.Message
+		if msgs, err = loop.Transcript(chain, act.Model.Messages); err == nil {
+			m := *act.Model
+			m.Messages, m.Sealed = msgs, nil
+			act.Model = &m
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	if !loop.IsPermanent(err) {
+		return err
+	}
+	sc.status = before
+	return r.failPermanent(sc, err)
+}
+
+// deleteSegments removes a deleted run's segments, off the informer's
+// goroutine. On a cluster the garbage collector does it too (the
+// segments' ownerReference); the local control plane has none.
+func (r *AgentRunReconciler) deleteSegments(ns string, uid types.UID) {
+	if r.Segments == nil || r.life == nil {
+		return
+	}
+	go func() {
+		if err := r.Segments.DeleteOf(r.life, ns, uid); err != nil && r.life.Err() == nil {
+			logf.FromContext(r.life).Error(err, "deleting the segments of a deleted run", "namespace", ns, "uid", uid)
+		}
+	}()
+}
+
+// priorCallIDs are the tool-call ids of a whole transcript.
+func priorCallIDs(msgs []exagentv1.Message) map[string]bool {
+	ids := map[string]bool{}
+	for i := range msgs {
+		for _, tc := range msgs[i].ToolCalls {
+			ids[tc.ID] = true
+		}
+	}
+	return ids
+}

@@ -1,0 +1,211 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
+)
+
+// +kubebuilder:rbac:groups=exagent.io,resources=agentrunsegments,verbs=get;list;create;delete;deletecollection
+
+// DefaultSegmentCacheBytes bounds the segments kept in memory.
+const DefaultSegmentCacheBytes = 32 << 20
+
+// Segments creates and reads the AgentRunSegments of runs (DESIGN.md §10).
+// Segments are never watched: they are read past the informer cache, by
+// name, and kept in a bounded LRU keyed by name — a name is the content's
+// hash, so a cached copy is never stale. What a cached copy cannot tell is
+// whether the object still exists: before the chain is used for IO, one
+// metadata List of the run's segments proves every link is still stored
+// (and is still the object that was read: same UID).
+type Segments struct {
+	client client.Client
+	reader client.Reader
+
+	mu       sync.Mutex
+	cache    *simplelru.LRU[string, cachedSegment]
+	bytes    int
+	maxBytes int
+}
+
+type cachedSegment struct {
+	uid  types.UID
+	seg  loop.Segment
+	size int
+}
+
+// NewSegments builds the segment store; maxBytes 0 means DefaultSegmentCacheBytes.
+func NewSegments(c client.Client, reader client.Reader, maxBytes int) *Segments {
+	if maxBytes <= 0 {
+		maxBytes = DefaultSegmentCacheBytes
+	}
+	s := &Segments{client: c, reader: reader, maxBytes: maxBytes}
+	// The count bound is loose: the byte bound is the one that matters.
+	s.cache, _ = simplelru.NewLRU[string, cachedSegment](1<<16, func(_ string, v cachedSegment) { s.bytes -= v.size })
+	return s
+}
+
+func (s *Segments) put(uid types.UID, seg loop.Segment) {
+	_, size, err := loop.SegmentName(&seg.Spec)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.cache.Peek(seg.Name); ok {
+		s.cache.Remove(seg.Name)
+	}
+	s.cache.Add(seg.Name, cachedSegment{uid: uid, seg: seg, size: size})
+	s.bytes += size
+	for s.bytes > s.maxBytes && s.cache.Len() > 1 {
+		s.cache.RemoveOldest()
+	}
+}
+
+func (s *Segments) get(name string) (cachedSegment, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cache.Get(name)
+}
+
+// Create stores segs for run, in order, before the commit that references
+// them. A segment that already exists with the same content is success
+// (a retried commit, or one whose owner crashed after creating it); one
+// with the same name and other content is refused.
+func (s *Segments) Create(ctx context.Context, run *exagentv1.AgentRun, segs []loop.Segment) error {
+	for _, seg := range segs {
+		obj := &exagentv1.AgentRunSegment{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: run.Namespace,
+				Name:      seg.Name,
+				Labels:    map[string]string{exagentv1.LabelRun: labelValue(run.Name), exagentv1.LabelRunUID: string(run.UID)},
+				OwnerReferences: []metav1.OwnerReference{{
+					APIVersion: exagentv1.GroupVersion.String(), Kind: "AgentRun",
+					Name: run.Name, UID: run.UID, Controller: ptr.To(true),
+				}},
+			},
+			Spec: *seg.Spec.DeepCopy(),
+		}
+		err := s.client.Create(ctx, obj)
+		if apierrors.IsAlreadyExists(err) {
+			existing := &exagentv1.AgentRunSegment{}
+			if err := s.reader.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+				return fmt.Errorf("reading existing segment %s of run %s: %w", seg.Name, run.Name, err)
+			}
+			if got, _, _ := loop.SegmentName(&existing.Spec); got != seg.Name || existing.Spec.RunUID != string(run.UID) {
+				return fmt.Errorf("segment %s of run %s exists with other content", seg.Name, run.Name)
+			}
+			obj = existing
+			err = nil
+		}
+		if err != nil {
+			return fmt.Errorf("creating segment %d (%s) of run %s: %w", seg.Spec.Index, seg.Name, run.Name, err)
+		}
+		s.put(obj.UID, seg)
+	}
+	return nil
+}
+
+// Chain reads and verifies the chain the run's status.transcript names,
+// index 0 first. A link that is missing, edited, of another run or out of
+// order is a loop error of reason TranscriptCorrupt (loop.IsPermanent);
+// anything else (the apiserver unreachable) is transient.
+func (s *Segments) Chain(ctx context.Context, run *exagentv1.AgentRun) ([]loop.Segment, error) {
+	head := run.Status.Transcript
+	if head == nil || head.Segments == 0 {
+		return nil, nil
+	}
+	stored, err := s.storedUIDs(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	chain := make([]loop.Segment, head.Segments)
+	name := head.Head
+	for i := head.Segments - 1; i >= 0; i-- {
+		if name == "" {
+			return nil, loop.ChainError("segment %d of run %s has no name in the chain", i, run.Name)
+		}
+		uid, ok := stored[name]
+		if !ok {
+			return nil, loop.ChainError("segment %s (index %d) of run %s is missing", name, i, run.Name)
+		}
+		seg, err := s.read(ctx, run.Namespace, name, uid)
+		if err != nil {
+			return nil, err
+		}
+		if err := loop.VerifySegment(seg, name, i, string(run.UID)); err != nil {
+			return nil, err
+		}
+		chain[i] = seg
+		name = seg.Spec.Previous
+	}
+	if err := loop.VerifyChain(*head, string(run.UID), chain); err != nil {
+		return nil, err
+	}
+	return chain, nil
+}
+
+// storedUIDs lists the run's segments' names and UIDs (metadata only).
+func (s *Segments) storedUIDs(ctx context.Context, run *exagentv1.AgentRun) (map[string]types.UID, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRunSegmentList"))
+	if err := s.reader.List(ctx, list, client.InNamespace(run.Namespace),
+		client.MatchingLabels{exagentv1.LabelRunUID: string(run.UID)}); err != nil {
+		return nil, fmt.Errorf("listing segments of run %s: %w", run.Name, err)
+	}
+	out := make(map[string]types.UID, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = list.Items[i].UID
+	}
+	return out, nil
+}
+
+// read returns segment name, from the cache when the cached copy is the
+// stored object (same UID), else from the apiserver.
+func (s *Segments) read(ctx context.Context, ns, name string, uid types.UID) (loop.Segment, error) {
+	if c, ok := s.get(name); ok && c.uid == uid {
+		return c.seg, nil
+	}
+	obj := &exagentv1.AgentRunSegment{}
+	if err := s.reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return loop.Segment{}, loop.ChainError("segment %s is missing", name)
+		}
+		return loop.Segment{}, fmt.Errorf("reading segment %s: %w", name, err)
+	}
+	seg := loop.Segment{Name: obj.Name, Spec: obj.Spec}
+	if got, _, err := loop.SegmentName(&seg.Spec); err == nil && got == name {
+		s.put(obj.UID, seg) // only a copy that proves itself is cached
+	}
+	return seg, nil
+}
+
+// DeleteOf deletes the segments of a run that is gone (no garbage
+// collector runs on the local control plane; on a cluster the
+// ownerReference does the same).
+func (s *Segments) DeleteOf(ctx context.Context, ns string, uid types.UID) error {
+	err := s.client.DeleteAllOf(ctx, &exagentv1.AgentRunSegment{}, client.InNamespace(ns),
+		client.MatchingLabels{exagentv1.LabelRunUID: string(uid)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting segments of run UID %s: %w", uid, err)
+	}
+	return nil
+}
+
+// labelValue fits a run name into a label value (63 characters).
+func labelValue(name string) string {
+	if len(name) <= 63 {
+		return name
+	}
+	return name[:63]
+}
