@@ -143,13 +143,10 @@ func (s *Segments) Chain(ctx context.Context, run *exagentv1.AgentRun) ([]loop.S
 		if err != nil {
 			return nil, err
 		}
-		if err := loop.VerifySegment(seg, name, i, string(run.UID)); err != nil {
-			return nil, err
-		}
 		chain[i] = seg
 		name = seg.Spec.Previous
 	}
-	if err := loop.VerifyChain(*head, string(run.UID), chain); err != nil {
+	if err := loop.VerifyLinks(*head, string(run.UID), chain); err != nil {
 		return nil, err
 	}
 	return chain, nil
@@ -170,8 +167,9 @@ func (s *Segments) storedUIDs(ctx context.Context, run *exagentv1.AgentRun) (map
 	return out, nil
 }
 
-// read returns segment name, from the cache when the cached copy is the
-// stored object (same UID), else from the apiserver.
+// read returns segment name with its content verified (its hash is its
+// name): from the cache when the cached copy is the stored object (same
+// UID), else from the apiserver. Only verified copies are cached.
 func (s *Segments) read(ctx context.Context, ns, name string, uid types.UID) (loop.Segment, error) {
 	if c, ok := s.get(name); ok && c.uid == uid {
 		return c.seg, nil
@@ -184,9 +182,10 @@ func (s *Segments) read(ctx context.Context, ns, name string, uid types.UID) (lo
 		return loop.Segment{}, fmt.Errorf("reading segment %s: %w", name, err)
 	}
 	seg := loop.Segment{Name: obj.Name, Spec: obj.Spec}
-	if got, _, err := loop.SegmentName(&seg.Spec); err == nil && got == name {
-		s.put(obj.UID, seg) // only a copy that proves itself is cached
+	if err := loop.VerifySegment(seg, name, seg.Spec.Index, seg.Spec.RunUID); err != nil {
+		return loop.Segment{}, err
 	}
+	s.put(obj.UID, seg)
 	return seg, nil
 }
 

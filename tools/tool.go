@@ -32,9 +32,12 @@ type Tool interface {
 	Invoke(ctx context.Context, call Call) loop.ToolResult
 }
 
-// Result limits keep the run's status small (DESIGN.md §8: size is speed).
+// Result limits. A result is bounded by what one transcript value may hold
+// (64 KiB); a large one costs the hot status nothing, since it is sealed
+// into a segment at its commit (DESIGN.md §10). Failure excerpts stay
+// small: the model needs the gist, not the body.
 const (
-	MaxResultBytes  = 16 << 10
+	MaxResultBytes  = 64 << 10
 	MaxExcerptBytes = 1 << 10
 )
 
