@@ -298,7 +298,7 @@ func (r *AgentRunReconciler) drive(ctx context.Context, sc *scope) error {
 	if sc.noIO {
 		return r.driveWithoutAgent(sc)
 	}
-	if err := r.hydrateArgs(ctx, sc); err != nil || sc.stop {
+	if err := r.hydrate(ctx, sc); err != nil || sc.stop {
 		return err
 	}
 	before := sc.status

@@ -37,17 +37,21 @@ func (r *AgentRunReconciler) chain(ctx context.Context, sc *scope) ([]loop.Segme
 // sealed tells whether the run has anything in segments.
 func sealed(s *loop.Status) bool { return s.Transcript != nil && s.Transcript.Segments > 0 }
 
-// hydrateArgs puts the sealed arguments of the run's calls back inline
-// (the refs stay, so the next seal drops them again without a write).
-// A chain that does not hold ends the run (failPermanent).
-func (r *AgentRunReconciler) hydrateArgs(ctx context.Context, sc *scope) error {
+// hydrate puts back inline the sealed values the engine reads: the
+// arguments of the run's calls (policy and the schema check read them)
+// and, at Finish, the final answer (status.output keeps its beginning).
+// The refs stay, so the next seal drops them again without a write. A
+// chain that does not hold ends the run (failPermanent).
+func (r *AgentRunReconciler) hydrate(ctx context.Context, sc *scope) error {
 	need := false
 	for i := range sc.status.Calls {
 		if c := &sc.status.Calls[i]; c.ArgsRef != nil && c.Args == "" {
 			need = true
 		}
 	}
-	if !need {
+	h := sc.status.History
+	final := sc.status.Cursor.Stage == exagentv1.StageFinish && len(h) > 0 && h[len(h)-1].ContentRef != nil && h[len(h)-1].Content == ""
+	if !need && !final {
 		return nil
 	}
 	chain, err := r.chain(ctx, sc)
@@ -66,6 +70,14 @@ func (r *AgentRunReconciler) hydrateArgs(ctx context.Context, sc *scope) error {
 			return r.failPermanent(sc, fmt.Errorf("call %s: %w", c.ID, err))
 		}
 		c.Args = v
+	}
+	if final {
+		last := &st.History[len(st.History)-1]
+		v, err := values.Resolve(last.ContentRef)
+		if err != nil {
+			return r.failPermanent(sc, fmt.Errorf("the final answer: %w", err))
+		}
+		last.Content = v
 	}
 	sc.status = st // not a change: sealing gives back what was read
 	return nil

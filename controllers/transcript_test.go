@@ -424,6 +424,16 @@ func TestTranscriptLimit(t *testing.T) {
 	if seen != reads {
 		t.Fatalf("tool served %d reads, the transcript holds %d results", reads, seen)
 	}
+	// Deleting the run deletes its segments (no garbage collector runs here).
+	if len(segmentsOf(t, h, run)) == 0 {
+		t.Fatal("the run has no segments")
+	}
+	if err := h.c.Delete(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(func() bool { return len(segmentsOf(t, h, run)) == 0 }) {
+		t.Fatalf("%d segments of the deleted run remain", len(segmentsOf(t, h, run)))
+	}
 }
 
 // TestOldShapeResumes: a run stored with its whole transcript in status

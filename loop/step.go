@@ -84,7 +84,7 @@ func finish(st *Status, env *Env, now time.Time) (Action, error) {
 	}
 	last := &st.History[len(st.History)-1]
 	st.Output = bound(last.Content, maxContent)
-	if last.ContentRef != nil {
+	if last.ContentRef != nil && last.Content == "" {
 		// The answer was sealed into a segment: the status points to it
 		// (Seal keeps a beginning of it in output only when it was inline).
 		ref := *last.ContentRef

@@ -92,7 +92,24 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, opts, err
 	}
+	if err := f.validateSealing(); err != nil {
+		return nil, opts, err
+	}
 	return f, opts, nil
+}
+
+// validateSealing refuses budgets that cannot hold a run's hot status.
+func (f *flags) validateSealing() error {
+	switch {
+	case f.hotStatusBytes < 8<<10:
+		return fmt.Errorf("--hot-status-bytes=%d: must be at least 8192 (the current step's calls and approvals stay hot)", f.hotStatusBytes)
+	case f.sealValueBytes < loop.MinValueBytes || f.sealValueBytes > f.hotStatusBytes/4:
+		return fmt.Errorf("--seal-value-bytes=%d: must be between %d and a quarter of --hot-status-bytes (%d)",
+			f.sealValueBytes, loop.MinValueBytes, f.hotStatusBytes/4)
+	case f.segmentCacheBytes < exagentv1.MaxSegmentBytes:
+		return fmt.Errorf("--segment-cache-bytes=%d: must hold at least one segment (%d bytes)", f.segmentCacheBytes, exagentv1.MaxSegmentBytes)
+	}
+	return nil
 }
 
 func main() {
