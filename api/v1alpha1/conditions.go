@@ -66,8 +66,3 @@ const (
 	ReasonMCPServerUnavailable = "MCPServerUnavailable"
 )
 
-// Well-known labels and annotations.
-const (
-	// LabelParentRun is set on a child run to its parent's name.
-	LabelParentRun = "exagent.io/parent-run"
-)
