@@ -253,7 +253,9 @@ func (e *Env) ToolSpec(name string) *exagentv1.ToolSpec {
 }
 
 // limits are the Agent's, narrowed by what the run's ancestors left it.
-func (e *Env) limits() exagentv1.LimitsSpec { return narrowLimits(e.in.Agent.Limits, e.in.Run.Delegation) }
+func (e *Env) limits() exagentv1.LimitsSpec {
+	return narrowLimits(e.in.Agent.Limits, e.in.Run.Delegation)
+}
 
 func (e *Env) deadline() *time.Time {
 	if e.in.Run.Deadline == nil {
