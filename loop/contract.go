@@ -126,4 +126,8 @@ type DecisionCmd struct {
 	// (namespace, the manager's, whether requestedBy is sealed); Authorize
 	// refuses the ones that never decide.
 	Identities Identities
+	// Ancestors of a child run, parent first, and their identities: the
+	// decision must pass each one's policy too (AuthorizeAncestors).
+	Ancestors          []Ancestor
+	AncestorIdentities []Identities
 }

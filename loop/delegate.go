@@ -551,3 +551,40 @@ func EndByParent(s Status, env *Env, parent string, parentPhase exagentv1.RunPha
 	setPhase(&st, exagentv1.PhaseCancelled, exagentv1.ReasonParentEnded, msg)
 	return st, nil
 }
+
+// Ancestor is one ancestor of a child run as the caller read it: the run
+// and its Agent (nil when the Agent does not exist).
+type Ancestor struct {
+	Run   *exagentv1.AgentRun
+	Agent *exagentv1.Agent
+}
+
+// AuthorizeAncestors applies to a decision on a child run what each
+// ancestor's policy says of deciders (ids[i] are ancestors[i]'s
+// identities): the identities that never decide, the approvers, and
+// forbidSelfApproval against the ancestor's requester — the root's, which
+// every child carries. A decision must pass all of them besides the
+// child's own Agent (DESIGN.md §5: authority only narrows). An ancestor
+// without an Agent adds only the identities that never decide (the
+// caller refuses anything but a Cancel on such a run).
+func AuthorizeAncestors(ancestors []Ancestor, ids []Identities, actor exagentv1.Actor) error {
+	for i := range ancestors {
+		a := &ancestors[i]
+		var policy exagentv1.PolicySpec
+		if a.Agent != nil {
+			policy = a.Agent.Spec.Policy
+		}
+		var id Identities
+		if i < len(ids) {
+			id = ids[i]
+		}
+		if err := Authorize(policy, &a.Run.Spec, id, actor); err != nil {
+			e, ok := AsError(err)
+			if !ok {
+				return err
+			}
+			return errorf(e.Kind, e.Reason, "ancestor run %s (agent %s): %s", a.Run.Name, a.Run.Spec.AgentRef.Name, e.Message)
+		}
+	}
+	return nil
+}
