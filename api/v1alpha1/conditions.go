@@ -65,4 +65,3 @@ const (
 	// validated or bound without its schemas.
 	ReasonMCPServerUnavailable = "MCPServerUnavailable"
 )
-
