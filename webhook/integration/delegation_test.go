@@ -65,7 +65,7 @@ func TestChildRunAdmission(t *testing.T) {
 	child.Status = exagentv1.AgentRunStatus{
 		Phase: exagentv1.PhaseAwaitingApproval, Revision: 1,
 		Cursor: exagentv1.Cursor{Step: 1, Stage: exagentv1.StageBatch},
-		Calls: []exagentv1.ToolCall{{ID: "c1", Tool: "pay", Args: `{}`, PayloadHash: payloadHash, State: exagentv1.CallPending}},
+		Calls:  []exagentv1.ToolCall{{ID: "c1", Tool: "pay", Args: `{}`, PayloadHash: payloadHash, State: exagentv1.CallPending}},
 		Approvals: []exagentv1.Approval{{ID: "a1", CallID: "c1", PayloadHash: payloadHash, Revision: 1,
 			State: exagentv1.ApprovalPending, RequestedAt: now}},
 		PendingApprovals: 1,
@@ -78,8 +78,8 @@ func TestChildRunAdmission(t *testing.T) {
 		user, wantDenied string
 	}{
 		"an approver of the child's Agent the root's Agent does not list": {user: "carol", wantDenied: "ancestor run " + root.Name},
-		"the root's requester":                                            {user: "dave", wantDenied: "ancestor run " + root.Name},
-		"an approver every ancestor lists":                                {user: "alice"},
+		"the root's requester":             {user: "dave", wantDenied: "ancestor run " + root.Name},
+		"an approver every ancestor lists": {user: "alice"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
