@@ -28,7 +28,7 @@ const defaultAgentParameters = `{"type":"object","properties":{"input":{"type":"
 	`"description":"what the delegated agent is asked to do"}},"required":["input"]}`
 
 // maxChildren bounds status.children (its MaxItems).
-const maxChildren = 256
+const maxChildren = exagentv1.MaxChildRuns
 
 // maxChildMessage bounds a mirrored child's message (ChildRun.message).
 const maxChildMessage = 1024
@@ -159,6 +159,11 @@ func PlanChild(s Status, env *Env, callID string, now time.Time) (plan ChildPlan
 	}
 	if msg := env.delegationUnavailable(c.Tool); msg != "" {
 		return ChildPlan{}, msg, nil
+	}
+	if findChild(&s, callID) < 0 && len(s.Children) >= maxChildren {
+		// Refused before the child exists: status.children could not record it.
+		return ChildPlan{}, fmt.Sprintf("%s: this run already delegated to %d child runs, the most one run may have. "+
+			"The call was not run.", exagentv1.ReasonLimitExceeded, maxChildren), nil
 	}
 	run := env.in.Run
 	limits, refusal := remainingLimits(&s, env, now)

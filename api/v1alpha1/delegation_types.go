@@ -10,6 +10,10 @@ const (
 	LabelRootRun = "exagent.io/root-run"
 )
 
+// MaxChildRuns bounds status.children (its MaxItems): the most child runs
+// one run may delegate to.
+const MaxChildRuns = 256
+
 // Delegation reasons (status.reason and call outcomes).
 const (
 	// ReasonWaitingForChildren: the run holds no claim while its child runs work.
