@@ -473,3 +473,58 @@ func TestAuthorizeAncestors(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchWaitsForEveryChild: two delegation calls in one batch; the run
+// goes on only once both children ended, with both outcomes in the
+// model's order and both usages charged.
+func TestBatchWaitsForEveryChild(t *testing.T) {
+	env := mustEnv(t, delegatingAgent().Obj(), MakeRun().Obj())
+	h := newHarness(t, env).claim(w1)
+	h.step()
+	h.respond(tools(call("d1", "delegate", `{"input":"one"}`), call("d2", "delegate", `{"input":"two"}`)))
+	if act := h.step(); act.Kind != ActRunTools || len(act.Calls) != 2 {
+		t.Fatalf("action %s, want both delegations begun", describe(act))
+	}
+	for _, id := range []string{"d2", "d1"} { // the children exist in any order
+		h.must("RecordDelegated "+id, func() error {
+			s, err := RecordDelegated(h.s, env, h.f, id, ChildRef{Name: "child-" + id, UID: "uid-" + id, Agent: "helper"}, h.now)
+			h.s = s
+			return err
+		})
+	}
+	if act := h.step(); act.Kind != ActAwaitChildren {
+		t.Fatalf("action %s, want AwaitChildren", describe(act))
+	}
+	ended := func(out string) *exagentv1.AgentRunStatus {
+		return &exagentv1.AgentRunStatus{Phase: exagentv1.PhaseSucceeded, Output: out, Ledger: exagentv1.Ledger{Requests: 1}}
+	}
+	working := &exagentv1.AgentRunStatus{Phase: exagentv1.PhaseRunning}
+	s, _, err := ObserveChildren(h.s, env, map[string]ChildObservation{
+		"child-d1": {UID: "uid-d1", Status: working}, "child-d2": {UID: "uid-d2", Status: ended("second")}}, h.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Phase != exagentv1.PhaseRunning || !AwaitingChildren(s) {
+		t.Fatalf("one child ended: phase %s (%s), want still waiting", s.Phase, s.Reason)
+	}
+	s, _, err = ObserveChildren(s, env, map[string]ChildObservation{
+		"child-d1": {UID: "uid-d1", Status: ended("first")}, "child-d2": {UID: "uid-d2", Status: ended("second")}}, h.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Phase != exagentv1.PhaseQueued || s.Ledger.Requests != 3 {
+		t.Fatalf("both ended: phase %s, requests %d; want Queued and 1+1+1", s.Phase, s.Ledger.Requests)
+	}
+	h.s = s
+	h.claim("w2")
+	h.step()
+	var got []string
+	for _, m := range h.s.History {
+		if m.Role == exagentv1.RoleTool {
+			got = append(got, m.ToolCallID+"="+m.Content)
+		}
+	}
+	if diff := cmp.Diff([]string{"d1=first", "d2=second"}, got); diff != "" {
+		t.Errorf("tool messages (-want +got):\n%s", diff)
+	}
+}
