@@ -20,6 +20,9 @@ const (
 	CheckApprovers Check = "Approvers"
 	// CheckSelfApproval: forbidSelfApproval and the actor requested the run.
 	CheckSelfApproval Check = "ForbidSelfApproval"
+	// CheckAncestors: a child run's ancestor is gone, so its approvers
+	// cannot be checked (authz/ancestry.go).
+	CheckAncestors Check = "Ancestors"
 )
 
 // DeniedError is a definitive "no": the decision must be rejected with

@@ -20,6 +20,11 @@ func CheckPolicy(policy exagentv1.PolicySpec, run *exagentv1.AgentRunSpec, ids l
 	if !ok {
 		return err
 	}
+	return CheckPolicyError(e)
+}
+
+// CheckPolicyError maps an engine authorization error onto a DeniedError.
+func CheckPolicyError(e *loop.Error) error {
 	switch e.Reason {
 	case loop.ReasonNeverDecider:
 		return denied(CheckNeverDecider, e.Message)

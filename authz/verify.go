@@ -18,6 +18,7 @@ type options struct {
 	extra   map[string]authenticationv1.ExtraValue
 	seal    *Seal
 	manager []string
+	reader  client.Reader
 }
 
 func collect(opts []Option) options {
@@ -108,11 +109,28 @@ func VerifyDecision(ctx context.Context, c client.Client, d *exagentv1.ApprovalD
 		return err
 	}
 	if agent == nil || agent.Name != agentName || agent.Namespace != run.Namespace {
-		if d.Spec.Decision == exagentv1.DecisionCancel {
-			return CheckPolicy(exagentv1.PolicySpec{}, &run.Spec, RunIdentities(run, opts...), actor)
+		if d.Spec.Decision != exagentv1.DecisionCancel {
+			return denied(CheckAgent, fmt.Sprintf(
+				"agent %q not found in namespace %q: its policy says who may decide on this run", agentName, run.Namespace))
 		}
-		return denied(CheckAgent, fmt.Sprintf(
-			"agent %q not found in namespace %q: its policy says who may decide on this run", agentName, run.Namespace))
+		if err := CheckPolicy(exagentv1.PolicySpec{}, &run.Spec, RunIdentities(run, opts...), actor); err != nil {
+			return err
+		}
+	} else if err := CheckPolicy(agent.Spec.Policy, &run.Spec, RunIdentities(run, opts...), actor); err != nil {
+		return err
 	}
-	return CheckPolicy(agent.Spec.Policy, &run.Spec, RunIdentities(run, opts...), actor)
+	if run.Spec.Delegation == nil {
+		return nil
+	}
+	// A child run's decision must also pass every ancestor's approvers and
+	// forbidSelfApproval (DESIGN.md §5: authority only narrows).
+	reader := o.reader
+	if reader == nil {
+		reader = c
+	}
+	ancestors, err := Ancestors(ctx, reader, run)
+	if err != nil {
+		return err
+	}
+	return ancestorChecks(d, ancestors, o, actor)
 }

@@ -28,7 +28,8 @@ import (
 	"github.com/exagent-io/exagent/tools"
 )
 
-// +kubebuilder:rbac:groups=exagent.io,resources=agentruns,verbs=get;list;watch
+// +kubebuilder:rbac:groups=exagent.io,resources=agentruns,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=exagent.io,resources=agentruns/finalizers,verbs=update
 // +kubebuilder:rbac:groups=exagent.io,resources=agentruns/status,verbs=get;update
 // +kubebuilder:rbac:groups=exagent.io,resources=agents,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
@@ -104,6 +105,9 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	if err := mgr.Add(r.Executor); err != nil {
 		return fmt.Errorf("adding the executor: %w", err)
 	}
+	if err := mgr.Add(orphanSweep{r: r}); err != nil {
+		return fmt.Errorf("adding the orphan sweep: %w", err)
+	}
 	if r.ReleaseOnStop {
 		if err := mgr.Add(releaser{r: r, timeout: 10 * time.Second, drain: r.DrainTimeout}); err != nil {
 			return fmt.Errorf("adding the releaser: %w", err)
@@ -121,6 +125,7 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// the informer, not after the run's turn in a long queue: jobs of a
 		// lost claim must not start meanwhile.
 		Watches(&exagentv1.AgentRun{}, r.claimWatcher()).
+		Watches(&exagentv1.AgentRun{}, handler.EnqueueRequestsFromMapFunc(parentOfRun)).
 		Watches(&exagentv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.runsOfAgent)).
 		Watches(&exagentv1.ApprovalDecision{}, handler.EnqueueRequestsFromMapFunc(runOfDecision)).
 		WatchesRawSource(source.Channel(r.events, ownerWork())).
@@ -169,7 +174,7 @@ func (r *AgentRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	log := logf.FromContext(ctx).WithValues("phase", sc.run.Status.Phase, "holder", r.Holder)
 	ctx = logf.IntoContext(ctx, log)
 
-	for _, phase := range []phaseFunc{r.checkAgent, r.start, r.expire, r.recover, r.claim, r.drive} {
+	for _, phase := range []phaseFunc{r.checkAgent, r.start, r.expire, r.recover, r.observeChildren, r.claim, r.drive} {
 		if err := phase(ctx, sc); err != nil {
 			return r.abort(ctx, sc, err)
 		}
@@ -181,6 +186,12 @@ func (r *AgentRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		r.Hooks.beforeIntentCommit(ctx, sc.key, sc.action.Calls)
 		if r.stopped(ctx) {
 			return ctrl.Result{}, nil // stopped at the hook: nothing more happens
+		}
+	}
+	if sc.childEnded {
+		r.Hooks.beforeChildOutcomeCommit(ctx, sc.key)
+		if r.stopped(ctx) {
+			return ctrl.Result{}, nil
 		}
 	}
 	if err := r.commit(ctx, sc); err != nil {
@@ -210,7 +221,7 @@ func (r *AgentRunReconciler) commit(ctx context.Context, sc *scope) error {
 	if !sc.changed && !overridesChanged(sc.run.Status.Conditions, sc.overrides) {
 		return nil
 	}
-	if sc.fence != nil && sc.status.Phase == exagentv1.PhaseRunning {
+	if sc.fence != nil && sc.status.Phase == exagentv1.PhaseRunning && sc.status.Claim != nil {
 		// Every owner commit extends the lease: no extra write, and no
 		// intent is ever committed with a lease about to run out.
 		next, err := loop.Extend(sc.status, sc.env, *sc.fence, sc.now)

@@ -63,6 +63,10 @@ func (r *AgentRunReconciler) dispatchTool(sc *scope, inv loop.ToolInvocation) {
 	// The env's spec: for a tool an mcp import brings in, the import's
 	// spec narrowed to that tool (the Agent has no entry of that name).
 	spec := sc.env.ToolSpec(inv.Tool)
+	if spec != nil && spec.Agent != nil {
+		r.dispatchDelegation(sc, inv) // agentrun_delegate.go
+		return
+	}
 	call := tools.Call{
 		ToolInvocation: inv,
 		RunNamespace:   sc.run.Namespace,

@@ -51,6 +51,9 @@ type scope struct {
 	// chain is the run's verified segment chain, once read (chainRead).
 	chain     []loop.Segment
 	chainRead bool
+	// childEnded: the commit records a child's end (its call's outcome and
+	// its usage charged).
+	childEnded bool
 }
 
 // phaseFunc is the one signature of the reconcile phases. A phase sets
@@ -72,14 +75,14 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName)
 			r.owned.forget(key)
 			r.claims.gone(key, "")
 			r.inbox.take(key)
-			return nil, nil
+			return nil, r.deleteChildren(ctx, key, "") // deleting a parent deletes the tree
 		}
 		return nil, fmt.Errorf("getting run %s: %w", key, err)
 	}
 	run = r.Store.Fresher(run)
 	if run.Status.Phase.IsTerminal() {
 		r.owned.forget(key)
-		return nil, r.settleEnded(ctx, key, run)
+		return nil, errors.Join(r.settleEnded(ctx, key, run), r.endChildren(ctx, run))
 	}
 	sc := &scope{key: key, now: r.Clock.Now(), run: run, status: *run.Status.DeepCopy()}
 	agent := &exagentv1.Agent{}
@@ -194,8 +197,8 @@ func (r *AgentRunReconciler) expire(_ context.Context, sc *scope) error {
 // Recovery is for dead owners: the only claim of this process it
 // recovers is one whose IO it no longer tracks (a job the stop dropped).
 func (r *AgentRunReconciler) recover(ctx context.Context, sc *scope) error {
-	if sc.status.Phase != exagentv1.PhaseRunning {
-		return nil
+	if sc.status.Phase != exagentv1.PhaseRunning || loop.AwaitingChildren(sc.status) {
+		return nil // a run whose children work has no owner to recover from
 	}
 	c := sc.status.Claim
 	if c != nil && c.Holder == r.Holder {
@@ -360,6 +363,8 @@ func (r *AgentRunReconciler) record(sc *scope, res ioResult) (loop.Status, error
 	switch {
 	case res.notStarted != nil:
 		return loop.NotStarted(sc.status, sc.env, *sc.fence, res.notStarted.callID, sc.now)
+	case res.delegated != nil:
+		return r.recordDelegated(sc, res.delegated)
 	case res.tool != nil:
 		return loop.RecordOutcome(sc.status, sc.env, *sc.fence, *res.tool, sc.now)
 	case res.model != nil:

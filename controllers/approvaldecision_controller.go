@@ -38,11 +38,13 @@ type SARVerifier struct {
 	Seal   *authz.Seal
 	// Manager is the manager's own identity (username).
 	Manager string
+	// Reader reads a child run's ancestors (past the cache); Client when nil.
+	Reader client.Reader
 }
 
 // Verify implements DecisionVerifier.
 func (v SARVerifier) Verify(ctx context.Context, d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun, agent *exagentv1.Agent) error {
-	return authz.VerifyDecision(ctx, v.Client, d, run, agent, authz.WithSeal(v.Seal), authz.WithManager(v.Manager))
+	return authz.VerifyDecision(ctx, v.Client, d, run, agent, authz.WithSeal(v.Seal), authz.WithManager(v.Manager), authz.WithReader(v.Reader))
 }
 
 // ApprovalDecisionReconciler applies decisions to runs. It re-verifies the
@@ -89,7 +91,7 @@ func (r *ApprovalDecisionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Manager = self
 	}
 	if r.Verifier == nil {
-		r.Verifier = SARVerifier{Client: r.Client, Seal: r.Seal, Manager: r.Manager}
+		r.Verifier = SARVerifier{Client: r.Client, Seal: r.Seal, Manager: r.Manager, Reader: r.APIReader}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.Name).

@@ -111,6 +111,22 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 	}
 	cmd := commandOf(dsc.d)
 	cmd.Identities = authz.RunIdentities(dsc.run, authz.WithSeal(r.Seal), authz.WithManager(r.Manager))
+	if dsc.run.Spec.Delegation != nil {
+		// The engine checks every ancestor's policy too (loop.AuthorizeAncestors).
+		ancestors, err := authz.Ancestors(ctx, r.APIReader, dsc.run)
+		switch {
+		case authz.IsDenied(err):
+			dsc.reject("not authorized: %v", err)
+			return nil
+		case err != nil:
+			return fmt.Errorf("reading the run's ancestors: %w", err)
+		}
+		cmd.Ancestors = ancestors
+		for _, a := range ancestors {
+			cmd.AncestorIdentities = append(cmd.AncestorIdentities,
+				authz.RunIdentities(a.Run, authz.WithSeal(r.Seal), authz.WithManager(r.Manager)))
+		}
+	}
 	dsc.now = r.Clock.Now()
 	next, receipt, err := loop.Decide(dsc.run.Status, env, cmd, dsc.now)
 	if err != nil {

@@ -31,8 +31,9 @@ func TestCancelInEveryPhase(t *testing.T) {
 	h.startManager(controllers.Options{})
 
 	mcp := refundAgent(ts)
-	mcp.Tools = append(mcp.Tools, exagentv1.ToolSpec{Name: "remote", Description: "a delegation (not supported yet)",
-		Parameters: raw(map[string]any{"type": "object"}), Agent: &exagentv1.AgentTool{AgentRef: exagentv1.LocalObjectReference{Name: "helper"}}})
+	// An mcp tool whose server never answers holds the run unstarted.
+	mcp.Tools = append(mcp.Tools, exagentv1.ToolSpec{Name: "remote", Description: "a server that is not there",
+		MCP: &exagentv1.MCPTool{URL: "http://127.0.0.1:1/mcp", Timeout: "1s"}})
 	h.createAgent("not-started", mcp)
 	h.createAgent("awaiting", refundAgent(ts))
 	h.createAgent("approved", refundAgent(ts))
@@ -47,7 +48,7 @@ func TestCancelInEveryPhase(t *testing.T) {
 
 	// Each run reaches, and is held in, the phase its case is about.
 	h.waitRun("not-started", "the run held unstarted", func(r *exagentv1.AgentRun) bool {
-		return r.Status.Phase == "" && hasCondition(r, exagentv1.ConditionReady, exagentv1.ReasonToolKindNotSupported)
+		return r.Status.Phase == "" && hasCondition(r, exagentv1.ConditionReady, exagentv1.ReasonMCPServerUnavailable)
 	})
 	h.waitPhase("awaiting", exagentv1.PhaseAwaitingApproval)
 	paused := h.waitPhase("approved", exagentv1.PhaseAwaitingApproval)

@@ -51,17 +51,6 @@ func TestWaitsAndDrift(t *testing.T) {
 				t.Errorf("reason = %s, want DeadlineExceeded", run.Status.Reason)
 			}
 		},
-		"a delegation tool is not supported yet": func(t *testing.T, h *harness, ts *toolServer) {
-			h.createAgent("mcp-agent", exagentv1.AgentSpec{
-				Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{textTurn("x")}},
-				Tools: []exagentv1.ToolSpec{{Name: "search", Agent: &exagentv1.AgentTool{AgentRef: exagentv1.LocalObjectReference{Name: "helper"}}}},
-			})
-			h.createRun("mcp", "mcp-agent")
-			run := h.waitRun("mcp", "Ready=False ToolKindNotSupported", readyReason(exagentv1.ReasonToolKindNotSupported))
-			if run.Status.Phase != "" {
-				t.Errorf("phase = %s, want the run not started", run.Status.Phase)
-			}
-		},
 		"an exhausted script fails the run": func(t *testing.T, h *harness, ts *toolServer) {
 			spec := refundAgent(ts)
 			spec.Model.Script = spec.Model.Script[:1]

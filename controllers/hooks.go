@@ -30,6 +30,12 @@ type Hooks struct {
 	// AfterSegmentsCreated runs when a commit's segments were created, before
 	// the commit that references them.
 	AfterSegmentsCreated func(ctx context.Context, run types.NamespacedName, segs []loop.Segment)
+	// AfterChildCreated runs when a delegation call's child run exists,
+	// before the parent's commit that records it.
+	AfterChildCreated func(ctx context.Context, run types.NamespacedName, child string)
+	// BeforeChildOutcomeCommit runs before the commit that records a child
+	// run's end in its parent (the call's outcome and the usage charged).
+	BeforeChildOutcomeCommit func(ctx context.Context, run types.NamespacedName)
 	// BeforeNotify runs before a notification delivery attempt.
 	BeforeNotify func(ctx context.Context, run types.NamespacedName, rec exagentv1.NotificationRecord)
 }
@@ -73,5 +79,17 @@ func (h Hooks) afterModelResponse(ctx context.Context, run types.NamespacedName)
 func (h Hooks) beforeNotify(ctx context.Context, run types.NamespacedName, rec exagentv1.NotificationRecord) {
 	if h.BeforeNotify != nil {
 		h.BeforeNotify(ctx, run, rec)
+	}
+}
+
+func (h Hooks) afterChildCreated(ctx context.Context, run types.NamespacedName, child string) {
+	if h.AfterChildCreated != nil {
+		h.AfterChildCreated(ctx, run, child)
+	}
+}
+
+func (h Hooks) beforeChildOutcomeCommit(ctx context.Context, run types.NamespacedName) {
+	if h.BeforeChildOutcomeCommit != nil {
+		h.BeforeChildOutcomeCommit(ctx, run)
 	}
 }

@@ -23,6 +23,8 @@ type ioResult struct {
 	// notStarted is a job the executor refused to start on a lease too
 	// close to its end; callID is its call ("" for the model request).
 	notStarted *notStarted
+	// delegated is a delegation call's effect (agentrun_delegate.go).
+	delegated *delegated
 }
 
 // notStarted names the intent whose IO never began.

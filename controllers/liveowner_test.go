@@ -288,16 +288,15 @@ func TestAgentDeletedWhileCallInFlight(t *testing.T) {
 	}
 }
 
-// TestDeadlineWithoutUsableAgent: a run whose Agent cannot run (a tool kind
-// this version does not support, or no Agent at all) still meets its deadline.
+// TestDeadlineWithoutUsableAgent: a run whose Agent cannot run (an mcp
+// server that never answers, or no Agent at all) still meets its deadline.
 func TestDeadlineWithoutUsableAgent(t *testing.T) {
 	h := newHarness(t)
 	h.startManager(controllers.Options{})
 	h.createAgent("mcp", exagentv1.AgentSpec{
 		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{textTurn("done")}},
-		Tools: []exagentv1.ToolSpec{{Name: "m", Description: "a delegation (not supported yet)",
-			Parameters: raw(map[string]any{"type": "object"}),
-			Agent:      &exagentv1.AgentTool{AgentRef: exagentv1.LocalObjectReference{Name: "helper"}}}},
+		Tools: []exagentv1.ToolSpec{{Name: "m", Description: "a server that is not there",
+			MCP: &exagentv1.MCPTool{URL: "http://127.0.0.1:1/mcp", Timeout: "1s"}}},
 	})
 	deadline := metav1.NewTime(time.Now().Add(3 * time.Second))
 	h.createRun("unsupported", "mcp", func(r *exagentv1.AgentRunSpec) { r.Deadline = &deadline })

@@ -159,7 +159,8 @@ func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 		if err := checkClaim(run, *fence); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrFenceLost, err)
 		}
-		if c := next.Claim; next.Phase == exagentv1.PhaseRunning && (c == nil || !now.Before(c.LeaseExpiresAt.Time)) {
+		if c := next.Claim; next.Phase == exagentv1.PhaseRunning && !loop.AwaitingChildren(next) &&
+			(c == nil || !now.Before(c.LeaseExpiresAt.Time)) {
 			return nil, fmt.Errorf("%w: the status to write carries no valid lease", ErrFenceLost)
 		}
 	}

@@ -51,9 +51,12 @@ type testUser struct {
 
 // Approvers of the tests: alice may approve and resolve; mallory may only
 // create decisions (no approve verb on agents/approval).
+// bob may approve and resolve too (RBAC); delegation tests leave him out
+// of some Agents' approvers.
 const (
 	alice   = "alice"
 	mallory = "mallory"
+	bob     = "bob"
 )
 
 func TestMain(m *testing.M) {
@@ -97,13 +100,15 @@ func setupUsers() error {
 		binding("test-decider-alice", "test-decider", alice),
 		binding("test-decider-mallory", "test-decider", mallory),
 		binding("test-approver-alice", "test-approver", alice),
+		binding("test-decider-bob", "test-decider", bob),
+		binding("test-approver-bob", "test-approver", bob),
 	}
 	for _, o := range roles {
 		if err := env.Client.Create(ctx, o); err != nil {
 			return fmt.Errorf("creating %s: %w", o.GetName(), err)
 		}
 	}
-	for _, name := range []string{alice, mallory} {
+	for _, name := range []string{alice, mallory, bob} {
 		u, err := env.AddUser(envtest.User{Name: name, Groups: []string{"exagent-test"}}, nil)
 		if err != nil {
 			return fmt.Errorf("adding user %s: %w", name, err)

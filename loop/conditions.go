@@ -55,10 +55,14 @@ func Conditions(s Status, generation int64, now time.Time) []metav1.Condition {
 			pending = append(pending, p+")")
 		}
 	}
-	if s.Phase == exagentv1.PhaseAwaitingApproval && len(pending) > 0 {
+	switch {
+	case s.Phase == exagentv1.PhaseAwaitingApproval && len(pending) > 0:
 		out = append(out, mk(exagentv1.ConditionAwaitingApproval, metav1.ConditionTrue, exagentv1.ReasonPending,
 			"pending: "+strings.Join(pending, ", ")))
-	} else {
+	case s.Reason == exagentv1.ReasonChildAwaitingApproval && s.Phase == exagentv1.PhaseAwaitingApproval:
+		// A descendant waits for a human (delegate.go): the message names it.
+		out = append(out, mk(exagentv1.ConditionAwaitingApproval, metav1.ConditionTrue, exagentv1.ReasonChildAwaitingApproval, s.Message))
+	default:
 		out = append(out, mk(exagentv1.ConditionAwaitingApproval, metav1.ConditionFalse, ReasonNoApproval, "no approval is pending"))
 	}
 
@@ -68,10 +72,13 @@ func Conditions(s Status, generation int64, now time.Time) []metav1.Condition {
 			uncertain = append(uncertain, fmt.Sprintf("%s (%s)", c.ID, c.Tool))
 		}
 	}
-	if len(uncertain) > 0 {
+	switch {
+	case len(uncertain) > 0:
 		out = append(out, mk(exagentv1.ConditionUncertain, metav1.ConditionTrue, exagentv1.ReasonOutcomeUncertain,
 			"no confirmed outcome: "+strings.Join(uncertain, ", ")))
-	} else {
+	case s.Reason == exagentv1.ReasonChildUncertain && s.Phase == exagentv1.PhaseUncertain:
+		out = append(out, mk(exagentv1.ConditionUncertain, metav1.ConditionTrue, exagentv1.ReasonChildUncertain, s.Message))
+	default:
 		out = append(out, mk(exagentv1.ConditionUncertain, metav1.ConditionFalse, ReasonNoUncertainCall, "every started call has an outcome"))
 	}
 	return append(out, endConditions(s, phase, readyReason, mk)...)

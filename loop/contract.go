@@ -36,6 +36,9 @@ const (
 	ActFail ActionKind = "Fail"
 	// ActWait: IO is in flight; nothing to do until a result is recorded.
 	ActWait ActionKind = "Wait"
+	// ActAwaitChildren: the run released its claim while its child runs
+	// work (delegate.go); their ends move it on.
+	ActAwaitChildren ActionKind = "AwaitChildren"
 )
 
 // Action is the driver's answer: what the caller must do after it commits
@@ -134,4 +137,8 @@ type DecisionCmd struct {
 	// (namespace, the manager's, whether requestedBy is sealed); Authorize
 	// refuses the ones that never decide.
 	Identities Identities
+	// Ancestors of a child run, parent first, and their identities: the
+	// decision must pass each one's policy too (AuthorizeAncestors).
+	Ancestors          []Ancestor
+	AncestorIdentities []Identities
 }

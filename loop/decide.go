@@ -74,6 +74,9 @@ func prepare(s *Status, env *Env, d DecisionCmd, kind exagentv1.DecisionKind, no
 	if err := Authorize(env.policy.spec, env.in.Run, d.Identities, d.Actor); err != nil {
 		return nil, nil, err
 	}
+	if err := AuthorizeAncestors(d.Ancestors, d.AncestorIdentities, d.Actor); err != nil {
+		return nil, nil, err
+	}
 	// Cancel only stops work, so it applies even to a status that
 	// contradicts itself; every other decision looks entries up by the ids
 	// the status stores, and must not act on a corrupt one.

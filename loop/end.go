@@ -82,8 +82,11 @@ func endRun(st *Status, env *Env, now time.Time, phase exagentv1.RunPhase, reaso
 // approval can no longer be decided.
 func closeOpen(st *Status, approvalState exagentv1.ApprovalState, now time.Time) {
 	for i := range st.Calls {
-		if inFlight(&st.Calls[i]) {
-			st.Calls[i].State = exagentv1.CallUncertain
+		switch c := &st.Calls[i]; {
+		case inFlight(c):
+			c.State = exagentv1.CallUncertain
+		case delegated(c):
+			closeEndedDelegation(c, now) // delegate.go
 		}
 	}
 	for i := range st.Approvals {

@@ -84,6 +84,9 @@ func NewEnv(in EnvInput) (*Env, error) {
 	e.in.Agent = in.Agent.DeepCopy()
 	e.in.Run = in.Run.DeepCopy()
 	e.in.Ancestry = append([]string(nil), in.Ancestry...)
+	if d := in.Run.Delegation; len(e.in.Ancestry) == 0 && d != nil {
+		e.in.Ancestry = append(e.in.Ancestry, d.Ancestry...) // the chain of delegating calls (delegate.go)
+	}
 	if e.budget <= 0 {
 		e.budget = DefaultSizeBudget
 	}
@@ -167,6 +170,9 @@ func (e *Env) fingerprint() error {
 			continue
 		}
 		params := json.RawMessage(`{}`)
+		if t.Agent != nil {
+			params = json.RawMessage(defaultAgentParameters) // delegate.go
+		}
 		if t.Parameters != nil && len(t.Parameters.Raw) > 0 {
 			params = json.RawMessage(t.Parameters.Raw)
 		}
@@ -250,7 +256,10 @@ func (e *Env) ToolSpec(name string) *exagentv1.ToolSpec {
 	return nil
 }
 
-func (e *Env) limits() exagentv1.LimitsSpec { return e.in.Agent.Limits }
+// limits are the Agent's, narrowed by what the run's ancestors left it.
+func (e *Env) limits() exagentv1.LimitsSpec {
+	return narrowLimits(e.in.Agent.Limits, e.in.Run.Delegation)
+}
 
 func (e *Env) deadline() *time.Time {
 	if e.in.Run.Deadline == nil {

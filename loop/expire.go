@@ -20,8 +20,10 @@ import (
 // Touches: phase, reason, message, approvals (Pending → Expired),
 // pendingApprovals.
 func Expire(s Status, env *Env, now time.Time) (Status, bool, error) {
-	switch s.Phase {
-	case "", exagentv1.PhaseQueued, exagentv1.PhaseAwaitingApproval, exagentv1.PhaseApproved:
+	switch {
+	case s.Phase == "", s.Phase == exagentv1.PhaseQueued, s.Phase == exagentv1.PhaseAwaitingApproval,
+		s.Phase == exagentv1.PhaseApproved:
+	case AwaitingChildren(s): // nobody owns a run whose children work (delegate.go)
 	default:
 		return s, false, nil
 	}

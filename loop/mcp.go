@@ -183,7 +183,12 @@ func (e *Env) fingerprintMCP(t *exagentv1.ToolSpec) (string, error) {
 
 // toolUnavailable says why a call of the visible tool name cannot run now
 // ("" when it can).
-func (e *Env) toolUnavailable(name string) string { return e.unavailable[name] }
+func (e *Env) toolUnavailable(name string) string {
+	if msg := e.unavailable[name]; msg != "" {
+		return msg
+	}
+	return e.delegationUnavailable(name) // delegate.go
+}
 
 // toolAnnotations is what policy sees as tool.annotations.
 func (e *Env) toolAnnotations(name string) map[string]any { return e.annotations[name] }

@@ -25,6 +25,9 @@ func Recover(s Status, env *Env, now time.Time) (Status, error) {
 	if s.Phase != exagentv1.PhaseRunning {
 		return s, notPendingf("run is %s: nothing to recover", phaseName(s.Phase))
 	}
+	if AwaitingChildren(s) {
+		return s, notPendingf("run waits for its child runs: nobody owns it, nothing to recover")
+	}
 	if s.Claim != nil && now.Before(s.Claim.LeaseExpiresAt.Time) {
 		return s, conflictf("the lease of %s (attempt %d) is valid until %s",
 			s.Claim.Holder, s.Claim.Attempt, s.Claim.LeaseExpiresAt.UTC().Format(time.RFC3339Nano))
@@ -40,6 +43,10 @@ func Recover(s Status, env *Env, now time.Time) (Status, error) {
 	for i := range st.Calls {
 		c := &st.Calls[i]
 		if !inFlight(c) {
+			continue
+		}
+		if env.isDelegation(c.Tool) {
+			loseIntent(&st, env, c) // begun again: creating the child again finds the same one
 			continue
 		}
 		if env.toolIdempotent(c.Tool) && c.Resends < maxResends {

@@ -84,8 +84,10 @@ func stepCalls(s *Status) []int {
 	return out
 }
 
-// inFlight reports whether a call's intent is committed and its outcome is not.
-func inFlight(c *exagentv1.ToolCall) bool { return c.State == exagentv1.CallStarted }
+// inFlight reports whether a call's intent is committed and its outcome is
+// not, with IO outstanding: a delegation call whose child exists waits for
+// the child instead (delegated).
+func inFlight(c *exagentv1.ToolCall) bool { return c.State == exagentv1.CallStarted && c.Child == "" }
 
 // anyCall reports whether some call satisfies pred.
 func anyCall(s *Status, pred func(*exagentv1.ToolCall) bool) bool {

@@ -52,7 +52,7 @@ func Step(s Status, env *Env, f Fence, now time.Time) (Status, Action, error) {
 func drive(st *Status, env *Env, f Fence, now time.Time) (Action, error) {
 	for i := range st.Calls {
 		if c := &st.Calls[i]; inFlight(c) && c.Attempt != f.Attempt {
-			c.State = exagentv1.CallUncertain // an older owner's intent with no outcome
+			loseIntent(st, env, c) // an older owner's intent with no outcome (delegate.go)
 		}
 	}
 	if anyCall(st, inFlight) {
@@ -134,6 +134,9 @@ func driveBatch(st *Status, env *Env, f Fence, now time.Time) (Action, bool, err
 			}
 			return Action{Kind: ActPause, Approvals: created, Reason: st.Reason, Message: st.Message}, true, nil
 		}
+	}
+	if anyCall(st, delegated) {
+		return awaitChildren(st, env, now), true, nil // delegate.go
 	}
 	if err := closeBatch(st); err != nil {
 		return Action{}, true, err

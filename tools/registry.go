@@ -12,8 +12,8 @@ import (
 	"github.com/exagent-io/exagent/loop"
 )
 
-// ErrKindNotSupported is returned for tool kinds this version does not run
-// (agent); the controller reports it as ToolKindNotSupported.
+// ErrKindNotSupported is returned for tool kinds this version does not run;
+// the controller reports it as ToolKindNotSupported.
 var ErrKindNotSupported = errors.New("tool kind not supported")
 
 // SecretGetter reads one key of a Secret in the run's namespace.
@@ -31,7 +31,7 @@ type Registry struct {
 // Supported reports whether spec's kind can run, with ErrKindNotSupported otherwise.
 func Supported(spec *exagentv1.ToolSpec) error {
 	switch spec.Kind() {
-	case "http", "builtin", "mcp":
+	case "http", "builtin", "mcp", "agent":
 		return nil
 	}
 	return fmt.Errorf("tool %q of kind %q: %w", spec.Name, spec.Kind(), ErrKindNotSupported)
@@ -67,6 +67,10 @@ func (r *Registry) Invoke(ctx context.Context, spec *exagentv1.ToolSpec, call Ca
 			return failed(call, "%v", err)
 		}
 		return t.Invoke(ctx, call)
+	case spec.Agent != nil:
+		// A delegation's effect is a child run the controller creates
+		// (controllers/agentrun_delegate.go), never a tool invocation.
+		return failed(call, "tool %q delegates to agent %q: it is run by the controller, not invoked", spec.Name, spec.Agent.AgentRef.Name)
 	case spec.Builtin != nil:
 		if r.Builtins == nil {
 			return failed(call, "builtin tools are not configured")

@@ -24,6 +24,9 @@ type AgentRunWebhook struct {
 	// the spec), so that the controller can tell a requester admission
 	// stamped from one a client wrote past a bypassed webhook.
 	Seal *authz.Seal
+	// Manager is the manager's own identity: the only creator of runs with
+	// spec.delegation (child runs), which carry their root's requestedBy.
+	Manager string
 }
 
 var (
@@ -41,6 +44,17 @@ func (w *AgentRunWebhook) Default(ctx context.Context, run *exagentv1.AgentRun) 
 		return err
 	}
 	stamped := authz.ActorFromUserInfo(req.UserInfo)
+	if run.Spec.Delegation != nil {
+		if ferr := w.checkDelegation(run, stamped); ferr != nil {
+			return invalid(agentRunGK, run.Name, field.ErrorList{ferr})
+		}
+		// A child run carries its root's requester, copied by the manager
+		// (forbidSelfApproval compares deciders with the root's requester).
+		if w.Seal != nil {
+			return w.Seal.StampRequester(run)
+		}
+		return nil
+	}
 	if run.Spec.RequestedBy != nil {
 		if ferr := checkStamped(field.NewPath("spec", "requestedBy"), run.Spec.RequestedBy, stamped); ferr != nil {
 			return invalid(agentRunGK, run.Name, field.ErrorList{ferr})
@@ -64,7 +78,12 @@ func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.Age
 	if err != nil {
 		return nil, err
 	}
-	if ferr := checkStamped(field.NewPath("spec", "requestedBy"), run.Spec.RequestedBy, authz.ActorFromUserInfo(req.UserInfo)); ferr != nil {
+	stamped := authz.ActorFromUserInfo(req.UserInfo)
+	if run.Spec.Delegation != nil {
+		if ferr := w.checkDelegation(run, stamped); ferr != nil {
+			errs = append(errs, ferr)
+		}
+	} else if ferr := checkStamped(field.NewPath("spec", "requestedBy"), run.Spec.RequestedBy, stamped); ferr != nil {
 		errs = append(errs, ferr)
 	}
 	var warnings admission.Warnings
@@ -85,4 +104,16 @@ func (w *AgentRunWebhook) ValidateUpdate(_ context.Context, old, run *exagentv1.
 // ValidateDelete allows deletes (the webhook is not registered for them).
 func (w *AgentRunWebhook) ValidateDelete(context.Context, *exagentv1.AgentRun) (admission.Warnings, error) {
 	return nil, nil
+}
+
+// checkDelegation refuses spec.delegation from anyone but the manager: it
+// places the run in a tree (its limits, its ancestors' approvers, the
+// root's requester), which only the manager's delegation calls may do.
+func (w *AgentRunWebhook) checkDelegation(run *exagentv1.AgentRun, creator exagentv1.Actor) *field.Error {
+	if w.Manager != "" && creator.Username == w.Manager {
+		return nil
+	}
+	return field.Forbidden(field.NewPath("spec", "delegation"), fmt.Sprintf(
+		"is set only by the exagent manager when a delegation call creates a child run; %q may not create child runs: remove the field",
+		creator.Username))
 }

@@ -116,7 +116,7 @@ func (w *ApprovalDecisionWebhook) ValidateCreate(ctx context.Context, d *exagent
 	// Who may decide comes before whether the target is decidable, so that
 	// someone without the verb learns nothing about the run's approvals.
 	err = authz.VerifyDecision(ctx, w.Client, d, run, agent,
-		authz.WithExtra(req.UserInfo.Extra), authz.WithSeal(w.Seal), authz.WithManager(w.Manager))
+		authz.WithExtra(req.UserInfo.Extra), authz.WithSeal(w.Seal), authz.WithManager(w.Manager), authz.WithReader(w.Reader))
 	if err != nil {
 		if authz.IsDenied(err) {
 			logf.FromContext(ctx).Info("decision denied", "decision", d.Name, "run", run.Name,

@@ -64,7 +64,7 @@ func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
 		Complete(); err != nil {
 		return fmt.Errorf("registering ApprovalDecision webhooks: %w", err)
 	}
-	runs := &AgentRunWebhook{Seal: o.seal}
+	runs := &AgentRunWebhook{Seal: o.seal, Manager: o.manager}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentRun{}).
 		WithDefaulter(runs).
 		WithValidator(runs).

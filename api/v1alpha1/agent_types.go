@@ -449,6 +449,28 @@ type LimitsSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=65536
 	MaxTranscriptBytes *int64 `json:"maxTranscriptBytes,omitempty"`
+	// maxDepth bounds how deep delegation goes below a run of this Agent
+	// (default 3: a root run, its children, grandchildren and their
+	// children); a delegation call past it fails with MaxDepthExceeded.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=16
+	MaxDepth *int32 `json:"maxDepth,omitempty"`
+}
+
+// DefaultMaxDepth is limits.maxDepth when unset.
+const DefaultMaxDepth = 3
+
+// MaxDelegationDepth is the most limits.maxDepth admits (and the bound of
+// spec.delegation.ancestry).
+const MaxDelegationDepth = 16
+
+// Depth returns limits.maxDepth, DefaultMaxDepth when unset.
+func (l *LimitsSpec) Depth() int32 {
+	if l.MaxDepth == nil {
+		return DefaultMaxDepth
+	}
+	return *l.MaxDepth
 }
 
 // DefaultMaxTranscriptBytes is limits.maxTranscriptBytes when unset (64 MiB).

@@ -148,6 +148,12 @@ type AgentRunSpec struct {
 	// requestedBy is stamped by the admission webhook from the creating user.
 	// +optional
 	RequestedBy *Actor `json:"requestedBy,omitempty"`
+
+	// delegation is set by the manager on a child run it created for a
+	// delegation call of its parent (delegation_types.go); admission refuses
+	// it from anyone else.
+	// +optional
+	Delegation *Delegation `json:"delegation,omitempty"`
 }
 
 // AgentRunStatus is the single durable record of a run: snapshot, journal
@@ -496,6 +502,12 @@ type ToolCall struct {
 	// payload hash through the tool's fingerprint).
 	// +optional
 	MCP *CallMCP `json:"mcp,omitempty"`
+	// child is, for a call of an agent tool, the child run created as its
+	// effect: the call stays Started while the child works (it is not IO in
+	// flight) and its outcome is the child's end.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Child string `json:"child,omitempty"`
 	// outcome once confirmed.
 	// +optional
 	Outcome *CallOutcome `json:"outcome,omitempty"`
@@ -650,18 +662,6 @@ type Ledger struct {
 	// activeTimeReserved is held by the current claim.
 	// +optional
 	ActiveTimeReserved metav1.Duration `json:"activeTimeReserved,omitempty"`
-}
-
-// ChildRun is a delegated run.
-type ChildRun struct {
-	// +required
-	// +kubebuilder:validation:MaxLength=253
-	Name string `json:"name"`
-	// +required
-	// +kubebuilder:validation:MaxLength=64
-	CallID string `json:"callID"`
-	// +optional
-	Phase RunPhase `json:"phase,omitempty"`
 }
 
 // +kubebuilder:object:root=true

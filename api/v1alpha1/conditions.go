@@ -75,8 +75,6 @@ const (
 
 // Well-known labels and annotations.
 const (
-	// LabelParentRun is set on a child run to its parent's name.
-	LabelParentRun = "exagent.io/parent-run"
 	// LabelRun is set on an AgentRunSegment to its run's name.
 	LabelRun = "exagent.io/run"
 	// LabelRunUID is set on an AgentRunSegment to its run's UID.

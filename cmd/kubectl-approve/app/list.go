@@ -79,7 +79,7 @@ func (o *listOptions) Run(ctx context.Context) error {
 	if err := o.client.List(ctx, &runs, opts...); err != nil {
 		return fmt.Errorf("listing runs: %w", err)
 	}
-	rows := pendingApprovals(runs.Items)
+	rows := withPaths(pendingApprovals(runs.Items), runs.Items)
 	return o.print(rows)
 }
 

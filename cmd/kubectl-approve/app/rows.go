@@ -23,8 +23,11 @@ type pendingApproval struct {
 	PayloadHash string          `json:"payloadHash"`
 	Revision    int64           `json:"revision"`
 	Rule        string          `json:"rule,omitempty"`
-	RequestedAt time.Time       `json:"requestedAt"`
-	ExpiresAt   *time.Time      `json:"expiresAt,omitempty"`
+	// Root and Path place a child run's approval in its tree (tree.go).
+	Root        string     `json:"root,omitempty"`
+	Path        string     `json:"path,omitempty"`
+	RequestedAt time.Time  `json:"requestedAt"`
+	ExpiresAt   *time.Time `json:"expiresAt,omitempty"`
 }
 
 // pendingList is the -o json|yaml document of `list`.

@@ -89,6 +89,11 @@ func (o *showOptions) Run(ctx context.Context) error {
 		Now:        o.clock.Now(),
 		Tail:       o.Transcript,
 	}
+	if len(run.Status.Children) > 0 || run.Spec.Delegation != nil {
+		if v.Below, v.ByName, err = treeOf(ctx, o.client, run); err != nil {
+			return err
+		}
+	}
 	agent := &exagentv1.Agent{}
 	switch err := o.client.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.AgentRef.Name}, agent); {
 	case err == nil:

@@ -20,6 +20,9 @@ type showView struct {
 	YouVerb    string           // the verb YouMay is about: approve or resolve
 	Now        time.Time
 	Tail       int // transcript messages; -1 all
+	// Below and ByName are the run's delegation tree (tree.go); empty for a lone run.
+	Below  []exagentv1.AgentRun
+	ByName map[string]*exagentv1.AgentRun
 }
 
 const (
@@ -44,6 +47,7 @@ func renderShow(w io.Writer, v showView) error {
 	if rb := run.Spec.RequestedBy; rb != nil {
 		field("Requested by", "%s", rb.Username)
 	}
+	renderTree(w, run, v.Below, v.ByName)
 
 	approvals := v.approvals()
 	if len(approvals) == 0 {

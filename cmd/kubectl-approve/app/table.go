@@ -33,8 +33,12 @@ func printApprovalTable(w io.Writer, rows []pendingApproval, now time.Time, wide
 		width = wideArgsWidth
 	}
 	for _, r := range rows {
+		run := r.Run
+		if r.Path != "" {
+			run = r.Path // a child run, from its root down (tree.go)
+		}
 		cols := []string{
-			r.Namespace, r.Run, r.Approval, orNone(r.Tool),
+			r.Namespace, run, r.Approval, orNone(r.Tool),
 			truncate(compactJSON(r.Args), width),
 			age(r.RequestedAt, now),
 			expires(r.ExpiresAt, now),

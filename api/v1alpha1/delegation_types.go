@@ -1,0 +1,132 @@
+package v1alpha1
+
+// Labels of a child run (DESIGN.md §5). Their values are the runs' names
+// when a name fits a label value (63 characters), otherwise a shortened
+// form (LabelValue); spec.delegation holds the exact names and UIDs.
+const (
+	// LabelParentRun is set on a child run to its parent's name.
+	LabelParentRun = "exagent.io/parent-run"
+	// LabelRootRun is set on a child run to its tree's root run's name.
+	LabelRootRun = "exagent.io/root-run"
+)
+
+// MaxChildRuns bounds status.children (its MaxItems): the most child runs
+// one run may delegate to.
+const MaxChildRuns = 256
+
+// Delegation reasons (status.reason and call outcomes).
+const (
+	// ReasonWaitingForChildren: the run holds no claim while its child runs work.
+	ReasonWaitingForChildren = "WaitingForChildren"
+	// ReasonChildAwaitingApproval: a descendant run waits for a human decision.
+	ReasonChildAwaitingApproval = "ChildAwaitingApproval"
+	// ReasonChildUncertain: a descendant run has a call with no confirmed outcome.
+	ReasonChildUncertain = "ChildUncertain"
+	// ReasonChildrenEnded: every child of the batch ended; the run goes on.
+	ReasonChildrenEnded = "ChildrenEnded"
+	// ReasonMaxDepthExceeded: a delegation call would go deeper than limits.maxDepth.
+	ReasonMaxDepthExceeded = "MaxDepthExceeded"
+	// ReasonChildNameTaken: the child's deterministic name is held by a run
+	// that is not this call's child (never adopted).
+	ReasonChildNameTaken = "ChildNameTaken"
+	// ReasonChildRunFailed: the child run ended other than Succeeded.
+	ReasonChildRunFailed = "ChildRunFailed"
+	// ReasonChildRunMissing: the child run was deleted before it ended.
+	ReasonChildRunMissing = "ChildRunMissing"
+	// ReasonParentEnded: a child run was cancelled because its parent ended.
+	ReasonParentEnded = "ParentEnded"
+)
+
+// Delegation records, on a child run, where it sits in its tree. It is
+// written by the manager when it creates the child and is immutable with
+// the rest of the spec.
+type Delegation struct {
+	// parent is the run whose call created this one.
+	// +required
+	Parent RunReference `json:"parent"`
+	// root is the top of the tree (the parent, for a direct child).
+	// +required
+	Root RunReference `json:"root"`
+	// callID of the parent's delegation call.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	CallID string `json:"callID"`
+	// ancestry is the chain of delegating calls from the root down, each
+	// "runUID/callID"; its length is the run's depth. Payload hashes cover it.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=128
+	// +listType=atomic
+	Ancestry []string `json:"ancestry"`
+	// limits are what remained of every ancestor's limits when the child
+	// was created; the child's own Agent limits can only narrow them
+	// (active time is bounded by spec.activeTimeLimit).
+	// +optional
+	Limits DelegatedLimits `json:"limits,omitempty"`
+}
+
+// DelegatedLimits are the remains of the ancestors' limits. Unlike an
+// Agent's limits they may be 0: nothing of that kind is left.
+type DelegatedLimits struct {
+	// maxSteps is the most model requests the child may make.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxSteps *int32 `json:"maxSteps,omitempty"`
+	// maxToolCalls is the most tool calls the child may start.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxToolCalls *int32 `json:"maxToolCalls,omitempty"`
+	// maxTokens is the most model tokens the child may use.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxTokens *int64 `json:"maxTokens,omitempty"`
+	// maxDepth is how many more levels of delegation may go below the child.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=16
+	MaxDepth *int32 `json:"maxDepth,omitempty"`
+}
+
+// RunReference names a run and pins its UID.
+type RunReference struct {
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	UID string `json:"uid"`
+}
+
+// ChildRun is a delegated run, as its parent mirrors it.
+type ChildRun struct {
+	// name of the child run.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// uid of the child run: usage is charged once per UID.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	UID string `json:"uid,omitempty"`
+	// callID of the delegation call the child answers.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	CallID string `json:"callID"`
+	// agent the child runs.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Agent string `json:"agent,omitempty"`
+	// phase of the child as last observed.
+	// +optional
+	Phase RunPhase `json:"phase,omitempty"`
+	// pendingApprovals in the child and its own descendants.
+	// +optional
+	PendingApprovals int32 `json:"pendingApprovals,omitempty"`
+	// message of the child as last observed (what it waits for).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// charged is true once the child's usage was added to this run's ledger.
+	// +optional
+	Charged bool `json:"charged,omitempty"`
+}

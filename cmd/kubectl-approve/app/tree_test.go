@@ -1,0 +1,71 @@
+package app
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// childOf places b's run below parent in parent's tree.
+func (b *runBuilder) childOf(parent *exagentv1.AgentRun) *runBuilder {
+	root := exagentv1.RunReference{Name: parent.Name, UID: string(parent.UID)}
+	if d := parent.Spec.Delegation; d != nil {
+		root = d.Root
+	}
+	b.r.Spec.Delegation = &exagentv1.Delegation{Parent: exagentv1.RunReference{Name: parent.Name}, Root: root, CallID: "c"}
+	return b
+}
+
+func triageTree() (root, child, grandchild *exagentv1.AgentRun) {
+	root = makeRun("triage-42", "ops").phase(exagentv1.PhaseAwaitingApproval).obj()
+	child = makeRun("triage-42-fix", "ops").phase(exagentv1.PhaseAwaitingApproval).childOf(root).obj()
+	grandchild = makeRun("deploy-7f3a", "ops").phase(exagentv1.PhaseAwaitingApproval).childOf(child).
+		call("scale", "scale", `{"replicas":3}`, exagentv1.CallPending).
+		approval("scale-r1", "scale", exagentv1.ApprovalPending, time.Minute, time.Hour).obj()
+	return root, child, grandchild
+}
+
+func TestListShowsTheTreePath(t *testing.T) {
+	root, child, gc := triageTree()
+	runs := []exagentv1.AgentRun{*root, *child, *gc}
+	rows := withPaths(pendingApprovals(runs), runs)
+	if len(rows) != 1 {
+		t.Fatalf("rows = %+v, want the grandchild's approval", rows)
+	}
+	if rows[0].Root != "triage-42" || rows[0].Path != "triage-42 › triage-42-fix › deploy-7f3a" {
+		t.Errorf("root %q path %q", rows[0].Root, rows[0].Path)
+	}
+	var out bytes.Buffer
+	if err := printApprovalTable(&out, rows, t0, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "triage-42 › triage-42-fix › deploy-7f3a") {
+		t.Errorf("table does not show the path:\n%s", out.String())
+	}
+}
+
+func TestRenderTree(t *testing.T) {
+	root, child, gc := triageTree()
+	byName := map[string]*exagentv1.AgentRun{root.Name: root, child.Name: child, gc.Name: gc}
+	var out bytes.Buffer
+	renderTree(&out, root, []exagentv1.AgentRun{*child, *gc}, byName)
+	want := `
+Tree:
+  triage-42 (agent ops): AwaitingApproval
+    triage-42-fix (agent ops): AwaitingApproval
+      deploy-7f3a (agent ops): AwaitingApproval  pending: scale-r1 scale
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("tree (-want +got):\n%s", diff)
+	}
+	out.Reset()
+	renderTree(&out, makeRun("alone", "ops").obj(), nil, nil)
+	if out.Len() != 0 {
+		t.Errorf("a run without a tree printed %q", out.String())
+	}
+}

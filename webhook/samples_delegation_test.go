@@ -1,0 +1,51 @@
+package webhook_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/webhook"
+)
+
+// TestDelegationSampleIsValid: the documented two-agent sample passes
+// admission (its Agents and its run).
+func TestDelegationSampleIsValid(t *testing.T) {
+	b, err := os.ReadFile("../config/samples/delegation/agents.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var agents, runs int
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatal(err)
+		}
+		switch meta.Kind {
+		case "Agent":
+			var a exagentv1.Agent
+			if err := yaml.UnmarshalStrict([]byte(doc), &a); err != nil {
+				t.Fatalf("decoding an Agent: %v", err)
+			}
+			if errs := webhook.ValidateAgent(&a, nil); len(errs) != 0 {
+				t.Errorf("Agent %s is refused: %v", a.Name, errs.ToAggregate())
+			}
+			agents++
+		case "AgentRun":
+			var r exagentv1.AgentRun
+			if err := yaml.UnmarshalStrict([]byte(doc), &r); err != nil {
+				t.Fatalf("decoding the AgentRun: %v", err)
+			}
+			if errs := webhook.ValidateAgentRun(&r, nil); len(errs) != 0 {
+				t.Errorf("AgentRun %s is refused: %v", r.Name, errs.ToAggregate())
+			}
+			runs++
+		}
+	}
+	if agents != 2 || runs != 1 {
+		t.Errorf("the sample has %d Agents and %d runs, want 2 and 1", agents, runs)
+	}
+}
