@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -234,9 +236,15 @@ func (j *journal) call(id string) *exagentv1.ToolCall {
 	return nil
 }
 
-// chainError says which run's sealed transcript does not hold, and why.
+// chainError says which run's sealed transcript does not hold, and why
+// (the engine's message, without its error kind: people read this).
 func chainError(run *exagentv1.AgentRun, err error) error {
-	return fmt.Errorf("the sealed transcript of run %q cannot be read: %w", run.Name, err)
+	msg := err.Error()
+	var le *loop.Error
+	if errors.As(err, &le) && le.Message != "" {
+		msg = strings.Replace(msg, le.Error(), le.Message, 1)
+	}
+	return fmt.Errorf("the sealed transcript of run %q cannot be read: %s", run.Name, msg)
 }
 
 // readError explains a failed read of segments; a Forbidden one names the
