@@ -17,6 +17,11 @@
 //     rejection: the controller waits with Ready=False, AgentNotFound.
 //   - Agent: validating compiles every CEL when, checks tool parameter
 //     schemas, unique names and the model provider's settings.
+//   - AgentRunSegment: validating refuses CREATE for every identity but
+//     the manager's own (WithManagerIdentity), and a manager's segment
+//     whose name is not its content hash or whose run-uid label and
+//     controlling owner are not its run. Updates are refused by the CRD's
+//     CEL (immutable); deletes are not intercepted.
 //
 // Every webhook is failurePolicy Fail: when the manager is down, nothing is
 // decided. The controller re-verifies each decision anyway (authz).

@@ -49,6 +49,8 @@ var (
 	agentRunGK         = schema.GroupKind{Group: exagentv1.GroupVersion.Group, Kind: "AgentRun"}
 	approvalDecisionGK = schema.GroupKind{Group: exagentv1.GroupVersion.Group, Kind: "ApprovalDecision"}
 	approvalDecisionGR = schema.GroupResource{Group: exagentv1.GroupVersion.Group, Resource: "approvaldecisions"}
+	agentRunSegmentGK  = schema.GroupKind{Group: exagentv1.GroupVersion.Group, Kind: "AgentRunSegment"}
+	agentRunSegmentGR  = schema.GroupResource{Group: exagentv1.GroupVersion.Group, Resource: "agentrunsegments"}
 )
 
 // invalid turns a field.ErrorList into the apiserver's 422 with causes, so

@@ -30,7 +30,7 @@ func WithSeal(s *authz.Seal) Option {
 }
 
 // WithManagerIdentity names the manager's own identity (its username),
-// which never decides on a run. Without it, SetupWithManager asks the
+// which never decides on a run and alone creates AgentRunSegments. Without it, SetupWithManager asks the
 // apiserver who the manager's credentials authenticate as (authz.Self).
 func WithManagerIdentity(username string) Option {
 	return func(o *settings) { o.manager = username }
@@ -75,6 +75,11 @@ func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
 		WithValidator(&AgentWebhook{}).
 		Complete(); err != nil {
 		return fmt.Errorf("registering Agent webhook: %w", err)
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentRunSegment{}).
+		WithValidator(&AgentRunSegmentWebhook{Manager: o.manager}).
+		Complete(); err != nil {
+		return fmt.Errorf("registering AgentRunSegment webhook: %w", err)
 	}
 	return nil
 }

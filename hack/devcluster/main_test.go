@@ -115,6 +115,18 @@ func TestInstalledFromTheRepository(t *testing.T) {
 	if err != nil || len(mut) == 0 || len(val) == 0 {
 		t.Fatalf("webhook manifests: %d mutating, %d validating, %v", len(mut), len(val), err)
 	}
+	// The segment webhook (only the manager creates AgentRunSegments) is
+	// installed with the rest.
+	segments := false
+	for _, c := range val {
+		for _, w := range c.Webhooks {
+			segments = segments || (w.Name == "vagentrunsegment.exagent.io" && w.ClientConfig.URL != nil &&
+				*w.ClientConfig.URL == "https://127.0.0.1:9443/validate-exagent-io-v1alpha1-agentrunsegment")
+		}
+	}
+	if !segments {
+		t.Error("the generated manifests have no vagentrunsegment.exagent.io webhook pointed at the manager")
+	}
 	names := map[string]bool{}
 	files, _ := filepath.Glob(filepath.Join(root, "config", "rbac", "*.yaml"))
 	for _, f := range files {

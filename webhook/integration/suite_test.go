@@ -43,12 +43,14 @@ const managerNamespace = "exagent-system"
 // Users of the suite, authenticated by client certificates. Their rights
 // come only from the RoleBindings each test creates in its namespace.
 var users = map[string][]string{
-	"alice": {"payments-approvers"}, // approver, listed by group
-	"bob":   {"payments-approvers"}, // may create decisions, lacks the verb
-	"carol": nil,                    // approver by RBAC, not listed
-	"dave":  {"payments-approvers"}, // editor + approver: requests runs
-	"erin":  {"payments-approvers"}, // approve only on agent "payments"
-	"grace": {"payments-approvers"}, // resolver
+	"alice":  {"payments-approvers"}, // approver, listed by group
+	"bob":    {"payments-approvers"}, // may create decisions, lacks the verb
+	"carol":  nil,                    // approver by RBAC, not listed
+	"dave":   {"payments-approvers"}, // editor + approver: requests runs
+	"erin":   {"payments-approvers"}, // approve only on agent "payments"
+	"grace":  {"payments-approvers"}, // resolver
+	"olivia": nil,                    // namespace owner: cluster-admin in her namespace
+	"victor": nil,                    // viewer
 }
 
 var userConfigs = map[string]*rest.Config{}

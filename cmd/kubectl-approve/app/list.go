@@ -79,8 +79,40 @@ func (o *listOptions) Run(ctx context.Context) error {
 	if err := o.client.List(ctx, &runs, opts...); err != nil {
 		return fmt.Errorf("listing runs: %w", err)
 	}
+	segments := newSegmentReader(o.client)
+	for i := range runs.Items {
+		if err := o.resolvePendingArgs(ctx, segments, &runs.Items[i]); err != nil {
+			// One run's unreadable segment does not hide the others' approvals.
+			_, _ = fmt.Fprintf(o.ErrOut, "warning: %v\n", err)
+		}
+	}
 	rows := withPaths(pendingApprovals(runs.Items), runs.Items)
 	return o.print(rows)
+}
+
+// resolvePendingArgs puts back inline the sealed arguments of the calls
+// run's pending approvals are about (only the segments the hot status's
+// refs name are read, no chain).
+func (o *listOptions) resolvePendingArgs(ctx context.Context, segments *segmentReader, run *exagentv1.AgentRun) error {
+	need := false
+	for _, a := range run.Status.Pending() {
+		if c := run.Status.Call(a.CallID); c != nil && c.ArgsRef != nil && c.Args == "" {
+			need = true
+		}
+	}
+	if !need {
+		return nil
+	}
+	// withValues resolves every hot ref: read the few segments they name.
+	segs, err := segments.named(ctx, run, refNames(run, nil))
+	if err == nil {
+		var resolved *exagentv1.AgentRun
+		if resolved, err = withValues(run, segs); err == nil {
+			*run = *resolved
+			return nil
+		}
+	}
+	return fmt.Errorf("the arguments of run %s/%s's pending calls are sealed and could not be read: %v", run.Namespace, run.Name, err)
 }
 
 func (o *listOptions) print(rows []pendingApproval) error {

@@ -76,8 +76,13 @@ func (o *logsOptions) Run(ctx context.Context) error {
 		return err
 	}
 	printed := map[string]bool{}
+	segments := newSegmentReader(o.client)
 	emit := func(r *exagentv1.AgentRun) error {
-		for _, e := range logEntries(r) {
+		j, err := readJournal(ctx, segments, r)
+		if err != nil {
+			return err
+		}
+		for _, e := range logEntries(r, j) {
 			if printed[e.key] {
 				continue
 			}
@@ -111,4 +116,17 @@ func (o *logsOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("stopped following run %q after %s; it is %s", o.run, o.Timeout, orNone(string(run.Status.Phase)))
 	}
 	return err
+}
+
+// readJournal reads run's whole journal through its chain; nil when
+// nothing is sealed (logEntries then reads the status alone).
+func readJournal(ctx context.Context, r *segmentReader, run *exagentv1.AgentRun) (*journal, error) {
+	if !sealed(run) {
+		return nil, nil
+	}
+	chain, err := r.chain(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	return journalOf(run, chain)
 }

@@ -20,17 +20,23 @@ const logWidth = 400
 
 // logEntries renders the run's transcript and journal in the order things
 // happened: each message; after the assistant's tool calls, each call's
-// approval, decision and outcome; then the run's pause or end. It is a
-// pure function of the status, so a follower recomputes it at every change
-// and prints the entries it has not printed yet.
-func logEntries(run *exagentv1.AgentRun) []logEntry {
+// approval, decision and outcome; then the run's pause or end. j is the
+// run's whole journal (journalOf: sealed and hot, values inline; nil for a
+// run with nothing sealed). It is a pure function of the two, so a
+// follower recomputes it at every change and prints the entries it has
+// not printed yet: a message's key is its number in the logical
+// transcript, which sealing does not change.
+func logEntries(run *exagentv1.AgentRun, j *journal) []logEntry {
 	st := &run.Status
+	if j == nil {
+		j = &journal{messages: st.History, calls: st.Calls, approvals: st.Approvals}
+	}
 	var out []logEntry
 	add := func(key, format string, a ...any) {
 		out = append(out, logEntry{key: key, text: truncate(oneLine(fmt.Sprintf(format, a...)), logWidth)})
 	}
 	shown := map[string]bool{}
-	for i, m := range st.History {
+	for i, m := range j.messages {
 		switch {
 		case m.Role == exagentv1.RoleAssistant && len(m.ToolCalls) > 0:
 			if m.Content != "" {
@@ -38,7 +44,7 @@ func logEntries(run *exagentv1.AgentRun) []logEntry {
 			}
 			for _, tc := range m.ToolCalls {
 				add(fmt.Sprintf("msg/%d/%s", i, tc.ID), "[assistant] calls %s(%s) as %s", tc.Name, tc.Arguments, tc.ID)
-				callEntries(run, tc.ID, add)
+				callEntries(run, j, tc.ID, add)
 				shown[tc.ID] = true
 			}
 		case m.Role == exagentv1.RoleTool:
@@ -49,10 +55,10 @@ func logEntries(run *exagentv1.AgentRun) []logEntry {
 	}
 	// Calls of the current step whose assistant message is not in the
 	// history yet, or sealed out of it.
-	for _, c := range st.Calls {
+	for _, c := range j.calls {
 		if !shown[c.ID] {
 			add("call/"+c.ID, "[assistant] calls %s(%s) as %s", c.Tool, c.Args, c.ID)
-			callEntries(run, c.ID, add)
+			callEntries(run, j, c.ID, add)
 		}
 	}
 	switch p := st.Phase; {
@@ -73,9 +79,8 @@ func logEntries(run *exagentv1.AgentRun) []logEntry {
 
 // callEntries are the journal lines of one call: its approval (requested,
 // decided), then its state and outcome.
-func callEntries(run *exagentv1.AgentRun, id string, add func(key, format string, a ...any)) {
-	st := &run.Status
-	for _, a := range st.Approvals {
+func callEntries(run *exagentv1.AgentRun, j *journal, id string, add func(key, format string, a ...any)) {
+	for _, a := range j.approvals {
 		if a.CallID != id {
 			continue
 		}
@@ -96,7 +101,7 @@ func callEntries(run *exagentv1.AgentRun, id string, add func(key, format string
 			add("approval/"+a.ID+"/"+string(a.State), "decision: approval %s %s%s%s", a.ID, a.State, by, reason)
 		}
 	}
-	c := st.Call(id)
+	c := j.call(id)
 	if c == nil {
 		return
 	}

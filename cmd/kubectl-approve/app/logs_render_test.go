@@ -29,7 +29,7 @@ func TestLogEntriesInOrder(t *testing.T) {
 		}
 		return out
 	}
-	paused := texts(logEntries(run))
+	paused := texts(logEntries(run, nil))
 	want := []string{
 		"[user] refund 5",
 		`[assistant] calls refund({"amount":5}) as c1`,
@@ -55,7 +55,7 @@ func TestLogEntriesInOrder(t *testing.T) {
 		"[assistant] refunded⏎5",
 		"run ended Succeeded: done",
 	)
-	if diff := cmp.Diff(want, texts(logEntries(run))); diff != "" {
+	if diff := cmp.Diff(want, texts(logEntries(run, nil))); diff != "" {
 		t.Errorf("ended (-want +got):\n%s", diff)
 	}
 	if waitingFor(run) != "" {
@@ -63,11 +63,11 @@ func TestLogEntriesInOrder(t *testing.T) {
 	}
 	// A follower that saw the paused run prints only what is new, in order.
 	seen := map[string]bool{}
-	for _, e := range logEntries(run) {
+	for _, e := range logEntries(run, nil) {
 		seen[e.key] = len(seen) < len(paused)
 	}
 	var fresh []string
-	for _, e := range logEntries(run) {
+	for _, e := range logEntries(run, nil) {
 		if !seen[e.key] {
 			fresh = append(fresh, e.text)
 		}

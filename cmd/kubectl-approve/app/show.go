@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
 )
 
 const defaultTranscriptTail = 10
@@ -83,12 +84,15 @@ func (o *showOptions) Run(ctx context.Context) error {
 	if o.approvalID != "" && run.Status.Approval(o.approvalID) == nil {
 		return fmt.Errorf("run %q has no approval %q", o.run, o.approvalID)
 	}
-	v := showView{
-		Run:        run,
-		ApprovalID: o.approvalID,
-		Now:        o.clock.Now(),
-		Tail:       o.Transcript,
+	segs, whole, err := readForShow(ctx, newSegmentReader(o.client), run, o.Transcript)
+	if err != nil {
+		return err
 	}
+	v, err := resolveShow(run, segs, whole, o.Transcript)
+	if err != nil {
+		return err
+	}
+	v.ApprovalID, v.Now = o.approvalID, o.clock.Now()
 	if len(run.Status.Children) > 0 || run.Spec.Delegation != nil {
 		if v.Below, v.ByName, err = treeOf(ctx, o.client, run); err != nil {
 			return err
@@ -136,4 +140,65 @@ func (o *showOptions) canDecide(ctx context.Context, run *exagentv1.AgentRun, ki
 	}
 	allowed := review.Status.Allowed
 	return &allowed
+}
+
+// readForShow reads what show needs of run's sealed transcript: the whole
+// chain when the transcript tail asked for goes past status.history (whole
+// is then true), else only the segments the hot status's refs name.
+func readForShow(ctx context.Context, r *segmentReader, run *exagentv1.AgentRun, tail int) ([]loop.Segment, bool, error) {
+	if !sealed(run) {
+		return nil, false, nil
+	}
+	history := run.Status.History
+	if need := shownCount(run, tail); need > len(history) {
+		chain, err := r.chain(ctx, run)
+		return chain, true, err
+	}
+	names := refNames(run, history[len(history)-shownCount(run, tail):])
+	segs, err := r.named(ctx, run, names)
+	return segs, false, err
+}
+
+// shownCount is how many of the last messages of the logical transcript
+// show prints for --transcript tail.
+func shownCount(run *exagentv1.AgentRun, tail int) int {
+	total := transcriptTotal(run)
+	if tail < 0 || tail > total {
+		return total
+	}
+	return tail
+}
+
+// transcriptTotal is the length of run's logical transcript: the sealed
+// messages the head counts, then status.history.
+func transcriptTotal(run *exagentv1.AgentRun) int {
+	n := len(run.Status.History)
+	if h := run.Status.Transcript; h != nil {
+		n += int(h.Messages)
+	}
+	return n
+}
+
+// resolveShow builds show's view of run from the segments read for it
+// (whole: the verified chain; else the segments the hot refs name), every
+// value shown inline: the arguments of the calls decided on, the output
+// and the transcript's messages.
+func resolveShow(run *exagentv1.AgentRun, segs []loop.Segment, whole bool, tail int) (showView, error) {
+	resolved, err := withValues(run, segs)
+	if err != nil {
+		return showView{}, err
+	}
+	v := showView{Run: resolved, Tail: tail, TranscriptTotal: transcriptTotal(run)}
+	history := run.Status.History
+	if whole {
+		if v.Transcript, err = loop.Transcript(segs, history); err != nil {
+			return showView{}, chainError(run, err)
+		}
+		return v, nil
+	}
+	shown := history[len(history)-min(shownCount(run, tail), len(history)):]
+	if v.Transcript, err = loop.ValuesOf(segs).ResolveMessages(shown); err != nil {
+		return showView{}, chainError(run, err)
+	}
+	return v, nil
 }

@@ -23,6 +23,13 @@ type showView struct {
 	// Below and ByName are the run's delegation tree (tree.go); empty for a lone run.
 	Below  []exagentv1.AgentRun
 	ByName map[string]*exagentv1.AgentRun
+	// Transcript ends with the run's last message: the whole logical
+	// transcript, or enough of its tail for Tail, values inline (see
+	// resolveShow); nil means run.Status.History.
+	Transcript []exagentv1.Message
+	// TranscriptTotal is the length of the whole logical transcript; 0
+	// means len(Transcript).
+	TranscriptTotal int
 }
 
 const (
@@ -130,7 +137,22 @@ func renderShow(w io.Writer, v showView) error {
 		field("  You", "RBAC does not allow you to %s (missing verb %q on agents/approval)", v.verb(), v.verb())
 	}
 
-	return renderTranscript(w, run.Status.History, v.Tail)
+	if run.Status.Phase == exagentv1.PhaseSucceeded && run.Status.Output != "" {
+		p("")
+		p("Output:")
+		for _, line := range strings.Split(strings.TrimRight(run.Status.Output, "\n"), "\n") {
+			p("  %s", line)
+		}
+	}
+
+	msgs, total := v.Transcript, v.TranscriptTotal
+	if msgs == nil {
+		msgs = run.Status.History
+	}
+	if total == 0 {
+		total = len(msgs)
+	}
+	return renderTranscript(w, msgs, total, v.Tail)
 }
 
 func (v showView) verb() string {
@@ -182,8 +204,9 @@ func reasonSuffix(r string) string {
 	return fmt.Sprintf(": %q", r)
 }
 
-// renderTranscript writes the last tail messages of the history.
-func renderTranscript(w io.Writer, history []exagentv1.Message, tail int) error {
+// renderTranscript writes the last tail messages of history, the end of
+// a transcript of total messages.
+func renderTranscript(w io.Writer, history []exagentv1.Message, total, tail int) error {
 	if tail == 0 {
 		return nil
 	}
@@ -191,7 +214,7 @@ func renderTranscript(w io.Writer, history []exagentv1.Message, tail int) error 
 	if tail > 0 && len(history) > tail {
 		start = len(history) - tail
 	}
-	if _, err := fmt.Fprintf(w, "\nTranscript (%s):\n", transcriptCount(len(history)-start, len(history))); err != nil {
+	if _, err := fmt.Fprintf(w, "\nTranscript (%s):\n", transcriptCount(len(history)-start, total)); err != nil {
 		return err
 	}
 	if len(history) == 0 {
