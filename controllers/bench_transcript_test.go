@@ -211,7 +211,7 @@ func BenchmarkFinishedRunsMemory(b *testing.B) {
 // total about size bytes.
 func finishedStatus(i, size int) exagentv1.AgentRunStatus {
 	st := exagentv1.AgentRunStatus{Phase: exagentv1.PhaseSucceeded, Reason: exagentv1.ReasonSucceeded,
-		Cursor: exagentv1.Cursor{Step: 1, Stage: exagentv1.StageFinish},
+		Cursor:  exagentv1.Cursor{Step: 1, Stage: exagentv1.StageFinish},
 		Binding: &exagentv1.Binding{Definition: "sha256:d", Model: "sha256:m", Policy: "sha256:p"},
 		History: []exagentv1.Message{{Role: exagentv1.RoleSystem, Content: "Read."}, {Role: exagentv1.RoleUser, Content: "read it all"}},
 		Output:  "done"}

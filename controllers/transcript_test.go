@@ -340,7 +340,7 @@ func TestBrokenChainStopsTheRun(t *testing.T) {
 	})
 	h.startManager(controllers.Options{})
 	for _, tc := range []struct {
-		name  string
+		name   string
 		break_ func(t *testing.T, seg *exagentv1.AgentRunSegment)
 	}{
 		{"deleted", func(t *testing.T, seg *exagentv1.AgentRunSegment) {
