@@ -93,13 +93,7 @@ func BenchmarkTranscriptWriteCost(b *testing.B) {
 		b.Fatalf("run %s: %s", run.Status.Phase, run.Status.Message)
 	}
 	msgs, _ := transcriptOf(&testing.T{}, run)
-	var transcript int64
-	for _, m := range msgs {
-		transcript += int64(len(m.Content))
-		for _, tc := range m.ToolCalls {
-			transcript += int64(len(tc.Arguments))
-		}
-	}
+	transcript := transcriptSize(msgs)
 	raw := casCost(b, h, rawStatus(), 40)
 	b.ReportMetric(raw.Seconds()*1000, "raw-cas-ms")
 	var first time.Duration

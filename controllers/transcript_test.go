@@ -265,13 +265,7 @@ func TestLongRunStaysHot(t *testing.T) {
 	if len(msgs) != 3+2*turns || msgs[len(msgs)-2].Content != page(turns-1, size) {
 		t.Fatalf("transcript read back: %d messages", len(msgs))
 	}
-	var transcript int64
-	for _, m := range msgs {
-		transcript += int64(len(m.Content))
-		for _, tc := range m.ToolCalls {
-			transcript += int64(len(tc.Arguments))
-		}
-	}
+	transcript := transcriptSize(msgs)
 	t.Logf("%d turns, %d transcript bytes in %d segments (%d bytes written), largest status %d bytes over %d writes",
 		turns, transcript, len(chain), run.Status.Transcript.SegmentBytes, largest, writes)
 	if run.Status.Output != fmt.Sprintf("read %d pages", turns) {
@@ -403,13 +397,7 @@ func TestTranscriptLimit(t *testing.T) {
 		t.Fatalf("reason %s: %s", run.Status.Reason, run.Status.Message)
 	}
 	msgs, _ := transcriptOf(t, run)
-	var total int64
-	for _, m := range msgs {
-		total += int64(len(m.Content))
-		for _, tc := range m.ToolCalls {
-			total += int64(len(tc.Arguments))
-		}
-	}
+	total := transcriptSize(msgs)
 	reads := len(ps.calls())
 	if total > limit || reads == 0 || reads > int(limit/size) {
 		t.Fatalf("%d reads, transcript %d bytes, limit %d", reads, total, limit)
@@ -474,6 +462,18 @@ func TestOldShapeResumes(t *testing.T) {
 	if msgs, _ := transcriptOf(t, run); len(msgs) != 3+2*6 {
 		t.Fatalf("transcript %d messages", len(msgs))
 	}
+}
+
+// transcriptSize is what limits.maxTranscriptBytes counts of msgs: contents and arguments.
+func transcriptSize(msgs []exagentv1.Message) int64 {
+	var n int64
+	for _, m := range msgs {
+		n += int64(len(m.Content))
+		for _, tc := range m.ToolCalls {
+			n += int64(len(tc.Arguments))
+		}
+	}
+	return n
 }
 
 func ptrTo[T any](v T) *T { return &v }
