@@ -44,7 +44,12 @@ func BenchmarkTranscriptWriteCost(b *testing.B) {
 	ps := newPagesServer(b, size)
 	rm := newReaderModel(b, turns, size)
 	mgr := h.startManagerNoCleanup(controllers.Options{})
-	defer mgr.stop()
+	stopped := false
+	defer func() {
+		if !stopped {
+			mgr.stop()
+		}
+	}()
 	readerAgent(h, "reader", rm.srv.URL, ps.srv.URL, func(a *exagentv1.AgentSpec) { a.Limits.MaxSteps = ptrTo(int32(turns + 5)) })
 
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
@@ -89,6 +94,8 @@ func BenchmarkTranscriptWriteCost(b *testing.B) {
 	wall := time.Since(start)
 	b.StopTimer()
 	<-watched
+	mgr.stop() // the scratch runs below are written by this benchmark alone
+	stopped = true
 	if run.Status.Phase != exagentv1.PhaseSucceeded {
 		b.Fatalf("run %s: %s", run.Status.Phase, run.Status.Message)
 	}
