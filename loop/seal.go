@@ -68,9 +68,12 @@ type Segment struct {
 //     final answer) over ValueBytes, at once: the status keeps a ref;
 //     a value referenced twice (a call's args and its message's
 //     arguments, a result and its tool message) is stored once;
-//   - when the status is over HotBytes·3/4: the oldest messages (never
-//     the last one, which the cursor needs) until it is under HotBytes/2,
-//     and every closed call of a past step with its approvals.
+//   - when the status is over HotBytes/4: the oldest messages (never
+//     the last one, which the cursor needs) until it is under HotBytes/8,
+//     and every closed call of a past step with its approvals. Sealing
+//     early keeps every write of a long run about the size of its first
+//     ones (a write costs more the bigger the object, DESIGN.md §8);
+//     HotBytes is the ceiling, not the working size.
 //
 // Seal is deterministic: the same status and config give the same
 // segments, so a retried commit re-creates exactly what a crashed one did.
@@ -86,7 +89,7 @@ func Seal(s Status, cfg SealConfig) (Status, []Segment, error) {
 	if err := sl.flushValues(); err != nil {
 		return s, nil, err
 	}
-	if encodedLen(&st) > cfg.hot()*3/4 {
+	if encodedLen(&st) > cfg.hot()/4 {
 		if err := sl.sealOld(); err != nil {
 			return s, nil, err
 		}
@@ -253,7 +256,7 @@ func (sl *sealer) sealOld() error {
 		keepApprovals = append(keepApprovals, st.Approvals[i])
 	}
 	st.Calls, st.Approvals = keepCalls, keepApprovals
-	target := sl.cfg.hot() / 2
+	target := sl.cfg.hot() / 8
 	cut := 0
 	size := encodedLen(st)
 	for cut < len(st.History)-1 && size > target {
