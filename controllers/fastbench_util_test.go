@@ -214,6 +214,32 @@ func (tl *timeline) mark(run, stage string) {
 	}
 }
 
+// lastGet records when the run controller last read the run: the
+// reconcile that commits the intent read it last before that commit.
+func (tl *timeline) lastGet(run string) {
+	tl.mark(run, "get")
+	tl.mu.Lock()
+	tl.at[run]["get"] = time.Now()
+	tl.mu.Unlock()
+}
+
+// runSeen marks when the reconcile that commits the intent began: its
+// read of the run, or the decision's commit when that read came first (the
+// reconcile woken by the decision's creation found the decided run in the
+// store's own copy: no second hop).
+func (tl *timeline) runSeen(run string) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	m := tl.at[run]
+	seen := m["get"]
+	if d, ok := m[stDecisionDone]; ok && d.After(seen) {
+		seen = d
+	}
+	if _, ok := m[stRunSeen]; !ok && !seen.IsZero() {
+		m[stRunSeen] = seen
+	}
+}
+
 func (tl *timeline) has(run, stage string) bool {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
@@ -261,11 +287,10 @@ func (tl *timeline) funcs() *interceptor.Funcs {
 			if _, ok := obj.(*exagentv1.ApprovalDecision); ok {
 				tl.mark(strings.TrimSuffix(key.Name, "-ok"), stDecisionSeen)
 			}
-			err := c.Get(ctx, key, obj, opts...)
-			if _, ok := obj.(*exagentv1.AgentRun); ok && tl.has(key.Name, stDecisionDone) {
-				tl.mark(key.Name, stRunSeen)
+			if _, ok := obj.(*exagentv1.AgentRun); ok {
+				tl.lastGet(key.Name)
 			}
-			return err
+			return c.Get(ctx, key, obj, opts...)
 		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			_, sar := obj.(*authorizationv1.SubjectAccessReview)
@@ -288,6 +313,9 @@ func (tl *timeline) funcs() *interceptor.Funcs {
 				start, done = stDecisionCommit, stDecisionDone
 			case run.Status.Phase == exagentv1.PhaseRunning && tl.has(run.Name, stDecisionCommit) && !tl.has(run.Name, stIntentDone):
 				start, done = stIntentCommit, stIntentDone
+			}
+			if start == stIntentCommit {
+				tl.runSeen(run.Name)
 			}
 			if start != "" {
 				tl.mark(run.Name, start)
