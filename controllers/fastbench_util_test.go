@@ -351,7 +351,15 @@ func profile(b *testing.B, fn func()) {
 	must(b, err)
 	defer cpu.Close()
 	must(b, pprof.StartCPUProfile(cpu))
+	// Where the goroutines wait, a few seconds in (what a CPU profile does not show).
+	snap := time.AfterFunc(3*time.Second, func() {
+		if f, err := os.Create(filepath.Join(dir, name+".goroutines.txt")); err == nil {
+			_ = pprof.Lookup("goroutine").WriteTo(f, 1)
+			_ = f.Close()
+		}
+	})
 	fn()
+	snap.Stop()
 	pprof.StopCPUProfile()
 	heap, err := os.Create(filepath.Join(dir, name+".heap.pprof"))
 	must(b, err)
