@@ -80,6 +80,7 @@ type AgentRunReconciler struct {
 	// ends at the stop, before the controllers' own context does.
 	life    context.Context
 	inbox   *inbox
+	turns   *turns
 	claims  *claims
 	owned   *owned
 	workers workers
@@ -96,6 +97,7 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	}
 	r.life = ctx
 	r.inbox = newInbox()
+	r.turns = newTurns()
 	r.claims = newClaims()
 	r.owned = &owned{runs: map[types.NamespacedName]struct{}{}}
 	r.events = make(chan event.GenericEvent, 1024)
@@ -160,16 +162,37 @@ func (r *AgentRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil // stopped: the releaser owns what is left
 	}
 	defer r.workers.leave()
-	sc, err := r.load(ctx, req.NamespacedName)
+	defer r.turns.take(req.NamespacedName)()
+	sc, err := r.load(ctx, req.NamespacedName, r.Client)
 	if err != nil || sc == nil {
 		return ctrl.Result{}, err
 	}
+	res, err := r.turn(ctx, sc, nil)
+	if errors.Is(err, errSummary) {
+		// The cached copy of a waiting run is a summary: what this turn
+		// would write is computed again from the run read past the cache.
+		if sc, err = r.load(ctx, req.NamespacedName, r.APIReader); err != nil || sc == nil {
+			return ctrl.Result{}, err
+		}
+		res, err = r.turn(ctx, sc, nil)
+	}
+	if err != nil {
+		return r.abort(ctx, sc, err)
+	}
+	return res, nil
+}
+
+// turn runs the phase functions on a loaded scope in order until one
+// stops, commits once, then does what the commit allows (events, IO
+// dispatch) and asks for the next wake-up. committed, when set, runs right
+// after the commit. An error is a phase's or the commit's, for abort.
+func (r *AgentRunReconciler) turn(ctx context.Context, sc *scope, committed func(*exagentv1.AgentRun)) (ctrl.Result, error) {
 	log := logf.FromContext(ctx).WithValues("phase", sc.run.Status.Phase, "holder", r.Holder)
 	ctx = logf.IntoContext(ctx, log)
 
 	for _, phase := range []phaseFunc{r.checkAgent, r.start, r.expire, r.recover, r.claim, r.drive} {
 		if err := phase(ctx, sc); err != nil {
-			return r.abort(ctx, sc, err)
+			return ctrl.Result{}, err
 		}
 		if sc.stop {
 			break
@@ -182,7 +205,10 @@ func (r *AgentRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 	}
 	if err := r.commit(ctx, sc); err != nil {
-		return r.abort(ctx, sc, err)
+		return ctrl.Result{}, err
+	}
+	if committed != nil {
+		committed(sc.run)
 	}
 	r.publish(sc)
 	if sc.action.Kind == loop.ActRunTools {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"time"
@@ -92,12 +93,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if o.Holder == "" {
 		o.Holder = NewHolder()
 	}
+	limits := executor.Options{MaxInFlight: o.MaxInFlight, PerEndpoint: o.PerEndpoint, DrainTimeout: o.DrainTimeout}.WithDefaults()
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		o.HTTPClient = &http.Client{Transport: NewTransport(limits)}
 	}
 	store := NewStore(mgr.GetClient(), mgr.GetAPIReader())
-	exec := executor.New(executor.Options{MaxInFlight: o.MaxInFlight, PerEndpoint: o.PerEndpoint,
-		DrainTimeout: o.DrainTimeout})
+	exec := executor.New(limits)
 	runs := &AgentRunReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -134,6 +135,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		Recorder:                mgr.GetEventRecorder("exagent-controller"),
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		Name:                    "approvaldecision" + o.NameSuffix,
+		Runs:                    runs,
 	}
 	if err := decisions.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ApprovalDecision controller: %w", err)
@@ -160,6 +162,20 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		}
 	}
 	return &Controllers{Runs: runs, Decisions: decisions, Store: store, Executor: exec}, nil
+}
+
+// NewTransport is the HTTP transport of model and tool calls: Go's
+// default transport keeps only 2 idle connections per host, so calls
+// beyond that to one endpoint would each open (and, against a real
+// provider, TLS-handshake) a new connection. It keeps as many idle per
+// host as the executor lets run against one endpoint, and as many in all
+// as it lets run at once.
+func NewTransport(limits executor.Options) *http.Transport {
+	limits = limits.WithDefaults()
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = limits.MaxInFlight
+	t.MaxIdleConnsPerHost = limits.PerEndpoint
+	return t
 }
 
 // DefaultLeaseSkewGrace is the clock-skew grace of lease recovery: NTP
@@ -191,12 +207,17 @@ func NewHolder() string {
 }
 
 // CacheOptions are the informer cache settings of the manager: managedFields
-// are stripped from every object, and the bulk of ended runs — the
-// transcript, each call's arguments and result — is dropped (DESIGN.md §8:
-// size is speed). The run controller never reads or writes an ended run;
-// the one write an ended run takes (a Resolve of a Cancelled run's
-// Uncertain call, for the record) is made by the decision controller on
-// the run read past the cache, so a stripped copy is never stored back.
+// are stripped from every object, and the bulk of ended and waiting runs —
+// the transcript, each call's arguments and result — is dropped (DESIGN.md
+// §8: size is speed; thousands of runs waiting for a human must not cost
+// the manager their transcripts). The run controller never reads or writes
+// an ended run; the one write an ended run takes (a Resolve of a Cancelled
+// run's Uncertain call, for the record) is made on the run read past the
+// cache. A waiting run's cached copy is marked a summary (isSummary): the
+// controllers see from it that nothing is due, and whatever they write is
+// computed from the run read past the cache — the decision controller reads
+// it anyway, and Store.Commit refuses a summary — so a stripped copy is
+// never stored back.
 func CacheOptions() cache.Options {
 	strip := cache.TransformStripManagedFields()
 	return cache.Options{
@@ -207,13 +228,47 @@ func CacheOptions() cache.Options {
 				if err != nil {
 					return out, err
 				}
-				if run, ok := out.(*exagentv1.AgentRun); ok && run.Status.Phase.IsTerminal() {
-					stripEnded(&run.Status)
+				if run, ok := out.(*exagentv1.AgentRun); ok {
+					switch {
+					case run.Status.Phase.IsTerminal():
+						stripEnded(&run.Status)
+					case waiting(run.Status.Phase):
+						stripEnded(&run.Status)
+						markSummary(run)
+					}
 				}
 				return out, nil
 			}},
 		},
 	}
+}
+
+// waiting phases wait for a human: nothing of the transcript is needed
+// until a decision arrives.
+func waiting(p exagentv1.RunPhase) bool {
+	return p == exagentv1.PhaseAwaitingApproval || p == exagentv1.PhaseUncertain
+}
+
+// summaryAnnotation marks a cached copy of a run whose journal the cache
+// stripped. It exists only in this process's cache: status writes never
+// change annotations, and Store.Commit refuses such a copy anyway.
+const summaryAnnotation = "exagent.io/cached-summary"
+
+func markSummary(run *exagentv1.AgentRun) {
+	a := run.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	} else {
+		a = maps.Clone(a)
+	}
+	a[summaryAnnotation] = "true"
+	run.SetAnnotations(a)
+}
+
+// isSummary reports whether run is the cache's summary of a waiting run.
+func isSummary(run *exagentv1.AgentRun) bool {
+	_, ok := run.GetAnnotations()[summaryAnnotation]
+	return ok
 }
 
 // stripEnded drops what an ended run keeps only for people and audits,

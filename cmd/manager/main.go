@@ -22,6 +22,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	exagentwebhook "github.com/exagent-io/exagent/webhook"
 )
@@ -69,8 +70,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key of the webhook server.")
 	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconcile workers per controller.")
-	fs.IntVar(&f.maxInFlight, "max-inflight-io", 64, "Model and tool calls running at once, in total.")
-	fs.IntVar(&f.perEndpoint, "max-inflight-per-endpoint", 8, "Model and tool calls running at once against one endpoint (host).")
+	fs.IntVar(&f.maxInFlight, "max-inflight-io", executor.DefaultMaxInFlight, "Model and tool calls running at once, in total (docs/operating.md, Sizing).")
+	fs.IntVar(&f.perEndpoint, "max-inflight-per-endpoint", executor.DefaultPerEndpoint, "Model and tool calls running at once against one endpoint (host); "+
+		"at least the runs that share one model endpoint at once, at most a share of --max-inflight-io so one slow endpoint cannot starve the others.")
 	fs.DurationVar(&f.modelTimeout, "model-timeout", 2*time.Minute, "Timeout of one model request.")
 	fs.StringVar(&f.holder, "holder-identity", "", "Identity of this process in run claims (default: hostname plus a random suffix; must be unique per process).")
 	fs.StringVar(&f.sealSecret, "decision-seal-secret", "", "namespace/name of the Secret holding the key that seals admitted decisions "+

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/exagent-io/exagent/internal/executor"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -16,7 +18,7 @@ func TestParseFlags(t *testing.T) {
 		"defaults: webhook on loopback, metrics off": {
 			want: flags{leaderElectionID: "exagent-manager.exagent.io", metricsAddr: "0", metricsSecure: true, probeAddr: ":8081",
 				enableWebhooks: true, webhookHost: "127.0.0.1", webhookPort: 9443, maxConcurrentReconciles: 4,
-				maxInFlight: 64, perEndpoint: 8, modelTimeout: 2 * time.Minute, releaseOnStop: true, drainTimeout: 20 * time.Second, leaseSkewGrace: 2 * time.Second},
+				maxInFlight: executor.DefaultMaxInFlight, perEndpoint: executor.DefaultPerEndpoint, modelTimeout: 2 * time.Minute, releaseOnStop: true, drainTimeout: 20 * time.Second, leaseSkewGrace: 2 * time.Second},
 		},
 		"a pod's flags": {
 			args: []string{"--leader-elect", "--webhook-host=0.0.0.0", "--webhook-cert-dir=/certs", "--metrics-bind-address=:8443",
