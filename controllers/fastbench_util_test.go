@@ -10,9 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"runtime/debug"
 	"runtime/pprof"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,7 +50,7 @@ var (
 	fastProfiles  = flag.String("fast.profiles", "", "folder the benchmarks write CPU and heap profiles to (default: a folder under the temp dir)")
 	fastInFlight  = flag.Int("fast.inflight", 0, "executor MaxInFlight of the benchmark managers (0: the default)")
 	fastPerEP     = flag.Int("fast.per-endpoint", 0, "executor PerEndpoint of the benchmark managers (0: the default)")
-	fastWorkers   = flag.Int("fast.workers", 0, "MaxConcurrentReconciles of the benchmark managers (0: the manager's default)")
+	fastWorkers   = flag.Int("fast.workers", 0, "MaxConcurrentReconciles of the benchmark managers (0: the default)")
 )
 
 // casUnit is the apiserver's raw speed in this run: the p50 of one
@@ -175,14 +175,10 @@ func benchNamespace(b *testing.B, name string) *harness {
 	return h
 }
 
-// benchOptions are the manager's default settings (cmd/manager's flags),
-// overridden by the -fast.* flags.
+// benchOptions are the manager's default settings (cmd/manager's flags
+// default to controllers.Setup's), overridden by the -fast.* flags.
 func benchOptions() controllers.Options {
-	o := controllers.Options{MaxConcurrentReconciles: 4, MaxInFlight: *fastInFlight, PerEndpoint: *fastPerEP}
-	if *fastWorkers > 0 {
-		o.MaxConcurrentReconciles = *fastWorkers
-	}
-	return o
+	return controllers.Options{MaxConcurrentReconciles: *fastWorkers, MaxInFlight: *fastInFlight, PerEndpoint: *fastPerEP}
 }
 
 // startBenchManager starts a manager configured as cmd/manager does (no

@@ -30,7 +30,7 @@ import (
 type Options struct {
 	// Holder identifies this process in claims; NewHolder() when empty.
 	Holder string
-	// MaxConcurrentReconciles of each controller.
+	// MaxConcurrentReconciles of each controller (DefaultMaxConcurrentReconciles).
 	MaxConcurrentReconciles int
 	// Executor limits.
 	MaxInFlight int
@@ -92,6 +92,9 @@ type Controllers struct {
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, error) {
 	if o.Holder == "" {
 		o.Holder = NewHolder()
+	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
 	limits := executor.Options{MaxInFlight: o.MaxInFlight, PerEndpoint: o.PerEndpoint, DrainTimeout: o.DrainTimeout}.WithDefaults()
 	if o.HTTPClient == nil {
@@ -163,6 +166,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	}
 	return &Controllers{Runs: runs, Decisions: decisions, Store: store, Executor: exec}, nil
 }
+
+// DefaultMaxConcurrentReconciles is the workers of each controller. A
+// worker spends its turn waiting on one status write, so the workers are
+// how many writes the manager keeps in flight: the apiserver reaches its
+// write ceiling only with many writers at once (4 kept it near a third).
+// Memory: a goroutine each (docs/operating.md, "Sizing").
+const DefaultMaxConcurrentReconciles = 16
 
 // NewTransport is the HTTP transport of model and tool calls: Go's
 // default transport keeps only 2 idle connections per host, so calls

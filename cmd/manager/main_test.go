@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/executor"
 )
 
@@ -17,7 +18,7 @@ func TestParseFlags(t *testing.T) {
 	}{
 		"defaults: webhook on loopback, metrics off": {
 			want: flags{leaderElectionID: "exagent-manager.exagent.io", metricsAddr: "0", metricsSecure: true, probeAddr: ":8081",
-				enableWebhooks: true, webhookHost: "127.0.0.1", webhookPort: 9443, maxConcurrentReconciles: 4,
+				enableWebhooks: true, webhookHost: "127.0.0.1", webhookPort: 9443, maxConcurrentReconciles: controllers.DefaultMaxConcurrentReconciles,
 				maxInFlight: executor.DefaultMaxInFlight, perEndpoint: executor.DefaultPerEndpoint, modelTimeout: 2 * time.Minute, releaseOnStop: true, drainTimeout: 20 * time.Second, leaseSkewGrace: 2 * time.Second},
 		},
 		"a pod's flags": {
