@@ -5,11 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"maps"
 	"net/http"
 	"os"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -259,26 +259,21 @@ func waiting(p exagentv1.RunPhase) bool {
 	return p == exagentv1.PhaseAwaitingApproval || p == exagentv1.PhaseUncertain
 }
 
-// summaryAnnotation marks a cached copy of a run whose journal the cache
-// stripped. It exists only in this process's cache: status writes never
-// change annotations, and Store.Commit refuses such a copy anyway.
-const summaryAnnotation = "exagent.io/cached-summary"
+// summaryManager marks a cached copy of a run whose journal the cache
+// stripped: a managedFields entry of that manager with no operation, which
+// the apiserver never returns (every entry it writes has one, and the
+// cache strips managedFields before the mark). It exists only in this
+// process's cache, and Store.Commit refuses such a copy.
+const summaryManager = "exagent.io/cached-summary"
 
 func markSummary(run *exagentv1.AgentRun) {
-	a := run.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
-	} else {
-		a = maps.Clone(a)
-	}
-	a[summaryAnnotation] = "true"
-	run.SetAnnotations(a)
+	run.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: summaryManager}}
 }
 
 // isSummary reports whether run is the cache's summary of a waiting run.
 func isSummary(run *exagentv1.AgentRun) bool {
-	_, ok := run.GetAnnotations()[summaryAnnotation]
-	return ok
+	mf := run.ManagedFields
+	return len(mf) == 1 && mf[0].Manager == summaryManager && mf[0].Operation == ""
 }
 
 // stripEnded drops what an ended run keeps only for people and audits,
