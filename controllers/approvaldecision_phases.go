@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -102,8 +103,12 @@ func (r *ApprovalDecisionReconciler) verify(ctx context.Context, dsc *decisionSc
 		read = make(chan struct{})
 		go func() {
 			defer close(read)
+			// From the apiserver's watch cache (resourceVersion 0): current
+			// within milliseconds and served from memory; a copy behind makes
+			// the commit's CAS fail and the decision is judged again.
 			run := &exagentv1.AgentRun{}
-			if readErr = r.APIReader.Get(ctx, client.ObjectKeyFromObject(dsc.run), run); readErr == nil {
+			if readErr = r.APIReader.Get(ctx, client.ObjectKeyFromObject(dsc.run), run,
+				&client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}}); readErr == nil {
 				fresh = run
 			}
 		}()

@@ -30,8 +30,11 @@ import (
 type Options struct {
 	// Holder identifies this process in claims; NewHolder() when empty.
 	Holder string
-	// MaxConcurrentReconciles of each controller (DefaultMaxConcurrentReconciles).
+	// MaxConcurrentReconciles of the run controller (DefaultMaxConcurrentReconciles).
 	MaxConcurrentReconciles int
+	// MaxConcurrentDecisions is the decision controller's workers
+	// (DefaultMaxConcurrentDecisions).
+	MaxConcurrentDecisions int
 	// Executor limits.
 	MaxInFlight int
 	PerEndpoint int
@@ -96,6 +99,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
+	if o.MaxConcurrentDecisions <= 0 {
+		o.MaxConcurrentDecisions = DefaultMaxConcurrentDecisions
+	}
 	limits := executor.Options{MaxInFlight: o.MaxInFlight, PerEndpoint: o.PerEndpoint, DrainTimeout: o.DrainTimeout}.WithDefaults()
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Transport: NewTransport(limits)}
@@ -136,7 +142,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		Seal:                    o.Seal,
 		Manager:                 o.ManagerIdentity,
 		Recorder:                mgr.GetEventRecorder("exagent-controller"),
-		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		MaxConcurrentReconciles: o.MaxConcurrentDecisions,
 		Name:                    "approvaldecision" + o.NameSuffix,
 		Runs:                    runs,
 	}
@@ -167,12 +173,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	return &Controllers{Runs: runs, Decisions: decisions, Store: store, Executor: exec}, nil
 }
 
-// DefaultMaxConcurrentReconciles is the workers of each controller. A
+// DefaultMaxConcurrentReconciles is the run controller's workers. A
 // worker spends its turn waiting on one status write, so the workers are
 // how many writes the manager keeps in flight: the apiserver reaches its
 // write ceiling only with many writers at once (4 kept it near a third).
 // Memory: a goroutine each (docs/operating.md, "Sizing").
 const DefaultMaxConcurrentReconciles = 16
+
+// DefaultMaxConcurrentDecisions is the decision controller's workers. A
+// decision's turn is a SubjectAccessReview, a read and a write, all
+// waiting on the apiserver: a burst of approvals (a team approving a
+// batch at once) is reviewed all at once instead of queueing behind a few
+// workers, so each resume waits only on the apiserver's pace.
+const DefaultMaxConcurrentDecisions = 64
 
 // NewTransport is the HTTP transport of model and tool calls: Go's
 // default transport keeps only 2 idle connections per host, so calls

@@ -47,6 +47,7 @@ type flags struct {
 	webhookPort             int
 	webhookCertDir          string
 	maxConcurrentReconciles int
+	maxConcurrentDecisions  int
 	maxInFlight             int
 	perEndpoint             int
 	modelTimeout            time.Duration
@@ -70,7 +71,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key of the webhook server.")
 	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles,
-		"Reconcile workers per controller: how many status writes (and decisions) the manager keeps in flight (docs/operating.md, Sizing).")
+		"Workers of the run controller: how many status writes the manager keeps in flight (docs/operating.md, Sizing).")
+	fs.IntVar(&f.maxConcurrentDecisions, "max-concurrent-decisions", controllers.DefaultMaxConcurrentDecisions,
+		"Workers of the decision controller: how many approvals are reviewed and applied at once.")
 	fs.IntVar(&f.maxInFlight, "max-inflight-io", executor.DefaultMaxInFlight, "Model and tool calls running at once, in total (docs/operating.md, Sizing).")
 	fs.IntVar(&f.perEndpoint, "max-inflight-per-endpoint", executor.DefaultPerEndpoint, "Model and tool calls running at once against one endpoint (host); "+
 		"at least the runs that share one model endpoint at once, at most a share of --max-inflight-io so one slow endpoint cannot starve the others.")
@@ -187,6 +190,7 @@ func run() error {
 		LeaseSkewGrace:          f.leaseSkewGrace,
 		Holder:                  holder,
 		MaxConcurrentReconciles: f.maxConcurrentReconciles,
+		MaxConcurrentDecisions:  f.maxConcurrentDecisions,
 		MaxInFlight:             f.maxInFlight,
 		PerEndpoint:             f.perEndpoint,
 		ModelTimeout:            f.modelTimeout,
