@@ -132,9 +132,10 @@ func (r *ApprovalDecisionReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err != nil || dsc == nil {
 		return ctrl.Result{}, err
 	}
-	if dsc.result == exagentv1.DecisionRejected && !dsc.fresh {
+	if dsc.result == exagentv1.DecisionRejected && !dsc.fresh && !dsc.wrote {
 		// A rejection is final: it is never made on cached copies of the
-		// run and the Agent, which may be behind. Judge again on fresh reads.
+		// run and the Agent, which may be behind. Judge again on fresh reads
+		// (unless the rejection came with a write: ending a corrupt run).
 		if dsc, err = r.decide(ctx, req.NamespacedName, true); err != nil || dsc == nil {
 			return ctrl.Result{}, err
 		}

@@ -28,6 +28,8 @@ type decisionScope struct {
 
 	// fresh says the run and the Agent were read past the cache.
 	fresh bool
+	// wrote says this reconcile wrote the run: its result stands.
+	wrote bool
 
 	result  exagentv1.DecisionPhase
 	message string
@@ -240,7 +242,7 @@ func (r *ApprovalDecisionReconciler) failCorrupt(ctx context.Context, dsc *decis
 	if err != nil {
 		return err
 	}
-	dsc.run = written
+	dsc.run, dsc.wrote = written, true
 	logf.FromContext(ctx).Info("ended a run whose status is corrupt", "message", e.Message)
 	if r.Recorder != nil {
 		r.Recorder.Eventf(written, dsc.d, warning, eventRunFailed, eventRunFailed, "%s: %s", e.Reason, e.Message)
