@@ -256,8 +256,7 @@ func CacheOptions() cache.Options {
 					case run.Status.Phase.IsTerminal():
 						stripEnded(&run.Status)
 					case waiting(run.Status.Phase):
-						stripEnded(&run.Status)
-						markSummary(run)
+						summarize(run)
 					}
 				}
 				return out, nil
@@ -279,8 +278,27 @@ func waiting(p exagentv1.RunPhase) bool {
 // process's cache, and Store.Commit refuses such a copy.
 const summaryManager = "exagent.io/cached-summary"
 
-func markSummary(run *exagentv1.AgentRun) {
-	run.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: summaryManager}}
+// summaryMark is the managedFields of every summary (shared: read only).
+var summaryMark = []metav1.ManagedFieldsEntry{{Manager: summaryManager}}
+
+// summarize keeps of a waiting run what the controllers read while it
+// waits — phase, approvals (their expiry), calls' ids, states and hashes,
+// claim, notifications, the Ready condition their overrides compare with
+// — and marks it a summary. The rest (transcript, arguments, results, the
+// other conditions, the binding, receipts) is read past the cache by
+// whatever writes the run.
+func summarize(run *exagentv1.AgentRun) {
+	s := &run.Status
+	stripEnded(s)
+	s.Binding, s.Receipts = nil, nil
+	var ready []metav1.Condition
+	for _, c := range s.Conditions {
+		if c.Type == exagentv1.ConditionReady {
+			ready = []metav1.Condition{c}
+		}
+	}
+	s.Conditions = ready
+	run.ManagedFields = summaryMark
 }
 
 // isSummary reports whether run is the cache's summary of a waiting run.
