@@ -348,9 +348,9 @@ func (tl *timeline) funcs() *interceptor.Funcs {
 			merged := false
 			switch {
 			case !ok:
-			case run.Status.Phase == exagentv1.PhaseApproved && !tl.has(run.Name, stDecisionCommit):
+			case run.Status.Phase == exagentv1.PhaseApproved && tl.has(run.Name, stCreated) && !tl.has(run.Name, stDecisionCommit):
 				marks = append(marks, [2]string{stDecisionCommit, stDecisionDone})
-			case run.Status.Phase == exagentv1.PhaseRunning && tl.has(run.Name, stSAREnd) && !tl.has(run.Name, stDecisionCommit):
+			case run.Status.Phase == exagentv1.PhaseRunning && tl.has(run.Name, stCreated) && !tl.has(run.Name, stDecisionCommit):
 				// The decision applied, the run claimed and the intent committed in one write.
 				marks = append(marks, [2]string{stDecisionCommit, stDecisionDone})
 				merged = true
