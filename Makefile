@@ -61,6 +61,9 @@ mcp-everything: ## Install (once, with npm, into ~/.cache/exagent) the reference
 	@hack/mcp-everything.sh >/dev/null
 
 BENCH_RUNS ?= 50
+# FAST narrows the fast-path benchmarks (e.g. FAST=ApprovalBurst); FAST_ARGS passes their -fast.* flags.
+FAST ?=
+FAST_ARGS ?=
 # SEED of the fault suite's random choices; 0 picks one (printed on failure).
 SEED ?= 0
 CHAOS_TIMEOUT ?= 60m
@@ -71,8 +74,9 @@ chaos: ## Run the fault-injection suite (test/chaos) at full size: kill -9 matri
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -v -timeout $(CHAOS_TIMEOUT) -run '^TestLoadNeverUncertain$$' ./controllers/ -args -load.runs=1000 -load.model-delay=1s
 
 .PHONY: bench
-bench: ## Benchmark runs through pause → approve → finish on envtest (runs/s, writes/call, resume p50/p99, CAS ceiling); BENCH_RUNS=N.
-	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -run '^$$' -bench . -benchtime $(BENCH_RUNS)x ./controllers/...
+bench: ## Benchmarks on envtest: pause → approve → finish (BENCH_RUNS=N), then the fast path (approve → intent stages, bursts, throughput, slow models, waiting runs; FAST_ARGS='-fast.waiting=N …'), each a ratio to the same apiserver's CAS round trip or ceiling; profiles in bin/bench.
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 60m -run '^$$' -bench '^BenchmarkPauseApproveFinish$$' -benchtime $(BENCH_RUNS)x ./controllers/...
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 60m -run '^$$' -bench '^BenchmarkFast$(FAST)' -benchtime 1x ./controllers/ -args -fast.profiles=$(CURDIR)/bin/bench $(FAST_ARGS)
 
 ##@ Build
 

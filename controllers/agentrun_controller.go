@@ -12,11 +12,13 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -83,6 +85,7 @@ type AgentRunReconciler struct {
 	// ends at the stop, before the controllers' own context does.
 	life    context.Context
 	inbox   *inbox
+	turns   *turns
 	claims  *claims
 	owned   *owned
 	workers workers
@@ -99,6 +102,7 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	}
 	r.life = ctx
 	r.inbox = newInbox()
+	r.turns = newTurns()
 	r.claims = newClaims()
 	r.owned = &owned{runs: map[types.NamespacedName]struct{}{}}
 	r.events = make(chan event.GenericEvent, 1024)
@@ -127,7 +131,12 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		Watches(&exagentv1.AgentRun{}, r.claimWatcher()).
 		Watches(&exagentv1.AgentRun{}, handler.EnqueueRequestsFromMapFunc(parentOfRun)).
 		Watches(&exagentv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.runsOfAgent)).
-		Watches(&exagentv1.ApprovalDecision{}, handler.EnqueueRequestsFromMapFunc(runOfDecision)).
+		// A new decision does not wake its run: applying it is a write of
+		// the run (the decision controller resumes the run in that very
+		// write), which the run's own watch reports; waking the run at the
+		// decision's creation only makes its turn contend with the decision.
+		Watches(&exagentv1.ApprovalDecision{}, handler.EnqueueRequestsFromMapFunc(runOfDecision),
+			builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }})).
 		WatchesRawSource(source.Channel(r.events, ownerWork())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Complete(r)
@@ -167,16 +176,37 @@ func (r *AgentRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil // stopped: the releaser owns what is left
 	}
 	defer r.workers.leave()
-	sc, err := r.load(ctx, req.NamespacedName)
+	defer r.turns.take(req.NamespacedName)()
+	sc, err := r.load(ctx, req.NamespacedName, r.Client)
 	if err != nil || sc == nil {
 		return ctrl.Result{}, err
 	}
+	res, err := r.turn(ctx, sc, nil)
+	if errors.Is(err, errSummary) {
+		// The cached copy of a waiting run is a summary: what this turn
+		// would write is computed again from the run read past the cache.
+		if sc, err = r.load(ctx, req.NamespacedName, r.APIReader); err != nil || sc == nil {
+			return ctrl.Result{}, err
+		}
+		res, err = r.turn(ctx, sc, nil)
+	}
+	if err != nil {
+		return r.abort(ctx, sc, err)
+	}
+	return res, nil
+}
+
+// turn runs the phase functions on a loaded scope in order until one
+// stops, commits once, then does what the commit allows (events, IO
+// dispatch) and asks for the next wake-up. committed, when set, runs right
+// after the commit. An error is a phase's or the commit's, for abort.
+func (r *AgentRunReconciler) turn(ctx context.Context, sc *scope, committed func(*exagentv1.AgentRun)) (ctrl.Result, error) {
 	log := logf.FromContext(ctx).WithValues("phase", sc.run.Status.Phase, "holder", r.Holder)
 	ctx = logf.IntoContext(ctx, log)
 
 	for _, phase := range []phaseFunc{r.checkAgent, r.start, r.expire, r.recover, r.observeChildren, r.claim, r.drive} {
 		if err := phase(ctx, sc); err != nil {
-			return r.abort(ctx, sc, err)
+			return ctrl.Result{}, err
 		}
 		if sc.stop {
 			break
@@ -195,7 +225,10 @@ func (r *AgentRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		}
 	}
 	if err := r.commit(ctx, sc); err != nil {
-		return r.abort(ctx, sc, err)
+		return ctrl.Result{}, err
+	}
+	if committed != nil {
+		committed(sc.run)
 	}
 	r.publish(sc)
 	if sc.action.Kind == loop.ActRunTools {

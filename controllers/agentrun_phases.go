@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -65,11 +66,12 @@ func (sc *scope) set(s loop.Status) {
 	sc.changed = true
 }
 
-// load reads the run (and its Agent), returning nil when there is nothing
-// to do: the run is gone or has ended.
-func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName) (*scope, error) {
+// load reads the run (from the cache, or past it with the APIReader) and
+// its Agent, returning nil when there is nothing to do: the run is gone or
+// has ended.
+func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName, reader client.Reader) (*scope, error) {
 	run := &exagentv1.AgentRun{}
-	if err := r.Client.Get(ctx, key, run); err != nil {
+	if err := reader.Get(ctx, key, run); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Store.Forget(key)
 			r.owned.forget(key)

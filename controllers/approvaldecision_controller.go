@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -71,6 +72,10 @@ type ApprovalDecisionReconciler struct {
 	Name  string
 	// MaxConcurrentReconciles bounds the workers.
 	MaxConcurrentReconciles int
+	// Runs, when set, is this manager's run controller: a decision that
+	// makes its run ready to resume is committed together with the
+	// resume (resumeDecided). Nil: the decision is committed alone.
+	Runs resumer
 }
 
 // SetupWithManager registers the controller.
@@ -103,20 +108,38 @@ func (r *ApprovalDecisionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // selfTimeout bounds the set-up SelfSubjectReview.
 const selfTimeout = 30 * time.Second
 
-// Reconcile follows the skeleton: load, decide (verify, apply to the run
-// with CAS), then one write of the decision's status.
-func (r *ApprovalDecisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	dsc, err := r.loadDecision(ctx, req.NamespacedName)
+// decide loads the decision (see loadDecision for fresh), verifies it and
+// applies it to the run.
+func (r *ApprovalDecisionReconciler) decide(ctx context.Context, key types.NamespacedName, fresh bool) (*decisionScope, error) {
+	dsc, err := r.loadDecision(ctx, key, fresh)
 	if err != nil || dsc == nil {
-		return ctrl.Result{}, err
+		return nil, err
 	}
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("run", dsc.d.Spec.RunRef.Name, "decision", dsc.d.Spec.Decision))
 	for _, phase := range []decisionPhase{r.verify, r.apply} {
 		if err := phase(ctx, dsc); err != nil {
-			return ctrl.Result{}, err
+			return nil, err
 		}
 		if dsc.result != "" {
 			break
+		}
+	}
+	return dsc, nil
+}
+
+// Reconcile follows the skeleton: load, decide (verify, apply to the run
+// with CAS), then one write of the decision's status.
+func (r *ApprovalDecisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	dsc, err := r.decide(ctx, req.NamespacedName, false)
+	if err != nil || dsc == nil {
+		return ctrl.Result{}, err
+	}
+	if dsc.result == exagentv1.DecisionRejected && !dsc.fresh && !dsc.wrote {
+		// A rejection is final: it is never made on cached copies of the
+		// run and the Agent, which may be behind. Judge again on fresh reads
+		// (unless the rejection came with a write: ending a corrupt run).
+		if dsc, err = r.decide(ctx, req.NamespacedName, true); err != nil || dsc == nil {
+			return ctrl.Result{}, err
 		}
 	}
 	if err := r.writeResult(ctx, dsc); err != nil {

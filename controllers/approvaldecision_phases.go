@@ -8,7 +8,9 @@ import (
 	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -24,6 +26,11 @@ type decisionScope struct {
 	run   *exagentv1.AgentRun
 	agent *exagentv1.Agent
 
+	// fresh says the run and the Agent were read past the cache.
+	fresh bool
+	// wrote says this reconcile wrote the run: its result stands.
+	wrote bool
+
 	result  exagentv1.DecisionPhase
 	message string
 	receipt *exagentv1.Receipt
@@ -36,9 +43,16 @@ func (dsc *decisionScope) reject(format string, args ...any) {
 	dsc.message = fmt.Sprintf(format, args...)
 }
 
-// loadDecision reads a decision that has no result yet, its run (past the
-// cache) and the run's Agent. A decision whose run is gone is rejected.
-func (r *ApprovalDecisionReconciler) loadDecision(ctx context.Context, key types.NamespacedName) (*decisionScope, error) {
+// loadDecision reads a decision that has no result yet, its run and the
+// run's Agent. A decision whose run is gone is rejected. With fresh, the
+// run and the Agent are read past the cache. Otherwise they come from the
+// cache — the Agent for the decision, the run only for the review (its
+// spec and identity; a waiting run's cached copy is a summary, see
+// CacheOptions) — and the run as it is now is read meanwhile (verify): an
+// applied decision is judged on it and protected by the CAS on its
+// resourceVersion, and a rejection is only ever made on fresh reads
+// (Reconcile).
+func (r *ApprovalDecisionReconciler) loadDecision(ctx context.Context, key types.NamespacedName, fresh bool) (*decisionScope, error) {
 	d := &exagentv1.ApprovalDecision{}
 	if err := r.Client.Get(ctx, key, d); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -49,9 +63,13 @@ func (r *ApprovalDecisionReconciler) loadDecision(ctx context.Context, key types
 	if d.Status.Phase != "" {
 		return nil, nil // decisions are write-once: a result is final
 	}
-	dsc := &decisionScope{d: d}
+	reader := r.APIReader
+	if !fresh {
+		reader = r.Client
+	}
+	dsc := &decisionScope{d: d, fresh: fresh}
 	run := &exagentv1.AgentRun{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: d.Spec.RunRef.Name}, run); err != nil {
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: d.Spec.RunRef.Name}, run); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("getting run of decision %s: %w", key, err)
 		}
@@ -60,7 +78,7 @@ func (r *ApprovalDecisionReconciler) loadDecision(ctx context.Context, key types
 	}
 	dsc.run = run
 	agent := &exagentv1.Agent{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: run.Spec.AgentRef.Name}, agent); err != nil {
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: run.Spec.AgentRef.Name}, agent); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("getting agent of decision %s: %w", key, err)
 		}
@@ -70,17 +88,58 @@ func (r *ApprovalDecisionReconciler) loadDecision(ctx context.Context, key types
 	return dsc, nil
 }
 
-// verify re-runs the SubjectAccessReview and the policy check.
+// verify re-runs the SubjectAccessReview and the policy check. On a
+// cached load the run as it is now is read past the cache meanwhile: the
+// review needs only the run's spec and identity, which the cached copy
+// has, and the decision is then applied to the fresh run.
 func (r *ApprovalDecisionReconciler) verify(ctx context.Context, dsc *decisionScope) error {
 	if dsc.result != "" {
 		return nil
 	}
+	var (
+		fresh   *exagentv1.AgentRun
+		readErr error
+		read    chan struct{}
+	)
+	if !dsc.fresh {
+		read = make(chan struct{})
+		go func() {
+			defer close(read)
+			// From the apiserver's watch cache (resourceVersion 0): current
+			// within milliseconds and served from memory; a copy behind makes
+			// the commit's CAS fail and the decision is judged again.
+			run := &exagentv1.AgentRun{}
+			if readErr = r.APIReader.Get(ctx, client.ObjectKeyFromObject(dsc.run), run,
+				&client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}}); readErr == nil {
+				fresh = run
+			}
+		}()
+	}
 	err := r.Verifier.Verify(ctx, dsc.d, dsc.run, dsc.agent)
+	if read != nil {
+		<-read
+	}
 	switch {
 	case authz.IsDenied(err):
 		dsc.reject("not authorized: %v", err)
+		return nil
 	case err != nil:
 		return fmt.Errorf("verifying the decision's actor: %w", err)
+	}
+	if read == nil {
+		return nil
+	}
+	switch {
+	case apierrors.IsNotFound(readErr):
+		dsc.reject("run %q not found", dsc.run.Name)
+	case readErr != nil:
+		return fmt.Errorf("reading run %s: %w", dsc.run.Name, readErr)
+	case fresh.UID != dsc.run.UID:
+		// Re-created under the same name since the cache saw it: the
+		// review was of another run. Reconcile judges again on fresh reads.
+		dsc.reject("run %q was re-created while the decision was verified", dsc.run.Name)
+	default:
+		dsc.run = fresh
 	}
 	return nil
 }
@@ -141,25 +200,46 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 		return nil
 	}
 	if !equalStatus(next, dsc.run.Status) {
-		written, err := r.Store.Commit(ctx, dsc.run, next, nil, dsc.now)
+		written, err := r.commitDecided(ctx, dsc, next)
 		if err != nil {
-			if errors.Is(err, ErrConflict) {
+			if errors.Is(err, ErrConflict) || apierrors.IsConflict(err) {
 				logf.FromContext(ctx).V(1).Info("run changed while deciding; retrying on a fresh read")
 			}
 			return err
 		}
 		dsc.run = written
-		// The run's Event describes the run's commit: sent right after it,
-		// so it precedes whatever the run does next.
-		if r.Recorder != nil {
-			r.Recorder.Eventf(written, dsc.d, normal, eventDecisionApplied, eventDecisionApplied, "%s by %s (%s): run is %s",
-				dsc.d.Spec.Decision, actorName(dsc.d.Spec.Actor), dsc.d.Name, next.Phase)
-		}
 	}
 	dsc.result = exagentv1.DecisionApplied
 	dsc.message = fmt.Sprintf("applied: run %s is %s", dsc.run.Name, dsc.run.Status.Phase)
 	dsc.receipt = &receipt
 	return nil
+}
+
+// commitDecided commits the decided status. A run the decision makes
+// ready to resume is resumed in the same write by the run controller
+// (resumeDecided: claim and first intent, then dispatch); any other
+// transition is committed alone, and the run's watch wakes its owner.
+func (r *ApprovalDecisionReconciler) commitDecided(ctx context.Context, dsc *decisionScope, next loop.Status) (*exagentv1.AgentRun, error) {
+	event := func(written *exagentv1.AgentRun) {
+		// The run's Event describes the run's commit: sent right after it,
+		// so it precedes whatever the run does next.
+		if r.Recorder != nil {
+			r.Recorder.Eventf(written, dsc.d, normal, eventDecisionApplied, eventDecisionApplied, "%s by %s (%s): run is %s",
+				dsc.d.Spec.Decision, actorName(dsc.d.Spec.Actor), dsc.d.Name, written.Status.Phase)
+		}
+	}
+	if r.Runs != nil && next.Phase == exagentv1.PhaseApproved && dsc.run.Status.Phase == exagentv1.PhaseAwaitingApproval {
+		written, ok, err := r.Runs.resumeDecided(ctx, dsc.run, next, dsc.now, event)
+		if ok {
+			return written, err
+		}
+	}
+	written, err := r.Store.Commit(ctx, dsc.run, next, nil, dsc.now)
+	if err != nil {
+		return nil, err
+	}
+	event(written)
+	return written, nil
 }
 
 // failCorrupt ends a run whose stored status contradicts itself: no
@@ -178,7 +258,7 @@ func (r *ApprovalDecisionReconciler) failCorrupt(ctx context.Context, dsc *decis
 	if err != nil {
 		return err
 	}
-	dsc.run = written
+	dsc.run, dsc.wrote = written, true
 	logf.FromContext(ctx).Info("ended a run whose status is corrupt", "message", e.Message)
 	if r.Recorder != nil {
 		r.Recorder.Eventf(written, dsc.d, warning, eventRunFailed, eventRunFailed, "%s: %s", e.Reason, e.Message)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -29,8 +30,11 @@ import (
 type Options struct {
 	// Holder identifies this process in claims; NewHolder() when empty.
 	Holder string
-	// MaxConcurrentReconciles of each controller.
+	// MaxConcurrentReconciles of the run controller (DefaultMaxConcurrentReconciles).
 	MaxConcurrentReconciles int
+	// MaxConcurrentDecisions is the decision controller's workers
+	// (DefaultMaxConcurrentDecisions).
+	MaxConcurrentDecisions int
 	// Executor limits.
 	MaxInFlight int
 	PerEndpoint int
@@ -100,14 +104,20 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if o.Holder == "" {
 		o.Holder = NewHolder()
 	}
+	if o.MaxConcurrentReconciles <= 0 {
+		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	if o.MaxConcurrentDecisions <= 0 {
+		o.MaxConcurrentDecisions = DefaultMaxConcurrentDecisions
+	}
+	limits := executor.Options{MaxInFlight: o.MaxInFlight, PerEndpoint: o.PerEndpoint, DrainTimeout: o.DrainTimeout}.WithDefaults()
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		o.HTTPClient = &http.Client{Transport: NewTransport(limits)}
 	}
 	segments := NewSegments(mgr.GetClient(), mgr.GetAPIReader(), o.SegmentCacheBytes)
 	store := NewStore(mgr.GetClient(), mgr.GetAPIReader()).WithSegments(ctx, segments,
 		SealOptions{HotBytes: o.HotStatusBytes, ValueBytes: o.SealValueBytes}, o.Hooks)
-	exec := executor.New(executor.Options{MaxInFlight: o.MaxInFlight, PerEndpoint: o.PerEndpoint,
-		DrainTimeout: o.DrainTimeout})
+	exec := executor.New(limits)
 	runs := &AgentRunReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -143,8 +153,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		Seal:                    o.Seal,
 		Manager:                 o.ManagerIdentity,
 		Recorder:                mgr.GetEventRecorder("exagent-controller"),
-		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		MaxConcurrentReconciles: o.MaxConcurrentDecisions,
 		Name:                    "approvaldecision" + o.NameSuffix,
+		Runs:                    runs,
 	}
 	if err := decisions.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ApprovalDecision controller: %w", err)
@@ -171,6 +182,34 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		}
 	}
 	return &Controllers{Runs: runs, Decisions: decisions, Store: store, Executor: exec}, nil
+}
+
+// DefaultMaxConcurrentReconciles is the run controller's workers. A
+// worker spends its turn waiting on one status write, so the workers are
+// how many writes the manager keeps in flight: the apiserver reaches its
+// write ceiling only with many writers at once (4 kept it near a third).
+// Memory: a goroutine each (docs/operating.md, "Sizing").
+const DefaultMaxConcurrentReconciles = 16
+
+// DefaultMaxConcurrentDecisions is the decision controller's workers. A
+// decision's turn is a SubjectAccessReview, a read and a write, all
+// waiting on the apiserver: a burst of approvals (a team approving a
+// batch at once) is reviewed all at once instead of queueing behind a few
+// workers, so each resume waits only on the apiserver's pace.
+const DefaultMaxConcurrentDecisions = 64
+
+// NewTransport is the HTTP transport of model and tool calls: Go's
+// default transport keeps only 2 idle connections per host, so calls
+// beyond that to one endpoint would each open (and, against a real
+// provider, TLS-handshake) a new connection. It keeps as many idle per
+// host as the executor lets run against one endpoint, and as many in all
+// as it lets run at once.
+func NewTransport(limits executor.Options) *http.Transport {
+	limits = limits.WithDefaults()
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = limits.MaxInFlight
+	t.MaxIdleConnsPerHost = limits.PerEndpoint
+	return t
 }
 
 // DefaultLeaseSkewGrace is the clock-skew grace of lease recovery: NTP
@@ -202,12 +241,17 @@ func NewHolder() string {
 }
 
 // CacheOptions are the informer cache settings of the manager: managedFields
-// are stripped from every object, and the bulk of ended runs — the
-// transcript, each call's arguments and result — is dropped (DESIGN.md §8:
-// size is speed). The run controller never reads or writes an ended run;
-// the one write an ended run takes (a Resolve of a Cancelled run's
-// Uncertain call, for the record) is made by the decision controller on
-// the run read past the cache, so a stripped copy is never stored back.
+// are stripped from every object, and the bulk of ended and waiting runs —
+// the transcript, each call's arguments and result — is dropped (DESIGN.md
+// §8: size is speed; thousands of runs waiting for a human must not cost
+// the manager their transcripts). The run controller never reads or writes
+// an ended run; the one write an ended run takes (a Resolve of a Cancelled
+// run's Uncertain call, for the record) is made on the run read past the
+// cache. A waiting run's cached copy is marked a summary (isSummary): the
+// controllers see from it that nothing is due, and whatever they write is
+// computed from the run read past the cache — the decision controller reads
+// it anyway, and Store.Commit refuses a summary — so a stripped copy is
+// never stored back.
 func CacheOptions() cache.Options {
 	strip := cache.TransformStripManagedFields()
 	return cache.Options{
@@ -218,13 +262,60 @@ func CacheOptions() cache.Options {
 				if err != nil {
 					return out, err
 				}
-				if run, ok := out.(*exagentv1.AgentRun); ok && run.Status.Phase.IsTerminal() {
-					stripEnded(&run.Status)
+				if run, ok := out.(*exagentv1.AgentRun); ok {
+					switch {
+					case run.Status.Phase.IsTerminal():
+						stripEnded(&run.Status)
+					case waiting(run.Status.Phase):
+						summarize(run)
+					}
 				}
 				return out, nil
 			}},
 		},
 	}
+}
+
+// waiting phases wait for a human: nothing of the transcript is needed
+// until a decision arrives.
+func waiting(p exagentv1.RunPhase) bool {
+	return p == exagentv1.PhaseAwaitingApproval || p == exagentv1.PhaseUncertain
+}
+
+// summaryManager marks a cached copy of a run whose journal the cache
+// stripped: a managedFields entry of that manager with no operation, which
+// the apiserver never returns (every entry it writes has one, and the
+// cache strips managedFields before the mark). It exists only in this
+// process's cache, and Store.Commit refuses such a copy.
+const summaryManager = "exagent.io/cached-summary"
+
+// summaryMark is the managedFields of every summary (shared: read only).
+var summaryMark = []metav1.ManagedFieldsEntry{{Manager: summaryManager}}
+
+// summarize keeps of a waiting run what the controllers read while it
+// waits — phase, approvals (their expiry), calls' ids, states and hashes,
+// claim, notifications, the Ready condition their overrides compare with
+// — and marks it a summary. The rest (transcript, arguments, results, the
+// other conditions, the binding, receipts) is read past the cache by
+// whatever writes the run.
+func summarize(run *exagentv1.AgentRun) {
+	s := &run.Status
+	stripEnded(s)
+	s.Binding, s.Receipts = nil, nil
+	var ready []metav1.Condition
+	for _, c := range s.Conditions {
+		if c.Type == exagentv1.ConditionReady {
+			ready = []metav1.Condition{c}
+		}
+	}
+	s.Conditions = ready
+	run.ManagedFields = summaryMark
+}
+
+// isSummary reports whether run is the cache's summary of a waiting run.
+func isSummary(run *exagentv1.AgentRun) bool {
+	mf := run.ManagedFields
+	return len(mf) == 1 && mf[0].Manager == summaryManager && mf[0].Operation == ""
 }
 
 // stripEnded drops what an ended run keeps only for people and audits,

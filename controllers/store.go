@@ -24,6 +24,11 @@ import (
 // the run goes on from what is stored (DESIGN.md §4.3, §4.6).
 var ErrFenceLost = errors.New("fence lost: the run is no longer owned by this attempt")
 
+// errSummary means a status was computed from the cache's summary of a
+// waiting run (CacheOptions): it is computed again from the run read past
+// the cache.
+var errSummary = errors.New("computed from the cache's summary of a waiting run")
+
 // ErrConflict means the object changed since it was read but the fence
 // (when one was given) still holds: re-read and apply again.
 var ErrConflict = errors.New("run changed since it was read")
@@ -155,6 +160,12 @@ func (s *Store) Forget(key types.NamespacedName) {
 // does not (ErrFenceLost: drop everything).
 func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.Status, fence *loop.Fence,
 	now time.Time, overrides ...metav1.Condition) (*exagentv1.AgentRun, error) {
+	if isSummary(run) {
+		// The cache's summary of a waiting run lacks its journal: a status
+		// computed from it would erase the transcript. Callers read the run
+		// past the cache first (errSummary); this is the last guard.
+		return nil, fmt.Errorf("run %s/%s: %w", run.Namespace, run.Name, errSummary)
+	}
 	if fence != nil {
 		if err := checkClaim(run, *fence); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrFenceLost, err)

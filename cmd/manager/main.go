@@ -22,6 +22,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/loop"
 	exagentwebhook "github.com/exagent-io/exagent/webhook"
@@ -50,6 +51,7 @@ type flags struct {
 	webhookPort             int
 	webhookCertDir          string
 	maxConcurrentReconciles int
+	maxConcurrentDecisions  int
 	maxInFlight             int
 	perEndpoint             int
 	modelTimeout            time.Duration
@@ -72,9 +74,13 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.StringVar(&f.webhookHost, "webhook-host", "127.0.0.1", "Address the webhook server listens on (0.0.0.0 in a pod).")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key of the webhook server.")
-	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Reconcile workers per controller.")
-	fs.IntVar(&f.maxInFlight, "max-inflight-io", 64, "Model and tool calls running at once, in total.")
-	fs.IntVar(&f.perEndpoint, "max-inflight-per-endpoint", 8, "Model and tool calls running at once against one endpoint (host).")
+	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles,
+		"Workers of the run controller: how many status writes the manager keeps in flight (docs/operating.md, Sizing).")
+	fs.IntVar(&f.maxConcurrentDecisions, "max-concurrent-decisions", controllers.DefaultMaxConcurrentDecisions,
+		"Workers of the decision controller: how many approvals are reviewed and applied at once.")
+	fs.IntVar(&f.maxInFlight, "max-inflight-io", executor.DefaultMaxInFlight, "Model and tool calls running at once, in total (docs/operating.md, Sizing).")
+	fs.IntVar(&f.perEndpoint, "max-inflight-per-endpoint", executor.DefaultPerEndpoint, "Model and tool calls running at once against one endpoint (host); "+
+		"at least the runs that share one model endpoint at once, at most a share of --max-inflight-io so one slow endpoint cannot starve the others.")
 	fs.IntVar(&f.hotStatusBytes, "hot-status-bytes", loop.DefaultHotBytes, "Budget of a run's encoded status: older messages, past steps' calls and large values are sealed into AgentRunSegments beyond it.")
 	fs.IntVar(&f.sealValueBytes, "seal-value-bytes", loop.DefaultValueBytes, "A single message content, tool argument or result larger than this is sealed into a segment at once (at least 512).")
 	fs.IntVar(&f.segmentCacheBytes, "segment-cache-bytes", controllers.DefaultSegmentCacheBytes, "Bytes of AgentRunSegments kept in memory (an LRU by content hash).")
@@ -208,6 +214,7 @@ func run() error {
 		LeaseSkewGrace:          f.leaseSkewGrace,
 		Holder:                  holder,
 		MaxConcurrentReconciles: f.maxConcurrentReconciles,
+		MaxConcurrentDecisions:  f.maxConcurrentDecisions,
 		MaxInFlight:             f.maxInFlight,
 		PerEndpoint:             f.perEndpoint,
 		ModelTimeout:            f.modelTimeout,

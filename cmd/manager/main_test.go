@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/executor"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -15,8 +18,8 @@ func TestParseFlags(t *testing.T) {
 	}{
 		"defaults: webhook on loopback, metrics off": {
 			want: flags{leaderElectionID: "exagent-manager.exagent.io", metricsAddr: "0", metricsSecure: true, probeAddr: ":8081",
-				enableWebhooks: true, webhookHost: "127.0.0.1", webhookPort: 9443, maxConcurrentReconciles: 4,
-				maxInFlight: 64, perEndpoint: 8, modelTimeout: 2 * time.Minute, releaseOnStop: true, drainTimeout: 20 * time.Second, leaseSkewGrace: 2 * time.Second,
+				enableWebhooks: true, webhookHost: "127.0.0.1", webhookPort: 9443, maxConcurrentReconciles: controllers.DefaultMaxConcurrentReconciles, maxConcurrentDecisions: controllers.DefaultMaxConcurrentDecisions,
+				maxInFlight: executor.DefaultMaxInFlight, perEndpoint: executor.DefaultPerEndpoint, modelTimeout: 2 * time.Minute, releaseOnStop: true, drainTimeout: 20 * time.Second, leaseSkewGrace: 2 * time.Second,
 				hotStatusBytes: 32 << 10, sealValueBytes: 4 << 10, segmentCacheBytes: 32 << 20},
 		},
 		"a pod's flags": {
@@ -24,7 +27,7 @@ func TestParseFlags(t *testing.T) {
 				"--max-concurrent-reconciles=8", "--max-inflight-io=100", "--max-inflight-per-endpoint=4", "--holder-identity=pod-a"},
 			want: flags{leaderElect: true, leaderElectionID: "exagent-manager.exagent.io", metricsAddr: ":8443", metricsSecure: true,
 				probeAddr: ":8081", enableWebhooks: true, webhookHost: "0.0.0.0", webhookPort: 9443, webhookCertDir: "/certs",
-				maxConcurrentReconciles: 8, maxInFlight: 100, perEndpoint: 4, modelTimeout: 2 * time.Minute, holder: "pod-a", releaseOnStop: true, drainTimeout: 20 * time.Second, leaseSkewGrace: 2 * time.Second,
+				maxConcurrentReconciles: 8, maxConcurrentDecisions: controllers.DefaultMaxConcurrentDecisions, maxInFlight: 100, perEndpoint: 4, modelTimeout: 2 * time.Minute, holder: "pod-a", releaseOnStop: true, drainTimeout: 20 * time.Second, leaseSkewGrace: 2 * time.Second,
 				hotStatusBytes: 32 << 10, sealValueBytes: 4 << 10, segmentCacheBytes: 32 << 20},
 		},
 	}

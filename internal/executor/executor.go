@@ -9,15 +9,26 @@ import (
 
 // Options bound the executor.
 type Options struct {
-	// MaxInFlight is the most jobs running at once (default 64).
+	// MaxInFlight is the most jobs running at once (DefaultMaxInFlight).
 	MaxInFlight int
-	// PerEndpoint is the most jobs running at once against one endpoint (default 8).
+	// PerEndpoint is the most jobs running at once against one endpoint (DefaultPerEndpoint).
 	PerEndpoint int
 	// DrainTimeout is how long jobs already running when the manager stops
 	// go on before their context is cancelled (0: at once). No job starts
 	// after the stop.
 	DrainTimeout time.Duration
 }
+
+// The defaults are sized for model and tool calls, which wait on the
+// network far longer than they work: a job waiting on its endpoint costs
+// a goroutine and a connection, not a CPU. All runs of a team usually
+// share one model endpoint, so one endpoint gets enough for a few hundred
+// runs at once; a quarter of the total keeps one slow endpoint from
+// starving the others (docs/operating.md, "Sizing").
+const (
+	DefaultMaxInFlight = 1024
+	DefaultPerEndpoint = 256
+)
 
 // Job is one unit of IO. ctx is the executor's lifetime: it is cancelled
 // when the manager stops (or, with a DrainTimeout, at most that long
@@ -41,14 +52,20 @@ type Executor struct {
 	wg        sync.WaitGroup
 }
 
+// WithDefaults fills the unset limits with the defaults.
+func (o Options) WithDefaults() Options {
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = DefaultMaxInFlight
+	}
+	if o.PerEndpoint <= 0 {
+		o.PerEndpoint = DefaultPerEndpoint
+	}
+	return o
+}
+
 // New builds an executor.
 func New(opts Options) *Executor {
-	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = 64
-	}
-	if opts.PerEndpoint <= 0 {
-		opts.PerEndpoint = 8
-	}
+	opts = opts.WithDefaults()
 	return &Executor{
 		opts:      opts,
 		total:     make(chan struct{}, opts.MaxInFlight),

@@ -116,9 +116,10 @@ func (t *Tracer) Committed(key types.NamespacedName, agent string, old, written 
 		if cur, still := ownedBy(written, holder); !still || cur != prev {
 			t.endAttempt(key, prev, written, now)
 		}
-	} else if !startsAttempt(old, written, holder) {
+	} else {
 		// A commit of a run this process does not own: a decision, an
-		// expiry, a recovery. Decisions become events of a short span.
+		// expiry, a recovery — or a decision together with the claim that
+		// resumes the run. Decisions become events of a short span.
 		t.decisions(remote, key, old, written, now)
 	}
 	if startsAttempt(old, written, holder) {
