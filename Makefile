@@ -64,6 +64,8 @@ BENCH_RUNS ?= 50
 # FAST narrows the fast-path benchmarks (e.g. FAST=ApprovalBurst); FAST_ARGS passes their -fast.* flags.
 FAST ?=
 FAST_ARGS ?=
+# TRANSCRIPT_ARGS passes the transcript benchmarks' -bench.* flags.
+TRANSCRIPT_ARGS ?=
 # SEED of the fault suite's random choices; 0 picks one (printed on failure).
 SEED ?= 0
 CHAOS_TIMEOUT ?= 60m
@@ -74,9 +76,10 @@ chaos: ## Run the fault-injection suite (test/chaos) at full size: kill -9 matri
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -v -timeout $(CHAOS_TIMEOUT) -run '^TestLoadNeverUncertain$$' ./controllers/ -args -load.runs=1000 -load.model-delay=1s
 
 .PHONY: bench
-bench: ## Benchmarks on envtest: pause → approve → finish (BENCH_RUNS=N), then the fast path (approve → intent stages, bursts, throughput, slow models, waiting runs; FAST_ARGS='-fast.waiting=N …'), each a ratio to the same apiserver's CAS round trip or ceiling; profiles in bin/bench.
+bench: ## Benchmarks on envtest: pause → approve → finish (BENCH_RUNS=N), then the fast path (approve → intent stages, bursts, throughput, slow models, waiting runs; FAST_ARGS='-fast.waiting=N …'), each a ratio to the same apiserver's CAS round trip or ceiling; profiles in bin/bench; then the transcript (write cost at step 1/50/last, segment bytes, memory of finished runs; TRANSCRIPT_ARGS='-bench.turns=N -bench.finished=N …').
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 60m -run '^$$' -bench '^BenchmarkPauseApproveFinish$$' -benchtime $(BENCH_RUNS)x ./controllers/...
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 60m -run '^$$' -bench '^BenchmarkFast$(FAST)' -benchtime 1x ./controllers/ -args -fast.profiles=$(CURDIR)/bin/bench $(FAST_ARGS)
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 60m -run '^$$' -bench '^Benchmark(TranscriptWriteCost|FinishedRunsMemory)$$' -benchtime 1x ./controllers/ -args $(TRANSCRIPT_ARGS)
 
 ##@ Build
 
