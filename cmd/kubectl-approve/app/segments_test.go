@@ -137,7 +137,7 @@ func TestShowSealedTranscript(t *testing.T) {
 	// A tail within the hot history needs only the segments its refs name.
 	var named []loop.Segment
 	wantNames := map[string]bool{}
-	for _, n := range refNames(sealed, sealed.Status.History[len(sealed.Status.History)-2:]) {
+	for _, n := range refNames(sealed, sealed.Status.History[len(sealed.Status.History)-1:]) {
 		wantNames[n] = true
 	}
 	for _, s := range chain {
@@ -145,14 +145,14 @@ func TestShowSealedTranscript(t *testing.T) {
 			named = append(named, s)
 		}
 	}
-	v, err = resolveShow(sealed, named, false, 2)
+	v, err = resolveShow(sealed, named, false, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(render(showView{Run: plain, Tail: 2}), render(v)); diff != "" {
-		t.Errorf("show --transcript=2 (-plain +sealed):\n%s", diff)
+	if diff := cmp.Diff(render(showView{Run: plain, Tail: 1}), render(v)); diff != "" {
+		t.Errorf("show --transcript=1 (-plain +sealed):\n%s", diff)
 	}
-	if got := render(v); !strings.Contains(got, fmt.Sprintf("\nTranscript (last 2 of %d messages):\n", total)) {
+	if got := render(v); !strings.Contains(got, fmt.Sprintf("\nTranscript (last 1 of %d messages):\n", total)) {
 		t.Errorf("the count names the whole transcript:\n%s", got)
 	}
 
