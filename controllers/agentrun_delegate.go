@@ -252,6 +252,16 @@ func (r *AgentRunReconciler) endChildren(ctx context.Context, parent *exagentv1.
 		if child.Status.Phase.IsTerminal() {
 			continue
 		}
+		if isSummary(child) {
+			// A waiting child is cached as a summary, never written from:
+			// the cancel is computed on the child read past the cache.
+			fresh := &exagentv1.AgentRun{}
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(child), fresh); err != nil {
+				errs = append(errs, fmt.Errorf("reading child run %s of ended run %s: %w", child.Name, parent.Name, err))
+				continue
+			}
+			child = fresh
+		}
 		env, err := loop.NewEnv(loop.EnvInput{RunUID: string(child.UID), RunName: child.Name,
 			Agent: &exagentv1.AgentSpec{}, Run: &child.Spec})
 		if err != nil {
