@@ -59,6 +59,10 @@ func (r *AgentRunReconciler) publish(sc *scope) {
 	if r.Recorder == nil {
 		return
 	}
+	if r.life != nil && r.life.Err() != nil && len(sc.notes) > 0 {
+		r.createEvents(sc.run, sc.notes) // stopping: the broadcaster may drop them
+		return
+	}
 	for _, n := range sc.notes {
 		r.Recorder.Eventf(sc.run, nil, n.eventType, n.reason, n.reason, "%s", n.message)
 	}

@@ -27,12 +27,18 @@ func (r *AgentRunReconciler) publishReleased(old, written *exagentv1.AgentRun) {
 	}
 	sc := &scope{run: written}
 	sc.noteEnd(written.Status)
+	r.createEvents(written, sc.notes)
+}
+
+// createEvents writes notes as Events directly: during the stop the event
+// broadcaster is shutting down and may drop what it is given.
+func (r *AgentRunReconciler) createEvents(run *exagentv1.AgentRun, notes []note) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, n := range sc.notes {
-		if err := r.Client.Create(ctx, releaseEvent(written, n, r.Holder, r.Clock.Now())); err != nil {
-			logf.FromContext(ctx).Info("could not send the Event of a run that ended in the drain",
-				"run", written.Name, "namespace", written.Namespace, "reason", n.reason, "error", err.Error())
+	for _, n := range notes {
+		if err := r.Client.Create(ctx, releaseEvent(run, n, r.Holder, r.Clock.Now())); err != nil {
+			logf.FromContext(ctx).Info("could not send the Event of a run that changed during the stop",
+				"run", run.Name, "namespace", run.Namespace, "reason", n.reason, "error", err.Error())
 		}
 	}
 }
