@@ -372,41 +372,7 @@ func objectRT(b *testing.B, h *harness, name string) (time.Duration, int) {
 // tool call while the run has had fewer than loadTurns-1 tool results,
 // then the final text. It counts its TCP connections.
 func benchModel(b *testing.B, delay time.Duration, cc *connCounter) *httptest.Server {
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Role string `json:"role"`
-			} `json:"messages"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		select {
-		case <-time.After(delay):
-		case <-r.Context().Done():
-			return
-		}
-		tools := 0
-		for _, m := range req.Messages {
-			if m.Role == "tool" {
-				tools++
-			}
-		}
-		msg, finish := map[string]any{"role": "assistant", "content": "done"}, "stop"
-		if tools < loadTurns-1 {
-			msg, finish = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-				"id": fmt.Sprintf("c%d", tools), "type": "function",
-				"function": map[string]any{"name": "t", "arguments": fmt.Sprintf(`{"amount":%d}`, tools)},
-			}}}, "tool_calls"
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-load", "object": "chat.completion", "created": 1700000000, "model": "load",
-			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
-			"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
-		})
-	}))
+	srv := httptest.NewUnstartedServer(slowModelHandler(delay))
 	srv.Config.ConnState = cc.hook
 	srv.Start()
 	b.Cleanup(srv.Close)

@@ -324,41 +324,7 @@ const loadTurns = 5
 // a tool call while the run has had fewer than loadTurns-1 tool results,
 // then the final text.
 func slowModel(t *testing.T, delay time.Duration) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Messages []struct {
-				Role string `json:"role"`
-			} `json:"messages"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		select {
-		case <-time.After(delay):
-		case <-r.Context().Done():
-			return
-		}
-		tools := 0
-		for _, m := range req.Messages {
-			if m.Role == "tool" {
-				tools++
-			}
-		}
-		msg, finish := map[string]any{"role": "assistant", "content": "done"}, "stop"
-		if tools < loadTurns-1 {
-			msg, finish = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-				"id": fmt.Sprintf("c%d", tools), "type": "function",
-				"function": map[string]any{"name": "t", "arguments": fmt.Sprintf(`{"amount":%d}`, tools)},
-			}}}, "tool_calls"
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-load", "object": "chat.completion", "created": 1700000000, "model": "load",
-			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
-			"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
-		})
-	}))
+	srv := httptest.NewServer(slowModelHandler(delay))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -460,4 +426,43 @@ func TestCancelWithoutAgent(t *testing.T) {
 	if got := len(ts.journal()); got != 0 {
 		t.Errorf("effects = %d, want 0", got)
 	}
+}
+
+// slowModelHandler is slowModel's handler (benchmarks serve it too).
+func slowModelHandler(delay time.Duration) http.HandlerFunc {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Role string `json:"role"`
+			} `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+		tools := 0
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				tools++
+			}
+		}
+		msg, finish := map[string]any{"role": "assistant", "content": "done"}, "stop"
+		if tools < loadTurns-1 {
+			msg, finish = map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+				"id": fmt.Sprintf("c%d", tools), "type": "function",
+				"function": map[string]any{"name": "t", "arguments": fmt.Sprintf(`{"amount":%d}`, tools)},
+			}}}, "tool_calls"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-load", "object": "chat.completion", "created": 1700000000, "model": "load",
+			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+			"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+		})
+	})
 }
