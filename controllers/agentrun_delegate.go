@@ -365,5 +365,54 @@ func (o orphanSweep) Start(ctx context.Context) error {
 		}
 		logf.FromContext(ctx).Info("deleted an orphaned child run: its parent is gone", "run", run.Name, "parent", d.Parent.Name)
 	}
+	o.sweepSegments(ctx, list.Items)
 	return nil
+}
+
+// sweepSegments deletes the segments of runs deleted while no manager ran
+// (the local control plane has no garbage collector for their
+// ownerReference). A segment's run is looked up by its owner reference,
+// past the cache, before anything is deleted.
+func (o orphanSweep) sweepSegments(ctx context.Context, runs []exagentv1.AgentRun) {
+	if o.r.Segments == nil {
+		return
+	}
+	known := map[types.UID]bool{}
+	for i := range runs {
+		known[runs[i].UID] = true
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRunSegmentList"))
+	if err := o.r.APIReader.List(ctx, list); err != nil {
+		logf.FromContext(ctx).Info("could not list segments for the orphan sweep", "error", err.Error())
+		return
+	}
+	checked := map[types.UID]bool{}
+	for i := range list.Items {
+		seg := &list.Items[i]
+		uid := types.UID(seg.Labels[exagentv1.LabelRunUID])
+		if uid == "" || known[uid] || checked[uid] {
+			continue
+		}
+		checked[uid] = true
+		owner := ""
+		for _, ref := range seg.OwnerReferences {
+			if ref.Kind == "AgentRun" && ref.UID == uid {
+				owner = ref.Name
+			}
+		}
+		if owner == "" {
+			continue // not written by the manager: left alone
+		}
+		run := &exagentv1.AgentRun{}
+		err := o.r.APIReader.Get(ctx, types.NamespacedName{Namespace: seg.Namespace, Name: owner}, run)
+		if err == nil && run.UID == uid || err != nil && !apierrors.IsNotFound(err) {
+			continue
+		}
+		if err := o.r.Segments.DeleteOf(ctx, seg.Namespace, uid); err != nil {
+			logf.FromContext(ctx).Info("could not delete the segments of a deleted run", "run", owner, "error", err.Error())
+			continue
+		}
+		logf.FromContext(ctx).Info("deleted the segments of a run deleted while no manager ran", "run", owner, "uid", uid)
+	}
 }

@@ -495,3 +495,35 @@ func (h *harness) waitRunFor(name, what string, timeout time.Duration, cond func
 	}
 	return &last
 }
+
+// TestSegmentsOfRunDeletedWhileDown: a run deleted while no manager runs
+// leaves its segments (no garbage collector here); the next manager's
+// start-up sweep deletes them, and leaves a live run's alone.
+func TestSegmentsOfRunDeletedWhileDown(t *testing.T) {
+	const size = 20 << 10
+	h := newHarness(t)
+	ps := newPagesServer(t, size)
+	rm := newReaderModel(t, 2, size)
+	readerAgent(h, "reader", rm.srv.URL, ps.srv.URL)
+	first := h.startManagerWith(controllers.Options{}, nil)
+	t.Cleanup(first.stop)
+	var runs []*exagentv1.AgentRun
+	for _, name := range []string{"gone", "kept"} {
+		h.createRun(name, "reader", func(r *exagentv1.AgentRunSpec) { r.ActiveTimeLimit = exagentv1.Never })
+		runs = append(runs, h.waitPhase(name, exagentv1.PhaseSucceeded))
+	}
+	first.stop()
+	if err := h.c.Delete(context.Background(), runs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if len(segmentsOf(t, h, runs[0])) == 0 || len(segmentsOf(t, h, runs[1])) == 0 {
+		t.Fatal("the runs have no segments")
+	}
+	h.startManager(controllers.Options{})
+	if !eventually(func() bool { return len(segmentsOf(t, h, runs[0])) == 0 }) {
+		t.Fatalf("%d segments of the run deleted while no manager ran remain", len(segmentsOf(t, h, runs[0])))
+	}
+	if _, chain := transcriptOf(t, runs[1]); len(chain) != len(segmentsOf(t, h, runs[1])) {
+		t.Fatal("the live run's segments were touched")
+	}
+}
