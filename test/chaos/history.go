@@ -246,10 +246,20 @@ func checkRun(uid types.UID, all []Version, h History) []Violation {
 				if reason := intentWriter(prev, st, c.Attempt); reason != "" {
 					bad(RuleStaleCommit, i, "intent of call %s (attempt %d) %s", c.ID, c.Attempt, reason)
 				}
+				// The fence is the commit's CAS (DESIGN.md §4.3 as refined by the
+				// live-owner rule): a live owner whose lease lapsed may take it back
+				// in the very write that carries the intent, with a new lease valid
+				// at the intent — the CAS on the version it read proves nobody
+				// recovered the run meanwhile. An intent outside any lease it wrote
+				// is a violation.
 				if prev != nil && prev.Claim != nil && prev.Claim.Attempt == c.Attempt && c.StartedAt != nil &&
 					!c.StartedAt.Time.Before(prev.Claim.LeaseExpiresAt.Time) {
-					bad(RuleExpiredLeaseIntent, i, "intent of call %s made at %s on the lease of attempt %d that expired at %s",
-						c.ID, stamp(c.StartedAt.Time), c.Attempt, stamp(prev.Claim.LeaseExpiresAt.Time))
+					takenBack := st.Claim != nil && st.Claim.Attempt == c.Attempt &&
+						c.StartedAt.Time.Before(st.Claim.LeaseExpiresAt.Time) && st.Claim.LeaseExpiresAt.After(prev.Claim.LeaseExpiresAt.Time)
+					if !takenBack {
+						bad(RuleExpiredLeaseIntent, i, "intent of call %s made at %s on the lease of attempt %d that expired at %s",
+							c.ID, stamp(c.StartedAt.Time), c.Attempt, stamp(prev.Claim.LeaseExpiresAt.Time))
+					}
 				}
 			}
 			// An owner's confirmation: Started → Succeeded/Failed, not from a Resolve.
