@@ -377,3 +377,32 @@ func joinViolations(vs []Violation) string {
 	}
 	return b.String()
 }
+
+// TestTakenBackLeaseIsNotAnExpiredIntent: a live owner whose lease lapsed
+// takes it back in the write that carries the intent (same attempt, a new
+// lease valid at the intent): the CAS decides, so it is no violation; the
+// same intent without the new lease is.
+func TestTakenBackLeaseIsNotAnExpiredIntent(t *testing.T) {
+	for name, tc := range map[string]struct {
+		lease int
+		want  bool
+	}{
+		"taken back with a new lease": {lease: 12000, want: false},
+		"on the lapsed lease":         {lease: 5000, want: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := goodRun()
+			h.vs[2].Run.Status.Calls[0].StartedAt = mtp(7000)
+			h.vs[2].Run.Status.Claim = claim(1, tc.lease)
+			got := false
+			for _, v := range Check(history(h, goodRequests())) {
+				if v.Rule == RuleExpiredLeaseIntent {
+					got = true
+				}
+			}
+			if got != tc.want {
+				t.Fatalf("expired-lease violation = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
