@@ -207,7 +207,7 @@ func (c *cluster) startManager(o managerOpts) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = poll(2*time.Minute, func() (bool, error) {
+	err = poll(5*time.Minute, func() (bool, error) {
 		if p.exited() {
 			return false, fmt.Errorf("manager %s exited: %v\n%s", o.name, p.err, p.tail())
 		}
