@@ -56,9 +56,13 @@ func NewSegments(c client.Client, reader client.Reader, maxBytes int) *Segments 
 }
 
 func (s *Segments) put(uid types.UID, seg loop.Segment) {
-	_, size, err := loop.SegmentName(&seg.Spec)
-	if err != nil {
-		return
+	size := seg.Size
+	if size <= 0 {
+		_, n, err := loop.SegmentName(&seg.Spec)
+		if err != nil {
+			return
+		}
+		size = n
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -88,7 +92,7 @@ func (s *Segments) Create(ctx context.Context, run *exagentv1.AgentRun, segs []l
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: run.Namespace,
 				Name:      seg.Name,
-				Labels:    map[string]string{exagentv1.LabelRun: labelValue(run.Name), exagentv1.LabelRunUID: string(run.UID)},
+				Labels:    map[string]string{exagentv1.LabelRun: loop.LabelValue(run.Name), exagentv1.LabelRunUID: string(run.UID)},
 				OwnerReferences: []metav1.OwnerReference{{
 					APIVersion: exagentv1.GroupVersion.String(), Kind: "AgentRun",
 					Name: run.Name, UID: run.UID, Controller: ptr.To(true),
@@ -199,12 +203,4 @@ func (s *Segments) DeleteOf(ctx context.Context, ns string, uid types.UID) error
 		return fmt.Errorf("deleting segments of run UID %s: %w", uid, err)
 	}
 	return nil
-}
-
-// labelValue fits a run name into a label value (63 characters).
-func labelValue(name string) string {
-	if len(name) <= 63 {
-		return name
-	}
-	return name[:63]
 }

@@ -54,6 +54,8 @@ func (c SealConfig) value() int {
 type Segment struct {
 	Name string
 	Spec exagentv1.AgentRunSegmentSpec
+	// Size is the length of the spec's canonical JSON (0 when unknown).
+	Size int
 }
 
 // Seal moves out of the status what it no longer needs hot, into new
@@ -345,7 +347,7 @@ func (sl *sealer) emit(spec exagentv1.AgentRunSegmentSpec) (Segment, error) {
 		return Segment{}, errorf(KindTooLarge, ReasonStatusTooLarge,
 			"a transcript segment would take %d bytes, over %d", size, exagentv1.MaxSegmentBytes)
 	}
-	seg := Segment{Name: name, Spec: spec}
+	seg := Segment{Name: name, Spec: spec, Size: size}
 	sl.out = append(sl.out, seg)
 	sl.head.Head = name
 	sl.head.Segments++
