@@ -14,6 +14,10 @@ const MaxSegmentBytes = 256 << 10
 // it records the hash of the segment before it: the run's
 // status.transcript.head names the last one, so a missing, reordered or
 // edited segment breaks the chain and is found before any IO.
+//
+// Atomic for server-side apply (written once, whole, by the manager): no
+// per-field ownership to compute for its many fields at creation.
+// +structType=atomic
 type AgentRunSegmentSpec struct {
 	// runName is the run the segment belongs to.
 	// +required
