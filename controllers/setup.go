@@ -19,6 +19,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/internal/eventqueue"
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/notify"
 	"github.com/exagent-io/exagent/internal/telemetry"
@@ -118,12 +119,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	store := NewStore(mgr.GetClient(), mgr.GetAPIReader()).WithSegments(ctx, segments,
 		SealOptions{HotBytes: o.HotStatusBytes, ValueBytes: o.SealValueBytes}, o.Hooks)
 	exec := executor.New(limits)
+	// Events go through a bounded queue with a few writers (eventqueue's
+	// doc says why not client-go's broadcaster); started before and
+	// stopped after the controllers, so their last Events are written.
+	evq := eventqueue.New(mgr.GetClient(), mgr.GetScheme(), ctrl.Log.WithName("events"), eventqueue.Options{Instance: o.Holder})
+	if err := mgr.Add(evq); err != nil {
+		return nil, fmt.Errorf("adding the Event queue: %w", err)
+	}
 	runs := &AgentRunReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Store:     store,
 		Segments:  segments,
-		Recorder:  mgr.GetEventRecorder("exagent-controller"),
+		Recorder:  evq.Recorder("exagent-controller"),
 		Executor:  exec,
 		Tools: &tools.Registry{
 			HTTPClient: o.HTTPClient,
@@ -152,7 +160,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		Verifier:                o.Verifier,
 		Seal:                    o.Seal,
 		Manager:                 o.ManagerIdentity,
-		Recorder:                mgr.GetEventRecorder("exagent-controller"),
+		Recorder:                evq.Recorder("exagent-controller"),
 		MaxConcurrentReconciles: o.MaxConcurrentDecisions,
 		Name:                    "approvaldecision" + o.NameSuffix,
 		Runs:                    runs,
@@ -162,7 +170,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	}
 	n := &notifier{
 		client: mgr.GetClient(), reader: mgr.GetAPIReader(), store: store, informer: mgr.GetCache(),
-		recorder: mgr.GetEventRecorder("exagent-notifier"), clock: clock.RealClock{}, http: o.NotifyHTTPClient,
+		recorder: evq.Recorder("exagent-notifier"), clock: clock.RealClock{}, http: o.NotifyHTTPClient,
 		retry: o.NotifyRetry.WithDefaults(), workers: o.NotifyWorkers, hooks: o.Hooks, life: ctx,
 		queue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[types.NamespacedName]{Name: "notify" + o.NameSuffix}),
 	}

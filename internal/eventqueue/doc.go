@@ -1,0 +1,16 @@
+// Package eventqueue is the manager's Event recorder. Events are written
+// by a few workers from a bounded queue, each created once and never kept.
+//
+// client-go's events broadcaster, which controller-runtime's recorder wraps,
+// starts one goroutine per Event and keeps every Event it sent for six to
+// twelve minutes to fold repeats into a series. For exagent that was the
+// wrong trade: its Events are about one run and one transition each (they
+// rarely repeat), 10,000 runs pausing at once left ~20,000 Events in that
+// cache (about 40% of the manager's heap), and 60 approvals at once sent
+// their 120 Events concurrently with the status writes that resume the
+// runs. Here an Event costs memory only while it waits in the queue, at
+// most Options.QueueSize of them; when the queue is full an Event is
+// dropped and counted (exagent_events_dropped_total), never blocking the
+// controller that records it. At the manager's stop the queue is drained
+// for a bounded time, so the Events of the last commits are not lost.
+package eventqueue

@@ -1,0 +1,243 @@
+package eventqueue
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/reference"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Defaults of Options.
+const (
+	DefaultQueueSize    = 4096
+	DefaultWorkers      = 4
+	DefaultDrainTimeout = 5 * time.Second
+	// maxTries bounds the attempts at one Event on transient errors.
+	maxTries = 3
+	// maxNoteBytes is the events.k8s.io/v1 limit of note.
+	maxNoteBytes = 1024
+	// writeTimeout bounds one attempt at an Event.
+	writeTimeout = 10 * time.Second
+)
+
+var droppedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "exagent_events_dropped_total",
+	Help: "Events the manager did not write, by why (QueueFull: recorded faster than the apiserver took them; Error: refused or failed after retries; Stopped: recorded after the stop's drain).",
+}, []string{"why"})
+
+func init() { metrics.Registry.MustRegister(droppedTotal) }
+
+// Options tune a Queue; zero values take the defaults.
+type Options struct {
+	// QueueSize bounds the Events waiting to be written.
+	QueueSize int
+	// Workers write Events at once: few, so Events never crowd out the
+	// status writes they describe.
+	Workers int
+	// DrainTimeout bounds how long the queue is still written at the stop.
+	DrainTimeout time.Duration
+	// Instance is the reporting instance (default: the hostname).
+	Instance string
+	Clock    clock.PassiveClock
+}
+
+// Queue writes Events through Client. It is a manager Runnable (Start)
+// and hands out a recorder per reporting controller (Recorder).
+type Queue struct {
+	client  client.Client
+	scheme  *runtime.Scheme
+	opts    Options
+	log     logr.Logger
+	pending chan *eventsv1.Event
+	mu      sync.Mutex
+	stopped bool
+}
+
+// New returns a Queue writing with c; scheme resolves the kinds of the
+// objects Events are about.
+func New(c client.Client, scheme *runtime.Scheme, log logr.Logger, o Options) *Queue {
+	if o.QueueSize <= 0 {
+		o.QueueSize = DefaultQueueSize
+	}
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
+	if o.Instance == "" {
+		o.Instance, _ = os.Hostname()
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return &Queue{client: c, scheme: scheme, opts: o, log: log, pending: make(chan *eventsv1.Event, o.QueueSize)}
+}
+
+// Recorder returns the events.EventRecorder of one reporting controller.
+func (q *Queue) Recorder(controller string) events.EventRecorder {
+	instance := controller + "-" + q.opts.Instance
+	if len(instance) > 128 { // the API's bound on reportingInstance
+		instance = instance[:128]
+	}
+	return &recorder{q: q, controller: controller, instance: instance}
+}
+
+// NeedLeaderElection: every replica writes the Events of its own commits.
+func (q *Queue) NeedLeaderElection() bool { return false }
+
+// Start writes queued Events until ctx ends, then what is left for at
+// most DrainTimeout.
+func (q *Queue) Start(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range q.opts.Workers {
+		wg.Go(func() { q.work(ctx) })
+	}
+	<-ctx.Done()
+	wg.Wait()
+	drain, cancel := context.WithTimeout(context.Background(), q.opts.DrainTimeout)
+	defer cancel()
+	q.drain(drain)
+	q.mu.Lock()
+	q.stopped = true
+	q.mu.Unlock()
+	for { // whatever came in after the drain is dropped, counted
+		select {
+		case <-q.pending:
+			droppedTotal.WithLabelValues("Stopped").Inc()
+		default:
+			return nil
+		}
+	}
+}
+
+// work writes Events until ctx ends. A write is not cut by ctx (the
+// stop's drain would only queue it again): writeTimeout bounds it.
+func (q *Queue) work(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-q.pending:
+			wctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+			q.write(wctx, ev)
+			cancel()
+		}
+	}
+}
+
+// drain writes what waits in the queue until it is empty or ctx ends.
+func (q *Queue) drain(ctx context.Context) {
+	for ctx.Err() == nil {
+		select {
+		case ev := <-q.pending:
+			q.write(ctx, ev)
+		default:
+			return
+		}
+	}
+}
+
+// write creates ev, retrying transient errors a few times.
+func (q *Queue) write(ctx context.Context, ev *eventsv1.Event) {
+	var err error
+	for try := 1; try <= maxTries; try++ {
+		err = q.client.Create(ctx, ev)
+		switch {
+		case err == nil:
+			return
+		case apierrors.IsAlreadyExists(err):
+			// Two Events of one object in the same nanosecond: a new name.
+			ev = ev.DeepCopy()
+			ev.Name, ev.ResourceVersion = eventName(ev.Regarding.Name, q.opts.Clock.Now(), try), ""
+			continue
+		case apierrors.IsInvalid(err), apierrors.IsForbidden(err), apierrors.IsNotFound(err), apierrors.IsBadRequest(err):
+			try = maxTries // not transient: a namespace being deleted, RBAC, a bad Event
+			continue
+		}
+		if try < maxTries {
+			select {
+			case <-ctx.Done():
+				try = maxTries
+			case <-time.After(time.Duration(try) * 200 * time.Millisecond):
+			}
+		}
+	}
+	droppedTotal.WithLabelValues("Error").Inc()
+	q.log.V(1).Info("could not write an Event", "namespace", ev.Namespace, "object", ev.Regarding.Name,
+		"reason", ev.Reason, "error", err.Error())
+}
+
+// enqueue hands ev to the workers without ever waiting.
+func (q *Queue) enqueue(ev *eventsv1.Event) {
+	q.mu.Lock()
+	stopped := q.stopped
+	q.mu.Unlock()
+	if stopped {
+		droppedTotal.WithLabelValues("Stopped").Inc()
+		return
+	}
+	select {
+	case q.pending <- ev:
+	default:
+		droppedTotal.WithLabelValues("QueueFull").Inc()
+		q.log.V(1).Info("the Event queue is full: an Event was dropped", "namespace", ev.Namespace,
+			"object", ev.Regarding.Name, "reason", ev.Reason)
+	}
+}
+
+type recorder struct {
+	q          *Queue
+	controller string
+	instance   string
+}
+
+// Eventf implements events.EventRecorder.
+func (r *recorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	ref, err := reference.GetReference(r.q.scheme, regarding)
+	if err != nil {
+		r.q.log.Error(err, "could not refer to the object of an Event", "reason", reason)
+		return
+	}
+	var rel *corev1.ObjectReference
+	if related != nil {
+		if rel, err = reference.GetReference(r.q.scheme, related); err != nil {
+			rel = nil
+		}
+	}
+	now := r.q.opts.Clock.Now()
+	ns := ref.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	ev := &eventsv1.Event{
+		EventTime:           metav1.NewMicroTime(now),
+		ReportingController: r.controller,
+		ReportingInstance:   r.instance,
+		Action:              action,
+		Reason:              reason,
+		Regarding:           *ref,
+		Related:             rel,
+		Note:                truncate(fmt.Sprintf(note, args...), maxNoteBytes),
+		Type:                eventtype,
+	}
+	ev.Name, ev.Namespace = eventName(ref.Name, now, 0), ns
+	r.q.enqueue(ev)
+}
+
+// DroppedTotal is the counter of Events dropped for why (tests read it).
+func DroppedTotal(why string) prometheus.Counter { return droppedTotal.WithLabelValues(why) }
