@@ -50,7 +50,8 @@ func BenchmarkFastWaitingRunsProcess(b *testing.B) {
 	// collector's cache read works (an error is an HTTP 500), then the
 	// start-up work (sweep, first reconciles) has settled.
 	idle := p.waitQuiet(b, 3*time.Second, 5*time.Minute)
-	rss0, _ := p.memory(b)
+	mem0 := p.memory(b)
+	heap0 := gauge(idle, "go_memstats_heap_inuse_bytes")
 	elsewhere := 0.0
 	for _, m := range idle["exagent_runs"].GetMetric() {
 		elsewhere += m.GetGauge().GetValue()
@@ -92,7 +93,7 @@ func BenchmarkFastWaitingRunsProcess(b *testing.B) {
 	// The run controller settles (events sent, queue drained) before the
 	// memory is read; the process's own figures first, then its endpoint.
 	p.waitQuiet(b, 3*time.Second, 5*time.Minute)
-	rssNow, hwm := p.memory(b)
+	mem := p.memory(b)
 	mf, err := p.scrape()
 	must(b, err)
 	heap := gauge(mf, "go_memstats_heap_inuse_bytes")
@@ -100,19 +101,24 @@ func BenchmarkFastWaitingRunsProcess(b *testing.B) {
 	p.heapProfile(b)
 
 	u.report(b)
-	delta := rssNow - min(rssNow, rss0)
-	b.ReportMetric(float64(rss0)/mib, "rss-idle-MiB")
-	b.ReportMetric(float64(rssNow)/mib, "rss-MiB")
-	b.ReportMetric(float64(hwm)/mib, "rss-peak-MiB")
+	delta := mem.rss - min(mem.rss, mem0.rss)
+	b.ReportMetric(float64(mem0.rss)/mib, "rss-idle-MiB")
+	b.ReportMetric(float64(mem.rss)/mib, "rss-MiB")
+	b.ReportMetric(float64(mem.peak)/mib, "rss-peak-MiB")
 	b.ReportMetric(float64(delta)/mib, "rss-delta-MiB")
 	b.ReportMetric(float64(delta)/float64(n)/1024, "rss-KiB/run")
+	b.ReportMetric(float64(mem.anon)/mib, "rss-anon-MiB")
+	b.ReportMetric(float64(mem.file)/mib, "rss-file-MiB")
 	b.ReportMetric(heap/mib, "heap-inuse-MiB")
 	b.ReportMetric(gor, "goroutines")
 	b.ReportMetric(elapsed.Seconds(), "pause-s")
 	b.ReportMetric(elsewhere, "runs-elsewhere")
-	b.Logf("waiting runs (manager process %d): %d paused in %s; RSS %.1f MiB (idle %.1f, +%.1f MiB = %.1f KiB/run), peak %.1f MiB; heap in use %.1f MiB, %.0f goroutines; %.0f runs of other namespaces in its cache",
-		p.cmd.Process.Pid, n, elapsed.Round(time.Millisecond), float64(rssNow)/mib, float64(rss0)/mib, float64(delta)/mib,
-		float64(delta)/float64(n)/1024, float64(hwm)/mib, heap/mib, gor, elsewhere)
+	b.Logf("idle manager: RSS %.1f MiB (anon %.1f, file %.1f), heap in use %.1f MiB, %.0f goroutines",
+		float64(mem0.rss)/mib, float64(mem0.anon)/mib, float64(mem0.file)/mib, heap0/mib, gauge(idle, "go_goroutines"))
+	b.Logf("waiting runs (manager process %d): %d paused in %s; RSS %.1f MiB (anon %.1f, file %.1f; idle %.1f, +%.1f MiB = %.1f KiB/run), peak %.1f MiB; heap in use %.1f MiB (+%.1f), %.0f goroutines; %.0f runs of other namespaces in its cache",
+		p.cmd.Process.Pid, n, elapsed.Round(time.Millisecond), float64(mem.rss)/mib, float64(mem.anon)/mib, float64(mem.file)/mib,
+		float64(mem0.rss)/mib, float64(delta)/mib, float64(delta)/float64(n)/1024, float64(mem.peak)/mib,
+		heap/mib, (heap-heap0)/mib, gor, elsewhere)
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -127,7 +133,7 @@ type managerProcess struct {
 	name    string // the benchmark's, for file names
 }
 
-// startManagerProcess builds cmd/manager, writes an admin kubeconfig for
+// startManagerProcess builds cmd/manager (as the Dockerfile does), writes an admin kubeconfig for
 // the envtest and starts the binary with its default settings but for
 // what a loopback benchmark needs; the process is killed at cleanup (and
 // by the kernel if the benchmark dies first).
@@ -136,8 +142,11 @@ func startManagerProcess(b *testing.B) *managerProcess {
 	tmp := b.TempDir()
 	bin := filepath.Join(tmp, "manager")
 	t0 := time.Now()
-	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
+	// Built as the Dockerfile builds the image's binary: the figure is the
+	// one a user's container shows.
+	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/manager")
 	build.Dir = testenv.RepoRoot()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build ./cmd/manager: %v\n%s", err, out)
 	}
@@ -302,28 +311,31 @@ func (p *managerProcess) waitQuiet(b *testing.B, quiet, timeout time.Duration) m
 	return last
 }
 
-// memory is the manager's resident set now and its peak (VmRSS, VmHWM).
-func (p *managerProcess) memory(b *testing.B) (rss, peak uint64) {
+// procMemory is the manager's resident set from /proc/PID/status: now
+// (VmRSS, split into anonymous memory — heap, stacks — and file pages —
+// the binary's code and data, shared and reclaimable) and its peak (VmHWM).
+type procMemory struct{ rss, peak, anon, file uint64 }
+
+func (p *managerProcess) memory(b *testing.B) procMemory {
 	b.Helper()
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	must(b, err)
+	var m procMemory
+	fields := map[string]*uint64{"VmRSS": &m.rss, "VmHWM": &m.peak, "RssAnon": &m.anon, "RssFile": &m.file}
 	for _, line := range strings.Split(string(raw), "\n") {
 		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "VmRSS" && k != "VmHWM") {
+		dst := fields[k]
+		if !ok || dst == nil {
 			continue
 		}
 		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 		must(b, err)
-		if k == "VmRSS" {
-			rss = kb * 1024
-		} else {
-			peak = kb * 1024
-		}
+		*dst = kb * 1024
 	}
-	if rss == 0 || peak == 0 {
+	if m.rss == 0 || m.peak == 0 {
 		b.Fatalf("/proc/%d/status has no VmRSS or VmHWM", p.cmd.Process.Pid)
 	}
-	return rss, peak
+	return m
 }
 
 // heapProfile saves the manager's heap profile when its metrics endpoint
