@@ -113,6 +113,12 @@ func BenchmarkFastWaitingRunsProcess(b *testing.B) {
 	b.ReportMetric(gor, "goroutines")
 	b.ReportMetric(elapsed.Seconds(), "pause-s")
 	b.ReportMetric(elsewhere, "runs-elsewhere")
+	dropped := 0.0
+	for _, m := range mf["exagent_events_dropped_total"].GetMetric() {
+		dropped += m.GetCounter().GetValue()
+	}
+	b.ReportMetric(dropped, "events-dropped")
+	b.Logf("Events dropped: %.0f", dropped)
 	b.Logf("idle manager: RSS %.1f MiB (anon %.1f, file %.1f), heap in use %.1f MiB, %.0f goroutines",
 		float64(mem0.rss)/mib, float64(mem0.anon)/mib, float64(mem0.file)/mib, heap0/mib, gauge(idle, "go_goroutines"))
 	b.Logf("waiting runs (manager process %d): %d paused in %s; RSS %.1f MiB (anon %.1f, file %.1f; idle %.1f, +%.1f MiB = %.1f KiB/run), peak %.1f MiB; heap in use %.1f MiB (+%.1f), %.0f goroutines; %.0f runs of other namespaces in its cache",
@@ -303,7 +309,8 @@ func (p *managerProcess) waitQuiet(b *testing.B, quiet, timeout time.Duration) m
 			prev, since = w, time.Now()
 			return false, nil
 		}
-		return time.Since(since) >= quiet, nil
+		// …and its Events are written (the queue holds them until then).
+		return time.Since(since) >= quiet && gauge(mf, "exagent_events_queued") == 0, nil
 	})
 	if err != nil {
 		b.Fatalf("waiting for the manager to be quiet (status writes unchanged for %s): %v", quiet, err)

@@ -13,13 +13,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/eventqueue"
 )
+
+// eventsDropped is how many Events this process's queues dropped so far.
+func eventsDropped() float64 {
+	n := 0.0
+	for _, why := range []string{"QueueFull", "Error", "Stopped"} {
+		n += testutil.ToFloat64(eventqueue.DroppedTotal(why))
+	}
+	return n
+}
 
 // The fast-path benchmarks (issue 14). Run them with make bench; every
 // figure is also reported as a ratio to the raw CAS round trip (rt) or
@@ -232,6 +243,7 @@ func BenchmarkFastApprovalBurst(b *testing.B) {
 	var list exagentv1.AgentRunList
 	must(b, h.c.List(context.Background(), &list, client.InNamespace(h.ns)))
 
+	dropped0 := eventsDropped()
 	b.ResetTimer()
 	var last time.Time
 	profile(b, func() {
@@ -287,6 +299,8 @@ func BenchmarkFastApprovalBurst(b *testing.B) {
 			b.ReportMetric(float64(mx.Microseconds())/1000, q.name+"-max-ms")
 			b.Logf("burst %-18s p50 %s max %s (%d)", q.name, p50, mx, len(q.d))
 		}
+		b.ReportMetric(eventsDropped()-dropped0, "events-dropped")
+		b.Logf("manager requests: %s", benchRequests)
 		b.Logf("burst: %d approvals → %d tool requests in %s (%.1f rt; rt %s)", n, n, last.Sub(t0), u.ratio(last.Sub(t0)), u.rt)
 	})
 	b.StopTimer()
@@ -316,6 +330,7 @@ func BenchmarkFastShortRuns(b *testing.B) {
 	mgr := h.startBenchManager(benchOptions(), nil)
 	defer mgr.stop()
 	shortAgent(h, bt.srv.URL, 5)
+	dropped0 := eventsDropped()
 	b.ResetTimer()
 	w0 := mgr.ctrls.Store.Writes()
 	var elapsed time.Duration
@@ -333,6 +348,7 @@ func BenchmarkFastShortRuns(b *testing.B) {
 	b.ReportMetric(float64(writes)/elapsed.Seconds()/u.ceiling, "writes/ceiling")
 	b.ReportMetric(float64(writes)/float64(n), "writes/run")
 	b.ReportMetric(float64(bt.conns.n.Load()), "tool-conns")
+	b.ReportMetric(eventsDropped()-dropped0, "events-dropped")
 	b.Logf("short runs: %d in %s, %d writes (%.0f/s = %.0f%% of the ceiling %.0f/s), %d tool calls over %d TCP connections",
 		n, elapsed, writes, float64(writes)/elapsed.Seconds(), 100*float64(writes)/elapsed.Seconds()/u.ceiling, u.ceiling,
 		bt.count(), bt.conns.n.Load())
@@ -444,6 +460,7 @@ func BenchmarkFastWaitingRuns(b *testing.B) {
 	bt := newBenchTools(b, nil)
 	approvalAgent(h, bt.srv.URL)
 	heap0, rss0, gor0 := heapInuse(), rss(), runtime.NumGoroutine()
+	dropped0 := eventsDropped()
 	mgr := h.startBenchManager(benchOptions(), nil)
 	defer mgr.stop()
 	b.ResetTimer()
@@ -452,11 +469,11 @@ func BenchmarkFastWaitingRuns(b *testing.B) {
 	waitRuns(b, h, mgr, n, 2*time.Second, 20*time.Minute, "paused", paused)
 	elapsed := time.Since(t0)
 	b.StopTimer()
-	// The run controller settles (events sent, queue drained) before the memory is read.
+	// The run controller settles (Events written, queue drained) before the memory is read.
 	prev := int64(-1)
-	must(b, wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(context.Context) (bool, error) {
+	must(b, wait.PollUntilContextTimeout(context.Background(), time.Second, 5*time.Minute, true, func(context.Context) (bool, error) {
 		w := mgr.ctrls.Store.Writes()
-		quiet := w == prev // no write for a whole poll interval
+		quiet := w == prev && testutil.ToFloat64(eventqueue.Queued()) == 0 // no write for a whole poll interval
 		prev = w
 		return quiet, nil
 	}))
@@ -472,6 +489,7 @@ func BenchmarkFastWaitingRuns(b *testing.B) {
 	b.ReportMetric(float64(rssNow)/mib, "rss-MiB")
 	b.ReportMetric(float64(rssNow-min(rssNow, rss0))/mib, "rss-delta-MiB")
 	b.ReportMetric(float64(gor-gor0), "goroutines")
+	b.ReportMetric(eventsDropped()-dropped0, "events-dropped")
 	b.Logf("waiting runs: %d paused in %s; manager heap +%.1f MiB (%.1f KiB/run), process RSS %.0f MiB (+%.0f), goroutines +%d",
 		n, elapsed.Round(time.Millisecond), float64(delta)/mib, float64(delta)/float64(n)/1024, float64(rssNow)/mib,
 		float64(rssNow-min(rssNow, rss0))/mib, gor-gor0)

@@ -23,8 +23,8 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultQueueSize    = 4096
-	DefaultWorkers      = 4
+	DefaultQueueSize    = 16384
+	DefaultWorkers      = 8
 	DefaultDrainTimeout = 5 * time.Second
 	// maxTries bounds the attempts at one Event on transient errors.
 	maxTries = 3
@@ -39,14 +39,19 @@ var droppedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Events the manager did not write, by why (QueueFull: recorded faster than the apiserver took them; Error: refused or failed after retries; Stopped: recorded after the stop's drain).",
 }, []string{"why"})
 
-func init() { metrics.Registry.MustRegister(droppedTotal) }
+var queued = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "exagent_events_queued",
+	Help: "Events waiting in the manager's queue to be written.",
+})
+
+func init() { metrics.Registry.MustRegister(droppedTotal, queued) }
 
 // Options tune a Queue; zero values take the defaults.
 type Options struct {
 	// QueueSize bounds the Events waiting to be written.
 	QueueSize int
 	// Workers write Events at once: few, so Events never crowd out the
-	// status writes they describe.
+	// status writes they describe (DefaultWorkers).
 	Workers int
 	// DrainTimeout bounds how long the queue is still written at the stop.
 	DrainTimeout time.Duration
@@ -118,6 +123,7 @@ func (q *Queue) Start(ctx context.Context) error {
 	for { // whatever came in after the drain is dropped, counted
 		select {
 		case <-q.pending:
+			queued.Dec()
 			droppedTotal.WithLabelValues("Stopped").Inc()
 		default:
 			return nil
@@ -133,6 +139,7 @@ func (q *Queue) work(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case ev := <-q.pending:
+			queued.Dec()
 			wctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 			q.write(wctx, ev)
 			cancel()
@@ -145,6 +152,7 @@ func (q *Queue) drain(ctx context.Context) {
 	for ctx.Err() == nil {
 		select {
 		case ev := <-q.pending:
+			queued.Dec()
 			q.write(ctx, ev)
 		default:
 			return
@@ -193,6 +201,7 @@ func (q *Queue) enqueue(ev *eventsv1.Event) {
 	}
 	select {
 	case q.pending <- ev:
+		queued.Inc()
 	default:
 		droppedTotal.WithLabelValues("QueueFull").Inc()
 		q.log.V(1).Info("the Event queue is full: an Event was dropped", "namespace", ev.Namespace,
@@ -238,6 +247,9 @@ func (r *recorder) Eventf(regarding, related runtime.Object, eventtype, reason, 
 	ev.Name, ev.Namespace = eventName(ref.Name, now, 0), ns
 	r.q.enqueue(ev)
 }
+
+// Queued is the gauge of Events waiting in this process's queues (tests read it).
+func Queued() prometheus.Gauge { return queued }
 
 // DroppedTotal is the counter of Events dropped for why (tests read it).
 func DroppedTotal(why string) prometheus.Counter { return droppedTotal.WithLabelValues(why) }
