@@ -132,6 +132,9 @@ func run() error {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	if tuneGC() {
+		log.V(1).Info("GOGC not set: collecting at the manager's default", "gcPercent", defaultGCPercent)
+	}
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
