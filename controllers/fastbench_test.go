@@ -140,7 +140,7 @@ func paused(r *exagentv1.AgentRun) bool { return r.Status.Phase == exagentv1.Pha
 
 func succeeded(r *exagentv1.AgentRun) bool { return r.Status.Phase == exagentv1.PhaseSucceeded }
 
-func approveRun(b *testing.B, h *harness, run *exagentv1.AgentRun) {
+func approveRun(b *testing.B, h *harness, tl *timeline, run *exagentv1.AgentRun) {
 	a := pendingApproval(b, run)
 	actor := users[alice].actor
 	err := users[alice].client.Create(context.Background(), &exagentv1.ApprovalDecision{
@@ -151,12 +151,14 @@ func approveRun(b *testing.B, h *harness, run *exagentv1.AgentRun) {
 	if err != nil {
 		b.Errorf("approving %s: %v", run.Name, err)
 	}
+	tl.mark(run.Name, stPersisted)
 }
 
 // stageSpans are the approve → intent stages reported, each from one
 // timeline mark to the next.
 var stageSpans = []struct{ name, from, to string }{
-	{"1-watch-to-decision", stCreated, stDecisionSeen},
+	{"0-decision-create", stCreated, stPersisted},
+	{"1-watch-to-decision", stPersisted, stDecisionSeen},
 	{"2-reads-before-sar", stDecisionSeen, stSARStart},
 	{"3-sar", stSARStart, stSAREnd},
 	{"4-decide", stSAREnd, stDecisionCommit},
@@ -183,7 +185,7 @@ func BenchmarkFastApproveToIntent(b *testing.B) {
 	createRuns(b, h, "r", n, nil)
 	waitRuns(b, h, mgr, n, 100*time.Millisecond, 2*time.Minute, "paused", paused)
 
-	var totals []time.Duration
+	var totals, toIntent []time.Duration
 	spans := map[string][]time.Duration{}
 	b.ResetTimer()
 	profile(b, func() {
@@ -193,7 +195,7 @@ func BenchmarkFastApproveToIntent(b *testing.B) {
 			must(b, h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, run))
 			tl.setCurrent(name)
 			tl.mark(name, stCreated)
-			approveRun(b, h, run)
+			approveRun(b, h, tl, run)
 			waitRuns(b, h, mgr, i+1, 5*time.Millisecond, time.Minute, "succeeded", succeeded)
 			tl.setCurrent("")
 			t0, _ := tl.get(name, stCreated)
@@ -202,6 +204,11 @@ func BenchmarkFastApproveToIntent(b *testing.B) {
 				b.Fatalf("run %s: no tool request", name)
 			}
 			totals = append(totals, t1.Sub(t0))
+			if p, ok := tl.get(name, stPersisted); ok {
+				if d, ok := tl.get(name, stIntentDone); ok {
+					toIntent = append(toIntent, d.Sub(p))
+				}
+			}
 			for _, s := range stageSpans {
 				from, ok1 := tl.get(name, s.from)
 				to, ok2 := tl.get(name, s.to)
@@ -217,6 +224,12 @@ func BenchmarkFastApproveToIntent(b *testing.B) {
 	b.ReportMetric(float64(p50.Microseconds())/1000, "approve-to-tool-p50-ms")
 	b.ReportMetric(float64(p99.Microseconds())/1000, "approve-to-tool-p99-ms")
 	b.ReportMetric(u.ratio(p50), "approve-to-tool-p50/rt")
+	// The approve → intent: from the decision existing (its Create
+	// answered) to the intent committed — the review and the one write.
+	i50, i99 := percentiles(toIntent)
+	b.ReportMetric(float64(i50.Microseconds())/1000, "decision-to-intent-p50-ms")
+	b.ReportMetric(u.ratio(i50), "decision-to-intent-p50/rt")
+	b.Logf("decision persisted → intent committed: p50 %s p99 %s; %.2f rt", i50, i99, u.ratio(i50))
 	for _, s := range stageSpans {
 		d, _ := percentiles(spans[s.name])
 		b.ReportMetric(u.ratio(d), s.name+"/rt")
@@ -254,7 +267,7 @@ func BenchmarkFastApprovalBurst(b *testing.B) {
 			wg.Go(func() {
 				<-start
 				tl.mark(run.Name, stCreated)
-				approveRun(b, h, run)
+				approveRun(b, h, tl, run)
 			})
 		}
 		t0 := time.Now()
@@ -269,6 +282,15 @@ func BenchmarkFastApprovalBurst(b *testing.B) {
 				last = t
 			}
 		}
+		var lastIntent time.Time
+		for i := range list.Items {
+			if t, ok := tl.get(list.Items[i].Name, stIntentDone); ok && t.After(lastIntent) {
+				lastIntent = t
+			}
+		}
+		b.ReportMetric(lastIntent.Sub(t0).Seconds(), "burst-intents-s")
+		b.ReportMetric(u.ratio(lastIntent.Sub(t0)), "burst-intents/rt")
+		b.Logf("burst: %d approvals → %d intents committed in %s (%.1f rt)", n, n, lastIntent.Sub(t0), u.ratio(lastIntent.Sub(t0)))
 		b.ReportMetric(last.Sub(t0).Seconds(), "burst-s")
 		b.ReportMetric(u.ratio(last.Sub(t0)), "burst/rt")
 		var seen, toRun, intent []time.Duration

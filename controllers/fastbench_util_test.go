@@ -307,6 +307,7 @@ func (tl *timeline) cur() string {
 // Stages of the approve → intent path, in order.
 const (
 	stCreated        = "created"         // the bench sends the decision's Create
+	stPersisted      = "persisted"       // … and the apiserver answered it: the decision exists
 	stDecisionSeen   = "decision-seen"   // the decision controller reads the decision (watch + queue)
 	stSARStart       = "sar-start"       // its SubjectAccessReview is sent
 	stSAREnd         = "sar-end"         // … and answered
