@@ -20,12 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
@@ -104,29 +100,13 @@ func (p *lostAnswerProxy) toolWrites() int {
 // admin's.
 func (h *harness) startManagerAt(host string) {
 	h.t.Helper()
-	copts := controllers.CacheOptions()
-	copts.DefaultNamespaces = map[string]cache.Config{h.ns: {}}
-	mgr, err := ctrl.NewManager(&rest.Config{Host: host, QPS: 2000, Burst: 4000}, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Cache:                  copts,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mgr, err := ctrl.NewManager(&rest.Config{Host: host, QPS: 2000, Burst: 4000}, h.managerOptions())
 	if err != nil {
 		h.t.Fatalf("new manager: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if _, err := controllers.Setup(ctx, mgr, controllers.Options{MaxConcurrentReconciles: 2}); err != nil {
-		cancel()
-		h.t.Fatalf("setup: %v", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = mgr.Start(ctx)
-	}()
-	h.t.Cleanup(func() { cancel(); <-done })
+	m := h.setUpAndStart(ctx, cancel, mgr, controllers.Options{MaxConcurrentReconciles: 2})
+	h.t.Cleanup(m.stop)
 }
 
 // TestBuiltinLostAnswer runs builtin writes whose apiserver answer is lost

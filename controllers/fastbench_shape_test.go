@@ -5,14 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
@@ -68,42 +64,14 @@ func BenchmarkFastStatusShape(b *testing.B) {
 // shapeCost writes status on casWriters objects at once, then on one
 // sequentially: the ceiling, the p50 and the status's JSON size.
 func shapeCost(b *testing.B, h *harness, spec exagentv1.AgentRunSpec, name string, status exagentv1.AgentRunStatus) (float64, time.Duration, int) {
-	ctx := context.Background()
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS = -1
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
-	must(b, err)
+	c := benchClient(b)
 	raw, _ := json.Marshal(status)
-	objs := make([]*exagentv1.AgentRun, casWriters)
-	for i := range objs {
-		o := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, i), Namespace: h.ns}, Spec: spec}
-		must(b, c.Create(ctx, o))
-		o.Status = *status.DeepCopy()
-		objs[i] = o
+	reason := func(prefix string) func(*exagentv1.AgentRunStatus, int) {
+		return func(s *exagentv1.AgentRunStatus, j int) { s.Reason = fmt.Sprintf("%s%d", prefix, j) } // every write changes the object
 	}
-	const each = 30
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for i := range objs {
-		wg.Go(func() {
-			for j := range each {
-				objs[i].Status.Reason = fmt.Sprintf("W%d", j) // every write changes the object
-				must(b, c.Status().Update(ctx, objs[i]))
-			}
-		})
-	}
-	wg.Wait()
-	ceiling := casWriters * each / time.Since(t0).Seconds()
-	lat := make([]time.Duration, 0, 100)
-	for j := range 100 {
-		objs[0].Status.Reason = fmt.Sprintf("S%d", j)
-		t1 := time.Now()
-		must(b, c.Status().Update(ctx, objs[0]))
-		lat = append(lat, time.Since(t1))
-	}
-	p50, _ := percentiles(lat)
-	for _, o := range objs {
-		_ = c.Delete(ctx, o)
-	}
+	ceiling := writeCeiling(b, c, h.ns, name, spec, status, 30, reason("W"))
+	obj := createWithStatus(b, c, h.ns, name+"-rt", spec, status)
+	p50 := writeP50(b, c, obj, 100, reason("S"))
+	_ = c.Delete(context.Background(), obj)
 	return ceiling, p50, len(raw)
 }

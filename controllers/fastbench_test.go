@@ -154,6 +154,21 @@ func approveRun(b *testing.B, h *harness, tl *timeline, run *exagentv1.AgentRun)
 	tl.mark(run.Name, stPersisted)
 }
 
+// pausedAtApproval is the start of the approval benchmarks: a namespace,
+// the unit measured there, a manager whose client feeds a timeline, and n
+// runs paused at one approval each.
+func pausedAtApproval(b *testing.B, ns string, n int) (*harness, casUnit, *timeline, *benchTools, *manager) {
+	h := benchNamespace(b, ns)
+	u := measureCAS(b, h.ns)
+	tl := newTimeline()
+	bt := newBenchTools(b, tl)
+	mgr := h.startBenchManager(benchOptions(), tl.funcs())
+	approvalAgent(h, bt.srv.URL)
+	createRuns(b, h, "r", n, nil)
+	waitRuns(b, h, mgr, n, 100*time.Millisecond, 2*time.Minute, "paused", paused)
+	return h, u, tl, bt, mgr
+}
+
 // stageSpans are the approve → intent stages reported, each from one
 // timeline mark to the next.
 var stageSpans = []struct{ name, from, to string }{
@@ -175,15 +190,8 @@ var stageSpans = []struct{ name, from, to string }{
 // are written (-fast.profiles).
 func BenchmarkFastApproveToIntent(b *testing.B) {
 	n := *fastApprovals
-	h := benchNamespace(b, "fast-approve")
-	u := measureCAS(b, h.ns)
-	tl := newTimeline()
-	bt := newBenchTools(b, tl)
-	mgr := h.startBenchManager(benchOptions(), tl.funcs())
+	h, u, tl, _, mgr := pausedAtApproval(b, "fast-approve", n)
 	defer mgr.stop()
-	approvalAgent(h, bt.srv.URL)
-	createRuns(b, h, "r", n, nil)
-	waitRuns(b, h, mgr, n, 100*time.Millisecond, 2*time.Minute, "paused", paused)
 
 	var totals, toIntent []time.Duration
 	spans := map[string][]time.Duration{}
@@ -204,16 +212,12 @@ func BenchmarkFastApproveToIntent(b *testing.B) {
 				b.Fatalf("run %s: no tool request", name)
 			}
 			totals = append(totals, t1.Sub(t0))
-			if p, ok := tl.get(name, stPersisted); ok {
-				if d, ok := tl.get(name, stIntentDone); ok {
-					toIntent = append(toIntent, d.Sub(p))
-				}
+			if d, ok := tl.span(name, stPersisted, stIntentDone); ok {
+				toIntent = append(toIntent, d)
 			}
 			for _, s := range stageSpans {
-				from, ok1 := tl.get(name, s.from)
-				to, ok2 := tl.get(name, s.to)
-				if ok1 && ok2 {
-					spans[s.name] = append(spans[s.name], to.Sub(from))
+				if d, ok := tl.span(name, s.from, s.to); ok {
+					spans[s.name] = append(spans[s.name], d)
 				}
 			}
 		}
@@ -244,15 +248,8 @@ func BenchmarkFastApproveToIntent(b *testing.B) {
 // before), with the queue waits of the burst.
 func BenchmarkFastApprovalBurst(b *testing.B) {
 	n := *fastBurst
-	h := benchNamespace(b, "fast-burst")
-	u := measureCAS(b, h.ns)
-	tl := newTimeline()
-	bt := newBenchTools(b, tl)
-	mgr := h.startBenchManager(benchOptions(), tl.funcs())
+	h, u, tl, bt, mgr := pausedAtApproval(b, "fast-burst", n)
 	defer mgr.stop()
-	approvalAgent(h, bt.srv.URL)
-	createRuns(b, h, "r", n, nil)
-	waitRuns(b, h, mgr, n, 100*time.Millisecond, 2*time.Minute, "paused", paused)
 	var list exagentv1.AgentRunList
 	must(b, h.c.List(context.Background(), &list, client.InNamespace(h.ns)))
 
@@ -277,17 +274,8 @@ func BenchmarkFastApprovalBurst(b *testing.B) {
 			return bt.count() >= n, nil
 		})
 		must(b, err)
-		for i := range list.Items {
-			if t, ok := tl.get(list.Items[i].Name, stToolRequest); ok && t.After(last) {
-				last = t
-			}
-		}
-		var lastIntent time.Time
-		for i := range list.Items {
-			if t, ok := tl.get(list.Items[i].Name, stIntentDone); ok && t.After(lastIntent) {
-				lastIntent = t
-			}
-		}
+		last = tl.latest(list.Items, stToolRequest)
+		lastIntent := tl.latest(list.Items, stIntentDone)
 		b.ReportMetric(lastIntent.Sub(t0).Seconds(), "burst-intents-s")
 		b.ReportMetric(u.ratio(lastIntent.Sub(t0)), "burst-intents/rt")
 		b.Logf("burst: %d approvals → %d intents committed in %s (%.1f rt)", n, n, lastIntent.Sub(t0), u.ratio(lastIntent.Sub(t0)))
@@ -390,20 +378,12 @@ func BenchmarkFastShortRuns(b *testing.B) {
 // objectRT is the p50 of sequential CAS status writes of run name as it
 // is (its own size and content), and its size in JSON.
 func objectRT(b *testing.B, h *harness, name string) (time.Duration, int) {
-	ctx := context.Background()
+	c := benchClient(b)
 	run := &exagentv1.AgentRun{}
-	must(b, h.c.Get(ctx, types.NamespacedName{Namespace: h.ns, Name: name}, run))
+	must(b, c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, run))
 	run.ManagedFields = nil
 	raw, _ := json.Marshal(run)
-	lat := make([]time.Duration, 0, 50)
-	for i := range 50 {
-		run.Status.Message = fmt.Sprintf("write %d", i)
-		t0 := time.Now()
-		must(b, h.c.Status().Update(ctx, run))
-		lat = append(lat, time.Since(t0))
-	}
-	p50, _ := percentiles(lat)
-	return p50, len(raw)
+	return writeP50(b, c, run, 50, func(s *exagentv1.AgentRunStatus, i int) { s.Message = fmt.Sprintf("write %d", i) }), len(raw)
 }
 
 // benchModel is an OpenAI-compatible endpoint answering after delay: a

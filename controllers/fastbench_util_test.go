@@ -24,13 +24,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
@@ -69,94 +65,91 @@ const casWriters = 32
 func measureCAS(b *testing.B, ns string) casUnit {
 	b.Helper()
 	ctx := context.Background()
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS = -1 // no client-side limiter: the apiserver's pace is the point
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
-	must(b, err)
-	newObj := func(name string) *exagentv1.AgentRun {
-		obj := &exagentv1.AgentRun{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec:       exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: "none"}, Input: "x"},
-		}
-		must(b, c.Create(ctx, obj))
-		obj.Status = exagentv1.AgentRunStatus{Phase: exagentv1.PhaseRunning, Attempts: 1}
-		return obj
-	}
+	c := benchClient(b)
+	spec := exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: "none"}, Input: "x"}
+	status := exagentv1.AgentRunStatus{Phase: exagentv1.PhaseRunning, Attempts: 1}
 	pad := strings.Repeat("x", 1500)
-	obj := newObj("cas-rt")
-	write := func(c client.Client, obj *exagentv1.AgentRun, i int) {
-		obj.Status.Message = pad + strconv.Itoa(i)
-		must(b, c.Status().Update(ctx, obj))
-	}
-	write(c, obj, 0)
+	write := func(s *exagentv1.AgentRunStatus, i int) { s.Message = pad + strconv.Itoa(i) }
+	obj := createWithStatus(b, c, ns, "cas-rt", spec, status)
+	write(&obj.Status, 0)
+	must(b, c.Status().Update(ctx, obj))
 	raw, _ := json.Marshal(obj)
-	const n = 300
-	lat := make([]time.Duration, 0, n)
-	for i := range n {
-		t0 := time.Now()
-		write(c, obj, i+1)
-		lat = append(lat, time.Since(t0))
-	}
-	p50, _ := percentiles(lat)
-
-	objs := make([]*exagentv1.AgentRun, casWriters)
-	for i := range objs {
-		objs[i] = newObj(fmt.Sprintf("cas-ceiling-%d", i))
-	}
-	const each = 60
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for i := range objs {
-		wg.Go(func() {
-			for j := range each {
-				write(c, objs[i], j)
-			}
-		})
-	}
-	wg.Wait()
-	u := casUnit{rt: p50, ceiling: casWriters * each / time.Since(t0).Seconds(), bytes: len(raw)}
-	for _, o := range append(objs, obj) {
-		_ = c.Delete(ctx, o)
-	}
+	u := casUnit{rt: writeP50(b, c, obj, 300, write), bytes: len(raw)}
+	_ = c.Delete(ctx, obj)
+	u.ceiling = writeCeiling(b, c, ns, "cas-ceiling", spec, status, 60, write)
 	return u
 }
 
-// runCeiling is the concurrent CAS ceiling for objects carrying the
-// status of run name (a finished run: the size and shape the manager's
-// writes had): casWriters writers, each on its own copy.
-func runCeiling(b *testing.B, h *harness, name string) float64 {
-	b.Helper()
-	ctx := context.Background()
+// benchClient has no client-side rate limiter: the apiserver's pace is
+// the point.
+func benchClient(b *testing.B) client.Client {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS = -1
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	must(b, err)
-	src := &exagentv1.AgentRun{}
-	must(b, c.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: name}, src))
+	return c
+}
+
+// createWithStatus creates a run named name with spec and returns it with
+// status set, ready for its first status write.
+func createWithStatus(b *testing.B, c client.Client, ns, name string, spec exagentv1.AgentRunSpec, status exagentv1.AgentRunStatus) *exagentv1.AgentRun {
+	o := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: spec}
+	must(b, c.Create(context.Background(), o))
+	o.Status = *status.DeepCopy()
+	return o
+}
+
+// writeP50 is the p50 of n sequential CAS status writes of obj, change
+// making each one differ from the last.
+func writeP50(b *testing.B, c client.Client, obj *exagentv1.AgentRun, n int, change func(*exagentv1.AgentRunStatus, int)) time.Duration {
+	lat := make([]time.Duration, 0, n)
+	for i := range n {
+		change(&obj.Status, i+1)
+		t0 := time.Now()
+		must(b, c.Status().Update(context.Background(), obj))
+		lat = append(lat, time.Since(t0))
+	}
+	p50, _ := percentiles(lat)
+	return p50
+}
+
+// writeCeiling is the concurrent CAS ceiling of runs with spec and
+// status: casWriters writers, each writing its own copy each times (change
+// making each write differ), in writes/s. The copies are deleted after.
+func writeCeiling(b *testing.B, c client.Client, ns, prefix string, spec exagentv1.AgentRunSpec, status exagentv1.AgentRunStatus,
+	each int, change func(*exagentv1.AgentRunStatus, int)) float64 {
 	objs := make([]*exagentv1.AgentRun, casWriters)
 	for i := range objs {
-		o := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("run-ceiling-%d", i), Namespace: h.ns}, Spec: src.Spec}
-		must(b, c.Create(ctx, o))
-		o.Status = *src.Status.DeepCopy()
-		objs[i] = o
+		objs[i] = createWithStatus(b, c, ns, fmt.Sprintf("%s-%d", prefix, i), spec, status)
 	}
-	const each = 30
 	var wg sync.WaitGroup
 	t0 := time.Now()
 	for i := range objs {
 		wg.Go(func() {
 			for j := range each {
-				objs[i].Status.Message = fmt.Sprintf("write %d", j)
-				must(b, c.Status().Update(ctx, objs[i]))
+				change(&objs[i].Status, j)
+				must(b, c.Status().Update(context.Background(), objs[i]))
 			}
 		})
 	}
 	wg.Wait()
-	ceiling := casWriters * each / time.Since(t0).Seconds()
+	ceiling := casWriters * float64(each) / time.Since(t0).Seconds()
 	for _, o := range objs {
-		_ = c.Delete(ctx, o)
+		_ = c.Delete(context.Background(), o)
 	}
 	return ceiling
+}
+
+// runCeiling is the concurrent CAS ceiling for objects carrying the
+// status of run name (a finished run: the size and shape the manager's
+// writes had).
+func runCeiling(b *testing.B, h *harness, name string) float64 {
+	b.Helper()
+	c := benchClient(b)
+	src := &exagentv1.AgentRun{}
+	must(b, c.Get(context.Background(), client.ObjectKey{Namespace: h.ns, Name: name}, src))
+	return writeCeiling(b, c, h.ns, "run-ceiling", src.Spec, src.Status, 30,
+		func(s *exagentv1.AgentRunStatus, j int) { s.Message = fmt.Sprintf("write %d", j) })
 }
 
 func (u casUnit) report(b *testing.B) {
@@ -190,40 +183,23 @@ func (h *harness) startBenchManager(opts controllers.Options, funcs *interceptor
 	cfg.QPS = -1
 	benchRequests.reset()
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt} })
-	copts := controllers.CacheOptions()
-	copts.DefaultNamespaces = map[string]cache.Config{h.ns: {}}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Cache:                  copts,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		NewClient: func(cfg *rest.Config, o client.Options) (client.Client, error) {
-			if funcs == nil {
-				return client.New(cfg, o)
-			}
-			c, err := client.NewWithWatch(cfg, o)
-			if err != nil {
-				return nil, err
-			}
-			return interceptor.NewClient(c, *funcs), nil
-		},
-	})
+	o := h.managerOptions()
+	o.NewClient = func(cfg *rest.Config, o client.Options) (client.Client, error) {
+		if funcs == nil {
+			return client.New(cfg, o)
+		}
+		c, err := client.NewWithWatch(cfg, o)
+		if err != nil {
+			return nil, err
+		}
+		return interceptor.NewClient(c, *funcs), nil
+	}
+	mgr, err := ctrl.NewManager(cfg, o)
 	if err != nil {
 		h.t.Fatalf("new manager: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := controllers.Setup(ctx, mgr, opts)
-	if err != nil {
-		cancel()
-		h.t.Fatalf("setup: %v", err)
-	}
-	m := &manager{ctrls: c, ctx: ctx, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(m.done)
-		_ = mgr.Start(ctx)
-	}()
-	return m
+	return h.setUpAndStart(ctx, cancel, mgr, opts)
 }
 
 // timeline records, per run, the first instant of each stage of the
@@ -290,6 +266,24 @@ func (tl *timeline) get(run, stage string) (time.Time, bool) {
 	defer tl.mu.Unlock()
 	t, ok := tl.at[run][stage]
 	return t, ok
+}
+
+// span is the time from stage from to stage to of run, when both happened.
+func (tl *timeline) span(run, from, to string) (time.Duration, bool) {
+	t0, ok0 := tl.get(run, from)
+	t1, ok1 := tl.get(run, to)
+	return t1.Sub(t0), ok0 && ok1
+}
+
+// latest is the last instant any of runs reached stage.
+func (tl *timeline) latest(runs []exagentv1.AgentRun, stage string) time.Time {
+	var last time.Time
+	for i := range runs {
+		if t, ok := tl.get(runs[i].Name, stage); ok && t.After(last) {
+			last = t
+		}
+	}
+	return last
 }
 
 func (tl *timeline) setCurrent(run string) {

@@ -180,15 +180,7 @@ func (h *harness) startManagerWith(opts controllers.Options, hooks func(kill fun
 	h.t.Helper()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 2000, 4000
-	copts := controllers.CacheOptions()
-	copts.DefaultNamespaces = map[string]cache.Config{h.ns: {}}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Cache:                  copts,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mgr, err := ctrl.NewManager(cfg, h.managerOptions())
 	if err != nil {
 		h.t.Fatalf("new manager: %v", err)
 	}
@@ -199,6 +191,27 @@ func (h *harness) startManagerWith(opts controllers.Options, hooks func(kill fun
 	if opts.MaxConcurrentReconciles == 0 {
 		opts.MaxConcurrentReconciles = 4
 	}
+	return h.setUpAndStart(ctx, cancel, mgr, opts)
+}
+
+// managerOptions are the test managers' settings: a cache of this
+// namespace only, no metrics endpoint or probes.
+func (h *harness) managerOptions() ctrl.Options {
+	copts := controllers.CacheOptions()
+	copts.DefaultNamespaces = map[string]cache.Config{h.ns: {}}
+	return ctrl.Options{
+		Scheme:                 env.Scheme,
+		Cache:                  copts,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	}
+}
+
+// setUpAndStart sets exagent's controllers up on mgr and starts it until
+// cancel.
+func (h *harness) setUpAndStart(ctx context.Context, cancel context.CancelFunc, mgr ctrl.Manager, opts controllers.Options) *manager {
+	h.t.Helper()
 	c, err := controllers.Setup(ctx, mgr, opts)
 	if err != nil {
 		cancel()
@@ -208,7 +221,6 @@ func (h *harness) startManagerWith(opts controllers.Options, hooks func(kill fun
 	go func() {
 		defer close(m.done)
 		_ = mgr.Start(ctx) // a stopped manager is what the tests want
-
 	}()
 	return m
 }
