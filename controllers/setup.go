@@ -120,8 +120,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		SealOptions{HotBytes: o.HotStatusBytes, ValueBytes: o.SealValueBytes}, o.Hooks)
 	exec := executor.New(limits)
 	// Events go through a bounded queue with a few writers (eventqueue's
-	// doc says why not client-go's broadcaster); started before and
-	// stopped after the controllers, so their last Events are written.
+	// doc says why not client-go's broadcaster). controller-runtime stops
+	// it, like the releaser, before the controllers: what it holds then is
+	// drained, and the Events of commits made while the manager stops are
+	// created directly (publish, publishReleased).
 	evq := eventqueue.New(mgr.GetClient(), mgr.GetScheme(), ctrl.Log.WithName("events"), eventqueue.Options{Instance: o.Holder})
 	if err := mgr.Add(evq); err != nil {
 		return nil, fmt.Errorf("adding the Event queue: %w", err)

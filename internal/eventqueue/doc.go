@@ -11,6 +11,8 @@
 // runs. Here an Event costs memory only while it waits in the queue, at
 // most Options.QueueSize of them; when the queue is full an Event is
 // dropped and counted (exagent_events_dropped_total), never blocking the
-// controller that records it. At the manager's stop the queue is drained
-// for a bounded time, so the Events of the last commits are not lost.
+// controller that records it. At its stop the queue writes what it holds
+// for a bounded time; an Event recorded after that is dropped and counted,
+// so a caller that records while the manager stops writes its Events
+// itself (controller-runtime stops this queue before the controllers).
 package eventqueue

@@ -192,10 +192,11 @@ func (q *Queue) write(ctx context.Context, ev *eventsv1.Event) {
 
 // enqueue hands ev to the workers without ever waiting.
 func (q *Queue) enqueue(ev *eventsv1.Event) {
+	// Under the lock, so nothing is sent once Start has set stopped and
+	// counts what is left.
 	q.mu.Lock()
-	stopped := q.stopped
-	q.mu.Unlock()
-	if stopped {
+	defer q.mu.Unlock()
+	if q.stopped {
 		droppedTotal.WithLabelValues("Stopped").Inc()
 		return
 	}
