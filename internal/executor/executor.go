@@ -43,8 +43,13 @@ type Executor struct {
 	opts  Options
 	total chan struct{}
 
-	mu        sync.Mutex
-	endpoints map[string]chan struct{}
+	mu sync.Mutex
+	// endpoints holds a bucket only while a job waits on it or runs in it:
+	// endpoint names come from Agents (a tool's host, a model's URL), so
+	// a bucket kept after its last job would let tenants grow the map
+	// without bound. A bucket with jobs is never dropped, so its limit
+	// holds for as long as anyone is under it.
+	endpoints map[string]*bucket
 	ctx       context.Context // jobs' context: outlives stop by the drain
 	stop      context.Context // the manager's context: no job starts after it ends
 	closed    bool            // Start is waiting for the jobs: Submit drops new ones
@@ -69,7 +74,7 @@ func New(opts Options) *Executor {
 	return &Executor{
 		opts:      opts,
 		total:     make(chan struct{}, opts.MaxInFlight),
-		endpoints: map[string]chan struct{}{},
+		endpoints: map[string]*bucket{},
 		started:   make(chan struct{}),
 	}
 }
@@ -177,7 +182,9 @@ func (e *Executor) Go(t Task) {
 		ctx, stop := e.lifetime()
 		// The endpoint slot first: a job waiting on a busy endpoint must not
 		// hold one of the total slots others could use.
-		ep := e.endpoint(t.Endpoint)
+		b := e.acquire(t.Endpoint)
+		defer e.release(t.Endpoint, b)
+		ep := b.slots
 		select {
 		case ep <- struct{}{}:
 		case <-stop.Done():
@@ -226,13 +233,41 @@ func (e *Executor) lifetime() (jobs, stop context.Context) {
 	return e.ctx, e.stop
 }
 
-func (e *Executor) endpoint(name string) chan struct{} {
+// bucket is one endpoint's slots and the jobs that hold a reference to
+// it (waiting for a slot or running).
+type bucket struct {
+	slots chan struct{}
+	refs  int
+}
+
+// acquire returns name's bucket, made on first use, with one more reference.
+func (e *Executor) acquire(name string) *bucket {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ch, ok := e.endpoints[name]
+	b, ok := e.endpoints[name]
 	if !ok {
-		ch = make(chan struct{}, e.opts.PerEndpoint)
-		e.endpoints[name] = ch
+		b = &bucket{slots: make(chan struct{}, e.opts.PerEndpoint)}
+		e.endpoints[name] = b
 	}
-	return ch
+	b.refs++
+	return b
+}
+
+// release drops a job's reference to b, and the bucket with the last one:
+// an idle endpoint costs nothing, and the next job makes it again.
+func (e *Executor) release(name string, b *bucket) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b.refs--
+	if b.refs == 0 && e.endpoints[name] == b {
+		delete(e.endpoints, name)
+	}
+}
+
+// Endpoints is the number of endpoint buckets held: those with a job
+// waiting or running.
+func (e *Executor) Endpoints() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.endpoints)
 }

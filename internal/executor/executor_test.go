@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -147,4 +148,48 @@ func TestDrainTimeoutCancels(t *testing.T) {
 	<-running
 	cancel()
 	<-stopped // returns only because the drain cancelled the job
+}
+
+// TestIdleEndpointsAreDropped: endpoint names come from Agents, so the
+// executor keeps an endpoint's bucket only while a job waits on it or runs
+// in it. A thousand endpoints used once leave nothing behind, while a busy
+// endpoint keeps its bucket — and its limit — through all of them.
+func TestIdleEndpointsAreDropped(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := New(Options{MaxInFlight: 64, PerEndpoint: 1})
+	go func() { _ = e.Start(ctx) }()
+
+	// One job holds the busy endpoint's only slot; a second waits for it.
+	release := make(chan struct{})
+	running := make(chan struct{})
+	var busyRan atomic.Int32
+	e.Submit("busy", func(context.Context) { close(running); <-release; busyRan.Add(1) })
+	<-running
+	secondStarted := make(chan struct{})
+	e.Submit("busy", func(context.Context) { close(secondStarted); busyRan.Add(1) })
+
+	var done sync.WaitGroup
+	for i := range 1000 {
+		done.Add(1)
+		e.Submit(fmt.Sprintf("tenant-%d.example", i), func(context.Context) { done.Done() })
+	}
+	done.Wait()
+	// The jobs returned; their buckets go once their goroutines unwind.
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return e.Endpoints() == 1, nil }); err != nil {
+		t.Fatalf("endpoint buckets after 1000 one-off endpoints = %d, want 1 (the busy one)", e.Endpoints())
+	}
+	// The busy endpoint's limit still holds: its second job has not started.
+	select {
+	case <-secondStarted:
+		t.Fatal("a job started on an endpoint whose only slot is taken: its bucket was dropped while busy")
+	default:
+	}
+	close(release)
+	<-secondStarted
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return e.Endpoints() == 0, nil }); err != nil {
+		t.Fatalf("endpoint buckets once every job returned = %d, want 0", e.Endpoints())
+	}
 }
