@@ -77,6 +77,7 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName,
 			r.owned.forget(key)
 			r.claims.gone(key, "")
 			r.inbox.take(key)
+			r.Tracer.Forget(key, r.Clock.Now())        // deleted mid-attempt: no commit will end its span
 			return nil, r.deleteChildren(ctx, key, "") // deleting a parent deletes the tree
 		}
 		return nil, fmt.Errorf("getting run %s: %w", key, err)

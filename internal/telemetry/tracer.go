@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
@@ -33,12 +34,31 @@ const (
 
 // Tracer traces this process's attempts of runs. A nil *Tracer does
 // nothing, which is what a process without OTEL_* configuration has.
+//
+// The open attempt spans are memory held per run: the commit that releases
+// an attempt ends its span, Forget ends the span of a run that was deleted
+// while this process owned it (no commit will release it), and past
+// MaxOpenAttempts the least recently used span is ended (reason
+// SpanEvicted) to make room, so no tenant can grow the map without bound.
 type Tracer struct {
 	tracer trace.Tracer
 
 	mu       sync.Mutex
-	attempts map[types.NamespacedName]attemptSpan
+	attempts *simplelru.LRU[types.NamespacedName, attemptSpan]
+	maxOpen  int
 }
+
+// MaxOpenAttempts bounds the attempt spans a Tracer keeps open: far more
+// runs than one process owns at once (every owned run holds a claim and,
+// most of the time, IO in flight; see executor.DefaultMaxInFlight).
+const MaxOpenAttempts = 16384
+
+// Reasons an attempt span ends with when no commit released it.
+const (
+	reasonProcessStopped = "ProcessStopped"
+	reasonRunDeleted     = "RunDeleted"
+	reasonSpanEvicted    = "SpanEvicted"
+)
 
 type attemptSpan struct {
 	attempt int64
@@ -46,8 +66,16 @@ type attemptSpan struct {
 }
 
 // New traces with tp.
-func New(tp trace.TracerProvider) *Tracer {
-	return &Tracer{tracer: tp.Tracer("github.com/exagent-io/exagent"), attempts: map[types.NamespacedName]attemptSpan{}}
+func New(tp trace.TracerProvider) *Tracer { return newTracer(tp, MaxOpenAttempts) }
+
+func newTracer(tp trace.TracerProvider, maxOpen int) *Tracer {
+	// No eviction callback: the Tracer ends what it evicts itself, outside
+	// the cases where it removes a span to end it with its own outcome.
+	attempts, err := simplelru.NewLRU[types.NamespacedName, attemptSpan](maxOpen, nil)
+	if err != nil {
+		panic(fmt.Sprintf("telemetry: %v", err)) // maxOpen <= 0: a programming error
+	}
+	return &Tracer{tracer: tp.Tracer("github.com/exagent-io/exagent"), attempts: attempts, maxOpen: maxOpen}
 }
 
 // Stamp gives next a traceparent when this commit makes holder the owner
@@ -160,18 +188,53 @@ func (t *Tracer) startAttempt(remote trace.SpanContext, key types.NamespacedName
 		}
 	}
 	t.mu.Lock()
-	if prev, ok := t.attempts[key]; ok {
+	if prev, ok := t.attempts.Peek(key); ok {
 		prev.span.End(trace.WithTimestamp(now)) // an attempt this process lost without noticing
+	} else if t.attempts.Len() >= t.maxOpen {
+		// Full: the attempt least recently traced makes room. Its span
+		// ends here, saying why, rather than never.
+		if _, old, ok := t.attempts.RemoveOldest(); ok {
+			old.span.SetAttributes(attrReason.String(reasonSpanEvicted))
+			old.span.End(trace.WithTimestamp(now))
+		}
 	}
-	t.attempts[key] = attemptSpan{attempt: st.Claim.Attempt, span: sp}
+	t.attempts.Add(key, attemptSpan{attempt: st.Claim.Attempt, span: sp})
 	t.mu.Unlock()
+}
+
+// Forget ends the open span of a run that no longer exists (deleted while
+// this process owned an attempt of it): no commit will release it.
+func (t *Tracer) Forget(key types.NamespacedName, now time.Time) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	a, ok := t.attempts.Peek(key)
+	if ok {
+		t.attempts.Remove(key)
+	}
+	t.mu.Unlock()
+	if ok {
+		a.span.SetAttributes(attrReason.String(reasonRunDeleted))
+		a.span.End(trace.WithTimestamp(now))
+	}
+}
+
+// Open is the number of attempt spans open.
+func (t *Tracer) Open() int {
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.attempts.Len()
 }
 
 func (t *Tracer) endAttempt(key types.NamespacedName, attempt int64, st *exagentv1.AgentRunStatus, now time.Time) {
 	t.mu.Lock()
-	a, ok := t.attempts[key]
+	a, ok := t.attempts.Peek(key)
 	if ok && a.attempt == attempt {
-		delete(t.attempts, key)
+		t.attempts.Remove(key)
 	}
 	t.mu.Unlock()
 	if !ok || a.attempt != attempt {
@@ -230,7 +293,7 @@ func (t *Tracer) decisions(remote trace.SpanContext, key types.NamespacedName, o
 func (t *Tracer) span(key types.NamespacedName, attempt int64) trace.Span {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	a, ok := t.attempts[key]
+	a, ok := t.attempts.Get(key) // an attempt at work is recently used
 	if !ok || (attempt != 0 && a.attempt != attempt) {
 		return nil
 	}
@@ -296,9 +359,9 @@ func (t *Tracer) Close(now time.Time) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for k, a := range t.attempts {
-		a.span.SetAttributes(attrReason.String("ProcessStopped"))
+	for _, a := range t.attempts.Values() {
+		a.span.SetAttributes(attrReason.String(reasonProcessStopped))
 		a.span.End(trace.WithTimestamp(now))
-		delete(t.attempts, k)
 	}
+	t.attempts.Purge()
 }

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -39,4 +40,83 @@ func TestAttemptWhoseClaimCommitWasNotSeen(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("ended attempt spans = %d, want 1 (the attempt is traced although its claim commit was not seen)", n)
 	}
+}
+
+// TestOpenAttemptsAreBounded: the open attempt spans are per-run memory.
+// Past the bound, the least recently traced attempt's span is ended with
+// reason SpanEvicted to make room (never kept, never silently dropped
+// open), and an attempt that keeps working is not the one evicted.
+func TestOpenAttemptsAreBounded(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tr := newTracer(NewProvider(sdktrace.WithSpanProcessor(rec)), 4)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	claim := func(key types.NamespacedName) {
+		tr.Committed(key, "a", &exagentv1.AgentRunStatus{Phase: exagentv1.PhaseQueued, Traceparent: testTraceparent}, owned(now), "me", now)
+	}
+	busy := types.NamespacedName{Namespace: "ns", Name: "busy"}
+	claim(busy)
+	for i := range 20 {
+		claim(types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("r", i)})
+		// The busy run's attempt works between claims (a tool call).
+		_, end := tr.StartTool(t.Context(), busy, 2, "t", "http", "c")
+		end("Succeeded", nil)
+	}
+	if got := tr.Open(); got != 4 {
+		t.Fatalf("open attempt spans = %d, want the bound 4", got)
+	}
+	evicted := 0
+	for _, s := range rec.Ended() {
+		if s.Name() != "invoke_agent a" {
+			continue
+		}
+		for _, kv := range s.Attributes() {
+			if kv.Key == attrReason && kv.Value.AsString() == reasonSpanEvicted {
+				evicted++
+			}
+			if kv.Key == attrRun && kv.Value.AsString() == "busy" {
+				t.Errorf("the busy run's attempt span was evicted")
+			}
+		}
+	}
+	if evicted != 21-4 {
+		t.Errorf("attempt spans ended as evicted = %d, want %d", evicted, 21-4)
+	}
+}
+
+// TestForgetEndsTheSpanOfADeletedRun: a run deleted while this process
+// owns an attempt never gets the commit that releases it; Forget (called
+// when the run is found gone) ends its span, with reason RunDeleted.
+func TestForgetEndsTheSpanOfADeletedRun(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tr := New(NewProvider(sdktrace.WithSpanProcessor(rec)))
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	key := types.NamespacedName{Namespace: "ns", Name: "gone"}
+	tr.Committed(key, "a", &exagentv1.AgentRunStatus{Phase: exagentv1.PhaseQueued, Traceparent: testTraceparent}, owned(now), "me", now)
+	if got := tr.Open(); got != 1 {
+		t.Fatalf("open attempt spans = %d, want 1", got)
+	}
+	tr.Forget(key, now.Add(time.Second))
+	if got := tr.Open(); got != 0 {
+		t.Fatalf("open attempt spans after Forget = %d, want 0", got)
+	}
+	ended := rec.Ended()
+	if len(ended) != 1 || ended[0].Name() != "invoke_agent a" {
+		t.Fatalf("ended spans = %d, want the attempt's", len(ended))
+	}
+	found := false
+	for _, kv := range ended[0].Attributes() {
+		found = found || (kv.Key == attrReason && kv.Value.AsString() == reasonRunDeleted)
+	}
+	if !found {
+		t.Errorf("the attempt span of a deleted run has no %s=%s", attrReason, reasonRunDeleted)
+	}
+	tr.Forget(key, now) // twice, or for a run never traced: nothing
+}
+
+const testTraceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+// owned is a status of attempt 2 held by "me".
+func owned(now time.Time) *exagentv1.AgentRunStatus {
+	return &exagentv1.AgentRunStatus{Phase: exagentv1.PhaseRunning, Traceparent: testTraceparent, Attempts: 2,
+		Claim: &exagentv1.Claim{Holder: "me", Attempt: 2, LeaseExpiresAt: metav1.NewMicroTime(now.Add(time.Minute))}}
 }
