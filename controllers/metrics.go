@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +26,8 @@ import (
 var (
 	toolCallsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "exagent_tool_calls_total",
-		Help: "Tool calls this process executed, by tool and outcome (Succeeded, Failed, Unknown: an unknown outcome makes the call Uncertain unless the tool is idempotent).",
+		Help: fmt.Sprintf("Tool calls this process executed, by tool and outcome (Succeeded, Failed, Unknown: an unknown outcome makes the call Uncertain unless the tool is idempotent). "+
+			"Past %d distinct tool names, further names count as tool=%q.", MaxToolLabels, OtherToolLabel),
 	}, []string{"tool", "outcome"})
 	modelRequestsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "exagent_model_requests_total",
@@ -62,7 +65,46 @@ func init() {
 
 // observeToolCall counts one executed tool call.
 func observeToolCall(tool string, kind loop.ResultKind) {
-	toolCallsTotal.WithLabelValues(tool, string(kind)).Inc()
+	toolCallsTotal.WithLabelValues(toolLabels.value(tool), string(kind)).Inc()
+}
+
+// MaxToolLabels bounds the distinct values of exagent_tool_calls_total's
+// tool label in one process. Tool names are written by every Agent author,
+// and each name would be a series Prometheus keeps: the first
+// MaxToolLabels names this process counts keep their own series, later
+// ones are counted under OtherToolLabel (docs/operating.md, Metrics).
+const MaxToolLabels = 200
+
+// OtherToolLabel is the tool label of calls past MaxToolLabels names. The
+// parentheses keep it apart from every tool name (letters, digits, '_', '-').
+const OtherToolLabel = "(other)"
+
+var toolLabels = boundedLabels{max: MaxToolLabels, other: OtherToolLabel}
+
+// boundedLabels hands out at most max distinct label values, first come,
+// and other for the rest.
+type boundedLabels struct {
+	max   int
+	other string
+
+	mu   sync.Mutex
+	seen map[string]struct{}
+}
+
+func (b *boundedLabels) value(v string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.seen[v]; ok {
+		return v
+	}
+	if len(b.seen) >= b.max {
+		return b.other
+	}
+	if b.seen == nil {
+		b.seen = map[string]struct{}{}
+	}
+	b.seen[v] = struct{}{}
+	return v
 }
 
 // observeModelRequest counts one model request and the tokens it used.
