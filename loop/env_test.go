@@ -167,9 +167,14 @@ func TestToolEffectBinding(t *testing.T) {
 		a, b exagentv1.ToolSpec
 		same bool
 	}{
-		"builtin operation":          {a: builtin(exagentv1.BuiltinScale, "Deployment.apps"), b: builtin(exagentv1.BuiltinDelete, "Deployment.apps")},
-		"builtin kinds":              {a: builtin(exagentv1.BuiltinScale, "Deployment.apps"), b: builtin(exagentv1.BuiltinScale, "Deployment.apps", "StatefulSet.apps")},
-		"builtin kinds are a set":    {a: builtin(exagentv1.BuiltinGet, "ConfigMap", "Secret"), b: builtin(exagentv1.BuiltinGet, "Secret", "ConfigMap"), same: true},
+		"builtin operation":       {a: builtin(exagentv1.BuiltinScale, "Deployment.apps"), b: builtin(exagentv1.BuiltinDelete, "Deployment.apps")},
+		"builtin kinds":           {a: builtin(exagentv1.BuiltinScale, "Deployment.apps"), b: builtin(exagentv1.BuiltinScale, "Deployment.apps", "StatefulSet.apps")},
+		"builtin kinds are a set": {a: builtin(exagentv1.BuiltinGet, "ConfigMap", "Secret"), b: builtin(exagentv1.BuiltinGet, "Secret", "ConfigMap"), same: true},
+		"builtin allowSecrets": {a: builtin(exagentv1.BuiltinGet, "Secret"), b: func() exagentv1.ToolSpec {
+			ts := builtin(exagentv1.BuiltinGet, "Secret")
+			ts.Builtin.AllowSecrets = true
+			return ts
+		}()},
 		"mcp server":                 {a: mcp("http://a/mcp", "x"), b: mcp("http://b/mcp", "x")},
 		"mcp tool":                   {a: mcp("http://a/mcp", "x"), b: mcp("http://a/mcp", "y")},
 		"mcp tool defaults the name": {a: mcp("http://a/mcp", ""), b: mcp("http://a/mcp", "t"), same: true},

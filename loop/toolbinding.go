@@ -44,6 +44,10 @@ type builtinEffect struct {
 	Operation exagentv1.BuiltinOperation `json:"operation"`
 	// Kinds is a set (listType=set): sorted, so reordering is no change.
 	Kinds []string `json:"kinds"`
+	// AllowSecrets turns a call the tool refuses into one that reads or
+	// writes a Secret. Omitted when false: the fingerprints of tools that
+	// predate the field stay what they were.
+	AllowSecrets bool `json:"allowSecrets,omitempty"`
 }
 
 // mcpEffect: the server, the server's name for the tool (or the import's
@@ -88,7 +92,7 @@ func effectOf(t *exagentv1.ToolSpec) toolEffect {
 	case t.Builtin != nil:
 		kinds := slices.Clone(t.Builtin.Kinds)
 		slices.Sort(kinds)
-		e.Builtin = &builtinEffect{Operation: t.Builtin.Operation, Kinds: kinds}
+		e.Builtin = &builtinEffect{Operation: t.Builtin.Operation, Kinds: kinds, AllowSecrets: t.Builtin.AllowSecrets}
 	case t.MCP != nil:
 		e.MCP = &mcpEffect{URL: t.MCP.URL, Idempotent: t.MCP.Idempotent, Headers: headerRefs(t.MCP.Headers)}
 		if im := t.MCP.Import; im != nil {

@@ -3,8 +3,8 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/loop"
@@ -57,44 +61,30 @@ type Builtins struct {
 	// Backoff is the wait before the first re-send; it doubles, with
 	// jitter, up to MaxBackoff, which also caps the apiserver's Retry-After.
 	Backoff, MaxBackoff time.Duration
+	// MaxListItems is the most names a List returns; a List that finds
+	// more fails, asking for a labelSelector. ListPageSize is the Limit of
+	// each page it reads (builtin_clients.go has the defaults).
+	MaxListItems, ListPageSize int
+	// MaxResponseBytes bounds each apiserver answer a call reads. Set
+	// before the first call: clients keep the bound they were made with.
+	MaxResponseBytes int
 
+	clock   clock.PassiveClock
 	mu      sync.Mutex
-	clients map[string]*dynamic.DynamicClient
+	clients *simplelru.LRU[string, *identityClients]
 }
 
 // NewBuiltins builds the executor from the operator's config (used only as
 // the base of impersonated configs) and a REST mapper.
 func NewBuiltins(base *rest.Config, mapper meta.RESTMapper) *Builtins {
-	return &Builtins{base: base, mapper: mapper, clients: map[string]*dynamic.DynamicClient{},
-		MaxAttempts: DefaultBuiltinAttempts, Backoff: 250 * time.Millisecond, MaxBackoff: 5 * time.Second}
+	return &Builtins{base: base, mapper: mapper, clients: newClientCache(DefaultBuiltinClients), clock: clock.RealClock{},
+		MaxAttempts: DefaultBuiltinAttempts, Backoff: 250 * time.Millisecond, MaxBackoff: 5 * time.Second,
+		MaxListItems: DefaultBuiltinMaxListItems, ListPageSize: DefaultBuiltinListPageSize, MaxResponseBytes: DefaultBuiltinMaxResponseBytes}
 }
 
 // Tool returns the Tool for one builtin spec.
 func (b *Builtins) Tool(spec *exagentv1.BuiltinTool) Tool {
 	return builtinTool{b: b, spec: spec}
-}
-
-// clientFor returns a dynamic client impersonating namespace/sa. Clients are
-// cached per identity; client-go shares the underlying transport.
-func (b *Builtins) clientFor(namespace, sa string) (*dynamic.DynamicClient, error) {
-	user := "system:serviceaccount:" + namespace + ":" + sa
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if c, ok := b.clients[user]; ok {
-		return c, nil
-	}
-	cfg := rest.CopyConfig(b.base)
-	// Only the user: for a ServiceAccount username the apiserver adds the
-	// groups a real token carries, and the operator needs no right to
-	// impersonate groups (which would let it claim any group).
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return noWriteRetry{next: rt} })
-	c, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("impersonating %s: %w", user, err)
-	}
-	b.clients[user] = c
-	return c, nil
 }
 
 type builtinTool struct {
@@ -117,14 +107,23 @@ func (t builtinTool) Invoke(ctx context.Context, call Call) loop.ToolResult {
 	if err != nil {
 		return failed(call, "kind %s is not served by the cluster: %v", gk, err)
 	}
-	dc, err := t.b.clientFor(call.RunNamespace, call.ServiceAccount)
+	if mapping.Resource.GroupResource() == secrets && !t.spec.AllowSecrets {
+		// Checked on the resolved resource, whatever the kind's spelling,
+		// and here as well as at admission: an Agent admitted before the
+		// webhook refused Secrets still names them.
+		return failed(call, "this tool may not touch Secrets: a builtin tool acts on Secrets only when the Agent sets "+
+			"allowSecrets: true on it, because their data would land in the run's transcript, readable by everyone who may view the run")
+	}
+	ic, err := t.b.clientsFor(call.RunNamespace, call.ServiceAccount)
 	if err != nil {
 		return failed(call, "%v", err)
 	}
-	var ri dynamic.ResourceInterface = dc.Resource(mapping.Resource)
+	var ri dynamic.ResourceInterface = ic.dynamic.Resource(mapping.Resource)
+	var mi metadata.ResourceInterface = ic.metadata.Resource(mapping.Resource)
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		// Always the run's namespace: the model does not pick where to act.
-		ri = dc.Resource(mapping.Resource).Namespace(call.RunNamespace)
+		ri = ic.dynamic.Resource(mapping.Resource).Namespace(call.RunNamespace)
+		mi = ic.metadata.Resource(mapping.Resource).Namespace(call.RunNamespace)
 	}
 	op := t.spec.Operation
 	if op != exagentv1.BuiltinList && op != exagentv1.BuiltinApply && args.Name == "" {
@@ -132,9 +131,14 @@ func (t builtinTool) Invoke(ctx context.Context, call Call) loop.ToolResult {
 	}
 	if op == exagentv1.BuiltinGet || op == exagentv1.BuiltinList {
 		// A read has no effect: whatever went wrong, nothing happened.
-		out, err := t.read(ctx, ri, gk, args)
+		var out string
+		if op == exagentv1.BuiltinGet {
+			out, err = t.get(ctx, ri, args)
+		} else {
+			out, err = t.list(ctx, mi, gk, args)
+		}
 		if err != nil {
-			return failed(call, "%v", err)
+			return failed(call, "%v", t.readError(err))
 		}
 		return succeeded(call, out)
 	}
@@ -145,24 +149,70 @@ func (t builtinTool) Invoke(ctx context.Context, call Call) loop.ToolResult {
 	return t.b.mutate(ctx, call, m)
 }
 
-func (t builtinTool) read(ctx context.Context, ri dynamic.ResourceInterface, gk schema.GroupKind, args BuiltinArgs) (string, error) {
-	if t.spec.Operation == exagentv1.BuiltinGet {
-		obj, err := ri.Get(ctx, args.Name, metav1.GetOptions{})
-		if err != nil {
-			return "", err
-		}
-		return marshalObject(obj)
-	}
-	list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: args.LabelSelector})
+// secrets is the resource a builtin tool touches only with allowSecrets.
+var secrets = schema.GroupResource{Resource: "secrets"}
+
+func (t builtinTool) get(ctx context.Context, ri dynamic.ResourceInterface, args BuiltinArgs) (string, error) {
+	obj, err := ri.Get(ctx, args.Name, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}
-	names := make([]string, 0, len(list.Items))
-	for _, it := range list.Items {
-		names = append(names, it.GetName())
+	return marshalObject(obj)
+}
+
+// list returns the names of the objects, read a page of metadata at a
+// time (never the objects, never the whole collection at once), and fails
+// once it finds more than MaxListItems.
+func (t builtinTool) list(ctx context.Context, mi metadata.ResourceInterface, gk schema.GroupKind, args BuiltinArgs) (string, error) {
+	maxItems, page := t.b.MaxListItems, t.b.ListPageSize
+	if maxItems <= 0 {
+		maxItems = DefaultBuiltinMaxListItems
+	}
+	if page <= 0 {
+		page = DefaultBuiltinListPageSize
+	}
+	// A server fills every page but the last; one that keeps answering
+	// short pages with a continue token is cut off, not followed forever.
+	maxPages := maxItems/page + 2
+	names := []string{}
+	opts := metav1.ListOptions{LabelSelector: args.LabelSelector, Limit: int64(page)}
+	for pages := 1; ; pages++ {
+		l, err := mi.List(ctx, opts)
+		if err != nil {
+			return "", err
+		}
+		for i := range l.Items {
+			if len(names) == maxItems {
+				return "", fmt.Errorf("more than %d %s objects match: a List returns at most %d names; "+
+					"narrow it with the labelSelector argument", maxItems, gk.Kind, maxItems)
+			}
+			names = append(names, l.Items[i].Name)
+		}
+		if l.Continue == "" {
+			break
+		}
+		if pages == maxPages {
+			return "", fmt.Errorf("listing %s: the apiserver was still paging after %d pages of at most %d; "+
+				"narrow it with the labelSelector argument", gk.Kind, pages, page)
+		}
+		opts.Continue = l.Continue
 	}
 	b, err := json.Marshal(map[string]any{"kind": gk.Kind, "items": names})
 	return string(b), err
+}
+
+// readError says what a read's error means for the model: an answer over
+// the bound is not a reason to "retry", as client-go's wrapping suggests.
+func (t builtinTool) readError(err error) error {
+	if errors.Is(err, ErrResponseTooLarge) {
+		limit := t.b.MaxResponseBytes
+		if limit <= 0 {
+			limit = DefaultBuiltinMaxResponseBytes
+		}
+		return fmt.Errorf("the apiserver's answer is larger than %d bytes, the most a builtin call reads: ask for less "+
+			"(List returns names only; narrow it with the labelSelector argument)", limit)
+	}
+	return err
 }
 
 // mutation checks the arguments of a write and builds it, saying whether

@@ -24,4 +24,13 @@
 //     an answer stays ResultUnknown: the first send may have caused it.
 //   - client-go never re-sends a write on its own (noWriteRetry): that is
 //     the tool's decision alone.
+//
+// What a builtin call may read is bounded, because the manager is shared:
+// a List reads pages of object metadata (never whole objects) and fails
+// past Builtins.MaxListItems names; every apiserver answer is cut off at
+// Builtins.MaxResponseBytes (the call fails, ErrResponseTooLarge); the
+// impersonating clients are a bounded LRU per identity
+// (builtin_clients.go). Secrets are refused on the resolved resource unless
+// the tool sets allowSecrets: their data would land in a transcript every
+// viewer of the run can read.
 package tools

@@ -172,9 +172,23 @@ func validateBuiltin(path *field.Path, b *exagentv1.BuiltinTool) field.ErrorList
 			// do not exist: the tool would fail at every call.
 			errs = append(errs, field.Invalid(path.Child("kinds").Index(i), k,
 				fmt.Sprintf("%s is not in the core group: write %s.%s", k, k, wellKnownGroups[k])))
+		case isCoreSecretKind(k) && !b.AllowSecrets:
+			errs = append(errs, field.Forbidden(path.Child("kinds").Index(i), fmt.Sprintf(
+				"%s: a builtin tool touches Secrets only with allowSecrets: true, because a Get returns the Secret's data "+
+					"into the run's transcript, which everyone who may view the run can read (docs/tools.md)", k)))
 		}
 	}
 	return errs
+}
+
+// isCoreSecretKind reports whether a kinds entry names the core group's
+// Secret however it is spelled (Secret, SECRET, Secrets, Secret.core). The
+// tool checks again on the resolved resource (tools/builtin.go), which no
+// spelling escapes; this is the early, clear refusal.
+func isCoreSecretKind(k string) bool {
+	kind, group, _ := strings.Cut(k, ".")
+	kind = strings.ToLower(kind)
+	return (kind == "secret" || kind == "secrets") && (group == "" || group == "core")
 }
 
 // wellKnownGroups maps built-in kinds outside the core group to their

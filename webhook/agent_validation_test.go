@@ -63,6 +63,24 @@ func TestValidateAgent(t *testing.T) {
 			}),
 			want: []string{"FieldValueInvalid spec.tools[1].builtin.kinds[1]"},
 		},
+		// Secrets in builtin kinds, however spelled, only with allowSecrets:
+		// a Get puts their data in a transcript every viewer can read.
+		"builtin Secret kinds without allowSecrets": {
+			agent: agent(func(a *exagentv1.Agent) {
+				a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "read", Builtin: &exagentv1.BuiltinTool{
+					Operation: exagentv1.BuiltinGet, Kinds: []string{"ConfigMap", "Secret", "SECRET", "Secrets", "Secret.core", "SealedSecret.bitnami.com"}}})
+			}),
+			want: []string{
+				"FieldValueForbidden spec.tools[1].builtin.kinds[1]", "FieldValueForbidden spec.tools[1].builtin.kinds[2]",
+				"FieldValueForbidden spec.tools[1].builtin.kinds[3]", "FieldValueForbidden spec.tools[1].builtin.kinds[4]",
+			},
+		},
+		"builtin Secret kind with allowSecrets": {
+			agent: agent(func(a *exagentv1.Agent) {
+				a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "read", Builtin: &exagentv1.BuiltinTool{
+					Operation: exagentv1.BuiltinGet, Kinds: []string{"Secret"}, AllowSecrets: true}})
+			}),
+		},
 		"duplicate tool names": {
 			agent: agent(func(a *exagentv1.Agent) { a.Spec.Tools = append(a.Spec.Tools, a.Spec.Tools[0]) }),
 			want:  []string{"FieldValueDuplicate spec.tools[1].name"},

@@ -78,6 +78,18 @@ type AgentSpec struct {
 	// +optional
 	Limits LimitsSpec `json:"limits,omitempty"`
 
+	// serviceAccountNames are ServiceAccounts of the Agent's namespace that
+	// its runs may name in spec.serviceAccountName although their creator
+	// may not use them: whoever adds a name here vouches for it, and must
+	// hold the verb "use" (or "impersonate") on that ServiceAccount.
+	// "default" needs no entry (docs/install.md).
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +listType=set
+	ServiceAccountNames []string `json:"serviceAccountNames,omitempty"`
+
 	// notify lists the endpoints told when a run of this Agent needs a
 	// human or ends (notify_types.go).
 	// +optional
@@ -341,6 +353,13 @@ type BuiltinTool struct {
 	// +kubebuilder:validation:items:Pattern=`^[A-Z][A-Za-z0-9]*(\.[a-z0-9.-]+)?$`
 	// +listType=set
 	Kinds []string `json:"kinds"`
+	// allowSecrets lets the tool touch Secrets (kind Secret of the core
+	// group). Off by default: a Get returns a Secret's data into the run's
+	// transcript, which everyone who may view the run (exagent-viewer,
+	// view) can read. Without it the webhook refuses a Secret in kinds and
+	// the tool refuses every call that would touch one.
+	// +optional
+	AllowSecrets bool `json:"allowSecrets,omitempty"`
 }
 
 // PolicySpec decides what each tool call may do and who may decide.

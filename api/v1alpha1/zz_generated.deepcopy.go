@@ -389,6 +389,11 @@ func (in *AgentSpec) DeepCopyInto(out *AgentSpec) {
 	}
 	in.Policy.DeepCopyInto(&out.Policy)
 	in.Limits.DeepCopyInto(&out.Limits)
+	if in.ServiceAccountNames != nil {
+		in, out := &in.ServiceAccountNames, &out.ServiceAccountNames
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Notify != nil {
 		in, out := &in.Notify, &out.Notify
 		*out = make([]NotifySink, len(*in))
