@@ -16,4 +16,7 @@
 // sealed it too. A failed check is a *DeniedError naming what is missing;
 // any other error is transient (the apiserver could not be asked) and must
 // never be read as "allowed".
+//
+// MayUseServiceAccount is the admission check of who may have a run act as
+// a ServiceAccount (verb "use", else "impersonate", on serviceaccounts).
 package authz

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -15,18 +16,35 @@ import (
 // +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agent,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agents,verbs=create;update,versions=v1alpha1,name=vagent.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"create-or-spec-changed","expression":"request.operation != 'UPDATE' || object.spec != oldObject.spec"}]}`
 
 // AgentWebhook validates Agents.
-type AgentWebhook struct{}
+type AgentWebhook struct {
+	// Client creates the SubjectAccessReviews that authorize the names
+	// added to spec.serviceAccountNames (checkServiceAccountNames).
+	Client client.Client
+}
 
 var _ admission.Validator[*exagentv1.Agent] = &AgentWebhook{}
 
 // ValidateCreate validates a new Agent.
-func (w *AgentWebhook) ValidateCreate(_ context.Context, a *exagentv1.Agent) (admission.Warnings, error) {
-	return nil, invalid(agentGK, a.Name, ValidateAgent(a, nil))
+func (w *AgentWebhook) ValidateCreate(ctx context.Context, a *exagentv1.Agent) (admission.Warnings, error) {
+	return w.validate(ctx, a, nil)
 }
 
 // ValidateUpdate validates a changed Agent.
-func (w *AgentWebhook) ValidateUpdate(_ context.Context, old, a *exagentv1.Agent) (admission.Warnings, error) {
-	return nil, invalid(agentGK, a.Name, ValidateAgent(a, old))
+func (w *AgentWebhook) ValidateUpdate(ctx context.Context, old, a *exagentv1.Agent) (admission.Warnings, error) {
+	return w.validate(ctx, a, old)
+}
+
+func (w *AgentWebhook) validate(ctx context.Context, a, old *exagentv1.Agent) (admission.Warnings, error) {
+	errs := ValidateAgent(a, old)
+	if len(errs) == 0 {
+		// Only an Agent sound otherwise costs the reviews.
+		more, err := w.checkServiceAccountNames(ctx, a, old)
+		if err != nil {
+			return nil, err
+		}
+		errs = more
+	}
+	return nil, invalid(agentGK, a.Name, errs)
 }
 
 // ValidateDelete allows deletes (the webhook is not registered for them).

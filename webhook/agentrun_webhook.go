@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -27,6 +28,11 @@ type AgentRunWebhook struct {
 	// Manager is the manager's own identity: the only creator of runs with
 	// spec.delegation (child runs), which carry their root's requestedBy.
 	Manager string
+	// Client creates the SubjectAccessReviews that authorize
+	// spec.serviceAccountName; Reader reads the run's Agent (its
+	// spec.serviceAccountNames) past the cache.
+	Client client.Client
+	Reader client.Reader
 }
 
 var (
@@ -68,8 +74,9 @@ func (w *AgentRunWebhook) Default(ctx context.Context, run *exagentv1.AgentRun) 
 	return nil
 }
 
-// ValidateCreate validates the run and that requestedBy is the creating
-// user. A requester seal that no longer matches (another mutating webhook
+// ValidateCreate validates the run, that requestedBy is the creating user
+// and that the creator may have the run act as its ServiceAccount
+// (checkServiceAccount). A requester seal that no longer matches (another mutating webhook
 // changed the spec after ours) is only a warning: the run works, but
 // forbidSelfApproval will refuse every decider on it.
 func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.AgentRun) (admission.Warnings, error) {
@@ -85,6 +92,16 @@ func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.Age
 		}
 	} else if ferr := checkStamped(field.NewPath("spec", "requestedBy"), run.Spec.RequestedBy, stamped); ferr != nil {
 		errs = append(errs, ferr)
+	}
+	if len(errs) == 0 {
+		// Only a run sound otherwise costs the Agent read and the reviews.
+		ferr, err := w.checkServiceAccount(ctx, req, run)
+		if err != nil {
+			return nil, err
+		}
+		if ferr != nil {
+			errs = append(errs, ferr)
+		}
 	}
 	var warnings admission.Warnings
 	if w.Seal != nil {

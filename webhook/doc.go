@@ -13,10 +13,16 @@
 //     Spec updates are denied; deletes are not intercepted (the receipt
 //     lives in the run).
 //   - AgentRun: mutating stamps spec.requestedBy from the creating user;
-//     validating checks durations, Never, names. A missing Agent is not a
-//     rejection: the controller waits with Ready=False, AgentNotFound.
+//     validating checks durations, Never, names, and that the creator may
+//     have the run act as its spec.serviceAccountName (verb "use" or
+//     "impersonate" on it, or the Agent lists it in
+//     spec.serviceAccountNames; "default" and the manager's child runs are
+//     not asked). A missing Agent is otherwise not a rejection: the
+//     controller waits with Ready=False, AgentNotFound.
 //   - Agent: validating compiles every CEL when, checks tool parameter
-//     schemas, unique names and the model provider's settings.
+//     schemas, unique names and the model provider's settings, refuses
+//     Secrets in builtin kinds without allowSecrets, and lets a writer add
+//     a name to spec.serviceAccountNames only if they may use it.
 //   - AgentRunSegment: validating refuses CREATE for every identity but
 //     the manager's own (WithManagerIdentity), and a manager's segment
 //     whose name is not its content hash or whose run-uid label and

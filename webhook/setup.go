@@ -64,7 +64,7 @@ func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
 		Complete(); err != nil {
 		return fmt.Errorf("registering ApprovalDecision webhooks: %w", err)
 	}
-	runs := &AgentRunWebhook{Seal: o.seal, Manager: o.manager}
+	runs := &AgentRunWebhook{Seal: o.seal, Manager: o.manager, Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentRun{}).
 		WithDefaulter(runs).
 		WithValidator(runs).
@@ -72,7 +72,7 @@ func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
 		return fmt.Errorf("registering AgentRun webhooks: %w", err)
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.Agent{}).
-		WithValidator(&AgentWebhook{}).
+		WithValidator(&AgentWebhook{Client: mgr.GetClient()}).
 		Complete(); err != nil {
 		return fmt.Errorf("registering Agent webhook: %w", err)
 	}

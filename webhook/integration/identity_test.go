@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,11 @@ func serviceAccountClient(t *testing.T, ns, name, role string) client.Client {
 func TestNeverDecidersAdmission(t *testing.T) {
 	s := newScenario(t)
 	robot := serviceAccountClient(t, s.ns, "robot", "exagent-approver")
+	// dave may have his runs act as robot (TestServiceAccountAdmission).
+	createRole(t, s.ns, "use-robot", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"serviceaccounts"},
+		ResourceNames: []string{"robot"}, Verbs: []string{"use"}})
+	bind(t, s.ns, "dave", "Role", "use-robot")
+	waitAllowed(t, "dave", authorizationv1.ResourceAttributes{Namespace: s.ns, Verb: "use", Resource: "serviceaccounts", Name: "robot"})
 	createPausedRun(t, as(t, "dave"), s.ns, "robot-run", "payments", false,
 		func(r *exagentv1.AgentRunSpec) { r.ServiceAccountName = "robot" })
 
