@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,6 +95,7 @@ func TestDefaultKustomization(t *testing.T) {
 		"Service/exagent-manager-metrics",
 		"Service/exagent-webhook-service",
 		"Certificate/exagent-serving-cert",
+		"Certificate/exagent-metrics-cert",
 		"Issuer/exagent-selfsigned-issuer",
 		"MutatingWebhookConfiguration/exagent-mutating-webhook-configuration",
 		"ValidatingWebhookConfiguration/exagent-validating-webhook-configuration",
@@ -134,6 +136,9 @@ func TestDefaultKustomization(t *testing.T) {
 			}
 		}
 	})
+	t.Run("metrics are served with cert-manager's certificate", func(t *testing.T) {
+		checkMetricsCertificate(t, got)
+	})
 	t.Run("flow schemas match the manager", func(t *testing.T) {
 		for _, name := range []string{"exagent-manager-leases", "exagent-manager-run-commits"} {
 			fs := got["FlowSchema/"+name]
@@ -167,6 +172,98 @@ func TestDefaultKustomization(t *testing.T) {
 			t.Errorf("a dry run created the Deployment")
 		}
 	})
+}
+
+// The Secret cert-manager writes the metrics certificate to, and where
+// controller-runtime's metrics server looks for one (its CertDir default).
+const (
+	metricsCertSecret = "exagent-metrics-server-cert"
+	metricsCertDir    = "/tmp/k8s-metrics-server/serving-certs"
+)
+
+// checkMetricsCertificate: the metrics Service has a cert-manager
+// Certificate for its DNS names, and the manager mounts its Secret where
+// the metrics server serves it from.
+func checkMetricsCertificate(t *testing.T, got map[string]*unstructured.Unstructured) {
+	c := got["Certificate/exagent-metrics-cert"]
+	if c == nil {
+		t.Fatal("config/default has no metrics Certificate")
+	}
+	names, _, _ := unstructured.NestedStringSlice(c.Object, "spec", "dnsNames")
+	if diff := cmp.Diff([]string{"exagent-manager-metrics.exagent-system.svc", "exagent-manager-metrics.exagent-system.svc.cluster.local"}, names); diff != "" {
+		t.Errorf("metrics certificate dnsNames (-want +got):\n%s", diff)
+	}
+	if secret, _, _ := unstructured.NestedString(c.Object, "spec", "secretName"); secret != metricsCertSecret {
+		t.Errorf("metrics certificate secretName = %q, want %q", secret, metricsCertSecret)
+	}
+	var d appsv1.Deployment
+	b, _ := got["Deployment/exagent-manager"].MarshalJSON()
+	if err := yaml.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	volume := ""
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == metricsCertSecret {
+			volume = v.Name
+		}
+	}
+	mounted := false
+	for _, m := range d.Spec.Template.Spec.Containers[0].VolumeMounts {
+		mounted = mounted || (volume != "" && m.Name == volume && m.MountPath == metricsCertDir)
+	}
+	if !mounted {
+		t.Errorf("the manager does not mount Secret %s at %s", metricsCertSecret, metricsCertDir)
+	}
+}
+
+// TestPrometheusKustomization: the ServiceMonitor verifies the manager's
+// metrics certificate (never insecureSkipVerify): the CA of the Secret
+// config/default's Certificate writes, and a serverName that certificate
+// names.
+func TestPrometheusKustomization(t *testing.T) {
+	build := func(dir string) []*unstructured.Unstructured {
+		cmd := exec.Command(kustomizeBin(t), "build", dir)
+		cmd.Dir = s.root
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("kustomize build %s: %v\n%s", dir, err, stderr.String())
+		}
+		return objects(t, out)
+	}
+	var certNames []string
+	for _, o := range build("config/default") {
+		if o.GetKind() == "Certificate" && o.GetName() == "exagent-metrics-cert" {
+			certNames, _, _ = unstructured.NestedStringSlice(o.Object, "spec", "dnsNames")
+		}
+	}
+	monitors := 0
+	for _, o := range build("config/prometheus") {
+		if o.GetKind() != "ServiceMonitor" {
+			continue
+		}
+		monitors++
+		endpoints, _, _ := unstructured.NestedSlice(o.Object, "spec", "endpoints")
+		if len(endpoints) == 0 {
+			t.Errorf("ServiceMonitor %s has no endpoints", o.GetName())
+		}
+		for i, e := range endpoints {
+			tls, _, _ := unstructured.NestedMap(e.(map[string]any), "tlsConfig")
+			if skip, _, _ := unstructured.NestedBool(tls, "insecureSkipVerify"); skip {
+				t.Errorf("ServiceMonitor %s endpoint %d skips TLS verification", o.GetName(), i)
+			}
+			if ca, _, _ := unstructured.NestedString(tls, "ca", "secret", "name"); ca != metricsCertSecret {
+				t.Errorf("ServiceMonitor %s endpoint %d CA from Secret %q, want %q", o.GetName(), i, ca, metricsCertSecret)
+			}
+			if name, _, _ := unstructured.NestedString(tls, "serverName"); name == "" || !slices.Contains(certNames, name) {
+				t.Errorf("ServiceMonitor %s endpoint %d serverName %q is not a name of the metrics certificate %v", o.GetName(), i, name, certNames)
+			}
+		}
+	}
+	if monitors != 1 {
+		t.Errorf("config/prometheus has %d ServiceMonitors, want 1", monitors)
+	}
 }
 
 func checkManagerDeployment(t *testing.T, o *unstructured.Unstructured) {
