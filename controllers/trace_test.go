@@ -2,6 +2,8 @@ package controllers_test
 
 import (
 	"fmt"
+	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,4 +151,54 @@ func TestOneTracePerRun(t *testing.T) {
 	if tool.Parent().SpanID() != resumed.SpanContext().SpanID() {
 		t.Error("the tool call is not a child of the attempt that ran it")
 	}
+}
+
+// TestTraceOfRunDeletedMidAttempt: a run deleted while this process owns
+// an attempt (its tool call in flight) never gets the commit that releases
+// the attempt; the reconcile that finds it gone ends the attempt's span
+// (reason RunDeleted), so the tracer keeps nothing for a run that is gone.
+func TestTraceOfRunDeletedMidAttempt(t *testing.T) {
+	h := newHarness(t)
+	ts := newToolServer(t)
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	ts.respond = func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		<-release
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}
+	rec := tracetest.NewSpanRecorder()
+	tracer := telemetry.New(telemetry.NewProvider(sdktrace.WithSpanProcessor(rec)))
+	h.startManager(controllers.Options{Tracer: tracer})
+	h.createAgent("busy", exagentv1.AgentSpec{
+		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
+			callTurn("work", "work", map[string]any{"amount": 1}), textTurn("done"),
+		}},
+		Tools:  []exagentv1.ToolSpec{httpTool("work", ts.url("/work"))},
+		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
+	})
+	run := h.createRun("doomed", "busy")
+	h.waitRun("doomed", "the call in flight", func(r *exagentv1.AgentRun) bool {
+		return len(r.Status.Calls) == 1 && r.Status.Calls[0].State == exagentv1.CallStarted && len(ts.journal()) == 1
+	})
+	if n := tracer.Open(); n != 1 {
+		t.Fatalf("open attempt spans with the call in flight = %d, want 1", n)
+	}
+	if err := h.c.Delete(t.Context(), run); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(func() bool { return tracer.Open() == 0 }) {
+		t.Fatalf("open attempt spans after the run was deleted = %d, want 0", tracer.Open())
+	}
+	deleted := false
+	for _, s := range rec.Ended() {
+		if v, _ := attr(s, "exagent.reason"); s.Name() == "invoke_agent busy" && v.AsString() == "RunDeleted" {
+			deleted = true
+		}
+	}
+	if !deleted {
+		t.Error("no attempt span ended with exagent.reason=RunDeleted")
+	}
+	free()
 }
