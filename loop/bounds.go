@@ -7,10 +7,10 @@ import exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 // never refused by validation after the IO it records has happened.
 const (
 	maxContent   = exagentv1.MaxValueBytes // message content, call args, results, output
-	maxMessage   = 4096  // status.message, reasons of decisions
-	maxID        = 64    // call ids, tool names, approval ids
-	maxToolCalls = 32    // tool calls in one assistant message
-	maxRule      = 128   // rule names
+	maxMessage   = 4096                    // status.message, reasons of decisions
+	maxID        = 64                      // call ids, tool names, approval ids
+	maxToolCalls = 32                      // tool calls in one assistant message
+	maxRule      = 128                     // rule names
 
 	// maxModelFailures consecutive failed model requests end the run (ModelError).
 	maxModelFailures = 3

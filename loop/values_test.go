@@ -206,7 +206,7 @@ func TestWorstCaseEntriesFitASegment(t *testing.T) {
 	}
 	c := exagentv1.ToolCall{ID: lt(64), Step: 0, Tool: lt(64), Args: msg.ToolCalls[0].Arguments, ArgsHash: lt(128),
 		PayloadHash: lt(128), IdempotencyKey: lt(256), State: exagentv1.CallSucceeded, Rule: lt(128),
-		MCP: &exagentv1.CallMCP{Server: lt(2048), Tool: lt(256), Title: lt(256)},
+		MCP:     &exagentv1.CallMCP{Server: lt(2048), Tool: lt(256), Title: lt(256)},
 		Outcome: &exagentv1.CallOutcome{Succeeded: true, Result: big + "r", ResolvedBy: lt(512), Evidence: lt(4096)}}
 	a := exagentv1.Approval{ID: lt(64), CallID: c.ID, PayloadHash: lt(128), Revision: 1, State: exagentv1.ApprovalApproved,
 		Rule: lt(128), Decision: string(exagentv1.DecisionApprove), Reason: lt(4096), Actor: new(fatActor()),
@@ -301,7 +301,7 @@ func TestEnvValueBytes(t *testing.T) {
 		valueBytes int
 		wantWhole  bool
 	}{
-		"default threshold: sealed, the result fits whole": {valueBytes: 0, wantWhole: true},
+		"default threshold: sealed, the result fits whole":  {valueBytes: 0, wantWhole: true},
 		"16 KiB threshold: inline, the result is shortened": {valueBytes: 16 << 10, wantWhole: false},
 	} {
 		t.Run(name, func(t *testing.T) {
