@@ -260,3 +260,64 @@ func TestNotifyManyApprovals(t *testing.T) {
 		}
 	}
 }
+
+// TestSealValueBytesCountedByTheEngine: a manager whose --seal-value-bytes
+// is 64 KiB keeps 62 KiB results in the status. The engine's size checks
+// count them there — its threshold is the store's — so it keeps the status
+// within its budget itself (shortening results, or ending the run before
+// it passes it) and the apiserver never has to refuse a write. Counting by
+// the default threshold, it would take those results for 200-byte refs and
+// commit, one outcome after another, a status etcd refuses.
+func TestSealValueBytesCountedByTheEngine(t *testing.T) {
+	const calls, size = 30, 62 << 10
+	h := newHarness(t)
+	result := strings.Repeat("a", size)
+	key := types.NamespacedName{Namespace: h.ns, Name: "r1"}
+	// The tool answers one call at a time, each once the previous answer is
+	// committed: every outcome is its own write, as when a batch's calls
+	// take different times.
+	var mu sync.Mutex
+	answered := 0
+	ts := newToolServer(t)
+	ts.respond = func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		eventually(func() bool {
+			var run exagentv1.AgentRun
+			if err := h.c.Get(context.Background(), key, &run); err != nil {
+				return false
+			}
+			recorded := 0
+			for _, c := range run.Status.Calls {
+				if c.Outcome != nil {
+					recorded++
+				}
+			}
+			return recorded >= answered || run.Status.Phase.IsTerminal()
+		})
+		answered++
+		_, _ = w.Write([]byte(result))
+	}
+	turn := exagentv1.ScriptTurn{}
+	for i := range calls {
+		turn.ToolCalls = append(turn.ToolCalls, exagentv1.ScriptToolCall{ID: fmt.Sprintf("r%02d", i), Name: "read",
+			Arguments: raw(map[string]any{"amount": i})})
+	}
+	tool := httpTool("read", ts.url("/read"))
+	tool.HTTP.Timeout = "5m" // the last call waits for every other answer to be committed
+	sizes := watchStatusSizes(t, h.ns)
+	m := h.startManager(controllers.Options{SealValueBytes: 64 << 10})
+	h.createAgent("reader", exagentv1.AgentSpec{
+		Model:  exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{turn, textTurn("done")}},
+		Tools:  []exagentv1.ToolSpec{tool},
+		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
+	})
+	h.createRun("r1", "reader", func(r *exagentv1.AgentRunSpec) { r.ActiveTimeLimit = exagentv1.Never })
+	run := h.waitRunFor("r1", "ended", longWait, func(r *exagentv1.AgentRun) bool { return r.Status.Phase.IsTerminal() })
+	largest, writes := sizes.of("r1")
+	if refused := m.ctrls.Store.Refused(); refused != 0 || strings.Contains(run.Status.Message, "apiserver") {
+		t.Fatalf("%d writes refused (largest status %d bytes over %d writes); run %s %s: %s",
+			refused, largest, writes, run.Status.Phase, run.Status.Reason, run.Status.Message)
+	}
+	t.Logf("run %s %s: %.200s; largest status %d bytes over %d writes", run.Status.Phase, run.Status.Reason, run.Status.Message, largest, writes)
+}
