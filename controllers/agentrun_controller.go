@@ -278,6 +278,9 @@ func (r *AgentRunReconciler) commit(ctx context.Context, sc *scope) error {
 // retry; anything else is transient and retried with backoff.
 func (r *AgentRunReconciler) abort(ctx context.Context, sc *scope, err error) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
+	if u, ok := AsUnstorable(err); ok {
+		return r.endUnstorable(ctx, sc, u) // never retried: it can only be refused again
+	}
 	switch {
 	case errors.Is(err, ErrFenceLost) || loop.IsKind(err, loop.KindStaleFence):
 		log.Info("lost the run's claim; dropping what this attempt learned", "reason", err.Error(), "dropped", len(sc.results))

@@ -45,7 +45,7 @@ func (r *AgentRunReconciler) settleEnded(ctx context.Context, key types.Namespac
 		return nil
 	}
 	env, envErr := loop.NewEnv(loop.EnvInput{RunUID: string(run.UID), RunName: run.Name,
-		Agent: &exagentv1.AgentSpec{}, Run: &run.Spec})
+		Agent: &exagentv1.AgentSpec{}, Run: &run.Spec, ValueBytes: r.Store.ValueBytes()})
 	if envErr != nil {
 		return nil // a malformed run spec: nothing can be evaluated
 	}

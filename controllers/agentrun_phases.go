@@ -120,7 +120,7 @@ func (r *AgentRunReconciler) checkAgent(ctx context.Context, sc *scope) error {
 		return nil // valid, but a tool kind cannot run: only startable phases get here
 	}
 	env, err := loop.NewEnv(loop.EnvInput{RunUID: string(sc.run.UID), RunName: sc.run.Name,
-		Agent: &exagentv1.AgentSpec{}, Run: &sc.run.Spec})
+		Agent: &exagentv1.AgentSpec{}, Run: &sc.run.Spec, ValueBytes: r.Store.ValueBytes()})
 	if err != nil {
 		sc.stop = true // a malformed run spec (admission refuses it): nothing can be evaluated
 		return nil
@@ -140,7 +140,7 @@ func (r *AgentRunReconciler) unusableAgent(ctx context.Context, sc *scope) (reas
 	env, err := loop.NewEnv(loop.EnvInput{
 		RunUID: string(sc.run.UID), RunName: sc.run.Name,
 		Agent: &sc.agent.Spec, AgentGeneration: sc.agent.Generation, Run: &sc.run.Spec,
-		MCP: listings,
+		MCP: listings, ValueBytes: r.Store.ValueBytes(),
 	})
 	if err != nil {
 		return ReasonInvalidConfiguration, err.Error()

@@ -163,7 +163,7 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 			dsc.run.Spec.AgentRef.Name, dsc.run.Namespace)
 		return nil
 	}
-	env, err := decisionEnv(dsc)
+	env, err := decisionEnv(dsc, r.Store.ValueBytes())
 	if err != nil {
 		dsc.reject("the run's configuration is invalid: %v", err)
 		return nil
@@ -185,6 +185,19 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 			cmd.AncestorIdentities = append(cmd.AncestorIdentities,
 				authz.RunIdentities(a.Run, authz.WithSeal(r.Seal), authz.WithManager(r.Manager)))
 		}
+	}
+	if loop.NeedSealedReceipts(dsc.run.Status, cmd) {
+		// The operation may have been applied at a past revision, its
+		// receipt since sealed: a repeat must find it (sealedReceipts).
+		sealed, err := r.sealedReceipts(ctx, dsc.run)
+		if err != nil {
+			if loop.IsPermanent(err) {
+				dsc.reject("the run's sealed receipts cannot be read: %v", err)
+				return nil
+			}
+			return err
+		}
+		cmd.Sealed = sealed
 	}
 	dsc.now = r.Clock.Now()
 	next, receipt, err := loop.Decide(dsc.run.Status, env, cmd, dsc.now)
@@ -267,6 +280,19 @@ func (r *ApprovalDecisionReconciler) failCorrupt(ctx context.Context, dsc *decis
 	return nil
 }
 
+// sealedReceipts reads the receipts the run's segments hold (the chain
+// verified, as before any IO; its segments are cached by content hash).
+func (r *ApprovalDecisionReconciler) sealedReceipts(ctx context.Context, run *exagentv1.AgentRun) ([]exagentv1.Receipt, error) {
+	if r.Store.segments == nil {
+		return nil, nil
+	}
+	chain, err := r.Store.segments.Chain(ctx, run)
+	if err != nil {
+		return nil, fmt.Errorf("reading the sealed receipts of run %s: %w", run.Name, err)
+	}
+	return loop.SealedReceipts(chain), nil
+}
+
 func commandOf(d *exagentv1.ApprovalDecision) loop.DecisionCmd {
 	cmd := loop.DecisionCmd{
 		Name: d.Name, OperationID: d.Spec.OperationID, Decision: d.Spec.Decision,
@@ -312,22 +338,30 @@ func actorName(a *exagentv1.Actor) string {
 	return a.Username
 }
 
-// truncate bounds a message to n bytes on a rune boundary.
+// truncate bounds a message to n bytes on a rune boundary, the mark of
+// the cut included (CRD maxLengths count characters: n bytes always fit).
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
+	const mark = "…"
+	cut := max(n-len(mark), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
 	}
-	return s[:n] + "…"
+	if n < len(mark) {
+		return s[:cut]
+	}
+	return s[:cut] + mark
 }
 
 // decisionEnv is the engine's view of the run for a decision. A Cancel
 // applies whatever state the Agent is in (missing or invalid): it needs
 // only the run's own spec, so an empty Agent stands in for it.
-func decisionEnv(dsc *decisionScope) (*loop.Env, error) {
-	in := loop.EnvInput{RunUID: string(dsc.run.UID), RunName: dsc.run.Name, Run: &dsc.run.Spec}
+// valueBytes is the store's seal threshold, which the engine's size
+// checks count by.
+func decisionEnv(dsc *decisionScope, valueBytes int) (*loop.Env, error) {
+	in := loop.EnvInput{RunUID: string(dsc.run.UID), RunName: dsc.run.Name, Run: &dsc.run.Spec, ValueBytes: valueBytes}
 	if dsc.agent != nil {
 		in.Agent, in.AgentGeneration = &dsc.agent.Spec, dsc.agent.Generation
 		env, err := loop.NewEnv(in)

@@ -38,6 +38,15 @@ type Hooks struct {
 	BeforeChildOutcomeCommit func(ctx context.Context, run types.NamespacedName)
 	// BeforeNotify runs before a notification delivery attempt.
 	BeforeNotify func(ctx context.Context, run types.NamespacedName, rec exagentv1.NotificationRecord)
+	// BeforeStatusWrite runs right before a run's status is written, on the
+	// very status sent: a test may make it one the apiserver refuses.
+	BeforeStatusWrite func(ctx context.Context, run types.NamespacedName, status *exagentv1.AgentRunStatus)
+}
+
+func (h Hooks) beforeStatusWrite(ctx context.Context, run types.NamespacedName, status *exagentv1.AgentRunStatus) {
+	if h.BeforeStatusWrite != nil {
+		h.BeforeStatusWrite(ctx, run, status)
+	}
 }
 
 func (h Hooks) beforeIntentCommit(ctx context.Context, run types.NamespacedName, calls []loop.ToolInvocation) {

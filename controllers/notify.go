@@ -33,7 +33,7 @@ const (
 
 var notificationDeliveriesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "exagent_notification_deliveries_total",
-	Help: "Notification delivery attempts and their end, by event and outcome (Delivered, Retrying: failed and tried again later, Failed: given up, Superseded: settled before delivery).",
+	Help: "Notification delivery attempts and their end, by event and outcome (Delivered, Retrying: failed and tried again later, Failed: given up, Superseded: settled before delivery, Dropped: the journal had no room for a run event).",
 }, []string{"event", "outcome"})
 
 func init() { metrics.Registry.MustRegister(notificationDeliveriesTotal) }
@@ -109,20 +109,16 @@ func (n *notifier) enqueue(o any) {
 		n.queue.Add(client.ObjectKeyFromObject(run))
 		return
 	}
-	if _, next := notify.Expiring(&run.Status, n.clock.Now()); next.IsZero() && !hasExpiringDue(&run.Status, n.clock.Now()) {
+	if due, next := notify.Due(&run.Status, n.clock.Now()); len(due) == 0 && next.IsZero() {
 		return
 	}
-	// An approval will expire: only a run whose Agent has sinks is looked at.
+	// An approval is still to announce or will expire: only a run whose
+	// Agent has sinks is looked at.
 	agent := &exagentv1.Agent{}
 	key := types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.AgentRef.Name}
 	if err := n.client.Get(context.Background(), key, agent); err == nil && len(agent.Spec.Notify) > 0 {
 		n.queue.Add(client.ObjectKeyFromObject(run))
 	}
-}
-
-func hasExpiringDue(st *exagentv1.AgentRunStatus, now time.Time) bool {
-	due, _ := notify.Expiring(st, now)
-	return len(due) > 0
 }
 
 func (n *notifier) work(ctx context.Context) bool {
@@ -170,10 +166,17 @@ func (n *notifier) process(ctx context.Context, key types.NamespacedName) (time.
 	now := n.clock.Now()
 	next := run.Status.DeepCopy()
 	changed := notify.Supersede(next, sinks, true)
-	due, wake := notify.Expiring(next, now)
-	if notify.Add(next, string(run.UID), due, sinks, now) {
-		changed = true
+	due, wake := notify.Due(next, now)
+	var left []notify.Event
+	if len(sinks) > 0 && len(due) > 0 {
+		// Approval events the journal had no room for are journaled as
+		// room is made (delivered records leave it): never dropped.
+		var added bool
+		before := marks(next)
+		added, left = notify.Add(next, string(run.UID), due, sinks, now)
+		changed = changed || added || marks(next) != before
 	}
+	delivered := false
 	for _, i := range notify.Pending(next) {
 		rec := &next.Notifications[i]
 		if rec.State != exagentv1.NotificationPending {
@@ -191,8 +194,13 @@ func (n *notifier) process(ctx context.Context, key types.NamespacedName) (time.
 		n.settle(run, rec, err, now)
 		if rec.State == exagentv1.NotificationPending {
 			wake = earliest(wake, n.retry.NextAttempt(rec))
+		} else {
+			delivered = true
 		}
 		changed = true
+	}
+	if len(left) > 0 && delivered {
+		wake = earliest(wake, now) // the settled records make room for what waits
 	}
 	if changed {
 		if err := n.journal(ctx, run, next, now); err != nil {
@@ -277,6 +285,13 @@ func (n *notifier) event(run *exagentv1.AgentRun, format string, args ...any) {
 func (n *notifier) journal(ctx context.Context, run *exagentv1.AgentRun, next *exagentv1.AgentRunStatus, now time.Time) error {
 	for attempt := 0; ; attempt++ {
 		_, err := n.store.Commit(ctx, run, *next, nil, now)
+		if u, ok := AsUnstorable(err); ok {
+			// Retrying the same write would re-send every delivery it
+			// journals each time: the run's next change brings it back.
+			logf.FromContext(ctx).Error(u, "notification journal not written: the apiserver refuses the run's status", "run", run.Name)
+			n.event(run, "the notification journal could not be written (%s): %s", u.Reason, truncate(u.Error(), 800))
+			return nil
+		}
 		if err == nil || !apierrorsIsConflict(err) || attempt >= 3 {
 			return err
 		}
@@ -285,7 +300,7 @@ func (n *notifier) journal(ctx context.Context, run *exagentv1.AgentRun, next *e
 			return err
 		}
 		merged := fresh.Status.DeepCopy()
-		mergeRecords(merged, next.Notifications)
+		mergeRecords(merged, next)
 		run, next = fresh, merged
 	}
 }
@@ -295,9 +310,19 @@ func apierrorsIsConflict(err error) bool {
 }
 
 // mergeRecords puts ours onto st: a record still Pending in st takes our
-// progress; one we added is appended; settled ones in st stay.
-func mergeRecords(st *exagentv1.AgentRunStatus, ours []exagentv1.NotificationRecord) {
-	for _, r := range ours {
+// progress; one we added is appended; settled ones in st stay; what we
+// marked journaled on an approval stays marked.
+func mergeRecords(st *exagentv1.AgentRunStatus, ours *exagentv1.AgentRunStatus) {
+	for _, a := range ours.Approvals {
+		if have := st.Approval(a.ID); have != nil {
+			for _, e := range a.Notified {
+				if !notify.Notified(have, e) {
+					have.Notified = append(have.Notified, e)
+				}
+			}
+		}
+	}
+	for _, r := range ours.Notifications {
 		if have := notify.Find(st, r.ID, r.Sink); have != nil {
 			if have.State == exagentv1.NotificationPending {
 				*have = r
@@ -313,19 +338,42 @@ func mergeRecords(st *exagentv1.AgentRunStatus, ours []exagentv1.NotificationRec
 // per event and sink that wants it, and supersedes what the commit
 // settled. Called by Store.Commit on every status write.
 func (n *notifier) stamp(ctx context.Context, run *exagentv1.AgentRun, next *loop.Status, now time.Time) {
-	events := notify.Transitions(&run.Status, next)
-	if len(events) > 0 {
-		agent := &exagentv1.Agent{}
-		if err := n.client.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.AgentRef.Name}, agent); err == nil && len(agent.Spec.Notify) > 0 {
-			notify.Add(next, string(run.UID), events, agent.Spec.Notify, now)
-		}
-	}
 	for i := range next.Notifications {
 		if next.Notifications[i].State == exagentv1.NotificationPending {
-			notify.Supersede(next, nil, false)
+			notify.Supersede(next, nil, false) // first: what it settles makes room
 			break
 		}
 	}
+	events := notify.Transitions(&run.Status, next)
+	if len(events) == 0 {
+		return
+	}
+	agent := &exagentv1.Agent{}
+	if err := n.client.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.AgentRef.Name}, agent); err != nil || len(agent.Spec.Notify) == 0 {
+		return // an approval not marked notified is still due: the notifier journals it
+	}
+	_, left := notify.Add(next, string(run.UID), events, agent.Spec.Notify, now)
+	for _, e := range left {
+		if e.Kind == exagentv1.NotifyApprovalRequested || e.Kind == exagentv1.NotifyApprovalExpiring {
+			continue // still due (notify.Due): journaled as room is made
+		}
+		// The run's own events always have room (notify's approvalRecords);
+		// should one not, it is counted and said, never silently lost.
+		notificationDeliveriesTotal.WithLabelValues(string(e.Kind), "Dropped").Inc()
+		logf.FromContext(ctx).Error(errors.New("notification journal full"), "a notification could not be journaled",
+			"run", run.Name, "event", e.Kind, "subject", e.Subject)
+		n.event(run, "notification %s (%s) could not be journaled: the journal holds %d records, none of them settled",
+			e.Kind, e.Subject, len(next.Notifications))
+	}
+}
+
+// marks counts the approvals' notified marks (a change to journal).
+func marks(st *exagentv1.AgentRunStatus) int {
+	n := 0
+	for i := range st.Approvals {
+		n += len(st.Approvals[i].Notified)
+	}
+	return n
 }
 
 // readSecret reads one key of a Secret past the cache.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,42 @@ var errSummary = errors.New("computed from the cache's summary of a waiting run"
 // (when one was given) still holds: re-read and apply again.
 var ErrConflict = errors.New("run changed since it was read")
 
+// UnstorableError is a write the store can never make: the apiserver
+// refused the status itself — invalid (HTTP 422), too large (413, or
+// etcd's "request is too large") — or the seal could not bound it.
+// Unlike an unreachable apiserver or a conflict, retrying the same write
+// can only fail again, so the caller ends the run (loop.FailUnstorable)
+// instead of retrying it for ever.
+type UnstorableError struct {
+	// Reason is exagentv1.ReasonStatusTooLarge or exagentv1.ReasonStatusRejected.
+	Reason string
+	Err    error
+}
+
+func (e *UnstorableError) Error() string { return e.Err.Error() }
+func (e *UnstorableError) Unwrap() error { return e.Err }
+
+// AsUnstorable returns err's UnstorableError, if it has one.
+func AsUnstorable(err error) (*UnstorableError, bool) {
+	var u *UnstorableError
+	ok := errors.As(err, &u)
+	return u, ok
+}
+
+// unstorable classifies an apiserver error: an UnstorableError when the
+// write itself is refused, nil otherwise (transient: retried).
+func unstorable(err error, what string) error {
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsRequestEntityTooLargeError(err) || strings.Contains(err.Error(), "request is too large"):
+		return &UnstorableError{Reason: exagentv1.ReasonStatusTooLarge, Err: fmt.Errorf("%s: refused as too large: %w", what, err)}
+	case apierrors.IsInvalid(err):
+		return &UnstorableError{Reason: exagentv1.ReasonStatusRejected, Err: fmt.Errorf("%s: refused as invalid: %w", what, err)}
+	}
+	return nil
+}
+
 // Store is the one place that writes a run's status. Every write is an
 // Update of the status subresource carrying the resourceVersion that was
 // read (compare-and-swap), never a patch.
@@ -47,6 +84,7 @@ type Store struct {
 
 	writes    atomic.Int64
 	conflicts atomic.Int64
+	refused   atomic.Int64
 
 	// observer sees every commit: notifications, traces, metrics (controllers/observe.go).
 	observer *commitObserver
@@ -98,6 +136,14 @@ func (s *Store) Writes() int64 { return s.writes.Load() }
 
 // Conflicts is the number of writes refused for a stale resourceVersion.
 func (s *Store) Conflicts() int64 { return s.conflicts.Load() }
+
+// Refused is the number of writes the apiserver refused for good
+// (UnstorableError): each ends its run, so it stays small.
+func (s *Store) Refused() int64 { return s.refused.Load() }
+
+// ValueBytes is the size past which Seal moves one value out of a status:
+// what the engine's size checks count as a ref (loop.EnvInput.ValueBytes).
+func (s *Store) ValueBytes() int { return s.seal.ValueBytes }
 
 // Fresher returns the newer of the cached run and the last run this store
 // wrote: when the cache still holds a version this store's own chain of
@@ -188,10 +234,15 @@ func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 	out.Status.Conditions = mergeConditions(run.Status.Conditions, loop.Conditions(next, run.Generation, now), overrides)
 	out.Status.ObservedGeneration = run.Generation
 	prevRV := run.ResourceVersion
+	s.hooks.beforeStatusWrite(ctx, client.ObjectKeyFromObject(run), &out.Status)
 	if err := s.client.Status().Update(ctx, out); err != nil {
 		observeWriteError(err) // metrics (controllers/metrics.go)
 		if apierrors.IsConflict(err) {
 			s.conflicts.Add(1)
+		}
+		if u := unstorable(err, fmt.Sprintf("the status of run %s/%s", run.Namespace, run.Name)); u != nil {
+			s.refused.Add(1)
+			return nil, u
 		}
 		if !apierrors.IsConflict(err) {
 			return nil, fmt.Errorf("updating status of run %s/%s: %w", run.Namespace, run.Name, err)
@@ -214,12 +265,21 @@ func (s *Store) sealFirst(ctx context.Context, run *exagentv1.AgentRun, next loo
 	sealed, segs, err := loop.Seal(next, loop.SealConfig{RunName: run.Name, RunUID: string(run.UID),
 		HotBytes: s.seal.HotBytes, ValueBytes: s.seal.ValueBytes})
 	if err != nil {
-		return next, fmt.Errorf("sealing the transcript of run %s/%s: %w", run.Namespace, run.Name, err)
+		err = fmt.Errorf("sealing the transcript of run %s/%s: %w", run.Namespace, run.Name, err)
+		if loop.IsKind(err, loop.KindTooLarge) {
+			s.refused.Add(1)
+			return next, &UnstorableError{Reason: exagentv1.ReasonStatusTooLarge, Err: err}
+		}
+		return next, err
 	}
 	if len(segs) == 0 {
 		return sealed, nil
 	}
 	if err := s.segments.Create(ctx, run, segs); err != nil {
+		if u := unstorable(err, fmt.Sprintf("a transcript segment of run %s/%s", run.Namespace, run.Name)); u != nil {
+			s.refused.Add(1)
+			return next, u
+		}
 		return next, err
 	}
 	key := client.ObjectKeyFromObject(run)

@@ -1,14 +1,16 @@
 package loop
 
+import exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+
 // Bounds of the API's string and list fields (their CRD maxLength /
 // maxItems). The engine truncates what it stores to them so a commit is
 // never refused by validation after the IO it records has happened.
 const (
-	maxContent   = 65536 // message content, call args, results, output
-	maxMessage   = 4096  // status.message, reasons of decisions
-	maxID        = 64    // call ids, tool names, approval ids
-	maxToolCalls = 32    // tool calls in one assistant message
-	maxRule      = 128   // rule names
+	maxContent   = exagentv1.MaxValueBytes // message content, call args, results, output
+	maxMessage   = 4096                    // status.message, reasons of decisions
+	maxID        = 64                      // call ids, tool names, approval ids
+	maxToolCalls = 32                      // tool calls in one assistant message
+	maxRule      = 128                     // rule names
 
 	// maxModelFailures consecutive failed model requests end the run (ModelError).
 	maxModelFailures = 3
@@ -27,8 +29,12 @@ const (
 // truncatedMark ends a value the engine had to shorten.
 const truncatedMark = "…[truncated]"
 
-// bound truncates s to max bytes, marking the cut.
+// bound truncates s to max bytes, marking the cut; bytes that are not
+// UTF-8 become U+FFFD first (see truncateUTF8). Every value the engine
+// stores goes through it, so every stored value is valid UTF-8 of at most
+// max bytes — and hashes the same once the apiserver gave it back.
 func bound(s string, max int) string {
+	s = validUTF8(s)
 	if len(s) <= max {
 		return s
 	}

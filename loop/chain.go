@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"encoding/base64"
 	"fmt"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -76,7 +77,7 @@ func verifyChain(head exagentv1.TranscriptHead, runUID string, segs []Segment,
 	if int32(len(segs)) != head.Segments {
 		return chainf("the head counts %d segments, the chain has %d", head.Segments, len(segs))
 	}
-	var msgs, calls, bytes int64
+	var msgs, calls, receipts, bytes int64
 	prev := ""
 	for i := range segs {
 		s := &segs[i]
@@ -95,37 +96,50 @@ func verifyChain(head exagentv1.TranscriptHead, runUID string, segs []Segment,
 		}
 		msgs += int64(len(s.Spec.Messages))
 		calls += int64(len(s.Spec.Calls))
+		receipts += int64(len(s.Spec.Receipts))
 		for k := range s.Spec.Messages {
 			bytes += messageBytes(&s.Spec.Messages[k])
 		}
 		prev = s.Name
 	}
-	if msgs != head.Messages || calls != head.Calls || bytes != head.Bytes {
-		return chainf("the head counts %d messages, %d calls and %d bytes; the chain holds %d, %d and %d",
-			head.Messages, head.Calls, head.Bytes, msgs, calls, bytes)
+	if msgs != head.Messages || calls != head.Calls || receipts != head.Receipts || bytes != head.Bytes {
+		return chainf("the head counts %d messages, %d calls, %d receipts and %d bytes; the chain holds %d, %d, %d and %d",
+			head.Messages, head.Calls, head.Receipts, head.Bytes, msgs, calls, receipts, bytes)
 	}
 	return nil
 }
 
 // Values indexes the sealed values of a chain by sha256.
-type Values map[string]string
+type Values map[string]exagentv1.SegmentValue
 
 // ValuesOf collects the values of segs.
 func ValuesOf(segs []Segment) Values {
 	v := Values{}
 	for i := range segs {
 		for _, sv := range segs[i].Spec.Values {
-			v[sv.SHA256] = sv.Data
+			v[sv.SHA256] = sv
 		}
 	}
 	return v
 }
 
-// Resolve returns the value a ref points to, checking its hash.
+// Resolve returns the value a ref points to, decoded, checking its hash.
 func (v Values) Resolve(ref *exagentv1.ValueRef) (string, error) {
-	d, ok := v[ref.SHA256]
+	sv, ok := v[ref.SHA256]
 	if !ok {
 		return "", chainf("value %s (in segment %s) is not in the run's chain", short(ref.SHA256), ref.Segment)
+	}
+	d := sv.Data
+	switch sv.Encoding {
+	case "":
+	case exagentv1.ValueBase64:
+		b, err := base64.StdEncoding.DecodeString(sv.Data)
+		if err != nil {
+			return "", chainf("value %s in segment %s is not base64: %v", short(ref.SHA256), ref.Segment, err)
+		}
+		d = string(b)
+	default:
+		return "", chainf("value %s in segment %s has unknown encoding %q", short(ref.SHA256), ref.Segment, sv.Encoding)
 	}
 	if sha256Hex(d) != ref.SHA256 || int64(len(d)) != ref.Bytes {
 		return "", chainf("value %s in segment %s does not match its ref", short(ref.SHA256), ref.Segment)
@@ -201,4 +215,16 @@ func SealedCalls(segs []Segment, hot []exagentv1.ToolCall) ([]exagentv1.ToolCall
 		out[i] = c
 	}
 	return out, nil
+}
+
+// SealedReceipts returns the receipts the chain holds, in the order their
+// decisions were applied.
+func SealedReceipts(segs []Segment) []exagentv1.Receipt {
+	var out []exagentv1.Receipt
+	for i := range segs {
+		for k := range segs[i].Spec.Receipts {
+			out = append(out, *segs[i].Spec.Receipts[k].DeepCopy())
+		}
+	}
+	return out
 }

@@ -61,11 +61,7 @@ func prepare(s *Status, env *Env, d DecisionCmd, kind exagentv1.DecisionKind, no
 	if kind == exagentv1.DecisionResolve {
 		r.Outcome = d.Outcome
 	}
-	for i := range s.Receipts {
-		stored := &s.Receipts[i]
-		if stored.OperationID != op {
-			continue
-		}
+	if stored := findReceipt(s, d.Sealed, op); stored != nil {
 		if diff := receiptDiff(stored, &r); diff != "" {
 			return nil, nil, conflictf("operation %q was already applied with a different %s", op, diff)
 		}
@@ -86,6 +82,41 @@ func prepare(s *Status, env *Env, d DecisionCmd, kind exagentv1.DecisionKind, no
 		}
 	}
 	return &decision{cmd: d, receipt: r}, nil, nil
+}
+
+// findReceipt returns the receipt of operation op: in the status, or
+// among the sealed ones the caller read.
+func findReceipt(s *Status, sealed []exagentv1.Receipt, op string) *exagentv1.Receipt {
+	for i := range s.Receipts {
+		if s.Receipts[i].OperationID == op {
+			return &s.Receipts[i]
+		}
+	}
+	for i := range sealed {
+		if sealed[i].OperationID == op {
+			return &sealed[i]
+		}
+	}
+	return nil
+}
+
+// NeedSealedReceipts tells whether a decision must be given the run's
+// sealed receipts (DecisionCmd.Sealed): its operation (operationID, else
+// its name) is not among status.receipts and the chain holds some.
+func NeedSealedReceipts(s Status, d DecisionCmd) bool {
+	if s.Transcript == nil || s.Transcript.Receipts == 0 {
+		return false
+	}
+	op := d.OperationID
+	if op == "" {
+		op = d.Name
+	}
+	for i := range s.Receipts {
+		if s.Receipts[i].OperationID == op {
+			return false
+		}
+	}
+	return true
 }
 
 // receiptDiff names what makes b a different decision from the stored a.

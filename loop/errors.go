@@ -34,7 +34,7 @@ const (
 	ReasonConflict        = "Conflict"
 	ReasonStaleFence      = "StaleFence"
 	ReasonNotPending      = "NotPending"
-	ReasonStatusTooLarge  = "StatusTooLarge"
+	ReasonStatusTooLarge  = exagentv1.ReasonStatusTooLarge
 	ReasonForbidden       = "Forbidden"
 	ReasonNotApprover     = "NotAnApprover"
 	ReasonSelfApproval    = "SelfApproval"

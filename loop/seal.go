@@ -2,9 +2,11 @@ package loop
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
@@ -42,11 +44,24 @@ func (c SealConfig) hot() int {
 	return c.HotBytes
 }
 
-func (c SealConfig) value() int {
-	if c.ValueBytes <= 0 {
+func (c SealConfig) value() int { return valueLimit(c.ValueBytes) }
+
+// valueLimit is the size past which one value leaves the hot status: n,
+// DefaultValueBytes when unset, never below MinValueBytes. Seal and the
+// engine's size checks (hotSize) use the same one, so what the engine
+// counts as a ref is what Seal turns into one.
+func valueLimit(n int) int {
+	if n <= 0 {
 		return DefaultValueBytes
 	}
-	return max(c.ValueBytes, MinValueBytes)
+	return max(n, MinValueBytes)
+}
+
+// sealable reports whether a value leaves the hot status for a segment:
+// its size once JSON-escaped — what the stored status pays for it, up to
+// six times its length — passes limit.
+func sealable(v string, limit int) bool {
+	return v != "" && (len(v) > limit || escapedLen(v) > limit)
 }
 
 // Segment is one AgentRunSegment to create: its name is the sha256 (hex)
@@ -67,15 +82,22 @@ type Segment struct {
 //
 // Two kinds of things move:
 //   - every value (message content, tool arguments, a call's result, the
-//     final answer) over ValueBytes, at once: the status keeps a ref;
-//     a value referenced twice (a call's args and its message's
-//     arguments, a result and its tool message) is stored once;
+//     final answer) whose escaped size passes ValueBytes, at once: the
+//     status keeps a ref; a value referenced twice (a call's args and its
+//     message's arguments, a result and its tool message) is stored once;
 //   - when the status is over HotBytes/4: the oldest messages (never
 //     the last one, which the cursor needs) until it is under HotBytes/8,
-//     and every closed call of a past step with its approvals. Sealing
-//     early keeps every write of a long run about the size of its first
-//     ones (a write costs more the bigger the object, DESIGN.md §8);
-//     HotBytes is the ceiling, not the working size.
+//     every closed call of a past step with its approvals, and the
+//     receipts of decisions at past revisions. Sealing early keeps every
+//     write of a long run about the size of its first ones (a write costs
+//     more the bigger the object, DESIGN.md §8); HotBytes is the ceiling,
+//     not the working size.
+//
+// Everything fits a segment by construction: a value of up to
+// MaxValueBytes is stored base64 when escaping would cost more (at most
+// MaxSegmentValueLength), and a journal entry too large for a segment
+// with its values inline has them sealed first, so no content the engine
+// stores can make Seal fail.
 //
 // Seal is deterministic: the same status and config give the same
 // segments, so a retried commit re-creates exactly what a crashed one did.
@@ -85,16 +107,21 @@ func Seal(s Status, cfg SealConfig) (Status, []Segment, error) {
 		st.Transcript = &exagentv1.TranscriptHead{}
 	}
 	head := st.Transcript
-	sl := &sealer{cfg: cfg, st: &st, head: head, known: map[string]*exagentv1.ValueRef{}}
+	sl := &sealer{cfg: cfg, st: &st, head: head, known: map[string]*exagentv1.ValueRef{},
+		waiting: map[string][]*exagentv1.ValueRef{}}
 	sl.collectRefs()
-	sl.sealValues()
+	limit := cfg.value()
+	sl.eachValue(func(v *string, ref **exagentv1.ValueRef, isOutput bool) { sl.sealValue(v, ref, isOutput, limit) })
+	var old journal
+	if encodedLen(&st) > cfg.hot()/4 {
+		old = sl.takeOld()
+		old.fit(sl)
+	}
 	if err := sl.flushValues(); err != nil {
 		return s, nil, err
 	}
-	if encodedLen(&st) > cfg.hot()/4 {
-		if err := sl.sealOld(); err != nil {
-			return s, nil, err
-		}
+	if err := sl.emitJournal(old); err != nil {
+		return s, nil, err
 	}
 	if len(sl.out) == 0 && s.Transcript == nil {
 		st.Transcript = nil // nothing sealed yet: no head to show
@@ -106,16 +133,17 @@ type sealer struct {
 	cfg  SealConfig
 	st   *Status
 	head *exagentv1.TranscriptHead
-	// known maps a value's sha256 to the ref already pointing to it.
+	// known maps a value's sha256 to a ref that already names its segment.
 	known map[string]*exagentv1.ValueRef
-	// pending values to seal, in the order met, and the refs to fill.
+	// pending values to seal, in the order met, and the refs to fill with
+	// the name of the segment each lands in.
 	pending []exagentv1.SegmentValue
 	waiting map[string][]*exagentv1.ValueRef
 	out     []Segment
 }
 
 func (sl *sealer) collectRefs() {
-	sl.eachValue(func(_ *string, ref **exagentv1.ValueRef) {
+	sl.eachValue(func(_ *string, ref **exagentv1.ValueRef, _ bool) {
 		if r := *ref; r != nil && r.Segment != "" {
 			sl.known[r.SHA256] = r
 		}
@@ -123,53 +151,64 @@ func (sl *sealer) collectRefs() {
 }
 
 // eachValue visits every sealable value field of the status.
-func (sl *sealer) eachValue(f func(v *string, ref **exagentv1.ValueRef)) {
+func (sl *sealer) eachValue(f func(v *string, ref **exagentv1.ValueRef, isOutput bool)) {
 	st := sl.st
 	for i := range st.History {
-		m := &st.History[i]
-		f(&m.Content, &m.ContentRef)
-		for k := range m.ToolCalls {
-			f(&m.ToolCalls[k].Arguments, &m.ToolCalls[k].ArgumentsRef)
-		}
+		messageValues(&st.History[i], f)
 	}
 	for i := range st.Calls {
-		c := &st.Calls[i]
-		f(&c.Args, &c.ArgsRef)
-		if c.Outcome != nil {
-			f(&c.Outcome.Result, &c.Outcome.ResultRef)
-		}
+		callValues(&st.Calls[i], f)
 	}
-	f(&st.Output, &st.OutputRef)
+	f(&st.Output, &st.OutputRef, true)
 }
 
-func (sl *sealer) sealValues() {
-	sl.waiting = map[string][]*exagentv1.ValueRef{}
-	limit := sl.cfg.value()
-	sl.eachValue(func(v *string, ref **exagentv1.ValueRef) {
-		if len(*v) <= limit {
-			return
-		}
-		sum := sha256Hex(*v)
-		isOutput := v == &sl.st.Output
-		if r := *ref; r != nil && r.SHA256 == sum && r.Segment != "" {
-			*v = keep(*v, isOutput, limit) // a hydrated copy of a sealed value
-			return
-		}
-		if r, ok := sl.known[sum]; ok {
-			c := *r
-			*ref = &c
-			*v = keep(*v, isOutput, limit)
-			return
-		}
-		r := &exagentv1.ValueRef{SHA256: sum, Bytes: int64(len(*v))}
-		*ref = r
-		if _, ok := sl.waiting[sum]; !ok {
-			sl.pending = append(sl.pending, exagentv1.SegmentValue{SHA256: sum, Data: *v})
-		}
-		sl.waiting[sum] = append(sl.waiting[sum], r)
-		sl.known[sum] = r
-		*v = keep(*v, isOutput, limit)
-	})
+func messageValues(m *exagentv1.Message, f func(v *string, ref **exagentv1.ValueRef, isOutput bool)) {
+	f(&m.Content, &m.ContentRef, false)
+	for k := range m.ToolCalls {
+		f(&m.ToolCalls[k].Arguments, &m.ToolCalls[k].ArgumentsRef, false)
+	}
+}
+
+func callValues(c *exagentv1.ToolCall, f func(v *string, ref **exagentv1.ValueRef, isOutput bool)) {
+	f(&c.Args, &c.ArgsRef, false)
+	if c.Outcome != nil {
+		f(&c.Outcome.Result, &c.Outcome.ResultRef, false)
+	}
+}
+
+// sealValue moves one value past limit out: its ref points to the segment
+// that holds it (one already written, or one flushValues writes).
+func (sl *sealer) sealValue(v *string, ref **exagentv1.ValueRef, isOutput bool, limit int) {
+	if !sealable(*v, limit) {
+		return
+	}
+	sum := sha256Hex(*v)
+	inline := keep(*v, isOutput, limit)
+	if r := *ref; r != nil && r.SHA256 == sum && r.Segment != "" {
+		*v = inline // a hydrated copy of a sealed value
+		return
+	}
+	if r, ok := sl.known[sum]; ok {
+		c := *r
+		*ref, *v = &c, inline
+		return
+	}
+	r := &exagentv1.ValueRef{SHA256: sum, Bytes: int64(len(*v))}
+	if _, ok := sl.waiting[sum]; !ok {
+		sl.pending = append(sl.pending, segmentValue(sum, *v))
+	}
+	sl.waiting[sum] = append(sl.waiting[sum], r)
+	*ref, *v = r, inline
+}
+
+// segmentValue is how a value is written into a segment: as it is, or
+// base64 when its JSON escaping would take more room (a value of control
+// characters takes six times its length escaped, four thirds in base64).
+func segmentValue(sum, v string) exagentv1.SegmentValue {
+	if escapedLen(v) > base64.StdEncoding.EncodedLen(len(v))+2 {
+		return exagentv1.SegmentValue{SHA256: sum, Encoding: exagentv1.ValueBase64, Data: base64.StdEncoding.EncodeToString([]byte(v))}
+	}
+	return exagentv1.SegmentValue{SHA256: sum, Data: v}
 }
 
 // keep is what stays inline of a sealed value: nothing, except the
@@ -192,7 +231,7 @@ func (sl *sealer) flushValues() error {
 		}
 		var n int64
 		for _, v := range batch {
-			n += int64(len(v.Data))
+			n += sealedBytes(v)
 		}
 		seg, err := sl.emit(exagentv1.AgentRunSegmentSpec{Values: batch, Bytes: n})
 		if err != nil {
@@ -207,7 +246,7 @@ func (sl *sealer) flushValues() error {
 		return nil
 	}
 	for _, v := range sl.pending {
-		n := jsonLen(v.Data) + 100
+		n := escapedLen(v.Data) + len(v.Encoding) + 100
 		if size+n+segmentOverhead > exagentv1.MaxSegmentBytes || len(batch) == 64 {
 			if err := flush(); err != nil {
 				return err
@@ -216,48 +255,66 @@ func (sl *sealer) flushValues() error {
 		batch = append(batch, v)
 		size += n
 	}
-	if err := flush(); err != nil {
-		return err
-	}
-	// Refs copied from known before their segment was named point to the
-	// same value: name them too.
-	sl.eachValue(func(_ *string, ref **exagentv1.ValueRef) {
-		if r := *ref; r != nil && r.Segment == "" {
-			if k := sl.known[r.SHA256]; k != nil {
-				r.Segment = k.Segment
-			}
-		}
-	})
-	return nil
+	return flush()
 }
 
-// sealOld moves the oldest messages (all but the last) until the status
-// is under half its budget, and the closed calls of past steps with their
-// approvals, into segments.
-func (sl *sealer) sealOld() error {
+// sealedBytes is the length of the value v holds (decoded).
+func sealedBytes(v exagentv1.SegmentValue) int64 {
+	if v.Encoding == exagentv1.ValueBase64 {
+		return int64(base64.StdEncoding.DecodedLen(len(v.Data)) - strings.Count(v.Data[max(len(v.Data)-2, 0):], "="))
+	}
+	return int64(len(v.Data))
+}
+
+// journal is what sealOld moves: messages, closed calls of past steps
+// with their approvals, and receipts of past revisions.
+type journal struct {
+	msgs      []exagentv1.Message
+	calls     []exagentv1.ToolCall
+	approvals []exagentv1.Approval
+	receipts  []exagentv1.Receipt
+}
+
+func (j *journal) empty() bool {
+	return len(j.msgs) == 0 && len(j.calls) == 0 && len(j.approvals) == 0 && len(j.receipts) == 0
+}
+
+// takeOld takes out of the status the oldest messages (all but the last)
+// until it is under an eighth of its budget, the closed calls of past
+// steps with their approvals, and the receipts of decisions at past
+// revisions: a decision at the current revision finds its receipt hot,
+// an older one reads it through the chain (NeedSealedReceipts).
+func (sl *sealer) takeOld() journal {
 	st := sl.st
-	var calls []exagentv1.ToolCall
+	var j journal
 	sealedCall := map[string]bool{}
 	keepCalls := st.Calls[:0:0]
 	for i := range st.Calls {
 		c := &st.Calls[i]
 		if c.Step < st.Cursor.Step && !unresolved(c) {
-			calls = append(calls, *c)
+			j.calls = append(j.calls, *c)
 			sealedCall[c.ID] = true
 			continue
 		}
 		keepCalls = append(keepCalls, *c)
 	}
-	var approvals []exagentv1.Approval
 	keepApprovals := st.Approvals[:0:0]
 	for i := range st.Approvals {
 		if sealedCall[st.Approvals[i].CallID] {
-			approvals = append(approvals, st.Approvals[i])
+			j.approvals = append(j.approvals, st.Approvals[i])
 			continue
 		}
 		keepApprovals = append(keepApprovals, st.Approvals[i])
 	}
-	st.Calls, st.Approvals = keepCalls, keepApprovals
+	keepReceipts := st.Receipts[:0:0]
+	for i := range st.Receipts {
+		if st.Receipts[i].Revision < st.Revision {
+			j.receipts = append(j.receipts, st.Receipts[i])
+			continue
+		}
+		keepReceipts = append(keepReceipts, st.Receipts[i])
+	}
+	st.Calls, st.Approvals, st.Receipts = keepCalls, keepApprovals, keepReceipts
 	target := sl.cfg.hot() / 8
 	cut := 0
 	size := encodedLen(st)
@@ -265,21 +322,40 @@ func (sl *sealer) sealOld() error {
 		size -= jsonLen(st.History[cut]) + 1
 		cut++
 	}
-	msgs := append([]exagentv1.Message(nil), st.History[:cut]...)
+	j.msgs = append([]exagentv1.Message(nil), st.History[:cut]...)
 	st.History = append([]exagentv1.Message(nil), st.History[cut:]...)
-	if len(msgs) == 0 && len(calls) == 0 && len(approvals) == 0 {
-		return nil
-	}
-	return sl.emitJournal(msgs, calls, approvals)
+	return j
 }
 
-// emitJournal writes messages, calls and approvals in as many segments as
-// MaxSegmentBytes needs, in order.
-func (sl *sealer) emitJournal(msgs []exagentv1.Message, calls []exagentv1.ToolCall, approvals []exagentv1.Approval) error {
+// fit seals every inline value of an entry that would not fit a segment
+// with them (a message of 33 values under a large ValueBytes): what is
+// left of an entry is bounded by its other fields' maxLengths.
+func (j *journal) fit(sl *sealer) {
+	all := func(v *string, ref **exagentv1.ValueRef, isOutput bool) { sl.sealValue(v, ref, isOutput, 0) }
+	for i := range j.msgs {
+		if !fitsSegment(j.msgs[i]) {
+			messageValues(&j.msgs[i], all)
+		}
+	}
+	for i := range j.calls {
+		if !fitsSegment(j.calls[i]) {
+			callValues(&j.calls[i], all)
+		}
+	}
+}
+
+func fitsSegment(v any) bool { return jsonLen(v)+segmentOverhead <= exagentv1.MaxSegmentBytes }
+
+// emitJournal writes messages, calls, approvals and receipts in as many
+// segments as MaxSegmentBytes needs, in order.
+func (sl *sealer) emitJournal(j journal) error {
+	if j.empty() {
+		return nil
+	}
 	var spec exagentv1.AgentRunSegmentSpec
 	size := 0
 	flush := func() error {
-		if len(spec.Messages) == 0 && len(spec.Calls) == 0 && len(spec.Approvals) == 0 {
+		if len(spec.Messages) == 0 && len(spec.Calls) == 0 && len(spec.Approvals) == 0 && len(spec.Receipts) == 0 {
 			return nil
 		}
 		first := sl.head.Messages
@@ -295,41 +371,41 @@ func (sl *sealer) emitJournal(msgs []exagentv1.Message, calls []exagentv1.ToolCa
 			sl.head.Bytes += messageBytes(&spec.Messages[i])
 		}
 		sl.head.Calls += int64(len(spec.Calls))
+		sl.head.Receipts += int64(len(spec.Receipts))
 		spec, size = exagentv1.AgentRunSegmentSpec{}, 0
 		return nil
 	}
-	room := func(n, items int) bool {
-		return size+n+segmentOverhead <= exagentv1.MaxSegmentBytes && items < 512
-	}
-	for i := range msgs {
-		n := jsonLen(msgs[i])
-		if !room(n, len(spec.Messages)) {
+	// add appends one entry of n bytes to the segment being filled
+	// (items of its kind so far), flushing it first when it is full.
+	add := func(n, items int, put func()) error {
+		if size+n+segmentOverhead > exagentv1.MaxSegmentBytes || items >= 512 {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
-		spec.Messages = append(spec.Messages, msgs[i])
+		put()
 		size += n
+		return nil
 	}
-	for i := range calls {
-		n := jsonLen(calls[i])
-		if !room(n, len(spec.Calls)) {
-			if err := flush(); err != nil {
-				return err
-			}
+	for i := range j.msgs {
+		if err := add(jsonLen(j.msgs[i]), len(spec.Messages), func() { spec.Messages = append(spec.Messages, j.msgs[i]) }); err != nil {
+			return err
 		}
-		spec.Calls = append(spec.Calls, calls[i])
-		size += n
 	}
-	for i := range approvals {
-		n := jsonLen(approvals[i])
-		if !room(n, len(spec.Approvals)) {
-			if err := flush(); err != nil {
-				return err
-			}
+	for i := range j.calls {
+		if err := add(jsonLen(j.calls[i]), len(spec.Calls), func() { spec.Calls = append(spec.Calls, j.calls[i]) }); err != nil {
+			return err
 		}
-		spec.Approvals = append(spec.Approvals, approvals[i])
-		size += n
+	}
+	for i := range j.approvals {
+		if err := add(jsonLen(j.approvals[i]), len(spec.Approvals), func() { spec.Approvals = append(spec.Approvals, j.approvals[i]) }); err != nil {
+			return err
+		}
+	}
+	for i := range j.receipts {
+		if err := add(jsonLen(j.receipts[i]), len(spec.Receipts), func() { spec.Receipts = append(spec.Receipts, j.receipts[i]) }); err != nil {
+			return err
+		}
 	}
 	return flush()
 }

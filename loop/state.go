@@ -130,16 +130,17 @@ func encodedSize(s *Status) int {
 
 // hotSize is the size the status will have once Seal moved its large
 // values into segments (each leaves a ref of about refBytes): what the
-// budget is measured against.
+// budget is measured against. valueBytes is the threshold Seal is
+// configured with (EnvInput.ValueBytes, the manager's --seal-value-bytes):
+// with another one the engine would count as refs values that stay
+// inline, or the other way round.
 func hotSize(s *Status, valueBytes int) int {
 	size := encodedSize(s)
-	if valueBytes <= 0 {
-		valueBytes = DefaultValueBytes
-	}
+	limit := valueLimit(valueBytes)
 	sl := &sealer{st: s}
-	sl.eachValue(func(v *string, _ **exagentv1.ValueRef) {
-		if len(*v) > valueBytes {
-			size -= jsonLen(*v) - refBytes
+	sl.eachValue(func(v *string, _ **exagentv1.ValueRef, _ bool) {
+		if sealable(*v, limit) {
+			size -= escapedLen(*v) - refBytes
 		}
 	})
 	return size

@@ -293,6 +293,11 @@ type TranscriptHead struct {
 	// calls is how many journal entries of past steps the chain holds.
 	// +optional
 	Calls int64 `json:"calls,omitempty"`
+	// receipts is how many receipts of decisions at past revisions the
+	// chain holds: a decision whose operation is not in status.receipts
+	// is looked up there when it is not zero.
+	// +optional
+	Receipts int64 `json:"receipts,omitempty"`
 	// bytes is the size of the sealed messages (content and tool
 	// arguments, sealed values included); with the tail in history it is
 	// what limits.maxTranscriptBytes bounds.
@@ -605,6 +610,14 @@ type Approval struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Reason string `json:"reason,omitempty"`
+	// notified lists the notifications of this approval (ApprovalRequested,
+	// ApprovalExpiring) journaled for every notify sink that wants them:
+	// what is still due is read from here, so a delivered record may leave
+	// the bounded journal without being sent again.
+	// +optional
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=set
+	Notified []NotifyEvent `json:"notified,omitempty"`
 }
 
 // Receipt is the durable record of an applied decision.

@@ -9,6 +9,18 @@ import (
 // on demand.
 const MaxSegmentBytes = 256 << 10
 
+// MaxValueBytes bounds one value the engine stores (a message's content,
+// a call's arguments or result, the final answer): the CRD's maxLength of
+// those fields, counted in bytes.
+const MaxValueBytes = 65536
+
+// MaxSegmentValueLength bounds the data of one sealed value: the base64
+// form of a value of MaxValueBytes (4 characters per 3 bytes). A value
+// whose JSON escaping would cost more than that is stored base64, so the
+// worst value (control characters, 6 bytes each once escaped) still takes
+// at most this much, and two of them fit one segment.
+const MaxSegmentValueLength = 4 * ((MaxValueBytes + 2) / 3)
+
 // AgentRunSegmentSpec is one immutable, content-addressed piece of a run's
 // sealed transcript. Its name is the sha256 of its canonical content, and
 // it records the hash of the segment before it: the run's
@@ -58,6 +70,12 @@ type AgentRunSegmentSpec struct {
 	// +kubebuilder:validation:MaxItems=512
 	// +listType=atomic
 	Approvals []Approval `json:"approvals,omitempty"`
+	// receipts of decisions applied at past revisions, in the order they
+	// were applied: a repeated decision finds its receipt here.
+	// +optional
+	// +kubebuilder:validation:MaxItems=512
+	// +listType=atomic
+	Receipts []Receipt `json:"receipts,omitempty"`
 	// values too large for the hot status (a message's content, a call's
 	// args or result), referenced by their sha256.
 	// +optional
@@ -66,15 +84,27 @@ type AgentRunSegmentSpec struct {
 	Values []SegmentValue `json:"values,omitempty"`
 }
 
+// ValueEncoding is how a sealed value's data is written.
+// +kubebuilder:validation:Enum=Base64
+type ValueEncoding string
+
+// ValueBase64: data is the standard base64 (RFC 4648, padded) of the value.
+const ValueBase64 ValueEncoding = "Base64"
+
 // SegmentValue is one sealed value.
 type SegmentValue struct {
-	// sha256 of data.
+	// sha256 of the value (of the decoded bytes when encoding is set).
 	// +required
 	// +kubebuilder:validation:MaxLength=64
 	SHA256 string `json:"sha256"`
-	// data is the value itself.
+	// encoding of data: empty for the value itself, Base64 for a value
+	// whose JSON escaping would take more room than its base64 form
+	// (control characters take 6 bytes each once escaped).
+	// +optional
+	Encoding ValueEncoding `json:"encoding,omitempty"`
+	// data is the value, written as encoding says.
 	// +required
-	// +kubebuilder:validation:MaxLength=65536
+	// +kubebuilder:validation:MaxLength=87384
 	Data string `json:"data"`
 }
 

@@ -71,6 +71,15 @@ const (
 	// missing, was edited or is out of order (its hash chain does not hold);
 	// the run ends before any IO rather than send a transcript it cannot prove.
 	ReasonTranscriptCorrupt = "TranscriptCorrupt"
+	// ReasonStatusTooLarge: the run's status would pass the size it may
+	// take (the engine's budget, or the apiserver refused the write as too
+	// large); the run ends before the IO when the engine sees it coming,
+	// or, when only the store could tell, after journaling what is known.
+	ReasonStatusTooLarge = "StatusTooLarge"
+	// ReasonStatusRejected: the apiserver refused the run's status as
+	// invalid (HTTP 422) — a write that can never succeed; the run ends
+	// after journaling what is known, instead of retrying it for ever.
+	ReasonStatusRejected = "StatusRejected"
 )
 
 // Well-known labels and annotations.

@@ -245,6 +245,13 @@ func (in *AgentRunSegmentSpec) DeepCopyInto(out *AgentRunSegmentSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.Receipts != nil {
+		in, out := &in.Receipts, &out.Receipts
+		*out = make([]Receipt, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	if in.Values != nil {
 		in, out := &in.Values, &out.Values
 		*out = make([]SegmentValue, len(*in))
@@ -463,6 +470,11 @@ func (in *Approval) DeepCopyInto(out *Approval) {
 		in, out := &in.Actor, &out.Actor
 		*out = new(Actor)
 		(*in).DeepCopyInto(*out)
+	}
+	if in.Notified != nil {
+		in, out := &in.Notified, &out.Notified
+		*out = make([]NotifyEvent, len(*in))
+		copy(*out, *in)
 	}
 }
 

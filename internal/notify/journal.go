@@ -2,7 +2,7 @@ package notify
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,7 +72,10 @@ func ExpiryWarning(a *exagentv1.Approval) (time.Time, bool) {
 }
 
 // Expiring returns the ApprovalExpiring events due at now (warning reached,
-// not expired yet), and the next warning instant still to come.
+// not expired yet, not journaled already), and the next warning instant
+// still to come. What was journaled is read from the approval
+// (Approval.notified), not from the journal: a delivered record may have
+// left the bounded journal, and must not be sent again for that.
 func Expiring(st *exagentv1.AgentRunStatus, now time.Time) ([]Event, time.Time) {
 	var due []Event
 	var next time.Time
@@ -83,7 +86,7 @@ func Expiring(st *exagentv1.AgentRunStatus, now time.Time) ([]Event, time.Time) 
 		a := &st.Approvals[i]
 		at, ok := ExpiryWarning(a)
 		switch {
-		case !ok || !now.Before(a.ExpiresAt.Time):
+		case !ok || !now.Before(a.ExpiresAt.Time) || Notified(a, exagentv1.NotifyApprovalExpiring):
 		case now.Before(at):
 			if next.IsZero() || at.Before(next) {
 				next = at
@@ -95,28 +98,79 @@ func Expiring(st *exagentv1.AgentRunStatus, now time.Time) ([]Event, time.Time) 
 	return due, next
 }
 
-// Add journals a Pending record of e for every sink that wants it and has
-// none yet. It reports whether it added any.
-func Add(st *exagentv1.AgentRunStatus, runUID string, events []Event, sinks []exagentv1.NotifySink, now time.Time) bool {
+// Unannounced returns the ApprovalRequested events of pending approvals
+// not journaled yet: the commit that made them pending had no room for
+// them in the journal (or could not read the Agent's sinks).
+func Unannounced(st *exagentv1.AgentRunStatus) []Event {
+	var out []Event
+	if st.Phase != exagentv1.PhaseAwaitingApproval {
+		return nil
+	}
+	for i := range st.Approvals {
+		if a := &st.Approvals[i]; a.State == exagentv1.ApprovalPending && !Notified(a, exagentv1.NotifyApprovalRequested) {
+			out = append(out, Event{exagentv1.NotifyApprovalRequested, a.ID})
+		}
+	}
+	return out
+}
+
+// Due is every approval event still to journal at now (Unannounced, then
+// Expiring), and the next warning instant still to come.
+func Due(st *exagentv1.AgentRunStatus, now time.Time) ([]Event, time.Time) {
+	expiring, next := Expiring(st, now)
+	return append(Unannounced(st), expiring...), next
+}
+
+// Notified reports whether approval a's event e was journaled for every
+// sink that wants it.
+func Notified(a *exagentv1.Approval, e exagentv1.NotifyEvent) bool {
+	return slices.Contains(a.Notified, e)
+}
+
+// approvalEvent: an event about one approval (its subject is the approval id).
+func approvalEvent(e exagentv1.NotifyEvent) bool {
+	return e == exagentv1.NotifyApprovalRequested || e == exagentv1.NotifyApprovalExpiring
+}
+
+// approvalRecords bounds the records of approval events, so the events of
+// the run itself (RunUncertain, RunEnded: at most one of each pending per
+// sink) always find room.
+const approvalRecords = exagentv1.MaxNotificationRecords - 2*exagentv1.MaxNotifySinks
+
+// Add journals a Pending record of each event for every sink that wants it
+// and has none yet. An event is journaled for all its sinks at once or not
+// at all: when the journal has no room (see makeRoom) it is left for
+// later. An approval's event journaled for every sink is marked on the
+// approval (Approval.notified); one left for later is still due (Due) and
+// journaled once room is made — a pending notification is never dropped.
+// Add reports whether it added any record, and the events it left.
+func Add(st *exagentv1.AgentRunStatus, runUID string, events []Event, sinks []exagentv1.NotifySink, now time.Time) (bool, []Event) {
 	added := false
+	var left []Event
 	for _, e := range events {
 		id := ID(runUID, e)
+		var need []string
 		for i := range sinks {
-			s := &sinks[i]
-			if !s.Wants(e.Kind) || Find(st, id, s.Name) != nil {
-				continue
+			if s := &sinks[i]; s.Wants(e.Kind) && Find(st, id, s.Name) == nil {
+				need = append(need, s.Name)
 			}
+		}
+		if len(need) > 0 && !makeRoom(st, len(need), approvalEvent(e.Kind)) {
+			left = append(left, e)
+			continue
+		}
+		for _, sink := range need {
 			st.Notifications = append(st.Notifications, exagentv1.NotificationRecord{
-				ID: id, Event: e.Kind, Subject: e.Subject, Sink: s.Name,
+				ID: id, Event: e.Kind, Subject: e.Subject, Sink: sink,
 				State: exagentv1.NotificationPending, At: metav1.NewTime(now.UTC().Truncate(time.Second)),
 			})
 			added = true
 		}
+		if a := st.Approval(e.Subject); a != nil && approvalEvent(e.Kind) && !Notified(a, e.Kind) {
+			a.Notified = append(a.Notified, e.Kind)
+		}
 	}
-	if added {
-		bound(st)
-	}
-	return added
+	return added, left
 }
 
 // Find returns the record of notification id to sink, or nil.
@@ -171,43 +225,65 @@ func sinkNamed(sinks []exagentv1.NotifySink, name string) *exagentv1.NotifySink 
 	return nil
 }
 
-// bound keeps the journal within MaxNotificationRecords, dropping settled
-// records first, oldest first; pending ones go only when nothing else is left.
-func bound(st *exagentv1.AgentRunStatus) {
-	over := len(st.Notifications) - exagentv1.MaxNotificationRecords
-	if over <= 0 {
-		return
-	}
-	idx := make([]int, len(st.Notifications))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		pa := st.Notifications[idx[a]].State == exagentv1.NotificationPending
-		pb := st.Notifications[idx[b]].State == exagentv1.NotificationPending
-		return !pa && pb // settled first, in journal order
-	})
-	drop := map[int]bool{}
-	for _, i := range idx[:over] {
-		drop[i] = true
-	}
-	kept := st.Notifications[:0]
-	for i, r := range st.Notifications {
-		if !drop[i] {
-			kept = append(kept, r)
+// makeRoom makes the journal able to take n more records (of an approval
+// event, when approval is set) within MaxNotificationRecords and
+// approvalRecords, by dropping settled records, oldest first — only ones
+// nothing would journal again: a settled record of a pending approval
+// whose event is not marked notified stays (dropping it would re-send it).
+// Pending records are never dropped. It reports whether there is room.
+func makeRoom(st *exagentv1.AgentRunStatus, n int, approval bool) bool {
+	for {
+		total, approvals := len(st.Notifications), 0
+		for i := range st.Notifications {
+			if approvalEvent(st.Notifications[i].Event) {
+				approvals++
+			}
 		}
+		overTotal := total+n > exagentv1.MaxNotificationRecords
+		overApprovals := approval && approvals+n > approvalRecords
+		if !overTotal && !overApprovals {
+			return true
+		}
+		drop := -1
+		for i := range st.Notifications {
+			r := &st.Notifications[i]
+			if droppable(st, r) && (!overApprovals || approvalEvent(r.Event)) {
+				drop = i
+				break
+			}
+		}
+		if drop < 0 {
+			return false
+		}
+		st.Notifications = slices.Delete(st.Notifications, drop, drop+1)
 	}
-	st.Notifications = kept
+}
+
+// droppable: a settled record that no Due would journal again.
+func droppable(st *exagentv1.AgentRunStatus, r *exagentv1.NotificationRecord) bool {
+	if r.State == exagentv1.NotificationPending {
+		return false
+	}
+	if !approvalEvent(r.Event) {
+		return true
+	}
+	a := st.Approval(r.Subject)
+	return a == nil || a.State != exagentv1.ApprovalPending || Notified(a, r.Event)
 }
 
 // Stamp is what a status commit does to the journal: it records the
 // events the commit makes true (for the sinks that want them) and
 // supersedes what it settled. The delivery worker sends what is Pending.
-func Stamp(old, next *exagentv1.AgentRunStatus, runUID string, sinks []exagentv1.NotifySink, now time.Time) {
-	if events := Transitions(old, next); len(events) > 0 && len(sinks) > 0 {
-		Add(next, runUID, events, sinks, now)
-	}
+//
+// Supersede comes first: what the commit settled makes room for what it
+// makes true. It returns the events left for later (Add).
+func Stamp(old, next *exagentv1.AgentRunStatus, runUID string, sinks []exagentv1.NotifySink, now time.Time) []Event {
 	Supersede(next, nil, false)
+	if events := Transitions(old, next); len(events) > 0 && len(sinks) > 0 {
+		_, left := Add(next, runUID, events, sinks, now)
+		return left
+	}
+	return nil
 }
 
 // Pending returns the indexes of the pending records.

@@ -188,3 +188,81 @@ func TestBoundsMatchTheCRD(t *testing.T) {
 		}
 	}
 }
+
+// deliverAll plays the delivery worker: every pending record is sent
+// (counted by notification id and sink) and journaled Delivered.
+func deliverAll(st *exagentv1.AgentRunStatus, sent map[string]int) {
+	for _, i := range Pending(st) {
+		r := &st.Notifications[i]
+		sent[r.ID+" → "+r.Sink]++
+		r.State = exagentv1.NotificationDelivered
+	}
+}
+
+// TestJournalBeyondItsBound: 24 approvals pending at once, 3 sinks — 72
+// ApprovalRequested records, then 72 ApprovalExpiring, more than the
+// journal holds. Nothing pending is dropped: what finds no room is left
+// for later and journaled as delivered records leave; each sink is sent
+// each notification once, however often the worker looks again (the
+// ApprovalExpiring of an approval whose delivered record left the journal
+// is not stamped again).
+func TestJournalBeyondItsBound(t *testing.T) {
+	sinks := []exagentv1.NotifySink{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	old := exagentv1.AgentRunStatus{Phase: exagentv1.PhaseRunning}
+	next := exagentv1.AgentRunStatus{Phase: exagentv1.PhaseAwaitingApproval}
+	for i := range 24 {
+		next.Approvals = append(next.Approvals, pending(fmt.Sprintf("a%02d", i)))
+	}
+	left := Stamp(&old, &next, "uid", sinks, t0)
+	if len(next.Notifications) > exagentv1.MaxNotificationRecords || len(left) == 0 {
+		t.Fatalf("the pause journaled %d records and left %d events", len(next.Notifications), len(left))
+	}
+	if got := len(Unannounced(&next)); got != len(left) {
+		t.Fatalf("%d events left, %d approvals still to announce", len(left), got)
+	}
+	sent := map[string]int{}
+	warned := t0.Add(3*time.Hour + time.Minute) // past every warning, before any expiry
+	for round := range 20 {
+		now := t0.Add(time.Duration(round) * time.Minute)
+		if round >= 10 {
+			now = warned
+		}
+		due, _ := Due(&next, now)
+		Add(&next, "uid", due, sinks, now)
+		if n := len(next.Notifications); n > exagentv1.MaxNotificationRecords {
+			t.Fatalf("round %d: %d records, over the bound", round, n)
+		}
+		deliverAll(&next, sent)
+	}
+	for i := range 24 {
+		for _, s := range sinks {
+			for _, kind := range []string{"approval-requested", "approval-expiring"} {
+				key := fmt.Sprintf("uid.%s.a%02d → %s", kind, i, s.Name)
+				if sent[key] != 1 {
+					t.Errorf("%s sent %d times, want once", key, sent[key])
+				}
+			}
+		}
+	}
+	if len(sent) != 24*3*2 {
+		t.Errorf("%d notifications sent, want %d", len(sent), 24*3*2)
+	}
+	if due, _ := Due(&next, warned); len(due) != 0 {
+		t.Errorf("still due after everything was sent: %v", due)
+	}
+}
+
+// TestJournalKeepsWhatWouldBeResent: a delivered record whose approval is
+// pending and not marked (journaled by an older manager) is never the one
+// dropped to make room: dropping it would send it again.
+func TestJournalKeepsWhatWouldBeResent(t *testing.T) {
+	st := exagentv1.AgentRunStatus{Phase: exagentv1.PhaseAwaitingApproval, Approvals: []exagentv1.Approval{pending("old")}}
+	for i := range exagentv1.MaxNotificationRecords {
+		st.Notifications = append(st.Notifications, exagentv1.NotificationRecord{ID: ID("uid", Event{exagentv1.NotifyApprovalRequested, "old"}),
+			Event: exagentv1.NotifyApprovalRequested, Subject: "old", Sink: fmt.Sprint(i), State: exagentv1.NotificationDelivered})
+	}
+	added, left := Add(&st, "uid", []Event{{exagentv1.NotifyRunEnded, "Failed"}}, []exagentv1.NotifySink{{Name: "x"}}, t0)
+	if added || len(left) != 1 || len(st.Notifications) != exagentv1.MaxNotificationRecords {
+		t.Fatalf("added %v, left %v, %d records: want nothing dropped, the event left", added, left, len(st.Notifications))
+	}
+}

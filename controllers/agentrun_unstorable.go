@@ -1,0 +1,85 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
+)
+
+// endUnstorable ends a run whose commit the store can never make
+// (UnstorableError: the apiserver refuses the status itself). Retrying
+// that commit — and, its lease lapsing meanwhile, retaking the lease to
+// retry it — could only fail again while an executed effect stays
+// unjournaled; so the run ends instead, from the status last stored (which
+// the apiserver did accept), with what this attempt learned that safety
+// needs (loop.FailUnstorable): the outcome of each effect whose result
+// came back, without the result; Uncertain for the rest. The model never
+// sees a result it was not given, and no call looks as if it did not run.
+//
+// When even that commit is refused, nothing more is tried: the error is
+// terminal (no retry loop), an Event says so, and the run is left to its
+// lease (its recovery makes the calls in flight Uncertain).
+func (r *AgentRunReconciler) endUnstorable(ctx context.Context, sc *scope, cause *UnstorableError) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+	run := sc.run // the object read: the refused commit changed nothing
+	if run.Status.Phase.IsTerminal() {
+		return ctrl.Result{}, nil
+	}
+	var fence *loop.Fence
+	if c := run.Status.Claim; c != nil && sc.fence != nil && run.Status.Phase == exagentv1.PhaseRunning &&
+		c.Holder == sc.fence.Holder && c.Attempt == sc.fence.Attempt {
+		fence = sc.fence
+	}
+	var results []loop.ToolResult
+	for _, res := range sc.results {
+		if fence != nil && res.tool != nil && res.fence == *fence && res.uid == run.UID {
+			results = append(results, *res.tool)
+		}
+	}
+	msg := unstorableMessage(cause)
+	next, err := loop.FailUnstorable(run.Status, fence, results, cause.Reason, msg, sc.now)
+	if err != nil {
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("ending run %s after %v: %w", sc.key, cause, err))
+	}
+	written, err := r.Store.Commit(ctx, run, next, sc.ownedFence, sc.now)
+	if err != nil {
+		if again, ok := AsUnstorable(err); ok {
+			log.Error(again, "the run's status cannot be written, not even to end the run; leaving it to its lease",
+				"first", cause.Error())
+			if r.Recorder != nil {
+				r.Recorder.Eventf(run, nil, warning, eventRunFailed, eventRunFailed,
+					"the run's status cannot be written (%s), not even to end it: %s", again.Reason, truncate(again.Error(), 800))
+			}
+			return ctrl.Result{}, reconcile.TerminalError(again)
+		}
+		return r.abort(ctx, sc, err) // a conflict or a transient failure: the next turn meets the same refusal
+	}
+	log.Info("ended a run whose status the apiserver refuses", "reason", cause.Reason, "cause", cause.Error(), "outcomes", len(results))
+	sc.run, sc.notes, sc.action = written, nil, loop.Action{}
+	r.owned.track(written, r.Holder)
+	r.claims.committed(written, r.Holder)
+	sc.noteEnd(written.Status)
+	r.publish(sc)
+	return ctrl.Result{}, nil
+}
+
+// unstorableMessage is the run's status.message: what was refused and
+// what to do.
+func unstorableMessage(cause *UnstorableError) string {
+	what := "the apiserver refused the run's next status as invalid"
+	if cause.Reason == exagentv1.ReasonStatusTooLarge {
+		what = "the run's next status is larger than the apiserver accepts"
+	}
+	return fmt.Sprintf("%s (%s), so the run cannot be journaled further and was ended; "+
+		"the outcomes of the calls that returned are recorded without their results, "+
+		"calls whose outcome is unknown are Uncertain (check their effects by hand); "+
+		"create a new run to go on, and report the cause if it persists",
+		what, strings.TrimSpace(truncate(cause.Error(), 1500)))
+}
