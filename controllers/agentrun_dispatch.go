@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/bounded"
+	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/model"
@@ -98,7 +100,9 @@ func (r *AgentRunReconciler) submit(sc *scope, endpoint, callID string, job func
 	r.inbox.started(key, 1)
 	r.Executor.Go(executor.Task{
 		Endpoint: endpoint,
-		Ctx:      r.claims.context(key, uid, fence),
+		// The run's namespace picks its egress allow-list for every
+		// request of the job (model, tool, MCP).
+		Ctx: egress.WithNamespace(r.claims.context(key, uid, fence), key.Namespace),
 		// The claims are kept current by this process's commits and, with
 		// no queue in between, by the informer's events (a delete, another
 		// owner's recovery, a cancel).
@@ -185,3 +189,22 @@ func hostOf(raw, def string) string {
 // isScriptExhausted tells a script past its end (the run fails with
 // ScriptExhausted) from a model error the engine retries.
 func isScriptExhausted(err error) bool { return errors.Is(err, model.ErrScriptExhausted) }
+
+// finalModelError is the reason a model error ends the run at once: one
+// that the next request would meet again — the egress policy refuses the
+// endpoint, its answer passes the bound, it redirects — rather than a
+// failure the engine retries. A model request has no side effect, so the
+// run fails clearly instead of going Uncertain.
+func finalModelError(err error) (reason string, ok bool) {
+	var denied *egress.DeniedError
+	var redirect *model.RedirectError
+	switch {
+	case errors.As(err, &denied):
+		return exagentv1.ReasonEgressDenied, true
+	case bounded.IsTooLarge(err):
+		return exagentv1.ReasonModelAnswerTooLarge, true
+	case errors.As(err, &redirect):
+		return exagentv1.ReasonModelRedirected, true
+	}
+	return "", false
+}

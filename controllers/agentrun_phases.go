@@ -374,6 +374,11 @@ func (r *AgentRunReconciler) record(sc *scope, res ioResult) (loop.Status, error
 		return loop.RecordModelResponse(sc.status, sc.env, *sc.fence, *res.model, sc.now)
 	case isScriptExhausted(res.modelErr):
 		return loop.Fail(sc.status, exagentv1.ReasonScriptExhausted, res.modelErr.Error(), sc.now)
+	case res.modelErr != nil:
+		if reason, final := finalModelError(res.modelErr); final {
+			return loop.Fail(sc.status, reason, res.modelErr.Error(), sc.now)
+		}
+		return loop.RecordModelFailure(sc.status, sc.env, *sc.fence, res.modelErr.Error(), sc.now)
 	default:
 		msg := "model request failed"
 		if res.modelErr != nil {

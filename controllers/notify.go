@@ -247,7 +247,7 @@ func (n *notifier) deliver(ctx context.Context, run *exagentv1.AgentRun, st *exa
 	}
 	actx, cancel := context.WithTimeout(ctx, notifyTimeout)
 	defer cancel()
-	return notify.Send(actx, n.http, notify.Request{URL: sink.URL, ID: rec.ID, Body: body, ContentType: ctype, Key: key, At: now})
+	return notify.Send(actx, n.http, notify.Request{URL: sink.URL, ID: rec.ID, Body: body, ContentType: ctype, Key: key, At: now, Namespace: run.Namespace})
 }
 
 // settle records one attempt's result on rec, with its metric and Events.

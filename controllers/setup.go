@@ -19,6 +19,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/eventqueue"
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/notify"
@@ -41,8 +42,17 @@ type Options struct {
 	PerEndpoint int
 	// ModelTimeout bounds one model request.
 	ModelTimeout time.Duration
-	// HTTPClient is shared by model and http tool requests.
+	// HTTPClient is shared by model, http tool and MCP requests; built on
+	// an egress.Transport under Egress when nil (a client given here is
+	// used as it is: it is the caller's to dial under a policy).
 	HTTPClient *http.Client
+	// Egress is the policy every outbound connection is checked against at
+	// dial time (docs/operating.md, "Egress"); egress.Default() when nil —
+	// every default deny in force, loopback included.
+	Egress *egress.Policy
+	// EgressAllowLists widen Egress per namespace (the platform team's
+	// ConfigMap); none when nil.
+	EgressAllowLists egress.AllowLists
 	// Verifier overrides the SubjectAccessReview verifier (tests only).
 	Verifier DecisionVerifier
 	// Seal, when set, makes the decision re-check require the admission
@@ -73,8 +83,9 @@ type Options struct {
 	NotifyWorkers int
 	// NotifyRetry bounds the attempts of one notification (notify.Retry defaults).
 	NotifyRetry notify.Retry
-	// NotifyHTTPClient sends notifications (default: its own transport, so
-	// a slow sink never holds the tools' connections).
+	// NotifyHTTPClient sends notifications (default: its own egress
+	// transport under Egress, so a slow sink never holds the tools'
+	// connections).
 	NotifyHTTPClient *http.Client
 	// Tracer traces attempts, model requests and tool calls (nil: no traces).
 	Tracer *telemetry.Tracer
@@ -113,7 +124,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	}
 	limits := executor.Options{MaxInFlight: o.MaxInFlight, PerEndpoint: o.PerEndpoint, DrainTimeout: o.DrainTimeout}.WithDefaults()
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Transport: NewTransport(limits)}
+		o.HTTPClient = newOutboundClient(o, limits)
 	}
 	segments := NewSegments(mgr.GetClient(), mgr.GetAPIReader(), o.SegmentCacheBytes)
 	store := NewStore(mgr.GetClient(), mgr.GetAPIReader()).WithSegments(ctx, segments,
@@ -177,7 +188,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		queue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[types.NamespacedName]{Name: "notify" + o.NameSuffix}),
 	}
 	if n.http == nil {
-		n.http = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		n.http = egress.NewClient(egress.TransportOptions{Policy: o.Egress, AllowLists: o.EgressAllowLists})
 	}
 	if n.workers <= 0 {
 		n.workers = 4
@@ -208,18 +219,19 @@ const DefaultMaxConcurrentReconciles = 16
 // workers, so each resume waits only on the apiserver's pace.
 const DefaultMaxConcurrentDecisions = 64
 
-// NewTransport is the HTTP transport of model and tool calls: Go's
+// newOutboundClient is the client of model, tool and MCP calls: every
+// connection dialled under the egress policy, no redirect followed. Go's
 // default transport keeps only 2 idle connections per host, so calls
 // beyond that to one endpoint would each open (and, against a real
 // provider, TLS-handshake) a new connection. It keeps as many idle per
 // host as the executor lets run against one endpoint, and as many in all
 // as it lets run at once.
-func NewTransport(limits executor.Options) *http.Transport {
+func newOutboundClient(o Options, limits executor.Options) *http.Client {
 	limits = limits.WithDefaults()
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = limits.MaxInFlight
-	t.MaxIdleConnsPerHost = limits.PerEndpoint
-	return t
+	return egress.NewClient(egress.TransportOptions{
+		Policy: o.Egress, AllowLists: o.EgressAllowLists,
+		MaxIdleConns: limits.MaxInFlight, MaxIdleConnsPerHost: limits.PerEndpoint,
+	})
 }
 
 // DefaultLeaseSkewGrace is the clock-skew grace of lease recovery: NTP

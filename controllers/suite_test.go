@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"sync"
 	"testing"
@@ -33,6 +34,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/testenv"
 )
 
@@ -153,6 +155,10 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
+// testEgress is the egress policy of the test managers: the defaults,
+// with 127.0.0.1 allowed (--egress-allow-cidrs=127.0.0.1/32).
+var testEgress = egress.New(egress.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+
 // manager is an in-process operator. stop() is the kill: the context is
 // cancelled and the process's memory (inbox, in-flight IO) is gone.
 type manager struct {
@@ -212,6 +218,11 @@ func (h *harness) managerOptions() ctrl.Options {
 // cancel.
 func (h *harness) setUpAndStart(ctx context.Context, cancel context.CancelFunc, mgr ctrl.Manager, opts controllers.Options) *manager {
 	h.t.Helper()
+	if opts.Egress == nil {
+		// The tests' servers are on 127.0.0.1, which the default policy
+		// denies: allowed explicitly, as --egress-allow-cidrs would.
+		opts.Egress = testEgress
+	}
 	c, err := controllers.Setup(ctx, mgr, opts)
 	if err != nil {
 		cancel()

@@ -6,5 +6,7 @@
 // bounded number of times per step). Transient failures (429, 5xx,
 // timeouts, broken connections) are retried by the official SDK with
 // backoff and the server's Retry-After, bounded by RetryOptions and always
-// inside the model timeout; 400/401/403/404/422 never are.
+// inside the model timeout; 400/401/403/404/422 never are. An answer is
+// read up to MaxAnswerBytes, a redirect is never followed, and a request
+// the egress policy refuses or the endpoint redirects is not retried.
 package model

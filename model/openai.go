@@ -13,6 +13,8 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/bounded"
+	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -24,11 +26,17 @@ type OpenAIConfig struct {
 	APIKey              string
 	Temperature         string
 	MaxCompletionTokens *int64
-	// HTTPClient is shared by all requests (connection reuse); nil means http.DefaultClient.
+	// HTTPClient is shared by all requests (connection reuse); nil means
+	// http.DefaultClient. Whatever its settings, no redirect is followed and
+	// an answer is read up to MaxAnswerBytes.
 	HTTPClient *http.Client
 	// Retry bounds the request, its retries and their waits.
 	Retry RetryOptions
 }
+
+// MaxAnswerBytes bounds one answer of a model endpoint, error answers
+// included. A chat completion is text and tool calls: far below it.
+const MaxAnswerBytes = 8 << 20
 
 // OpenAI speaks chat completions through the official SDK. Tools are sent as
 // functions with their JSON schema; tool-call IDs from the model are kept.
@@ -53,17 +61,20 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
+	// A copy of the shared client (it keeps the shared transport's
+	// connections): it follows no redirect, and every answer it reads is
+	// bounded, the SDK's own reads included.
+	hc := egress.WithoutRedirects(cfg.HTTPClient)
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
 	}
+	hc.Transport = bounded.Transport(base, MaxAnswerBytes, "the model's answer", nil)
 	if cfg.Retry.AttemptTimeout < cfg.Retry.Timeout {
 		// A try cut by the client's own timeout is a failed try the SDK
 		// retries; a try cut by the context (option.WithRequestTimeout)
-		// would end the request. The copy shares hc's transport.
-		c := *hc
-		c.Timeout = cfg.Retry.AttemptTimeout
-		hc = &c
+		// would end the request.
+		hc.Timeout = cfg.Retry.AttemptTimeout
 	}
 	opts = append(opts, option.WithHTTPClient(hc))
 	return &OpenAI{cfg: cfg, client: openai.NewClient(opts...)}, nil
@@ -79,7 +90,7 @@ func (o *OpenAI) Complete(ctx context.Context, req loop.ModelRequest) (loop.Mode
 	// and tries all end with this context.
 	ctx, cancel := context.WithTimeout(ctx, o.cfg.Retry.Timeout)
 	defer cancel()
-	guard := &retryGuard{}
+	guard := &retryGuard{stop: cancel}
 	res, err := o.client.Chat.Completions.New(ctx, params, option.WithMiddleware(guard.middleware))
 	if err != nil {
 		return loop.ModelResponse{}, fmt.Errorf("openai chat completion (model %s): %w", o.cfg.Model, guard.wrap(err, o.cfg.Retry))

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/exagent-io/exagent/internal/egress"
 )
 
 // Retry defaults. A model request has no side effect, so a transient
@@ -70,12 +72,37 @@ func (o RetryOptions) withDefaults() RetryOptions {
 // stops a retry that could not help: a 400, 401, 403, 404 or 422 is the
 // request's own fault (whatever the server's x-should-retry says), and a
 // Retry-After past the request's deadline would only wait for the timeout.
+// A try that cannot go otherwise the next time — refused by the egress
+// policy, answered with a redirect (never followed) — ends the request at
+// once: the SDK retries every error without a response, so the guard
+// cancels the request (stop) and wrap returns that try's error.
 type retryGuard struct {
 	mu    sync.Mutex
 	tries int
 	last  string // the last try's answer, for the error message
 	// stopped says why the guard ended the retrying, if it did.
 	stopped string
+	// stop cancels the request; final is the error it was cancelled for.
+	stop  context.CancelFunc
+	final error
+}
+
+// RedirectError is a model endpoint's redirect, which is never followed:
+// the Location could be anywhere, and the request carries the API key.
+type RedirectError struct {
+	Status   int
+	Location string
+}
+
+func (e *RedirectError) Error() string {
+	where := e.Location
+	if len(where) > 256 {
+		where = where[:256] + "…"
+	}
+	if where == "" {
+		where = "(no Location)"
+	}
+	return fmt.Sprintf("the model endpoint answered HTTP %d, a redirect to %s: not followed (exagent never follows redirects); set model.baseURL to the final address", e.Status, where)
 }
 
 // noRetryStatus are answers a re-send cannot change.
@@ -89,12 +116,20 @@ func (g *retryGuard) middleware(req *http.Request, next option.MiddlewareNext) (
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.tries++
+	var denied *egress.DeniedError
 	switch {
+	case errors.As(err, &denied):
+		g.last = err.Error()
+		return res, g.end(denied)
 	case err != nil:
 		g.last = err.Error()
 		return res, err
 	case res == nil:
 		return res, err
+	case res.StatusCode/100 == 3:
+		_ = res.Body.Close()
+		g.last = res.Status
+		return nil, g.end(&RedirectError{Status: res.StatusCode, Location: res.Header.Get("Location")})
 	}
 	g.last, g.stopped = res.Status, ""
 	if noRetryStatus[res.StatusCode] {
@@ -110,10 +145,25 @@ func (g *retryGuard) middleware(req *http.Request, next option.MiddlewareNext) (
 	return res, nil
 }
 
+// end stops the request for err, which a re-send would meet again.
+// Called with g.mu held.
+func (g *retryGuard) end(err error) error {
+	if g.final == nil {
+		g.final = err
+	}
+	if g.stop != nil {
+		g.stop()
+	}
+	return err
+}
+
 // wrap adds what the tries said to err.
 func (g *retryGuard) wrap(err error, o RetryOptions) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.final != nil {
+		return g.final
+	}
 	if errors.Is(err, context.DeadlineExceeded) && g.last != "" {
 		return fmt.Errorf("no answer within the model timeout %s after %s (last: %s): %w", o.Timeout, tries(g.tries), g.last, err)
 	}

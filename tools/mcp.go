@@ -15,6 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/bounded"
+	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -30,11 +32,15 @@ const DefaultMCPTimeout = 60 * time.Second
 // close): no MCP session state outlives a call or is stored in a run.
 //
 // Contract: a result → succeeded with its content as text, or failed when
-// isError (with the server's text); a JSON-RPC error answer → failed. A
-// failure before tools/call could have been sent (refused, DNS, a failed
-// initialize) → failed. A timeout or broken stream after it was sent →
-// unknown, unless Idempotent, where the call is re-sent with the same
-// idempotency key up to MaxAttempts times. A server that asks for input
+// isError (with the server's text). A JSON-RPC error answer → failed when
+// its code proves the server refused the request before running it
+// (refusedBeforeRunning), else unknown. A failure before tools/call could
+// have been sent (refused, DNS, the egress policy, a failed initialize) →
+// failed. A timeout or broken stream after it was sent → unknown, unless
+// Idempotent, where the call is re-sent with the same idempotency key up
+// to MaxAttempts times. An answer over MaxMCPAnswerBytes → unknown, never
+// re-sent (a re-send gets the same answer); a redirect is never followed
+// and is classified as the http tool classifies it. A server that asks for input
 // (sampling, elicitation, an input-required result) gets no answer it
 // could wait on: this client declares neither capability, and the call
 // fails with a message saying so.
@@ -76,15 +82,17 @@ func (m *MCP) Invoke(ctx context.Context, call Call) loop.ToolResult {
 		if i > 0 && !sleep(ctx, backoff(i, 200*time.Millisecond, 2*time.Second, 0)) {
 			return res
 		}
-		res = m.once(ctx, call)
-		if res.Kind != loop.ResultUnknown || ctx.Err() != nil {
+		var resend bool
+		res, resend = m.once(ctx, call)
+		if res.Kind != loop.ResultUnknown || !resend || ctx.Err() != nil {
 			return res
 		}
 	}
 	return res
 }
 
-func (m *MCP) once(ctx context.Context, call Call) loop.ToolResult {
+func (m *MCP) once(ctx context.Context, call Call) (res loop.ToolResult, resend bool) {
+	ctx = egress.WithNamespace(ctx, call.RunNamespace)
 	ctx, cancel := context.WithTimeout(ctx, m.Timeout)
 	defer cancel()
 	headers := map[string]string{
@@ -95,47 +103,76 @@ func (m *MCP) once(ctx context.Context, call Call) loop.ToolResult {
 	for k, v := range m.Headers {
 		headers[k] = v
 	}
-	rt := &mcpTransport{base: transportOf(m.Client), headers: headers}
+	rt := &mcpTransport{base: transportOf(m.Client), headers: headers, namespace: call.RunNamespace}
 	session, err := connectMCP(ctx, m.URL, m.Client, rt)
 	if err != nil {
-		return failed(call, "tools/call not sent: connecting to the MCP server %s: %v", m.URL, err)
+		return failed(call, "tools/call not sent: connecting to the MCP server %s: %v%s", m.URL, err, rt.why()), false
 	}
 	defer func() { _ = session.Close() }()
 
 	var args map[string]any
 	if len(call.Args) > 0 {
 		if err := json.Unmarshal(call.Args, &args); err != nil {
-			return failed(call, "arguments are not a JSON object: %v", err)
+			return failed(call, "arguments are not a JSON object: %v", err), false
 		}
 	}
 	params := &mcp.CallToolParams{Name: m.Tool, Arguments: args,
 		Meta: mcp.Meta{MetaIdempotencyKey: call.IdempotencyKey, "progressToken": call.IdempotencyKey}}
 	rt.calling.Store(true)
-	res, err := session.CallTool(ctx, params)
+	result, err := session.CallTool(ctx, params)
 	if err != nil {
-		var rpcErr *jsonrpc.Error
-		switch {
-		case !rt.began.Load():
-			return failed(call, "tools/call not sent: %v", err)
-		case errors.As(err, &rpcErr):
-			// The server answered: it refused the call (unknown tool,
-			// invalid params), so nothing happened on its side.
-			return failed(call, "the MCP server refused tools/call %q: %s (code %d)", m.Tool, rpcErr.Message, rpcErr.Code)
-		}
-		return unknown(call, "outcome unknown: tools/call %q to %s was sent, then: %v", m.Tool, m.URL, err)
+		return m.callError(call, rt, err)
 	}
-	if res.NeedsInput() {
+	if result.NeedsInput() {
 		return failed(call, "the MCP server asked for input to complete tool %q (sampling or elicitation); "+
-			"exagent does not answer such requests, so the call was not completed", m.Tool)
+			"exagent does not answer such requests, so the call was not completed", m.Tool), false
 	}
-	text := contentText(res)
-	if res.IsError {
+	text := contentText(result)
+	if result.IsError {
 		if text == "" {
 			text = "(no text)"
 		}
-		return failed(call, "tool %q reported an error: %s", m.Tool, text)
+		return failed(call, "tool %q reported an error: %s", m.Tool, text), false
 	}
-	return succeeded(call, text)
+	return succeeded(call, text), false
+}
+
+// callError classifies a tools/call that returned an error.
+func (m *MCP) callError(call Call, rt *mcpTransport, err error) (loop.ToolResult, bool) {
+	var rpcErr *jsonrpc.Error
+	switch {
+	case !rt.began.Load():
+		return failed(call, "tools/call not sent: %v%s", err, rt.why()), false
+	case rt.tooLarge.Load() != nil:
+		return unknown(call, "outcome unknown: tools/call %q to %s was sent, but %v; resolve the call, and make the server answer less",
+			m.Tool, m.URL, rt.tooLarge.Load()), false
+	case rt.redirect.Load() != nil && rt.redirect.Load().calling:
+		r := rt.redirect.Load()
+		return redirectOutcome(call, &http.Response{StatusCode: r.status, Header: http.Header{"Location": {r.location}}}), false
+	case errors.As(err, &rpcErr) && refusedBeforeRunning(rpcErr.Code):
+		return failed(call, "the MCP server refused tools/call %q: %s (code %d)", m.Tool, rpcErr.Message, rpcErr.Code), false
+	case errors.As(err, &rpcErr):
+		return unknown(call, "outcome unknown: the MCP server answered tools/call %q with error %d %q after it was sent: "+
+			"the tool may have run", m.Tool, rpcErr.Code, rpcErr.Message), true
+	}
+	return unknown(call, "outcome unknown: tools/call %q to %s was sent, then: %v", m.Tool, m.URL, err), true
+}
+
+// refusedBeforeRunning reports whether a JSON-RPC error code proves the
+// server refused the request before running anything: the JSON-RPC 2.0
+// standard codes for a request that could not be parsed (-32700), is not
+// a valid request (-32600), names no method the server has (-32601), or
+// has invalid parameters (-32602, which MCP also uses for an unknown tool
+// and for arguments that fail the tool's schema). Every other code —
+// -32603 internal error, the implementation-defined -32000…-32099 (the
+// SDK's own "client is closing" among them), an application's code — may
+// come from a tool that had begun its work: the effect may have happened.
+func refusedBeforeRunning(code int64) bool {
+	switch code {
+	case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeMethodNotFound, jsonrpc.CodeInvalidParams:
+		return true
+	}
+	return false
 }
 
 // contentText is the result the model sees: text blocks as they are,
@@ -177,11 +214,12 @@ func contentText(res *mcp.CallToolResult) string {
 // connectMCP opens a session: the initialize handshake over streamable
 // HTTP. The client declares no sampling or elicitation capability, turns
 // off the SDK's automatic multi-round-trip retries (a re-send is this
-// tool's decision alone) and reconnects of broken streams.
+// tool's decision alone) and reconnects of broken streams, and follows no
+// redirect (whatever base says).
 func connectMCP(ctx context.Context, url string, base *http.Client, rt http.RoundTripper) (*mcp.ClientSession, error) {
-	hc := &http.Client{Transport: rt}
+	hc := &http.Client{Transport: rt, CheckRedirect: egress.NoRedirect}
 	if base != nil {
-		hc.CheckRedirect, hc.Jar = base.CheckRedirect, base.Jar
+		hc.Jar = base.Jar
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "exagent", Version: exagentv1.GroupVersion.Version},
 		&mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
@@ -196,22 +234,58 @@ func transportOf(c *http.Client) http.RoundTripper {
 	return http.DefaultTransport
 }
 
+// MaxMCPAnswerBytes bounds one HTTP response of an MCP server: an
+// initialize, a tools/list page, a tools/call answer or its event stream.
+const MaxMCPAnswerBytes = 8 << 20
+
 // mcpTransport adds the headers to every request of a session and, once
 // calling is set, flips began as soon as any byte of a request (the
-// tools/call POST) may have reached the wire.
+// tools/call POST) may have reached the wire. It bounds every response
+// body (MaxMCPAnswerBytes) and notes a bound passed or a redirect, which
+// the SDK's errors only describe in words.
 type mcpTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
-	calling atomic.Bool
-	began   atomic.Bool
+	// namespace of the run, for the egress policy (the context usually
+	// carries it already).
+	namespace string
+	calling   atomic.Bool
+	began     atomic.Bool
+	tooLarge  atomic.Pointer[bounded.TooLargeError]
+	redirect  atomic.Pointer[redirectSeen]
+}
+
+type redirectSeen struct {
+	status   int
+	location string
+	// calling: it answered a request of the tools/call (else of the
+	// handshake, so tools/call was never sent).
+	calling bool
+}
+
+// why adds what the transport saw to an error of the SDK's.
+func (t *mcpTransport) why() string {
+	if tl := t.tooLarge.Load(); tl != nil {
+		return " (" + tl.Error() + ")"
+	}
+	if r := t.redirect.Load(); r != nil {
+		return fmt.Sprintf(" (HTTP %d redirect to %s not followed: exagent never follows redirects; point the url at the final address)",
+			r.status, truncate(r.location, 256))
+	}
+	return ""
 }
 
 func (t *mcpTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
+	ctx := req.Context()
+	if t.namespace != "" && egress.NamespaceFrom(ctx) == "" {
+		ctx = egress.WithNamespace(ctx, t.namespace)
+	}
+	req = req.Clone(ctx)
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
 	}
-	if t.calling.Load() {
+	calling := t.calling.Load()
+	if calling {
 		// Flipped from the trace itself, not after RoundTrip returns: the
 		// SDK may give up on a call (its context ended) before the POST's
 		// RoundTrip does.
@@ -221,5 +295,19 @@ func (t *mcpTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
 	}
-	return t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(req)
+	if resp == nil {
+		return resp, err
+	}
+	if resp.StatusCode/100 == 3 {
+		// The SDK reports a 3xx as an unexpected status; the tools/call
+		// POST's redirect is classified like the http tool's.
+		t.redirect.CompareAndSwap(nil, &redirectSeen{status: resp.StatusCode, location: resp.Header.Get("Location"), calling: calling})
+	}
+	if resp.Body != nil {
+		resp.Body = bounded.Body(resp.Body, MaxMCPAnswerBytes, "the MCP server's answer", func(e *bounded.TooLargeError) {
+			t.tooLarge.CompareAndSwap(nil, e)
+		})
+	}
+	return resp, err
 }

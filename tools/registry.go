@@ -9,6 +9,7 @@ import (
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -101,6 +102,8 @@ func (r *Registry) headers(ctx context.Context, namespace string, hs []exagentv1
 // those servers, the last listing read when there is one, for callers that
 // start no IO.
 func (r *Registry) MCPListings(ctx context.Context, namespace string, agent *exagentv1.AgentSpec, maxAge time.Duration) (map[string]*loop.MCPListing, error) {
+	// The listing is dialled under the namespace's egress policy, like the calls.
+	ctx = egress.WithNamespace(ctx, namespace)
 	var out map[string]*loop.MCPListing
 	var first error
 	for i := range agent.Tools {

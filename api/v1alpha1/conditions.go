@@ -80,6 +80,16 @@ const (
 	// invalid (HTTP 422) — a write that can never succeed; the run ends
 	// after journaling what is known, instead of retrying it for ever.
 	ReasonStatusRejected = "StatusRejected"
+	// ReasonEgressDenied: the manager's egress policy refused the model
+	// endpoint's address (the message names the rule and the address); a
+	// re-send would be refused again, so the run ends at once.
+	ReasonEgressDenied = "EgressDenied"
+	// ReasonModelAnswerTooLarge: the model endpoint's answer passed the
+	// manager's bound on a model answer; the run ends rather than read on.
+	ReasonModelAnswerTooLarge = "ModelAnswerTooLarge"
+	// ReasonModelRedirected: the model endpoint answered with a redirect,
+	// which is never followed; model.baseURL should be the final address.
+	ReasonModelRedirected = "ModelRedirected"
 )
 
 // Well-known labels and annotations.

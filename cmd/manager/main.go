@@ -5,10 +5,14 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -22,6 +26,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/loop"
@@ -60,6 +65,11 @@ type flags struct {
 	releaseOnStop           bool
 	drainTimeout            time.Duration
 	leaseSkewGrace          time.Duration
+	egressAllowCIDRs        string
+	egressDenyCIDRs         string
+	clusterPodCIDRs         string
+	clusterServiceCIDRs     string
+	egressNamespaceConfig   string
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
@@ -93,12 +103,25 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 		"with --release-on-stop their results are committed and the runs handed back (0: cancel them at once).")
 	fs.DurationVar(&f.leaseSkewGrace, "lease-skew-grace", controllers.DefaultLeaseSkewGrace, "How long past another process's lease expiry a run is left alone before it is recovered "+
 		"(clock skew between hosts; a negative value: none).")
+	fs.StringVar(&f.egressAllowCIDRs, "egress-allow-cidrs", "", "Comma-separated CIDRs that model, tool, MCP and notification connections may reach although a default deny covers them "+
+		"(loopback, private ranges, link-local and metadata addresses, the cluster's ranges); docs/operating.md, Egress.")
+	fs.StringVar(&f.egressDenyCIDRs, "egress-deny-cidrs", "", "Comma-separated CIDRs those connections may never reach, whatever --egress-allow-cidrs or a namespace's allow-list says.")
+	fs.StringVar(&f.clusterPodCIDRs, "cluster-pod-cidrs", "", "The cluster's pod CIDRs (comma-separated), denied to those connections unless allowed; the manager cannot discover them.")
+	fs.StringVar(&f.clusterServiceCIDRs, "cluster-service-cidrs", "", "The cluster's service CIDRs (comma-separated), denied to those connections unless allowed.")
+	fs.StringVar(&f.egressNamespaceConfig, "egress-namespace-config", "", "NAMESPACE/NAME of a ConfigMap, in a namespace tenants cannot write (the manager's own), whose data maps a tenant namespace "+
+		"to the comma-separated CIDRs its runs may reach beyond the policy; empty: no namespace is widened.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, opts, err
 	}
 	if err := f.validateSealing(); err != nil {
+		return nil, opts, err
+	}
+	if _, err := f.egressConfig(); err != nil {
+		return nil, opts, err
+	}
+	if _, err := f.egressNamespaceKey(); err != nil {
 		return nil, opts, err
 	}
 	return f, opts, nil
@@ -116,6 +139,81 @@ func (f *flags) validateSealing() error {
 		return fmt.Errorf("--segment-cache-bytes=%d: must hold at least one segment (%d bytes)", f.segmentCacheBytes, exagentv1.MaxSegmentBytes)
 	}
 	return nil
+}
+
+// egressConfig is the egress policy the flags set (the manager's own
+// ports and addresses are added at start).
+func (f *flags) egressConfig() (egress.Config, error) {
+	var c egress.Config
+	for _, x := range []struct {
+		name, value string
+		into        *[]netip.Prefix
+	}{
+		{"--egress-allow-cidrs", f.egressAllowCIDRs, &c.Allow},
+		{"--egress-deny-cidrs", f.egressDenyCIDRs, &c.Deny},
+		{"--cluster-pod-cidrs", f.clusterPodCIDRs, &c.ClusterPods},
+		{"--cluster-service-cidrs", f.clusterServiceCIDRs, &c.ClusterServices},
+	} {
+		p, err := egress.ParseCIDRs(x.value)
+		if err != nil {
+			return c, fmt.Errorf("%s: %w", x.name, err)
+		}
+		*x.into = p
+	}
+	return c, nil
+}
+
+// egressNamespaceKey is the namespace allow-list's ConfigMap, if any.
+func (f *flags) egressNamespaceKey() (*types.NamespacedName, error) {
+	if f.egressNamespaceConfig == "" {
+		return nil, nil
+	}
+	ns, name, ok := strings.Cut(f.egressNamespaceConfig, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("--egress-namespace-config %q: want NAMESPACE/NAME", f.egressNamespaceConfig)
+	}
+	return &types.NamespacedName{Namespace: ns, Name: name}, nil
+}
+
+// ownPorts are the ports this process listens on, which no outbound
+// connection may reach on its own addresses.
+func (f *flags) ownPorts() []egress.Port {
+	var out []egress.Port
+	add := func(name, addr string) {
+		if addr == "" || addr == "0" {
+			return
+		}
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return
+		}
+		if n, err := strconv.ParseUint(port, 10, 16); err == nil && n != 0 {
+			out = append(out, egress.Port{Name: name, Port: uint16(n)})
+		}
+	}
+	if f.enableWebhooks {
+		add("webhook", net.JoinHostPort(f.webhookHost, strconv.Itoa(f.webhookPort)))
+	}
+	add("metrics", f.metricsAddr)
+	add("health probe", f.probeAddr)
+	return out
+}
+
+// ownAddrs are this host's interface addresses: in a pod, its pod IPs.
+func ownAddrs() []netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok {
+				out = append(out, ip.Unmap())
+			}
+		}
+	}
+	return out
 }
 
 func main() {
@@ -162,9 +260,19 @@ func run() error {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 	tlsOpts := []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }}
+	egressCfg, _ := f.egressConfig() // validated by parseFlags
+	egressCfg.OwnPorts, egressCfg.OwnAddrs = f.ownPorts(), ownAddrs()
+	nsKey, _ := f.egressNamespaceKey()
+	cacheOpts := controllers.CacheOptions()
+	if nsKey != nil {
+		// Only that one ConfigMap is watched.
+		cacheOpts.ByObject[&corev1.ConfigMap{}] = egress.CacheByObject(*nsKey)
+		egressCfg.AllowHint = "allow with --egress-allow-cidrs, or for one namespace in ConfigMap " + nsKey.String()
+	}
+	policy := egress.New(egressCfg)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         controllers.CacheOptions(),
+		Cache:                         cacheOpts,
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        f.probeAddr,
 		LeaderElection:                f.leaderElect,
@@ -208,7 +316,21 @@ func run() error {
 			log.Error(err, "flushing the traces")
 		}
 	}()
+	var allowLists egress.AllowLists
+	if nsKey != nil {
+		l := egress.NewConfigMapAllowLists(*nsKey, ctrl.Log.WithName("egress"))
+		if err := l.Watch(ctx, mgr.GetCache()); err != nil {
+			return err
+		}
+		allowLists = l
+	}
+	log.Info("egress policy: link-local, metadata, loopback, private and other special-purpose addresses, the cluster's ranges and the manager's own ports are denied unless allowed",
+		"allow", egress.String(egressCfg.Allow), "deny", egress.String(egressCfg.Deny),
+		"clusterPods", egress.String(egressCfg.ClusterPods), "clusterServices", egress.String(egressCfg.ClusterServices),
+		"ownPorts", egressCfg.OwnPorts, "namespaceConfig", f.egressNamespaceConfig)
 	c, err := controllers.Setup(ctx, mgr, controllers.Options{
+		Egress:                  policy,
+		EgressAllowLists:        allowLists,
 		Tracer:                  tracer,
 		Seal:                    seal,
 		ManagerIdentity:         self,

@@ -2,12 +2,14 @@ package main
 
 import (
 	"flag"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/executor"
 )
 
@@ -56,6 +58,56 @@ func TestParseFlagsRefusesSealingBudgets(t *testing.T) {
 		fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 		if _, _, err := parseFlags(fs, args); err == nil {
 			t.Errorf("%v: accepted", args)
+		}
+	}
+}
+
+func TestParseFlagsEgress(t *testing.T) {
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	f, _, err := parseFlags(fs, []string{"--egress-allow-cidrs=127.0.0.1/32, 10.20.0.0/16", "--egress-deny-cidrs=10.20.30.0/24",
+		"--cluster-pod-cidrs=10.244.0.0/16", "--cluster-service-cidrs=10.96.0.0/12", "--egress-namespace-config=exagent-system/egress",
+		"--metrics-bind-address=:8443", "--health-probe-bind-address=:8081", "--webhook-port=9443"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.egressConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{"allow": egress.String(c.Allow), "deny": egress.String(c.Deny),
+		"pods": egress.String(c.ClusterPods), "services": egress.String(c.ClusterServices)}
+	want := map[string]string{"allow": "127.0.0.1/32,10.20.0.0/16", "deny": "10.20.30.0/24", "pods": "10.244.0.0/16", "services": "10.96.0.0/12"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("egress config (-want +got):\n%s", diff)
+	}
+	if key, err := f.egressNamespaceKey(); err != nil || key == nil || key.String() != "exagent-system/egress" {
+		t.Errorf("namespace config = %v, %v", key, err)
+	}
+	wantPorts := []egress.Port{{Name: "webhook", Port: 9443}, {Name: "metrics", Port: 8443}, {Name: "health probe", Port: 8081}}
+	if diff := cmp.Diff(wantPorts, f.ownPorts()); diff != "" {
+		t.Errorf("own ports (-want +got):\n%s", diff)
+	}
+	off := &flags{metricsAddr: "0", probeAddr: "0"}
+	if p := off.ownPorts(); len(p) != 0 {
+		t.Errorf("endpoints turned off: own ports %v, want none", p)
+	}
+}
+
+func TestParseFlagsRefusesBadEgress(t *testing.T) {
+	for _, tc := range []struct {
+		arg, want string
+	}{
+		{"--egress-allow-cidrs=10.0.0.0/33", `--egress-allow-cidrs: "10.0.0.0/33" is not a CIDR`},
+		{"--egress-deny-cidrs=10.0.0.0/8,nope", `--egress-deny-cidrs: "nope" is not a CIDR or an IP address`},
+		{"--cluster-pod-cidrs=10.244.0.0/16/1", `--cluster-pod-cidrs: "10.244.0.0/16/1"`},
+		{"--cluster-service-cidrs=fe80::1%eth0", "--cluster-service-cidrs"},
+		{"--egress-namespace-config=egress", "want NAMESPACE/NAME"},
+		{"--egress-namespace-config=a/b/c", "want NAMESPACE/NAME"},
+	} {
+		fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+		_, _, err := parseFlags(fs, []string{tc.arg})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one containing %q", tc.arg, err, tc.want)
 		}
 	}
 }

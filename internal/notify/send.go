@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/exagent-io/exagent/internal/egress"
 )
 
 // Sign returns the Standard Webhooks headers of body: webhook-id,
@@ -47,11 +49,18 @@ type Request struct {
 	// Key signs the request when not empty.
 	Key string
 	At  time.Time
+	// Namespace of the run, for the egress policy's namespace allow-list.
+	Namespace string
 }
 
 // Send POSTs r and returns nil for a 2xx answer. Every request carries the
-// notification id (webhook-id) even unsigned, so receivers can dedupe.
+// notification id (webhook-id) even unsigned, so receivers can dedupe. A
+// redirect is never followed, whatever c says: it is an error naming the
+// Location (the sink's url should be the final address). At most an
+// excerpt of the answer is read.
 func Send(ctx context.Context, c *http.Client, r Request) error {
+	c = egress.WithoutRedirects(c)
+	ctx = egress.WithNamespace(ctx, r.Namespace)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(r.Body))
 	if err != nil {
 		return fmt.Errorf("building the request: %w", err)
@@ -75,6 +84,10 @@ func Send(ctx context.Context, c *http.Client, r Request) error {
 		return fmt.Errorf("POST %s: %w", r.URL, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode/100 == 3 {
+		return fmt.Errorf("POST %s: HTTP %d, a redirect to %q: not followed (exagent never follows redirects); set the sink's url to the final address",
+			r.URL, resp.StatusCode, Excerpt(resp.Header.Get("Location"), 256))
+	}
 	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("POST %s: HTTP %d: %s", r.URL, resp.StatusCode, strings.TrimSpace(string(excerpt)))

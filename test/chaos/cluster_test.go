@@ -196,6 +196,9 @@ func (c *cluster) startManager(o managerOpts) (*process, error) {
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 		"--decision-seal-secret", sealSecret.String(),
 		"--holder-identity", fmt.Sprintf("%s-%d", o.name, c.managers),
+		// The suite's tool and model servers are on 127.0.0.1, which the
+		// egress policy denies by default.
+		"--egress-allow-cidrs", "127.0.0.1/32",
 	}
 	if o.webhooks {
 		args = append(args, "--webhook-cert-dir", filepath.Join(c.dir, "webhook"), "--webhook-port", strconv.Itoa(c.webhookPort))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/testenv"
 )
 
@@ -72,7 +74,9 @@ func testApiserverFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := controllers.Setup(ctx, mgr, controllers.Options{Holder: "r3-faulty", Seal: seal,
-		MaxConcurrentReconciles: 4, NameSuffix: "-r3"}); err != nil {
+		MaxConcurrentReconciles: 4, NameSuffix: "-r3",
+		// The suite's servers are on 127.0.0.1 (--egress-allow-cidrs=127.0.0.1/32).
+		Egress: egress.New(egress.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})}); err != nil {
 		t.Fatal(err)
 	}
 	// Each class of fault is met at least twice whatever the seed: lost
