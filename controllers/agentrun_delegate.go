@@ -476,11 +476,11 @@ func (r *AgentRunReconciler) checkParent(ctx context.Context, sc *scope) error {
 }
 
 // childLimits reads, from the cache, the limits of the Agents the
-// Agent's delegation tools hand work to — only when the run is about to
-// begin delegation calls (a batch with calls not begun yet), the moment a
-// child's reservation is made.
+// Agent's delegation tools hand work to — only when the run may begin
+// calls in this turn (it is at a batch, or a model answer that may open
+// one is awaited), the moment a child's reservation is made.
 func (r *AgentRunReconciler) childLimits(ctx context.Context, sc *scope) map[string]exagentv1.LimitsSpec {
-	if sc.agent == nil || sc.status.Cursor.Stage != exagentv1.StageBatch {
+	if sc.agent == nil || sc.status.Cursor.Stage != exagentv1.StageBatch && sc.status.Cursor.ModelRequest == nil {
 		return nil
 	}
 	agents := map[string]bool{}

@@ -413,9 +413,9 @@ func ObserveChildren(s Status, env *Env, obs map[string]ChildObservation, now ti
 		}
 		entry := &st.Children[j]
 		o, ok := obs[c.Child]
-		if !ok || o.Missing || o.Status == nil || (entry.UID != "" && o.UID != entry.UID) {
+		if !ok || o.Missing || o.Foreign || o.Status == nil || (entry.UID != "" && o.UID != entry.UID) {
 			what := "was deleted before it ended"
-			if ok && !o.Missing && o.Status != nil {
+			if ok && !o.Missing && (o.Status != nil || o.Foreign) {
 				what = fmt.Sprintf("was replaced by another run of that name (uid %s, not %s)", o.UID, entry.UID)
 			}
 			msg := fmt.Sprintf("%s: child run %s %s; nothing of its work is known.", exagentv1.ReasonChildRunMissing, c.Child, what)

@@ -311,6 +311,12 @@ func TestObserveChildren(t *testing.T) {
 			wantResult: "replaced", wantEvents: []ChildEventKind{ChildEnded},
 			wantLedger: exagentv1.Ledger{Requests: 1, Runs: 1, ToolCalls: 1, PromptTokens: 10, CompletionTokens: 5},
 		},
+		"a run of the child's name that is not this run's child (the controller says Foreign)": {
+			obs:       map[string]ChildObservation{d1Child: {UID: "child-uid", Foreign: true}},
+			wantPhase: exagentv1.PhaseQueued, wantReason: exagentv1.ReasonChildrenEnded, wantCall: exagentv1.CallFailed,
+			wantResult: "replaced", wantEvents: []ChildEventKind{ChildEnded},
+			wantLedger: exagentv1.Ledger{Requests: 1, Runs: 1, ToolCalls: 1, PromptTokens: 10, CompletionTokens: 5},
+		},
 		"an ended child whose own children are not settled: its ledger is not final, the call stays open": {
 			obs: child(exagentv1.PhaseFailed, func(s *exagentv1.AgentRunStatus) {
 				s.Ledger = exagentv1.Ledger{Requests: 1}

@@ -187,17 +187,32 @@ func (b *budget) reserve(own exagentv1.LimitsSpec, n int) (exagentv1.DelegatedLi
 // name and its reservation (an intent begun again keeps its entry: same
 // child, same reservation). It returns the calls for which nothing is
 // left, with why: those fail before any IO, and the model is told.
+//
+// A call whose entry is settled was withdrawn while it waited to be begun
+// again (asked again, its tool removed): its child was ended, or never
+// came to be, and its reservation is released. It is never begun again —
+// the child would run on a budget nobody holds: it fails, and the model
+// may ask anew.
 func reserveChildren(st *Status, env *Env, ready []int) map[string]string {
+	refused := map[string]string{}
 	var fresh []int
 	for _, i := range ready {
-		if c := &st.Calls[i]; env.isDelegation(c.Tool) && findChild(st, c.ID) < 0 {
+		c := &st.Calls[i]
+		if !env.isDelegation(c.Tool) {
+			continue
+		}
+		switch j := findChild(st, c.ID); {
+		case j < 0:
 			fresh = append(fresh, i)
+		case st.Children[j].Charged:
+			refused[c.ID] = fmt.Sprintf("%s: the child run %s of this call was withdrawn (%s) before the call was begun "+
+				"again; it is not begun again. Ask for the work in a new call.", exagentv1.ReasonDelegationWithdrawn,
+				st.Children[j].Name, st.Children[j].Message)
 		}
 	}
 	if len(fresh) == 0 {
-		return nil
+		return refused
 	}
-	refused := map[string]string{}
 	b := freeBudget(st, env)
 	for j, i := range fresh {
 		c := &st.Calls[i]

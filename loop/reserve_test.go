@@ -280,3 +280,40 @@ func TestTreeStepsBoundTheRun(t *testing.T) {
 		t.Errorf("tree requests = %d, want the limit 10", total)
 	}
 }
+
+// TestWithdrawnCallNotBegunAgain: a delegation withdrawn while it waited
+// to be begun again (here: its child ended and was charged while the call
+// was asked again) fails when it is approved anew, instead of running a
+// child on a reservation nobody holds any more.
+func TestWithdrawnCallNotBegunAgain(t *testing.T) {
+	agent := func(rule string) *exagentv1.AgentSpec {
+		return delegatingAgent().Rule(rule, exagentv1.PolicyAsk, "", "delegate").Obj()
+	}
+	run := MakeRun().ActiveTimeLimit(exagentv1.Never).Obj()
+	h := newHarness(t, mustEnv(t, agent("ask"), run)).claim(w1)
+	h.step()
+	h.respond(tools(call("d1", "delegate", `{"input":"help"}`)))
+	h.step()
+	h.approveAll()
+	h.claim("w2")
+	h.step()
+	h.advance(2 * DefaultLeaseDuration)
+	h.recover()
+	h.env = mustEnv(t, agent("ask-again"), run)
+	h.claim("w3")
+	h.step() // asked again: the child is withdrawn
+	name := h.s.Children[0].Name
+	s, _ := WithdrawChildren(h.s, h.env, map[string]ChildObservation{name: {UID: "c", Status: &exagentv1.AgentRunStatus{
+		Phase: exagentv1.PhaseCancelled, Ledger: exagentv1.Ledger{Requests: 1}}}})
+	h.s = s
+	h.approveAll()
+	h.claim("w4")
+	act := h.step()
+	c := h.s.Calls[findCall(&h.s, "d1")]
+	if c.State != exagentv1.CallFailed || !strings.Contains(c.Outcome.Result, exagentv1.ReasonDelegationWithdrawn) {
+		t.Fatalf("d1 = %s %+v after %s, want Failed DelegationWithdrawn", c.State, c.Outcome, describe(act))
+	}
+	if act.Kind != ActCallModel || len(h.s.Children) != 1 {
+		t.Errorf("action %s, children %d: want the model told, no second child", describe(act), len(h.s.Children))
+	}
+}
