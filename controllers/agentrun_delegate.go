@@ -363,9 +363,6 @@ func (r *AgentRunReconciler) chargeEnded(ctx context.Context, cached *exagentv1.
 // not name (created by a version that journaled no child name before the
 // Create): found by the parent label and the parent's UID.
 func (r *AgentRunReconciler) endUnjournaled(ctx context.Context, parent *exagentv1.AgentRun) error {
-	if !loop.UnjournaledChild(parent.Status) {
-		return nil
-	}
 	children, err := r.childrenOf(ctx, parent.Namespace, parent.Name, parent.UID)
 	if err != nil {
 		return err
