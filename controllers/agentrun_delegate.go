@@ -19,20 +19,34 @@ import (
 	"github.com/exagent-io/exagent/loop"
 )
 
-// Delegation's IO (DESIGN.md §5; the decisions are loop/delegate.go's):
-// creating a delegation call's child after its intent's commit, reading a
-// waiting parent's children, cancelling the children of an ended run and
-// deleting those of a deleted one. There is no garbage collector in every
-// cluster this runs against (envtest, the dev cluster), so the manager
-// deletes a deleted run's children itself; ownerReferences are set for
-// the clusters that have one.
+// Delegation's IO (DESIGN.md §5, §14; the decisions are loop/delegate.go's,
+// loop/reserve.go's and loop/withdraw.go's): creating a delegation call's
+// child after its intent's commit, reading a waiting parent's children,
+// ending the children a run withdrew or left by ending (found by the names
+// its intents journaled, and by label and owner UID), reading a child's
+// parent before the child is claimed, and deleting the children of a
+// deleted run. There is no garbage collector in every cluster this runs
+// against (envtest, the dev cluster), so the manager deletes a deleted
+// run's children itself; ownerReferences are set for the clusters that
+// have one.
 
 // Event reasons of a parent about its children.
 const (
 	eventChildStarted = "ChildStarted"
 	eventChildPaused  = "ChildPaused"
 	eventChildEnded   = "ChildEnded"
+	// eventChildWithdrawn: the parent ended a child it no longer awaits.
+	eventChildWithdrawn = "ChildWithdrawn"
 )
+
+// childCreateTimeout bounds a child's Create once it is sent: the request
+// is not called back when the parent's claim is lost meanwhile (it may
+// land anyway), so the job learns whether the child exists.
+const childCreateTimeout = 30 * time.Second
+
+// parentWaitRetry is how soon a child that waits for its parent looks
+// again if no change of the parent woke it first.
+const parentWaitRetry = 30 * time.Second
 
 // delegated is the result of a delegation call's effect: the child exists,
 // or it could not be created (refusal, a failed outcome the model sees).
@@ -97,7 +111,17 @@ func (r *AgentRunReconciler) createChild(ctx context.Context, parent *exagentv1.
 			case <-time.After(wait.Jitter(200*time.Millisecond, 1)):
 			}
 		}
-		err := r.Client.Create(ctx, child.DeepCopy())
+		if err := ctx.Err(); err != nil {
+			return loop.ChildRef{}, "", err // the claim was lost before anything was sent
+		}
+		r.Hooks.beforeChildCreate(ctx, types.NamespacedName{Namespace: parent.Namespace, Name: parent.Name}, plan.Name)
+		// Once sent, a Create may land even if the claim is lost meanwhile:
+		// it is not called back, and the parent journaled the child's name
+		// before it, so a child that lands for a parent that no longer
+		// awaits it is ended (by the parent, and by itself at its claim).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), childCreateTimeout)
+		err := r.Client.Create(cctx, child.DeepCopy())
+		cancel()
 		if err == nil || apierrors.IsAlreadyExists(err) {
 			return r.findChild(ctx, parent, plan, callID)
 		}
@@ -137,18 +161,29 @@ func (r *AgentRunReconciler) recordDelegated(sc *scope, res *delegated) (loop.St
 
 // observeChildren folds the children's state into a run that waits for
 // them (no claim, delegation calls open): their ends become the calls'
-// outcomes, their usage is charged once, and the phase mirrors them.
+// outcomes, their usage is charged once, and the phase mirrors them. Any
+// run — owned or not — that withdrew children (loop.Withdrawing: a call
+// closed or asked again before its child was recorded, its tool removed)
+// ends them and, once they ended, is charged their usage. A run that still
+// waits for a withdrawn child is not claimed: it goes on once the child
+// ended (the child's end wakes it).
 func (r *AgentRunReconciler) observeChildren(ctx context.Context, sc *scope) error {
-	if sc.fence != nil || !loop.AwaitingChildren(sc.status) {
+	awaiting := sc.fence == nil && loop.AwaitingChildren(sc.status)
+	if !awaiting && !loop.Withdrawing(sc.status, sc.env) {
 		return nil
 	}
-	obs, err := r.readChildren(ctx, sc)
+	obs, err := r.readChildren(ctx, sc.run, sc.status)
 	if err != nil {
 		return err
 	}
-	next, events, err := loop.ObserveChildren(sc.status, sc.env, obs, sc.now)
-	if err != nil {
-		return r.failPermanent(sc, err)
+	var next loop.Status
+	var events []loop.ChildEvent
+	if awaiting {
+		if next, events, err = loop.ObserveChildren(sc.status, sc.env, obs, sc.now); err != nil {
+			return r.failPermanent(sc, err)
+		}
+	} else {
+		next, events = loop.WithdrawChildren(sc.status, sc.env, obs)
 	}
 	if !equalStatus(next, sc.status) {
 		sc.set(next)
@@ -160,46 +195,70 @@ func (r *AgentRunReconciler) observeChildren(ctx context.Context, sc *scope) err
 		case loop.ChildEnded:
 			sc.note(eventChildEnded, normal, "%s", e.Message)
 			sc.childEnded = true
+		case loop.ChildWithdrawn:
+			if err := r.endChild(ctx, sc.run, e); err != nil {
+				return err
+			}
+			sc.note(eventChildWithdrawn, normal, "child run %s: %s", e.Child, e.Message)
 		}
+	}
+	if sc.fence == nil && loop.Withdrawing(sc.status, sc.env) {
+		sc.stop = true // not claimed while a withdrawn child is still to end
 	}
 	return nil
 }
 
-// readChildren reads the children of the run's open delegation calls: from
-// the cache, and past it for one the cache does not show (just created).
-func (r *AgentRunReconciler) readChildren(ctx context.Context, sc *scope) (map[string]loop.ChildObservation, error) {
-	var list exagentv1.AgentRunList
-	if err := r.Client.List(ctx, &list, client.InNamespace(sc.key.Namespace),
-		client.MatchingLabels{exagentv1.LabelParentRun: loop.LabelValue(sc.key.Name)}); err != nil {
-		return nil, fmt.Errorf("listing the children of run %s: %w", sc.key, err)
+// readChildren reads the children a run's status names — of its delegated
+// calls and its withdrawn entries — from the cache (by the parent label),
+// and past it for one the cache does not show (just created). A run of a
+// child's name whose spec.delegation does not name this run and call is
+// Foreign: never taken for the child.
+func (r *AgentRunReconciler) readChildren(ctx context.Context, parent *exagentv1.AgentRun, st loop.Status) (map[string]loop.ChildObservation, error) {
+	want := map[string]string{} // child name → call id
+	for i := range st.Calls {
+		if c := &st.Calls[i]; c.State == exagentv1.CallStarted && c.Child != "" {
+			want[c.Child] = c.ID
+		}
 	}
-	byName := map[string]*exagentv1.AgentRun{}
-	for i := range list.Items {
-		byName[list.Items[i].Name] = &list.Items[i]
+	for _, e := range st.Children {
+		if !e.Charged {
+			want[e.Name] = e.CallID
+		}
 	}
 	obs := map[string]loop.ChildObservation{}
-	for i := range sc.status.Calls {
-		c := &sc.status.Calls[i]
-		if c.State != exagentv1.CallStarted || c.Child == "" {
-			continue
-		}
-		child := byName[c.Child]
+	if len(want) == 0 {
+		return obs, nil
+	}
+	children, err := r.childrenOf(ctx, parent.Namespace, parent.Name, "")
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*exagentv1.AgentRun{}
+	for i := range children {
+		byName[children[i].Name] = &children[i]
+	}
+	for name, callID := range want {
+		child := byName[name]
 		if child == nil {
 			child = &exagentv1.AgentRun{}
-			err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sc.key.Namespace, Name: c.Child}, child)
+			err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: parent.Namespace, Name: name}, child)
 			if apierrors.IsNotFound(err) {
-				obs[c.Child] = loop.ChildObservation{Missing: true}
+				obs[name] = loop.ChildObservation{Missing: true}
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("reading child run %s of %s: %w", c.Child, sc.key, err)
+				return nil, fmt.Errorf("reading child run %s of %s/%s: %w", name, parent.Namespace, parent.Name, err)
 			}
+		}
+		if d := child.Spec.Delegation; d == nil || d.Parent.UID != string(parent.UID) || d.CallID != callID {
+			obs[name] = loop.ChildObservation{UID: string(child.UID), Foreign: true}
+			continue
 		}
 		st := child.Status.DeepCopy()
 		if err := r.wholeOutput(ctx, child, st); err != nil {
 			return nil, err
 		}
-		obs[c.Child] = loop.ChildObservation{UID: string(child.UID), Status: st}
+		obs[name] = loop.ChildObservation{UID: string(child.UID), Status: st}
 	}
 	return obs, nil
 }
@@ -228,61 +287,216 @@ func (r *AgentRunReconciler) wholeOutput(ctx context.Context, child *exagentv1.A
 	return nil
 }
 
-// endChildren cancels the children of an ended run that have not ended:
-// cancelling a parent cancels its descendants (each child's own turn
-// cancels its children in turn). The parent's mirror says whether any
-// child may still be going on, so an ended run costs no List otherwise.
+// endChildren ends the children of an ended run and charges their usage:
+// cancelling a parent cancels its descendants (each child's own turn ends
+// its children in turn), and what they used is the tree's. Every child the
+// run's intents journaled and that is not settled is ended (ParentEnded)
+// — whether or not the parent recorded it — and so is any other run that
+// names the parent by label and owner UID (one an older version created
+// without journaling it). Once a child ended, and its own children are
+// settled, its usage is charged to the ended run in one write made on the
+// run read past the cache (the cache strips ended runs' journals). An
+// ended run whose children are all settled costs nothing.
 func (r *AgentRunReconciler) endChildren(ctx context.Context, parent *exagentv1.AgentRun) error {
-	open := false
-	for _, ch := range parent.Status.Children {
-		if !ch.Phase.IsTerminal() {
-			open = true
-		}
-	}
-	if !open {
+	if !loop.Withdrawing(parent.Status, nil) && !loop.UnjournaledChild(parent.Status) {
 		return nil
 	}
+	env, err := loop.NewEnv(loop.EnvInput{RunUID: string(parent.UID), RunName: parent.Name,
+		Agent: &exagentv1.AgentSpec{}, Run: &parent.Spec})
+	if err != nil {
+		return nil // a malformed run spec: nothing can be evaluated
+	}
+	obs, err := r.readChildren(ctx, parent, parent.Status)
+	if err != nil {
+		return err
+	}
+	next, events := loop.WithdrawChildren(parent.Status, env, obs)
+	var errs []error
+	for _, e := range events {
+		if e.Kind == loop.ChildWithdrawn {
+			errs = append(errs, r.endChild(ctx, parent, e))
+		}
+	}
+	errs = append(errs, r.endUnjournaled(ctx, parent))
+	if settled(next) > settled(parent.Status) {
+		errs = append(errs, r.chargeEnded(ctx, parent, env, obs))
+	}
+	return errors.Join(errs...)
+}
+
+// settled counts the settled entries of status.children.
+func settled(s loop.Status) int {
+	n := 0
+	for _, e := range s.Children {
+		if e.Charged {
+			n++
+		}
+	}
+	return n
+}
+
+// chargeEnded writes what the ended run's ended children used into it,
+// computed again on the run read past the cache and committed by CAS on
+// that version (a conflict is retried by the next turn).
+func (r *AgentRunReconciler) chargeEnded(ctx context.Context, cached *exagentv1.AgentRun, env *loop.Env,
+	obs map[string]loop.ChildObservation) error {
+	run := &exagentv1.AgentRun{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), run); err != nil {
+		return fmt.Errorf("reading ended run %s to charge its children: %w", cached.Name, err)
+	}
+	if run.UID != cached.UID || !run.Status.Phase.IsTerminal() {
+		return nil
+	}
+	next, _ := loop.WithdrawChildren(run.Status, env, obs)
+	if settled(next) == settled(run.Status) {
+		return nil
+	}
+	if _, err := r.Store.Commit(ctx, run, next, nil, r.Clock.Now()); err != nil {
+		return fmt.Errorf("charging the children of ended run %s: %w", run.Name, err)
+	}
+	logf.FromContext(ctx).Info("charged the usage of the children of an ended run", "run", run.Name,
+		"settled", settled(next)-settled(run.Status))
+	return nil
+}
+
+// endUnjournaled ends the children of an ended run that its status does
+// not name (created by a version that journaled no child name before the
+// Create): found by the parent label and the parent's UID.
+func (r *AgentRunReconciler) endUnjournaled(ctx context.Context, parent *exagentv1.AgentRun) error {
 	children, err := r.childrenOf(ctx, parent.Namespace, parent.Name, parent.UID)
 	if err != nil {
 		return err
 	}
+	known := map[string]bool{}
+	for _, e := range parent.Status.Children {
+		known[e.Name] = true
+	}
 	var errs []error
 	for i := range children {
-		child := r.Store.Fresher(&children[i])
-		if child.Status.Phase.IsTerminal() {
+		ch := &children[i]
+		if known[ch.Name] || ch.Status.Phase.IsTerminal() {
 			continue
 		}
-		if isSummary(child) {
-			// A waiting child is cached as a summary, never written from:
-			// the cancel is computed on the child read past the cache.
-			fresh := &exagentv1.AgentRun{}
-			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(child), fresh); err != nil {
-				errs = append(errs, fmt.Errorf("reading child run %s of ended run %s: %w", child.Name, parent.Name, err))
-				continue
+		errs = append(errs, r.endChild(ctx, parent, loop.ChildEvent{Kind: loop.ChildWithdrawn, Child: ch.Name,
+			Reason: exagentv1.ReasonParentEnded, Message: loop.ParentEndedMessage(parent.Name, parent.Status.Phase)}))
+	}
+	return errors.Join(errs...)
+}
+
+// endChild cancels the child run e names (EndByParent) if it is still this
+// parent's child and has not ended: one unfenced CAS write on the child
+// read past the cache, retried on a conflict with the child's own owner.
+func (r *AgentRunReconciler) endChild(ctx context.Context, parent *exagentv1.AgentRun, e loop.ChildEvent) error {
+	key := types.NamespacedName{Namespace: parent.Namespace, Name: e.Child}
+	var last error
+	for range childEndTries {
+		child := &exagentv1.AgentRun{}
+		if err := r.APIReader.Get(ctx, key, child); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
 			}
-			child = fresh
+			return fmt.Errorf("reading child run %s of run %s: %w", e.Child, parent.Name, err)
+		}
+		if d := child.Spec.Delegation; d == nil || d.Parent.UID != string(parent.UID) || child.Status.Phase.IsTerminal() {
+			return nil // not this parent's child, or ended already
 		}
 		env, err := loop.NewEnv(loop.EnvInput{RunUID: string(child.UID), RunName: child.Name,
 			Agent: &exagentv1.AgentSpec{}, Run: &child.Spec})
 		if err != nil {
-			continue // a malformed run spec: nothing can be evaluated
+			return nil // a malformed run spec: nothing can be evaluated
 		}
 		now := r.Clock.Now()
-		next, err := loop.EndByParent(child.Status, env, parent.Name, parent.Status.Phase, now)
+		next, err := loop.EndByParent(child.Status, env, e.Reason, e.Message, now)
 		if err != nil {
-			continue
+			return nil
 		}
 		written, err := r.Store.Commit(ctx, child, next, nil, now)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("cancelling child run %s of ended run %s: %w", child.Name, parent.Name, err))
+		if errors.Is(err, ErrConflict) {
+			last = err
 			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cancelling child run %s of run %s: %w", e.Child, parent.Name, err)
 		}
 		if r.Recorder != nil {
 			r.Recorder.Eventf(written, parent, warning, eventRunFailed, eventRunFailed, "%s", next.Message)
 		}
-		logf.FromContext(ctx).Info("cancelled a child run whose parent ended", "child", child.Name, "parentPhase", parent.Status.Phase)
+		logf.FromContext(ctx).Info("cancelled a child run its parent no longer awaits", "child", e.Child, "reason", e.Reason)
+		return nil
 	}
-	return errors.Join(errs...)
+	return fmt.Errorf("cancelling child run %s of run %s: %w", e.Child, parent.Name, last)
+}
+
+// childEndTries bounds how often endChild retries a conflict with the
+// child's own writes before it leaves the rest to the next turn.
+const childEndTries = 5
+
+// checkParent is a child run's look at its parent before it is claimed,
+// read past the cache so that a parent's end or withdrawal just written is
+// seen: a child its parent no longer awaits (ended, gone, withdrew its
+// call) ends itself before any IO; one whose parent's call is to be begun
+// again waits, unclaimed, until the parent awaits it (a change of the
+// parent wakes it, parentOfRun).
+func (r *AgentRunReconciler) checkParent(ctx context.Context, sc *scope) error {
+	d := sc.run.Spec.Delegation
+	if d == nil || sc.fence != nil || !startable(sc.status.Phase) || sc.env == nil {
+		return nil
+	}
+	parent := &exagentv1.AgentRun{}
+	var view loop.ParentView
+	switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sc.key.Namespace, Name: d.Parent.Name}, parent); {
+	case apierrors.IsNotFound(err):
+		view.Missing = true
+	case err != nil:
+		return fmt.Errorf("reading the parent run %s of %s: %w", d.Parent.Name, sc.key, err)
+	default:
+		view = loop.ParentView{UID: string(parent.UID), Status: &parent.Status}
+	}
+	v := loop.CheckParent(sc.run.Name, d, view)
+	switch v.Kind {
+	case loop.ParentWithdrew:
+		next, err := loop.EndByParent(sc.status, sc.env, v.Reason, v.Message, sc.now)
+		if err != nil {
+			return nil
+		}
+		sc.set(next)
+		sc.noteEnd(next)
+		sc.stop = true
+	case loop.ParentResumes:
+		if next, changed := loop.WaitForParent(sc.status, v.Message); changed {
+			sc.set(next)
+		}
+		sc.requeueAfter = parentWaitRetry
+		sc.stop = true
+	}
+	return nil
+}
+
+// childLimits reads, from the cache, the limits of the Agents the
+// Agent's delegation tools hand work to — only when the run may begin
+// calls in this turn (it is at a batch, or a model answer that may open
+// one is awaited), the moment a child's reservation is made.
+func (r *AgentRunReconciler) childLimits(ctx context.Context, sc *scope) map[string]exagentv1.LimitsSpec {
+	if sc.agent == nil || sc.status.Cursor.Stage != exagentv1.StageBatch && sc.status.Cursor.ModelRequest == nil {
+		return nil
+	}
+	agents := map[string]bool{}
+	for i := range sc.agent.Spec.Tools {
+		if t := &sc.agent.Spec.Tools[i]; t.Agent != nil {
+			agents[t.Agent.AgentRef.Name] = true
+		}
+	}
+	if len(agents) == 0 {
+		return nil
+	}
+	out := map[string]exagentv1.LimitsSpec{}
+	for name := range agents {
+		a := &exagentv1.Agent{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: sc.key.Namespace, Name: name}, a); err == nil {
+			out[name] = a.Spec.Limits
+		}
+	}
+	return out
 }
 
 // deleteChildren deletes the children of a run that is gone (uid: the
@@ -325,13 +539,26 @@ func (r *AgentRunReconciler) childrenOf(ctx context.Context, namespace, parent s
 }
 
 // parentOfRun wakes a child's parent when the child changes: its mirror
-// and, at the child's end, the call's outcome follow.
+// and, at the child's end, the call's outcome follow. It also wakes, when
+// a parent changes, the children it journaled but has not recorded (and,
+// once it ended, every child not settled): a child waiting for its parent
+// (or one that must end itself) looks again.
 func parentOfRun(_ context.Context, o client.Object) []reconcile.Request {
 	run, ok := o.(*exagentv1.AgentRun)
-	if !ok || run.Spec.Delegation == nil {
+	if !ok {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.Delegation.Parent.Name}}}
+	var out []reconcile.Request
+	if d := run.Spec.Delegation; d != nil {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: run.Namespace, Name: d.Parent.Name}})
+	}
+	ended := run.Status.Phase.IsTerminal()
+	for _, e := range run.Status.Children {
+		if !e.Charged && (e.UID == "" || ended) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: run.Namespace, Name: e.Name}})
+		}
+	}
+	return out
 }
 
 // orphanSweep deletes, once at start-up, the child runs whose parent is

@@ -141,6 +141,7 @@ func (r *AgentRunReconciler) unusableAgent(ctx context.Context, sc *scope) (reas
 		RunUID: string(sc.run.UID), RunName: sc.run.Name,
 		Agent: &sc.agent.Spec, AgentGeneration: sc.agent.Generation, Run: &sc.run.Spec,
 		MCP: listings, ValueBytes: r.Store.ValueBytes(),
+		ChildLimits: r.childLimits(ctx, sc), // agentrun_delegate.go
 	})
 	if err != nil {
 		return ReasonInvalidConfiguration, err.Error()

@@ -71,6 +71,19 @@ func (h *harness) get(name string) *exagentv1.AgentRun {
 	return run
 }
 
+// childOf is the name of the child of call callID of run parent (its
+// name and UID: loop.ChildName).
+func (h *harness) childOf(parent, callID string) string {
+	h.t.Helper()
+	return loop.ChildName(parent, string(h.get(parent).UID), callID)
+}
+
+// waitExists waits until run name exists.
+func (h *harness) waitExists(name string) *exagentv1.AgentRun {
+	h.t.Helper()
+	return h.waitRun(name, "to exist", func(*exagentv1.AgentRun) bool { return true })
+}
+
 // treeRuns lists the runs of the tree whose root is root (root excluded).
 func (h *harness) treeRuns(root string) []exagentv1.AgentRun {
 	h.t.Helper()
@@ -87,8 +100,9 @@ func (h *harness) treeRuns(root string) []exagentv1.AgentRun {
 func (h *harness) pausedTree(root string) (child, grandchild string) {
 	h.t.Helper()
 	h.createRun(root, "triage", asCarol)
-	child = loop.ChildName(root, "fix")
-	grandchild = loop.ChildName(child, "deploy")
+	child = h.childOf(root, "fix")
+	h.waitExists(child)
+	grandchild = h.childOf(child, "deploy")
 	h.waitPhase(grandchild, exagentv1.PhaseAwaitingApproval)
 	h.waitRun(root, "the root mirroring the grandchild's approval", func(r *exagentv1.AgentRun) bool {
 		return r.Status.Phase == exagentv1.PhaseAwaitingApproval && r.Status.Reason == exagentv1.ReasonChildAwaitingApproval
@@ -200,7 +214,7 @@ func TestDelegationNarrowsToolCalls(t *testing.T) {
 	})
 	h.createRun("boss-1", "boss")
 	done := h.waitPhase("boss-1", exagentv1.PhaseSucceeded)
-	child := h.get(loop.ChildName("boss-1", "work"))
+	child := h.get(h.childOf("boss-1", "work"))
 	if child.Status.Phase != exagentv1.PhaseFailed || child.Status.Reason != exagentv1.ReasonLimitExceeded {
 		t.Errorf("child = %s (%s: %s), want Failed LimitExceeded", child.Status.Phase, child.Status.Reason, child.Status.Message)
 	}
@@ -236,7 +250,7 @@ func TestDelegationMaxDepth(t *testing.T) {
 	if len(runs) != 2 {
 		t.Fatalf("tree has %d runs below the root, want 2 (maxDepth 2)", len(runs))
 	}
-	deepest := h.get(loop.ChildName(loop.ChildName("echo", "again"), "again"))
+	deepest := h.get(h.childOf(h.childOf("echo", "again"), "again"))
 	if deepest.Status.Phase != exagentv1.PhaseSucceeded || !historyContains(deepest, exagentv1.ReasonMaxDepthExceeded) {
 		t.Errorf("deepest run %s: want Succeeded having seen MaxDepthExceeded: %+v", deepest.Status.Phase, deepest.Status.History)
 	}
@@ -300,7 +314,7 @@ func TestDelegationCancelInFlight(t *testing.T) {
 	if d := h.waitDecision("lead-1-stop"); d.Status.Phase != exagentv1.DecisionApplied {
 		t.Fatalf("cancel = %s (%s)", d.Status.Phase, d.Status.Message)
 	}
-	child := loop.ChildName("lead-1", "hand")
+	child := h.childOf("lead-1", "hand")
 	c := h.waitPhase(child, exagentv1.PhaseCancelled)
 	if call := c.Status.Call("call"); call == nil || call.State != exagentv1.CallUncertain {
 		t.Errorf("child's call = %+v, want Uncertain", call)
@@ -381,7 +395,7 @@ func TestDelegationCrashWindows(t *testing.T) {
 			if got := len(ts.journal()) - before; got != 1 {
 				t.Errorf("effects = %d, want 1", got)
 			}
-			child := sub.get(loop.ChildName(root, "go"))
+			child := sub.get(sub.childOf(root, "go"))
 			want := child.Status.Ledger.Requests + 2 // the root's own two requests
 			if done.Status.Ledger.Requests != want || done.Status.Ledger.ToolCalls != 2 {
 				t.Errorf("root ledger = %d requests, %d tool calls; want %d and 2 (the child's usage once)",

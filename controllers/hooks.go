@@ -30,6 +30,10 @@ type Hooks struct {
 	// AfterSegmentsCreated runs when a commit's segments were created, before
 	// the commit that references them.
 	AfterSegmentsCreated func(ctx context.Context, run types.NamespacedName, segs []loop.Segment)
+	// BeforeChildCreate runs when a delegation call's child is about to be
+	// created: the Create is sent after it even if the parent's claim was
+	// lost meanwhile (a request on the wire is not called back).
+	BeforeChildCreate func(ctx context.Context, run types.NamespacedName, child string)
 	// AfterChildCreated runs when a delegation call's child run exists,
 	// before the parent's commit that records it.
 	AfterChildCreated func(ctx context.Context, run types.NamespacedName, child string)
@@ -88,6 +92,12 @@ func (h Hooks) afterModelResponse(ctx context.Context, run types.NamespacedName)
 func (h Hooks) beforeNotify(ctx context.Context, run types.NamespacedName, rec exagentv1.NotificationRecord) {
 	if h.BeforeNotify != nil {
 		h.BeforeNotify(ctx, run, rec)
+	}
+}
+
+func (h Hooks) beforeChildCreate(ctx context.Context, run types.NamespacedName, child string) {
+	if h.BeforeChildCreate != nil {
+		h.BeforeChildCreate(ctx, run, child)
 	}
 }
 

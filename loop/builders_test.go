@@ -82,6 +82,7 @@ func (w *AgentWrapper) ForbidSelf() *AgentWrapper { w.Policy.ForbidSelfApproval 
 func (w *AgentWrapper) MaxSteps(n int32) *AgentWrapper     { w.Limits.MaxSteps = &n; return w }
 func (w *AgentWrapper) MaxToolCalls(n int32) *AgentWrapper { w.Limits.MaxToolCalls = &n; return w }
 func (w *AgentWrapper) MaxTokens(n int64) *AgentWrapper    { w.Limits.MaxTokens = &n; return w }
+func (w *AgentWrapper) MaxRuns(n int32) *AgentWrapper      { w.Limits.MaxRuns = &n; return w }
 func (w *AgentWrapper) ActiveTime(d exagentv1.Duration) *AgentWrapper {
 	w.Limits.ActiveTime = d
 	return w

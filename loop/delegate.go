@@ -33,13 +33,25 @@ const maxChildren = exagentv1.MaxChildRuns
 // maxChildMessage bounds a mirrored child's message (ChildRun.message).
 const maxChildMessage = 1024
 
-// childHashLen is how many hex digits of the call id's hash name a child.
+// childHashLen is how many hex digits of a hash name a child.
 const childHashLen = 10
 
 // ChildName is the deterministic name of the child a delegation call of
-// parent creates: the parent's name (shortened to fit) and a hash of the
-// call id, at most 63 characters, so it also fits a label value.
-func ChildName(parent, callID string) string {
+// parent (its name and UID) creates: the parent's name, shortened to fit,
+// and a hash of the parent's UID and the call id, at most 63 characters so
+// it also fits a label value. The UID is hashed so that two parents whose
+// long names share the part that is kept never name the same child.
+func ChildName(parent, parentUID, callID string) string {
+	h := Hash([]byte(parentUID + "/" + callID))[len("sha256:"):][:childHashLen]
+	return shorten(parent, 63-childHashLen-1) + "-" + h
+}
+
+// LegacyChildName is the name versions before ChildName hashed the parent's
+// UID gave a child (a hash of the call id alone). It is the name of a child
+// such a version may have created for an intent it journaled without the
+// child's name: that call keeps it when it is begun again (childNameFor),
+// so an upgrade mid-delegation finds the child instead of making a second.
+func LegacyChildName(parent, callID string) string {
 	h := Hash([]byte(callID))[len("sha256:"):][:childHashLen]
 	return shorten(parent, 63-childHashLen-1) + "-" + h
 }
@@ -63,11 +75,12 @@ func shorten(s string, n int) string {
 	return strings.TrimRight(s, "-.")
 }
 
-// AwaitingChildren reports whether the run holds no claim while delegation
-// calls of its batch wait for their child runs: no process owns it, and no
-// recovery applies (the children's ends move it on).
+// AwaitingChildren reports whether the run holds no claim while child runs
+// it waits for work: delegation calls of its batch whose children exist,
+// or children it withdrew that have not ended yet (withdraw.go). No
+// process owns it, and no recovery applies (the children's ends move it on).
 func AwaitingChildren(s Status) bool {
-	return s.Claim == nil && !s.Phase.IsTerminal() && s.Phase != "" && anyCall(&s, delegated)
+	return s.Claim == nil && !s.Phase.IsTerminal() && s.Phase != "" && (anyCall(&s, delegated) || withdrawing(&s, nil))
 }
 
 // delegated: a delegation call whose child exists and has not ended.
@@ -110,16 +123,19 @@ func (e *Env) delegationUnavailable(tool string) string {
 		exagentv1.ReasonMaxDepthExceeded, tool, e.specs[tool].Agent.AgentRef.Name, e.Depth())
 }
 
-// narrowLimits bounds the Agent's limits by what the run's ancestors left:
-// authority only narrows.
+// narrowLimits bounds the Agent's limits by what the run's ancestors
+// reserved for it: authority only narrows. maxRuns is always set (the
+// Agent's default when it sets none).
 func narrowLimits(agent exagentv1.LimitsSpec, d *exagentv1.Delegation) exagentv1.LimitsSpec {
 	out := *agent.DeepCopy()
+	out.MaxRuns = new(agent.Runs())
 	if d == nil {
 		return out
 	}
 	out.MaxSteps = minPtr(out.MaxSteps, d.Limits.MaxSteps)
 	out.MaxToolCalls = minPtr(out.MaxToolCalls, d.Limits.MaxToolCalls)
 	out.MaxTokens = minPtr(out.MaxTokens, d.Limits.MaxTokens)
+	out.MaxRuns = minPtr(out.MaxRuns, d.Limits.MaxRuns)
 	return out
 }
 
@@ -141,12 +157,13 @@ type ChildPlan struct {
 }
 
 // PlanChild builds the child run of delegation call callID, Started by
-// the current attempt: its deterministic name and labels, spec.input from
-// the arguments (the "input" string, or the arguments' JSON), the parent's
+// the current attempt, from the entry its intent journaled in
+// status.children (name and reservation): its labels, spec.input from the
+// arguments (the "input" string, or the arguments' JSON), the parent's
 // ServiceAccount, deadline, approval timeout and lease, the root's
-// requester, and its place in the tree with what remains of every
-// ancestor's limits. refusal is non-empty when no child may be created
-// (nothing of a limit is left): the call fails with it and the model sees why.
+// requester, and its place in the tree with the limits reserved for it and
+// the active time left. refusal is non-empty when no child may be created
+// (no active time is left): the call fails with it and the model sees why.
 func PlanChild(s Status, env *Env, callID string, now time.Time) (plan ChildPlan, refusal string, err error) {
 	i := findCall(&s, callID)
 	if i < 0 {
@@ -160,18 +177,24 @@ func PlanChild(s Status, env *Env, callID string, now time.Time) (plan ChildPlan
 	if msg := env.delegationUnavailable(c.Tool); msg != "" {
 		return ChildPlan{}, msg, nil
 	}
-	if findChild(&s, callID) < 0 && len(s.Children) >= maxChildren {
-		// Refused before the child exists: status.children could not record it.
-		return ChildPlan{}, fmt.Sprintf("%s: this run already delegated to %d child runs, the most one run may have. "+
-			"The call was not run.", exagentv1.ReasonLimitExceeded, maxChildren), nil
+	j := findChild(&s, callID)
+	if j < 0 {
+		return ChildPlan{}, "", conflictf("call %q has no child journaled with its intent", callID)
 	}
+	entry := &s.Children[j]
 	run := env.in.Run
-	limits, refusal := remainingLimits(&s, env, now)
+	active, refusal := activeLeft(&s, env, now)
 	if refusal != "" {
 		return ChildPlan{}, refusal, nil
 	}
 	self := exagentv1.RunReference{Name: env.in.RunName, UID: env.in.RunUID}
-	d := &exagentv1.Delegation{Parent: self, Root: self, CallID: callID, Limits: limits.DelegatedLimits}
+	d := &exagentv1.Delegation{Parent: self, Root: self, CallID: callID}
+	if entry.Reserved != nil {
+		d.Limits = *entry.Reserved.DeepCopy()
+	}
+	if d.Limits.MaxDepth == nil {
+		d.Limits.MaxDepth = new(env.depthLeft() - 1)
+	}
 	if p := run.Delegation; p != nil {
 		d.Root = p.Root
 		d.Ancestry = append(d.Ancestry, p.Ancestry...)
@@ -182,14 +205,14 @@ func PlanChild(s Status, env *Env, callID string, now time.Time) (plan ChildPlan
 		Input:              childInput(c.Args),
 		Deadline:           run.Deadline.DeepCopy(),
 		ApprovalTimeout:    run.ApprovalTimeout,
-		ActiveTimeLimit:    limits.activeTime,
+		ActiveTimeLimit:    active,
 		LeaseDuration:      run.LeaseDuration,
 		ServiceAccountName: run.ServiceAccountName,
 		RequestedBy:        run.RequestedBy.DeepCopy(),
 		Delegation:         d,
 	}
 	return ChildPlan{
-		Name: ChildName(env.in.RunName, callID),
+		Name: entry.Name,
 		Labels: map[string]string{
 			exagentv1.LabelParentRun: LabelValue(env.in.RunName),
 			exagentv1.LabelRootRun:   LabelValue(d.Root.Name),
@@ -198,51 +221,20 @@ func PlanChild(s Status, env *Env, callID string, now time.Time) (plan ChildPlan
 	}, "", nil
 }
 
-type childLimits struct {
-	exagentv1.DelegatedLimits
-	activeTime exagentv1.Duration
-}
-
-// remainingLimits is what is left of the run's (already narrowed) limits
-// for a child: maxSteps less the model requests charged so far, maxToolCalls
-// less the tool calls, maxTokens less the tokens, the depth less one, and
-// the active time less what was used (this claim's time included).
-func remainingLimits(s *Status, env *Env, now time.Time) (childLimits, string) {
-	lim := env.limits()
-	var out childLimits
-	left := env.depthLeft() - 1
-	out.MaxDepth = &left
-	if m := lim.MaxSteps; m != nil {
-		v := int64(*m) - s.Ledger.Requests
-		if v < 1 {
-			return out, fmt.Sprintf("%s: limit maxSteps (%d) leaves no model request for a child run (%d made). The call was not run.",
-				exagentv1.ReasonLimitExceeded, *m, s.Ledger.Requests)
-		}
-		n := int32(v)
-		out.MaxSteps = &n
+// activeLeft is the active time left for a child: the run's limit less
+// what was used (this claim's time included); "" when there is no limit.
+// Children work in parallel with one another, so each may use all of it.
+func activeLeft(s *Status, env *Env, now time.Time) (exagentv1.Duration, string) {
+	limit, never := env.ActiveTimeLimit()
+	if never {
+		return "", ""
 	}
-	if m := lim.MaxToolCalls; m != nil {
-		n := max(int32(int64(*m)-s.Ledger.ToolCalls), 0)
-		out.MaxToolCalls = &n
+	rem := limit - s.Ledger.ActiveTimeUsed.Duration - elapsedActive(s, now)
+	if rem < time.Second {
+		return "", fmt.Sprintf("%s: limit activeTime (%s) leaves no time for a child run. The call was not run.",
+			exagentv1.ReasonLimitExceeded, limit)
 	}
-	if m := lim.MaxTokens; m != nil {
-		used := s.Ledger.PromptTokens + s.Ledger.CompletionTokens
-		if *m-used < 1 {
-			return out, fmt.Sprintf("%s: limit maxTokens (%d) leaves no tokens for a child run (%d used). The call was not run.",
-				exagentv1.ReasonLimitExceeded, *m, used)
-		}
-		n := *m - used
-		out.MaxTokens = &n
-	}
-	if limit, never := env.ActiveTimeLimit(); !never {
-		rem := limit - s.Ledger.ActiveTimeUsed.Duration - elapsedActive(s, now)
-		if rem < time.Second {
-			return out, fmt.Sprintf("%s: limit activeTime (%s) leaves no time for a child run. The call was not run.",
-				exagentv1.ReasonLimitExceeded, limit)
-		}
-		out.activeTime = exagentv1.Duration(rem.Truncate(time.Second).String())
-	}
-	return out, ""
+	return exagentv1.Duration(rem.Truncate(time.Second).String()), ""
 }
 
 // childInput is the child's spec.input: the arguments' "input" string, or
@@ -269,11 +261,13 @@ type ChildRef struct {
 
 // RecordDelegated records that the child of a delegation call exists: the
 // call stays Started, now with the child's name (no longer IO in flight),
-// and status.children gets the child's entry.
+// and its entry in status.children (journaled with the intent) gets the
+// child's UID.
 //
-// Touches: the call's child, status.children.
+// Touches: the call's child, the child's entry (uid, agent, phase).
 // Guards: the fence; the call is a delegation call Started by this very
-// attempt with no child yet (or this same child); children stay bounded.
+// attempt with no child yet (or this same child); the child has the name
+// its entry journaled; children stay bounded.
 func RecordDelegated(s Status, env *Env, f Fence, callID string, child ChildRef, now time.Time) (Status, error) {
 	if err := checkFence(&s, f, now); err != nil {
 		return s, err
@@ -291,12 +285,16 @@ func RecordDelegated(s Status, env *Env, f Fence, callID string, child ChildRef,
 	case c.Child != "" && c.Child != child.Name:
 		return s, conflictf("call %q already has child %q, not %q", callID, c.Child, child.Name)
 	}
+	if j := findChild(&s, callID); j >= 0 && s.Children[j].Name != child.Name {
+		return s, conflictf("call %q journaled child %q, not %q", callID, s.Children[j].Name, child.Name)
+	}
 	st := clone(s)
 	st.Calls[i].Child = child.Name
 	entry := exagentv1.ChildRun{Name: child.Name, UID: child.UID, CallID: callID, Agent: child.Agent,
 		Phase: exagentv1.PhaseQueued}
 	if j := findChild(&st, callID); j >= 0 {
-		st.Children[j] = entry
+		e := &st.Children[j]
+		e.UID, e.Agent, e.Phase = child.UID, child.Agent, exagentv1.PhaseQueued
 	} else {
 		if len(st.Children) >= maxChildren {
 			return s, errorf(KindTooLarge, ReasonStatusTooLarge, "the run has %d child runs, the most it may have", maxChildren)
@@ -317,16 +315,26 @@ func findChild(s *Status, callID string) int {
 
 // ChildRefused closes a delegation call whose child could not be created
 // (the name is taken by a run that is not this call's child, admission
-// refused it, nothing of a limit is left): a failed outcome the model sees.
+// refused it, no active time is left): a failed outcome the model sees.
+// No child of this run exists, so its entry is settled: the reservation is
+// released, nothing is charged.
 //
-// Touches: the call's state and outcome.
+// Touches: the call's state and outcome, its entry's charged and message.
 // Guards: the fence; the call is a delegation call Started by this attempt
 // with no child.
 func ChildRefused(s Status, env *Env, f Fence, callID, message string, now time.Time) (Status, error) {
 	if i := findCall(&s, callID); i >= 0 && s.Calls[i].Child != "" {
 		return s, notPendingf("call %q already has its child %q", callID, s.Calls[i].Child)
 	}
-	return RecordOutcome(s, env, f, ToolResult{CallID: callID, Kind: ResultFailed, Output: message}, now)
+	st, err := RecordOutcome(s, env, f, ToolResult{CallID: callID, Kind: ResultFailed, Output: message}, now)
+	if err != nil {
+		return s, err
+	}
+	if j := findChild(&st, callID); j >= 0 {
+		e := &st.Children[j]
+		e.Charged, e.Message = true, bound(message, maxChildMessage)
+	}
+	return st, nil
 }
 
 // awaitChildren hands the run back while its children work: the claim is
@@ -338,46 +346,58 @@ func awaitChildren(st *Status, env *Env, now time.Time) Action {
 }
 
 // ChildObservation is what the controller read of one child run: its UID
-// and status, or Missing when it does not exist.
+// and status, or Missing when it does not exist. Foreign marks a run of
+// the child's name that is not this run's child (another parent's, or
+// made by hand): it is never taken for the child.
 type ChildObservation struct {
 	UID     string
 	Missing bool
+	Foreign bool
 	Status  *exagentv1.AgentRunStatus
 }
 
-// ChildEventKind names what happened to a child, for the parent's Events.
+// ChildEventKind names what happened to a child, for the parent's Events
+// and, for ChildWithdrawn, what the controller must do.
 type ChildEventKind string
 
 const (
 	ChildPaused ChildEventKind = "ChildPaused"
 	ChildEnded  ChildEventKind = "ChildEnded"
+	// ChildWithdrawn: the run no longer awaits this child, which has not
+	// ended: the controller ends it (EndByParent with the event's reason
+	// and message) and a later observation charges it.
+	ChildWithdrawn ChildEventKind = "ChildWithdrawn"
 )
 
 // ChildEvent is one change of a child the parent's Events report.
 type ChildEvent struct {
 	Kind    ChildEventKind
 	Child   string
+	Reason  string
 	Message string
 }
 
 // ObserveChildren folds what the controller read of the children into a
-// run that waits for them (AwaitingChildren). For each child: its entry
-// in status.children takes its phase, pending approvals (its own and its
-// descendants') and message; an ended child closes its call — Succeeded
-// with its output, otherwise Failed with its phase, reason and message —
-// and its ledger is added to this run's, once per child UID (charged), in
-// the same state; a missing (or replaced) child closes its call Failed.
-// Then the phase mirrors the children: Uncertain while one is Uncertain,
+// run that waits for them (AwaitingChildren). For each delegated call's
+// child: its entry in status.children takes its phase, pending approvals
+// (its own and its descendants') and message; a child that ended — and
+// whose own children are settled, so its ledger is final — closes its call
+// (Succeeded with its output, otherwise Failed with its phase, reason and
+// message) and its ledger is charged to this run's, once per child (the
+// entry's charged, which also releases its reservation), in the same
+// state; a missing (or replaced) child closes its call Failed. The
+// children the run withdrew are settled as WithdrawChildren says. Then
+// the phase mirrors the children: Uncertain while one is Uncertain,
 // AwaitingApproval while one waits for a human (the message names the
 // child and what it waits for), Running otherwise — unless the run's own
 // calls or approvals say more (its own pending approvals, an own Uncertain
-// call, or Approved: waiting for a worker). Once no child of the batch is
-// left the run is Queued (or Approved) for a worker to go on.
+// call, or Approved: waiting for a worker). Once no child is left the run
+// is Queued (or Approved) for a worker to go on.
 //
 // Touches: calls (state, outcome), children, ledger, phase, reason, message.
-// Guards: the run awaits children (no claim, a delegation call open).
+// Guards: the run awaits children (no claim, a child to wait for).
 func ObserveChildren(s Status, env *Env, obs map[string]ChildObservation, now time.Time) (Status, []ChildEvent, error) {
-	if !AwaitingChildren(s) {
+	if !AwaitingChildren(s) && !withdrawing(&s, env) {
 		return s, nil, notPendingf("run %s is not waiting for child runs", phaseName(s.Phase))
 	}
 	st := clone(s)
@@ -393,14 +413,15 @@ func ObserveChildren(s Status, env *Env, obs map[string]ChildObservation, now ti
 		}
 		entry := &st.Children[j]
 		o, ok := obs[c.Child]
-		if !ok || o.Missing || o.Status == nil || (entry.UID != "" && o.UID != entry.UID) {
+		if !ok || o.Missing || o.Foreign || o.Status == nil || (entry.UID != "" && o.UID != entry.UID) {
 			what := "was deleted before it ended"
-			if ok && !o.Missing && o.Status != nil {
+			if ok && !o.Missing && (o.Status != nil || o.Foreign) {
 				what = fmt.Sprintf("was replaced by another run of that name (uid %s, not %s)", o.UID, entry.UID)
 			}
 			msg := fmt.Sprintf("%s: child run %s %s; nothing of its work is known.", exagentv1.ReasonChildRunMissing, c.Child, what)
 			closeChildCall(c, false, msg, now)
 			entry.Phase, entry.PendingApprovals, entry.Message = "", 0, bound(msg, maxChildMessage)
+			settleMissing(&st, entry)
 			events = append(events, ChildEvent{Kind: ChildEnded, Child: c.Child, Message: msg})
 			continue
 		}
@@ -409,7 +430,7 @@ func ObserveChildren(s Status, env *Env, obs map[string]ChildObservation, now ti
 		entry.Phase = cs.Phase
 		entry.PendingApprovals = treePending(cs)
 		entry.Message = bound(cs.Message, maxChildMessage)
-		if cs.Phase.IsTerminal() {
+		if cs.Phase.IsTerminal() && subtreeSettled(cs) {
 			ok := cs.Phase == exagentv1.PhaseSucceeded
 			result := cs.Output
 			if !ok {
@@ -431,8 +452,20 @@ func ObserveChildren(s Status, env *Env, obs map[string]ChildObservation, now ti
 				Message: fmt.Sprintf("child run %s waits: %s", c.Child, cs.Message)})
 		}
 	}
+	events = append(events, withdrawChildren(&st, env, obs)...)
 	mirrorChildren(&st)
 	return st, events, nil
+}
+
+// subtreeSettled reports whether a child's own children are all settled:
+// only then is its ledger final (what they used is charged into it).
+func subtreeSettled(cs *exagentv1.AgentRunStatus) bool {
+	for i := range cs.Children {
+		if !cs.Children[i].Charged {
+			return false
+		}
+	}
+	return true
 }
 
 // treePending counts the approvals pending in a child and below it.
@@ -447,13 +480,29 @@ func treePending(cs *exagentv1.AgentRunStatus) int32 {
 }
 
 // charge adds a child's usage (its own and everything charged to it by its
-// descendants) to the parent's ledger.
+// descendants) to the parent's ledger; the child itself is one run of the
+// tree.
 func charge(l, child *exagentv1.Ledger) {
 	l.Requests += child.Requests
+	l.ChildRequests += child.Requests
 	l.ToolCalls += child.ToolCalls
 	l.PromptTokens += child.PromptTokens
 	l.CompletionTokens += child.CompletionTokens
 	l.ActiveTimeUsed.Duration += child.ActiveTimeUsed.Duration
+	l.Runs += 1 + child.Runs
+}
+
+// settleMissing settles the entry of a child that is gone: nothing of its
+// usage is known; a child that was recorded existed, and is one run of
+// the tree. Its reservation is released.
+func settleMissing(st *Status, e *exagentv1.ChildRun) {
+	if e.Charged {
+		return
+	}
+	if e.UID != "" {
+		st.Ledger.Runs++
+	}
+	e.Charged = true
 }
 
 func closeChildCall(c *exagentv1.ToolCall, ok bool, result string, now time.Time) {
@@ -471,7 +520,7 @@ func mirrorChildren(st *Status) {
 		st.Phase == exagentv1.PhaseApproved {
 		return // the run's own state speaks: an owner, an end, its own Resolve or decisions
 	}
-	if !anyCall(st, delegated) {
+	if !anyCall(st, delegated) && !withdrawing(st, nil) {
 		setPhase(st, resumePhase(st), exagentv1.ReasonChildrenEnded, "every child run of the batch ended; waiting for a worker to go on")
 		return
 	}
@@ -479,7 +528,11 @@ func mirrorChildren(st *Status) {
 	for i := range st.Children {
 		ch := &st.Children[i]
 		ci := findCall(st, ch.CallID)
-		if ci < 0 || !delegated(&st.Calls[ci]) {
+		switch {
+		case withdrawnEntry(st, nil, ch):
+			working = append(working, ch.Name+" (withdrawn: it is cancelled, and charged once it ended)")
+			continue
+		case ci < 0 || !delegated(&st.Calls[ci]):
 			continue
 		}
 		desc := fmt.Sprintf("%s (tool %s)", ch.Name, st.Calls[ci].Tool)
@@ -507,9 +560,10 @@ func mirrorChildren(st *Status) {
 
 // loseIntent settles a Started call whose owner is gone. A delegation call
 // without its child recorded is begun again (creating the child again
-// finds the same one); any other call's effect may have happened: Uncertain.
+// finds the same one: its entry keeps the name and the reservation); any
+// other call's effect may have happened: Uncertain.
 func loseIntent(st *Status, env *Env, c *exagentv1.ToolCall) {
-	if c.Child == "" && env.isDelegation(c.Tool) {
+	if c.Child == "" && (env.isDelegation(c.Tool) || findChild(st, c.ID) >= 0) {
 		c.State = exagentv1.CallAllowed
 		if approvalCovers(st, c.ID, c.PayloadHash) {
 			c.State = exagentv1.CallApproved
@@ -520,41 +574,15 @@ func loseIntent(st *Status, env *Env, c *exagentv1.ToolCall) {
 }
 
 // closeEndedDelegation closes a delegation call whose run ended before its
-// child did: the child is cancelled with it (by the controller), so its
-// outcome is a failure, never Uncertain.
-func closeEndedDelegation(c *exagentv1.ToolCall, now time.Time) {
-	closeChildCall(c, false, fmt.Sprintf("the run ended before its child run %s did; the child is cancelled with it", c.Child), now)
-}
-
-// EndByParent cancels a run whose parent ended (or is gone) before it: as a
-// Cancel, the claim is revoked (its reservation charged whole), calls in
-// flight become Uncertain for a Resolve to record, pending approvals are
-// Cancelled.
-//
-// Touches: phase Cancelled (reason ParentEnded), message, claim, ledger
-// active time, calls in flight, approvals, pendingApprovals.
-// Guard: the run has not ended.
-func EndByParent(s Status, env *Env, parent string, parentPhase exagentv1.RunPhase, now time.Time) (Status, error) {
-	if s.Phase.IsTerminal() {
-		return s, notPendingf("run is %s: nothing to cancel", phaseName(s.Phase))
+// child did (or before its child was recorded): the child, if it was
+// created, is cancelled with it (by the controller, found by its journaled
+// name), so the call's outcome is a failure, never Uncertain.
+func closeEndedDelegation(st *Status, c *exagentv1.ToolCall, now time.Time) {
+	name := c.Child
+	if j := findChild(st, c.ID); name == "" && j >= 0 {
+		name = st.Children[j].Name
 	}
-	st := clone(s)
-	if st.Claim != nil {
-		_, never := env.ActiveTimeLimit()
-		settleLost(&st, never, now)
-		st.Claim = nil
-	}
-	closeOpen(&st, exagentv1.ApprovalCancelled, now)
-	what := "ended " + string(parentPhase)
-	if parentPhase == "" {
-		what = "was deleted"
-	}
-	msg := fmt.Sprintf("cancelled: its parent run %s %s", parent, what)
-	if anyCall(&st, isUncertain) {
-		msg += cancelledUncertainNote
-	}
-	setPhase(&st, exagentv1.PhaseCancelled, exagentv1.ReasonParentEnded, msg)
-	return st, nil
+	closeChildCall(c, false, fmt.Sprintf("the run ended before its child run %s did; the child is cancelled with it", name), now)
 }
 
 // Ancestor is one ancestor of a child run as the caller read it: the run

@@ -36,12 +36,15 @@ func delegating(t testing.TB, env *Env) *harness {
 	return h
 }
 
+// d1Child is the name of the child of delegation call d1 of the run.
+var d1Child = ChildName("run", runUID, "d1")
+
 // awaiting has d1's child recorded and the run handed back while it works.
 func awaiting(t testing.TB, env *Env) *harness {
 	t.Helper()
 	h := delegating(t, env)
 	h.must("RecordDelegated", func() error {
-		s, err := RecordDelegated(h.s, env, h.f, "d1", ChildRef{Name: "run-child", UID: "child-uid", Agent: "helper"}, h.now)
+		s, err := RecordDelegated(h.s, env, h.f, "d1", ChildRef{Name: d1Child, UID: "child-uid", Agent: "helper"}, h.now)
 		h.s = s
 		return err
 	})
@@ -63,20 +66,39 @@ func TestChildName(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := ChildName(tc.parent, tc.call)
+			got := ChildName(tc.parent, "uid-p", tc.call)
 			if len(got) > 63 || !strings.HasPrefix(got, tc.wantPrefix) || strings.Contains(got, "--") {
 				t.Errorf("ChildName = %q (%d chars), want ≤63 starting %q", got, len(got), tc.wantPrefix)
 			}
-			if again := ChildName(tc.parent, tc.call); again != got {
+			if again := ChildName(tc.parent, "uid-p", tc.call); again != got {
 				t.Errorf("not deterministic: %q then %q", got, again)
 			}
-			if other := ChildName(tc.parent, tc.call+"x"); other == got {
+			if other := ChildName(tc.parent, "uid-p", tc.call+"x"); other == got {
 				t.Errorf("two calls name the same child %q", got)
+			}
+			if legacy := LegacyChildName(tc.parent, tc.call); len(legacy) > 63 || !strings.HasPrefix(legacy, tc.wantPrefix) {
+				t.Errorf("LegacyChildName = %q", legacy)
 			}
 		})
 	}
 	if v := LabelValue(long); len(v) > 63 || v == LabelValue(long+"b") {
 		t.Errorf("LabelValue(long) = %q", v)
+	}
+}
+
+// TestChildNameLongParents: two parents whose long names share the part
+// that is kept, with the same call id, name different children (the old
+// scheme, hashing the call id alone, gave both the same name).
+func TestChildNameLongParents(t *testing.T) {
+	a, b := strings.Repeat("p", 60)+"-east", strings.Repeat("p", 60)+"-west"
+	if x, y := ChildName(a, "uid-a", "call_1"), ChildName(b, "uid-b", "call_1"); x == y {
+		t.Errorf("parents %s and %s name the same child %q", a, b, x)
+	}
+	if x, y := ChildName("same", "uid-1", "c"), ChildName("same", "uid-2", "c"); x == y {
+		t.Errorf("two runs of one name (a run re-created) name the same child %q", x)
+	}
+	if LegacyChildName(a, "call_1") != LegacyChildName(b, "call_1") {
+		t.Error("the legacy scheme is expected to collide here (it is what ChildName fixes)")
 	}
 }
 
@@ -90,6 +112,7 @@ func TestPlanChild(t *testing.T) {
 	tests := map[string]struct {
 		agent       *exagentv1.AgentSpec
 		run         *exagentv1.AgentRunSpec
+		after       time.Duration // between the intent and the plan
 		wantRefusal string
 		check       func(t *testing.T, p ChildPlan)
 	}{
@@ -107,23 +130,26 @@ func TestPlanChild(t *testing.T) {
 					Delegation: &exagentv1.Delegation{
 						Parent: exagentv1.RunReference{Name: "run", UID: runUID}, Root: exagentv1.RunReference{Name: "run", UID: runUID},
 						CallID: "d1", Ancestry: []string{runUID + "/d1"},
-						Limits: exagentv1.DelegatedLimits{MaxDepth: new(int32(2))},
+						Limits: exagentv1.DelegatedLimits{MaxDepth: new(int32(2)), MaxRuns: new(int32(31))},
 					},
 				}
 				if diff := cmp.Diff(want, p.Spec); diff != "" {
 					t.Errorf("spec (-want +got):\n%s", diff)
 				}
-				if p.Name != ChildName("run", "d1") || p.Labels[exagentv1.LabelParentRun] != "run" || p.Labels[exagentv1.LabelRootRun] != "run" {
+				if p.Name != d1Child || p.Labels[exagentv1.LabelParentRun] != "run" || p.Labels[exagentv1.LabelRootRun] != "run" {
 					t.Errorf("name %q labels %v", p.Name, p.Labels)
 				}
 			},
 		},
-		"what remains of every limit": {
+		"what remains of every limit, reserved for the one child": {
 			agent: delegatingAgent().MaxSteps(10).MaxToolCalls(5).MaxTokens(100).Obj(),
 			run:   MakeRun().ActiveTimeLimit("10m").Obj(),
 			check: func(t *testing.T, p ChildPlan) {
-				// One request (15 tokens) and one tool call (the delegation) are charged.
-				want := exagentv1.DelegatedLimits{MaxSteps: new(int32(9)), MaxToolCalls: new(int32(4)), MaxTokens: new(int64(85)), MaxDepth: new(int32(2))}
+				// One request (15 tokens) and one tool call (the delegation) are
+				// charged; one request is kept for the run to read the answer; the
+				// child is one run of the default 32 and may create the rest.
+				want := exagentv1.DelegatedLimits{MaxSteps: new(int32(8)), MaxToolCalls: new(int32(4)), MaxTokens: new(int64(85)),
+					MaxDepth: new(int32(2)), MaxRuns: new(int32(31))}
 				if diff := cmp.Diff(want, p.Spec.Delegation.Limits); diff != "" {
 					t.Errorf("limits (-want +got):\n%s", diff)
 				}
@@ -148,9 +174,10 @@ func TestPlanChild(t *testing.T) {
 				}
 			},
 		},
-		"no model request left: refused, the model is told": {
-			agent:       delegatingAgent().MaxSteps(1).Obj(),
-			run:         MakeRun().Obj(),
+		"no active time left: refused, the model is told": {
+			agent:       delegatingAgent().Obj(),
+			run:         MakeRun().ActiveTimeLimit("2s").Obj(),
+			after:       time.Second + time.Millisecond,
 			wantRefusal: exagentv1.ReasonLimitExceeded,
 		},
 	}
@@ -158,7 +185,7 @@ func TestPlanChild(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			env := mustEnv(t, tc.agent, tc.run)
 			h := delegating(t, env)
-			p, refusal, err := PlanChild(h.s, env, "d1", h.now)
+			p, refusal, err := PlanChild(h.s, env, "d1", h.now.Add(tc.after))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +235,7 @@ func TestAwaitChildren(t *testing.T) {
 	if s.Claim != nil || s.Phase != exagentv1.PhaseRunning || s.Reason != exagentv1.ReasonWaitingForChildren || !AwaitingChildren(s) {
 		t.Fatalf("phase %s reason %s claim %v, want Running WaitingForChildren unclaimed", s.Phase, s.Reason, s.Claim)
 	}
-	if c := s.Calls[0]; c.State != exagentv1.CallStarted || c.Child != "run-child" {
+	if c := s.Calls[0]; c.State != exagentv1.CallStarted || c.Child != d1Child {
 		t.Errorf("call = %s child %q, want Started with its child", c.State, c.Child)
 	}
 	if _, err := Recover(s, env, h.now.Add(time.Hour)); !wantErrKind(t, err, KindNotPending) {
@@ -225,7 +252,7 @@ func TestObserveChildren(t *testing.T) {
 		for _, m := range mutate {
 			m(st)
 		}
-		return map[string]ChildObservation{"run-child": {UID: "child-uid", Status: st}}
+		return map[string]ChildObservation{d1Child: {UID: "child-uid", Status: st}}
 	}
 	tests := map[string]struct {
 		obs         map[string]ChildObservation
@@ -260,7 +287,7 @@ func TestObserveChildren(t *testing.T) {
 			}),
 			wantPhase: exagentv1.PhaseQueued, wantReason: exagentv1.ReasonChildrenEnded, wantCall: exagentv1.CallSucceeded,
 			wantResult: "all fixed", wantEvents: []ChildEventKind{ChildEnded},
-			wantLedger: exagentv1.Ledger{Requests: 3, ToolCalls: 2, PromptTokens: 30, CompletionTokens: 15},
+			wantLedger: exagentv1.Ledger{Requests: 3, ChildRequests: 2, Runs: 1, ToolCalls: 2, PromptTokens: 30, CompletionTokens: 15},
 		},
 		"a Failed child: a failed outcome with its reason": {
 			obs: child(exagentv1.PhaseFailed, func(s *exagentv1.AgentRunStatus) {
@@ -269,18 +296,33 @@ func TestObserveChildren(t *testing.T) {
 			}),
 			wantPhase: exagentv1.PhaseQueued, wantReason: exagentv1.ReasonChildrenEnded, wantCall: exagentv1.CallFailed,
 			wantResult: "ended Failed (LimitExceeded)", wantEvents: []ChildEventKind{ChildEnded},
-			wantLedger: exagentv1.Ledger{Requests: 2, ToolCalls: 1, PromptTokens: 10, CompletionTokens: 5},
+			wantLedger: exagentv1.Ledger{Requests: 2, ChildRequests: 1, Runs: 1, ToolCalls: 1, PromptTokens: 10, CompletionTokens: 5},
 		},
-		"a deleted child: a failed outcome": {
-			obs:       map[string]ChildObservation{"run-child": {Missing: true}},
+		"a deleted child: a failed outcome, nothing known to charge but the run itself": {
+			obs:       map[string]ChildObservation{d1Child: {Missing: true}},
 			wantPhase: exagentv1.PhaseQueued, wantReason: exagentv1.ReasonChildrenEnded, wantCall: exagentv1.CallFailed,
 			wantResult: exagentv1.ReasonChildRunMissing, wantEvents: []ChildEventKind{ChildEnded},
+			wantLedger: exagentv1.Ledger{Requests: 1, Runs: 1, ToolCalls: 1, PromptTokens: 10, CompletionTokens: 5},
 		},
 		"a child re-created by someone else: never taken for the child": {
-			obs: map[string]ChildObservation{"run-child": {UID: "other", Status: &exagentv1.AgentRunStatus{
+			obs: map[string]ChildObservation{d1Child: {UID: "other", Status: &exagentv1.AgentRunStatus{
 				Phase: exagentv1.PhaseSucceeded, Output: "not mine", Ledger: exagentv1.Ledger{Requests: 9}}}},
 			wantPhase: exagentv1.PhaseQueued, wantReason: exagentv1.ReasonChildrenEnded, wantCall: exagentv1.CallFailed,
 			wantResult: "replaced", wantEvents: []ChildEventKind{ChildEnded},
+			wantLedger: exagentv1.Ledger{Requests: 1, Runs: 1, ToolCalls: 1, PromptTokens: 10, CompletionTokens: 5},
+		},
+		"a run of the child's name that is not this run's child (the controller says Foreign)": {
+			obs:       map[string]ChildObservation{d1Child: {UID: "child-uid", Foreign: true}},
+			wantPhase: exagentv1.PhaseQueued, wantReason: exagentv1.ReasonChildrenEnded, wantCall: exagentv1.CallFailed,
+			wantResult: "replaced", wantEvents: []ChildEventKind{ChildEnded},
+			wantLedger: exagentv1.Ledger{Requests: 1, Runs: 1, ToolCalls: 1, PromptTokens: 10, CompletionTokens: 5},
+		},
+		"an ended child whose own children are not settled: its ledger is not final, the call stays open": {
+			obs: child(exagentv1.PhaseFailed, func(s *exagentv1.AgentRunStatus) {
+				s.Ledger = exagentv1.Ledger{Requests: 1}
+				s.Children = []exagentv1.ChildRun{{Name: "gc", CallID: "x", Phase: exagentv1.PhaseRunning}}
+			}),
+			wantPhase: exagentv1.PhaseRunning, wantReason: exagentv1.ReasonWaitingForChildren, wantCall: exagentv1.CallStarted,
 		},
 	}
 	for name, tc := range tests {
@@ -347,7 +389,7 @@ func findCondition(cs []metav1.Condition, typ string) *metav1.Condition {
 func TestChildOutcomeResumes(t *testing.T) {
 	env := mustEnv(t, delegatingAgent().Obj(), MakeRun().Obj())
 	h := awaiting(t, env)
-	next, _, err := ObserveChildren(h.s, env, map[string]ChildObservation{"run-child": {UID: "child-uid",
+	next, _, err := ObserveChildren(h.s, env, map[string]ChildObservation{d1Child: {UID: "child-uid",
 		Status: &exagentv1.AgentRunStatus{Phase: exagentv1.PhaseSucceeded, Output: "the answer"}}}, h.now)
 	if err != nil {
 		t.Fatal(err)
@@ -403,7 +445,8 @@ func TestEndedParentClosesDelegation(t *testing.T) {
 	}
 
 	_, childState := inFlightRun(t)
-	cancelled, err := EndByParent(childState, defaultEnv(t), "parent", exagentv1.PhaseCancelled, t0)
+	cancelled, err := EndByParent(childState, defaultEnv(t), exagentv1.ReasonParentEnded,
+		ParentEndedMessage("parent", exagentv1.PhaseCancelled), t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +530,7 @@ func TestBatchWaitsForEveryChild(t *testing.T) {
 	}
 	for _, id := range []string{"d2", "d1"} { // the children exist in any order
 		h.must("RecordDelegated "+id, func() error {
-			s, err := RecordDelegated(h.s, env, h.f, id, ChildRef{Name: "child-" + id, UID: "uid-" + id, Agent: "helper"}, h.now)
+			s, err := RecordDelegated(h.s, env, h.f, id, ChildRef{Name: ChildName("run", runUID, id), UID: "uid-" + id, Agent: "helper"}, h.now)
 			h.s = s
 			return err
 		})
@@ -500,7 +543,7 @@ func TestBatchWaitsForEveryChild(t *testing.T) {
 	}
 	working := &exagentv1.AgentRunStatus{Phase: exagentv1.PhaseRunning}
 	s, _, err := ObserveChildren(h.s, env, map[string]ChildObservation{
-		"child-d1": {UID: "uid-d1", Status: working}, "child-d2": {UID: "uid-d2", Status: ended("second")}}, h.now)
+		ChildName("run", runUID, "d1"): {UID: "uid-d1", Status: working}, ChildName("run", runUID, "d2"): {UID: "uid-d2", Status: ended("second")}}, h.now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,7 +551,7 @@ func TestBatchWaitsForEveryChild(t *testing.T) {
 		t.Fatalf("one child ended: phase %s (%s), want still waiting", s.Phase, s.Reason)
 	}
 	s, _, err = ObserveChildren(s, env, map[string]ChildObservation{
-		"child-d1": {UID: "uid-d1", Status: ended("first")}, "child-d2": {UID: "uid-d2", Status: ended("second")}}, h.now)
+		ChildName("run", runUID, "d1"): {UID: "uid-d1", Status: ended("first")}, ChildName("run", runUID, "d2"): {UID: "uid-d2", Status: ended("second")}}, h.now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,14 +96,19 @@ func refuse(c *exagentv1.ToolCall, rule string) {
 //   - policy Ask and no approval covers the current payload → Pending;
 //   - the tool is gone (from the Agent, or from its MCP server's
 //     tools/list) → a failed call the model sees;
+//   - a delegation call first begun: its child's entry is journaled in
+//     status.children (the child's deterministic name and what is reserved
+//     for it, reserve.go); when nothing is left to reserve → a failed call
+//     the model sees (LimitExceeded), never begun;
 //   - otherwise → Started with the attempt and the idempotency key
 //     runUID/callID (kept across re-sends).
 //
 // Touches: calls (state, rule, payloadHash, attempt, idempotencyKey,
 // startedAt), ledger.toolCalls (once per call, on its first start: a
-// persisted batch is never admitted twice).
+// persisted batch is never admitted twice), children (+ the new entries).
 // Guards: the fence; each call is of the current step and Allowed or
-// Approved; maxToolCalls; the state leaves room for the outcomes.
+// Approved; maxToolCalls, counting what children hold; the state leaves
+// room for the outcomes.
 func BeginEffect(s Status, env *Env, f Fence, callIDs []string, now time.Time) (Status, error) {
 	if err := checkFence(&s, f, now); err != nil {
 		return s, err
@@ -137,14 +142,23 @@ func beginEffect(st *Status, env *Env, f Fence, callIDs []string, now time.Time)
 		}
 		idx = append(idx, i)
 	}
-	if m := env.limits().MaxToolCalls; m != nil && st.Ledger.ToolCalls+newAdmissions > int64(*m) {
+	if m := env.limits().MaxToolCalls; m != nil && st.Ledger.ToolCalls+newAdmissions+held(st).toolCalls > int64(*m) {
 		return nil, errorf(KindLimitExceeded, exagentv1.ReasonLimitExceeded,
-			"limit maxToolCalls (%d) reached: %d calls made, %d more requested", *m, st.Ledger.ToolCalls, newAdmissions)
+			"limit maxToolCalls (%d) reached: %d calls made, %d held by child runs, %d more requested",
+			*m, st.Ledger.ToolCalls, held(st).toolCalls, newAdmissions)
 	}
-	var started []ToolInvocation
+	ready := idx[:0:0]
 	for _, i := range idx {
+		if recheck(st, env, &st.Calls[i]) {
+			ready = append(ready, i)
+		}
+	}
+	refused := reserveChildren(st, env, ready) // reserve.go
+	var started []ToolInvocation
+	for _, i := range ready {
 		c := &st.Calls[i]
-		if !recheck(st, env, c) {
+		if why, ok := refused[c.ID]; ok {
+			refuseChild(c, why)
 			continue
 		}
 		if c.IdempotencyKey == "" {

@@ -83,10 +83,12 @@ func endRun(st *Status, env *Env, now time.Time, phase exagentv1.RunPhase, reaso
 func closeOpen(st *Status, approvalState exagentv1.ApprovalState, now time.Time) {
 	for i := range st.Calls {
 		switch c := &st.Calls[i]; {
-		case inFlight(c):
+		case inFlight(c) && findChild(st, c.ID) < 0:
 			c.State = exagentv1.CallUncertain
-		case delegated(c):
-			closeEndedDelegation(c, now) // delegate.go
+		case inFlight(c), delegated(c):
+			// A delegation call whose child is journaled (recorded or not):
+			// the controller ends the child, so the call fails.
+			closeEndedDelegation(st, c, now) // delegate.go
 		}
 	}
 	for i := range st.Approvals {

@@ -38,6 +38,11 @@ type EnvInput struct {
 	// callable tool (its named tools fail as unavailable): the controller
 	// supplies listings wherever calls are admitted or begun.
 	MCP map[string]*MCPListing
+	// ChildLimits holds, by Agent name, the limits of the Agents the
+	// Agent's delegation tools hand work to, as read now: a child's
+	// reservation is at most its own Agent's limits (reserve.go). An Agent
+	// missing from it sets no limits of its own.
+	ChildLimits map[string]exagentv1.LimitsSpec
 }
 
 // Env is a validated EnvInput: the compiled policy, fingerprints, tool
@@ -84,6 +89,12 @@ func NewEnv(in EnvInput) (*Env, error) {
 	e.in.Agent = in.Agent.DeepCopy()
 	e.in.Run = in.Run.DeepCopy()
 	e.in.Ancestry = append([]string(nil), in.Ancestry...)
+	if in.ChildLimits != nil {
+		e.in.ChildLimits = make(map[string]exagentv1.LimitsSpec, len(in.ChildLimits))
+		for k, v := range in.ChildLimits {
+			e.in.ChildLimits[k] = *v.DeepCopy()
+		}
+	}
 	if d := in.Run.Delegation; len(e.in.Ancestry) == 0 && d != nil {
 		e.in.Ancestry = append(e.in.Ancestry, d.Ancestry...) // the chain of delegating calls (delegate.go)
 	}
@@ -257,6 +268,15 @@ func (e *Env) ToolSpec(name string) *exagentv1.ToolSpec {
 }
 
 // limits are the Agent's, narrowed by what the run's ancestors left it.
+// childLimits are the limits of the child Agent named agent (ChildLimits).
+func (e *Env) childLimits(agent string) exagentv1.LimitsSpec { return e.in.ChildLimits[agent] }
+
+// standIn reports whether the Env is built from the run's spec alone, with
+// an empty Agent standing in for one that is missing or unusable: it says
+// nothing about the Agent's tools. (A real Agent always has a model
+// provider: admission requires one.)
+func (e *Env) standIn() bool { return e.in.Agent.Model.Provider == "" }
+
 func (e *Env) limits() exagentv1.LimitsSpec {
 	return narrowLimits(e.in.Agent.Limits, e.in.Run.Delegation)
 }

@@ -45,8 +45,11 @@ func Recover(s Status, env *Env, now time.Time) (Status, error) {
 		if !inFlight(c) {
 			continue
 		}
-		if env.isDelegation(c.Tool) {
-			loseIntent(&st, env, c) // begun again: creating the child again finds the same one
+		if env.isDelegation(c.Tool) || findChild(&st, c.ID) >= 0 {
+			// Begun again: creating the child again finds the same one (a
+			// call whose child is journaled is a delegation even if its
+			// tool was removed since: then its child is withdrawn).
+			loseIntent(&st, env, c)
 			continue
 		}
 		if env.toolIdempotent(c.Tool) && c.Resends < maxResends {

@@ -135,8 +135,10 @@ func driveBatch(st *Status, env *Env, f Fence, now time.Time) (Action, bool, err
 			return Action{Kind: ActPause, Approvals: created, Reason: st.Reason, Message: st.Message}, true, nil
 		}
 	}
-	if anyCall(st, delegated) {
-		return awaitChildren(st, env, now), true, nil // delegate.go
+	if anyCall(st, delegated) || withdrawing(st, nil) {
+		// Children work, or withdrawn ones are still to end and be charged:
+		// the batch closes once every one of them did (delegate.go, withdraw.go).
+		return awaitChildren(st, env, now), true, nil
 	}
 	if err := closeBatch(st); err != nil {
 		return Action{}, true, err
@@ -176,11 +178,19 @@ func requestModel(st *Status, env *Env, f Fence, now time.Time) (Action, error) 
 	if lost != nil && lost.Attempt == f.Attempt {
 		return Action{Kind: ActWait}, nil
 	}
-	if m := env.limits().MaxSteps; m != nil && st.Cursor.Step >= *m {
-		return limitExceeded(st, env, now, "limit maxSteps (%d) reached", *m), nil
+	if m := env.limits().MaxSteps; m != nil && stepsUsed(st)+held(st).steps >= int64(*m) {
+		if st.Ledger.ChildRequests == 0 && held(st).steps == 0 {
+			return limitExceeded(st, env, now, "limit maxSteps (%d) reached", *m), nil
+		}
+		return limitExceeded(st, env, now, "limit maxSteps (%d) reached: %d steps of this run, %d model requests of its "+
+			"child runs, %d held by child runs", *m, st.Cursor.Step, st.Ledger.ChildRequests, held(st).steps), nil
 	}
 	if act, ok := checkIOLimits(st, env, now); !ok {
 		return act, nil
+	}
+	if m := env.limits().MaxTokens; m != nil && tokensUsed(st)+held(st).tokens >= *m {
+		return limitExceeded(st, env, now, "limit maxTokens (%d) reached: %d used, %d held by child runs", *m,
+			tokensUsed(st), held(st).tokens), nil
 	}
 	if !transcriptRoom(st, env, modelResponseReserve) {
 		return transcriptTooLarge(st, env, now, "the next model request", modelResponseReserve), nil

@@ -40,8 +40,20 @@ func ValidateAgent(newObj, _ *exagentv1.Agent) field.ErrorList {
 	errs := validateModel(spec.Child("model"), &s.Model)
 	errs = append(errs, validateTools(spec.Child("tools"), s.Tools)...)
 	errs = append(errs, validatePolicy(spec.Child("policy"), &s.Policy)...)
-	errs = append(errs, validateDuration(spec.Child("limits", "activeTime"), s.Limits.ActiveTime, true)...)
+	errs = append(errs, validateLimits(spec.Child("limits"), &s.Limits)...)
 	errs = append(errs, validateNotify(spec.Child("notify"), s.Notify)...) // notify: webhook/notify_validation.go
+	return errs
+}
+
+// validateLimits checks the limits the schema's markers also bound (a
+// webhook that runs without the CRD's schema — an older CRD installed —
+// still refuses them): activeTime, and maxRuns within 0…MaxTreeRuns.
+func validateLimits(path *field.Path, l *exagentv1.LimitsSpec) field.ErrorList {
+	errs := validateDuration(path.Child("activeTime"), l.ActiveTime, true)
+	if m := l.MaxRuns; m != nil && (*m < 0 || *m > exagentv1.MaxTreeRuns) {
+		errs = append(errs, field.Invalid(path.Child("maxRuns"), *m, fmt.Sprintf(
+			"the most runs a delegation tree may create: 0 (no delegation) to %d", exagentv1.MaxTreeRuns)))
+	}
 	return errs
 }
 

@@ -166,6 +166,20 @@ func TestValidateAgent(t *testing.T) {
 			agent: agent(func(a *exagentv1.Agent) { a.Spec.Limits.ActiveTime = "0s" }),
 			want:  []string{"FieldValueInvalid spec.limits.activeTime"},
 		},
+		"maxRuns within its bounds": {
+			agent: agent(func(a *exagentv1.Agent) { a.Spec.Limits.MaxRuns = new(int32(exagentv1.MaxTreeRuns)) }),
+		},
+		"maxRuns 0: no delegation": {
+			agent: agent(func(a *exagentv1.Agent) { a.Spec.Limits.MaxRuns = new(int32(0)) }),
+		},
+		"maxRuns past its bound": {
+			agent: agent(func(a *exagentv1.Agent) { a.Spec.Limits.MaxRuns = new(int32(exagentv1.MaxTreeRuns + 1)) }),
+			want:  []string{"FieldValueInvalid spec.limits.maxRuns"},
+		},
+		"maxRuns negative": {
+			agent: agent(func(a *exagentv1.Agent) { a.Spec.Limits.MaxRuns = new(int32(-1)) }),
+			want:  []string{"FieldValueInvalid spec.limits.maxRuns"},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

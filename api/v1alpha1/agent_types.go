@@ -475,6 +475,15 @@ type LimitsSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=16
 	MaxDepth *int32 `json:"maxDepth,omitempty"`
+	// maxRuns bounds how many child runs a whole delegation tree below a
+	// run of this Agent may create, at every depth (default 32). Each child
+	// is given a share of it (spec.delegation.limits.maxRuns), reserved
+	// out of its parent's when it is created; a delegation call past it
+	// fails with LimitExceeded and the model is told.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1024
+	MaxRuns *int32 `json:"maxRuns,omitempty"`
 }
 
 // DefaultMaxDepth is limits.maxDepth when unset.
@@ -490,6 +499,20 @@ func (l *LimitsSpec) Depth() int32 {
 		return DefaultMaxDepth
 	}
 	return *l.MaxDepth
+}
+
+// DefaultMaxRuns is limits.maxRuns when unset.
+const DefaultMaxRuns = 32
+
+// MaxTreeRuns is the most limits.maxRuns admits (its marker's Maximum).
+const MaxTreeRuns = 1024
+
+// Runs returns limits.maxRuns, DefaultMaxRuns when unset.
+func (l *LimitsSpec) Runs() int32 {
+	if l.MaxRuns == nil {
+		return DefaultMaxRuns
+	}
+	return *l.MaxRuns
 }
 
 // DefaultMaxTranscriptBytes is limits.maxTranscriptBytes when unset (64 MiB).

@@ -670,6 +670,14 @@ type Ledger struct {
 	// completionTokens used.
 	// +optional
 	CompletionTokens int64 `json:"completionTokens,omitempty"`
+	// runs is how many child runs were created below this run, at every
+	// depth (charged when each child ended); limits.maxRuns bounds it.
+	// +optional
+	Runs int64 `json:"runs,omitempty"`
+	// childRequests is the part of requests its child runs made (charged
+	// when each ended): limits.maxSteps counts them with the run's own steps.
+	// +optional
+	ChildRequests int64 `json:"childRequests,omitempty"`
 	// activeTimeUsed is charged owner time.
 	// +optional
 	ActiveTimeUsed metav1.Duration `json:"activeTimeUsed,omitempty"`

@@ -107,6 +107,11 @@ func TestValidSamplesAreAccepted(t *testing.T) {
 		"agent":    sampleAgent(ns, "ops"),
 		"run":      sampleRun(ns, "r1"),
 		"decision": sampleDecision(ns, "d1"),
+		"agent with maxRuns at MaxTreeRuns": func() client.Object {
+			a := sampleAgent(ns, "many-runs")
+			a.Spec.Limits.MaxRuns = ptr.To[int32](exagentv1.MaxTreeRuns) // the marker's Maximum agrees with the constant
+			return a
+		}(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := env.Client.Create(ctx, obj); err != nil {
@@ -195,6 +200,14 @@ func TestRejectedByTheSchema(t *testing.T) {
 				return d
 			}(),
 			wantMessage: "decision Resolve needs an outcome",
+		},
+		"maxRuns past MaxTreeRuns": {
+			obj: func() client.Object {
+				a := sampleAgent(ns, "too-many-runs")
+				a.Spec.Limits.MaxRuns = ptr.To[int32](exagentv1.MaxTreeRuns + 1)
+				return a
+			}(),
+			wantMessage: "spec.limits.maxRuns",
 		},
 		"unknown decision": {
 			obj: func() client.Object {

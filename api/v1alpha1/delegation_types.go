@@ -33,8 +33,17 @@ const (
 	ReasonChildRunFailed = "ChildRunFailed"
 	// ReasonChildRunMissing: the child run was deleted before it ended.
 	ReasonChildRunMissing = "ChildRunMissing"
-	// ReasonParentEnded: a child run was cancelled because its parent ended.
+	// ReasonParentEnded: a child run was cancelled because its parent ended
+	// (or is gone).
 	ReasonParentEnded = "ParentEnded"
+	// ReasonDelegationWithdrawn: a child run was cancelled because its
+	// parent's delegation call was closed without it — denied, asked again,
+	// refused, or its tool removed — before the parent recorded the child.
+	ReasonDelegationWithdrawn = "DelegationWithdrawn"
+	// ReasonWaitingForParent: a child run waits, unclaimed, until its parent
+	// awaits it again (the parent's call is to be begun again after a lost
+	// owner): nothing of the child runs meanwhile.
+	ReasonWaitingForParent = "WaitingForParent"
 )
 
 // Delegation records, on a child run, where it sits in its tree. It is
@@ -59,9 +68,10 @@ type Delegation struct {
 	// +kubebuilder:validation:items:MaxLength=128
 	// +listType=atomic
 	Ancestry []string `json:"ancestry"`
-	// limits are what remained of every ancestor's limits when the child
-	// was created; the child's own Agent limits can only narrow them
-	// (active time is bounded by spec.activeTimeLimit).
+	// limits are what the parent reserved for the child out of what
+	// remained of its own (and so of every ancestor's) limits when the
+	// child's call was begun; the child's own Agent limits can only narrow
+	// them (active time is bounded by spec.activeTimeLimit).
 	// +optional
 	Limits DelegatedLimits `json:"limits,omitempty"`
 }
@@ -86,6 +96,11 @@ type DelegatedLimits struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=16
 	MaxDepth *int32 `json:"maxDepth,omitempty"`
+	// maxRuns is how many runs the child's own tree (below it) may create.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1024
+	MaxRuns *int32 `json:"maxRuns,omitempty"`
 }
 
 // RunReference names a run and pins its UID.
@@ -98,7 +113,11 @@ type RunReference struct {
 	UID string `json:"uid"`
 }
 
-// ChildRun is a delegated run, as its parent mirrors it.
+// ChildRun is a delegated run, as its parent mirrors it. The entry is
+// journaled with the delegation call's intent, before the child is
+// created, under the child's deterministic name: whatever becomes of the
+// call, the parent knows which run to end. uid is empty until the parent
+// recorded that the child exists.
 type ChildRun struct {
 	// name of the child run.
 	// +required
@@ -126,7 +145,16 @@ type ChildRun struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
-	// charged is true once the child's usage was added to this run's ledger.
+	// reserved is what this run set aside of its budget for the child, in
+	// the commit of the delegation call's intent (before the child is
+	// created): the child's limits. This run and its other children may
+	// not spend it until the child ended; then the child's actual usage is
+	// charged instead.
+	// +optional
+	Reserved *DelegatedLimits `json:"reserved,omitempty"`
+	// charged is true once the child's usage was added to this run's
+	// ledger and its reservation released — also for a child that was never
+	// created, or was deleted (nothing of it is known to charge).
 	// +optional
 	Charged bool `json:"charged,omitempty"`
 }

@@ -27,9 +27,9 @@ func TestDelegationSample(t *testing.T) {
 	}
 	must(t, "", strings.ReplaceAll(string(b), "namespace: demo", "namespace: "+ns), "apply", "-f", "-")
 	const root = "triage-web"
-	child := loop.ChildName(root, "hand-off")
 
 	out := must(t, "", "", "approve", "wait", root, "-n", ns, "--for=paused", "--timeout="+waitTimeout)
+	child := loop.ChildName(root, string(getRun(t, ns, root).UID), "hand-off")
 	if !strings.HasPrefix(out, "agentrun.exagent.io/"+root+" paused: AwaitingApproval") {
 		t.Errorf("wait --for=paused: %q", out)
 	}
