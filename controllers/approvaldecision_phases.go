@@ -248,9 +248,12 @@ func (r *ApprovalDecisionReconciler) commitDecided(ctx context.Context, dsc *dec
 	}
 	if r.Runs != nil && next.Phase == exagentv1.PhaseApproved && dsc.run.Status.Phase == exagentv1.PhaseAwaitingApproval {
 		written, ok, err := r.Runs.resumeDecided(ctx, dsc.run, next, dsc.now, event)
-		if ok {
+		if _, refused := AsUnstorable(err); ok && !refused {
 			return written, err
 		}
+		// Stopping, or the resumed turn's write is refused for good: the
+		// decision is committed alone, and the run's own turn meets (and
+		// ends the run on) that refusal.
 	}
 	written, err := r.Store.Commit(ctx, dsc.run, next, nil, dsc.now)
 	if err != nil {
