@@ -190,14 +190,14 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 		// The operation may have been applied at a past revision, its
 		// receipt since sealed: a repeat must find it (sealedReceipts).
 		sealed, err := r.sealedReceipts(ctx, dsc.run)
-		if err != nil {
-			if loop.IsPermanent(err) {
-				dsc.reject("the run's sealed receipts cannot be read: %v", err)
-				return nil
-			}
+		switch {
+		case err != nil && !loop.IsPermanent(err):
 			return err
+		case err != nil && !cancel:
+			dsc.reject("the run's sealed receipts cannot be read: %v", err)
+			return nil
 		}
-		cmd.Sealed = sealed
+		cmd.Sealed = sealed // a Cancel stops a run whatever its chain holds
 	}
 	dsc.now = r.Clock.Now()
 	next, receipt, err := loop.Decide(dsc.run.Status, env, cmd, dsc.now)
@@ -214,6 +214,11 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 	}
 	if !equalStatus(next, dsc.run.Status) {
 		written, err := r.commitDecided(ctx, dsc, next)
+		if u, ok := AsUnstorable(err); ok {
+			// Retrying the same write could only be refused again.
+			dsc.reject("the run's status cannot take this decision: %v (%s); the run is unchanged", u, u.Reason)
+			return nil
+		}
 		if err != nil {
 			if errors.Is(err, ErrConflict) || apierrors.IsConflict(err) {
 				logf.FromContext(ctx).V(1).Info("run changed while deciding; retrying on a fresh read")
@@ -243,9 +248,12 @@ func (r *ApprovalDecisionReconciler) commitDecided(ctx context.Context, dsc *dec
 	}
 	if r.Runs != nil && next.Phase == exagentv1.PhaseApproved && dsc.run.Status.Phase == exagentv1.PhaseAwaitingApproval {
 		written, ok, err := r.Runs.resumeDecided(ctx, dsc.run, next, dsc.now, event)
-		if ok {
+		if _, refused := AsUnstorable(err); ok && !refused {
 			return written, err
 		}
+		// Stopping, or the resumed turn's write is refused for good: the
+		// decision is committed alone, and the run's own turn meets (and
+		// ends the run on) that refusal.
 	}
 	written, err := r.Store.Commit(ctx, dsc.run, next, nil, dsc.now)
 	if err != nil {

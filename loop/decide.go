@@ -12,8 +12,9 @@ import (
 // Approve, Deny, Cancel or Resolve. Every decision is idempotent by
 // operationID (d.OperationID, else d.Name): the same operation with the
 // same decision, target, payload hash, revision, actor and outcome returns
-// its stored receipt and the state unchanged, with a nil error; the same
-// operationID with anything different is a conflict.
+// its stored receipt (from status.receipts, or from d.Sealed when it was
+// sealed: see NeedSealedReceipts) and the state unchanged, with a nil
+// error; the same operationID with anything different is a conflict.
 func Decide(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv1.Receipt, error) {
 	switch d.Decision {
 	case exagentv1.DecisionApprove:

@@ -26,6 +26,9 @@
 //	pause.go      Pause: approvals bound to payload hash and revision
 //	decide.go     Decide: Approve, Deny, Cancel, Resolve, idempotent by operationID
 //	end.go        Finish, Fail
+//	unstorable.go FailUnstorable: end a run whose status the store refuses for good
+//	seal.go       Seal: what leaves the hot status for segments (values, old entries, receipts)
+//	chain.go      the segment chain verified, sealed values and receipts read back
 //	expire.go     Expire: deadline and approval expiry
 //	recover.go    Recover after a lost lease
 //	activetime.go reservations and charges of active time

@@ -61,7 +61,10 @@ func valueLimit(n int) int {
 // its size once JSON-escaped — what the stored status pays for it, up to
 // six times its length — passes limit.
 func sealable(v string, limit int) bool {
-	return v != "" && (len(v) > limit || escapedLen(v) > limit)
+	if v == "" || 6*len(v)+2 <= limit {
+		return false // even escaped at worst it fits: no need to look
+	}
+	return len(v) > limit || escapedLen(v) > limit
 }
 
 // Segment is one AgentRunSegment to create: its name is the sha256 (hex)
