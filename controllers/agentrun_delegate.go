@@ -302,7 +302,7 @@ func (r *AgentRunReconciler) endChildren(ctx context.Context, parent *exagentv1.
 		return nil
 	}
 	env, err := loop.NewEnv(loop.EnvInput{RunUID: string(parent.UID), RunName: parent.Name,
-		Agent: &exagentv1.AgentSpec{}, Run: &parent.Spec})
+		Agent: &exagentv1.AgentSpec{}, Run: &parent.Spec, ValueBytes: r.Store.ValueBytes()})
 	if err != nil {
 		return nil // a malformed run spec: nothing can be evaluated
 	}
@@ -401,7 +401,7 @@ func (r *AgentRunReconciler) endChild(ctx context.Context, parent *exagentv1.Age
 			return nil // not this parent's child, or ended already
 		}
 		env, err := loop.NewEnv(loop.EnvInput{RunUID: string(child.UID), RunName: child.Name,
-			Agent: &exagentv1.AgentSpec{}, Run: &child.Spec})
+			Agent: &exagentv1.AgentSpec{}, Run: &child.Spec, ValueBytes: r.Store.ValueBytes()})
 		if err != nil {
 			return nil // a malformed run spec: nothing can be evaluated
 		}
