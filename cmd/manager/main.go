@@ -23,6 +23,7 @@ import (
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/executor"
+	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/loop"
 	exagentwebhook "github.com/exagent-io/exagent/webhook"
@@ -60,6 +61,8 @@ type flags struct {
 	releaseOnStop           bool
 	drainTimeout            time.Duration
 	leaseSkewGrace          time.Duration
+	mcpListConcurrency      int
+	mcpListTimeout          time.Duration
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
@@ -93,6 +96,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 		"with --release-on-stop their results are committed and the runs handed back (0: cancel them at once).")
 	fs.DurationVar(&f.leaseSkewGrace, "lease-skew-grace", controllers.DefaultLeaseSkewGrace, "How long past another process's lease expiry a run is left alone before it is recovered "+
 		"(clock skew between hosts; a negative value: none).")
+	fs.IntVar(&f.mcpListConcurrency, "mcp-list-concurrency", mcplist.DefaultConcurrency, "MCP tools/list running at once, in all (one per server; one namespace takes at most half): "+
+		"listings run beside the reconcile workers, so a server that never answers holds a slot, never a worker (docs/operating.md, Sizing).")
+	fs.DurationVar(&f.mcpListTimeout, "mcp-list-timeout", mcplist.DefaultTimeout, "Timeout of one MCP tools/list; a server that fails is asked again with backoff.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -226,6 +232,8 @@ func run() error {
 		SegmentCacheBytes:       f.segmentCacheBytes,
 		Hooks:                   hooks,
 		RunMetrics:              true,
+		MCPListConcurrency:      f.mcpListConcurrency,
+		MCPListTimeout:          f.mcpListTimeout,
 	})
 	if err != nil {
 		return err
