@@ -1,6 +1,7 @@
 package mcptest
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -8,16 +9,27 @@ import (
 	"sync/atomic"
 )
 
-// gate counts a server's HTTP requests and, while down, answers each 503
-// before the MCP handler sees it: a server that fails, then recovers.
+// gate counts a server's HTTP requests and sessions begun (initialize)
+// and, while down, answers each 503 before the MCP handler sees it: a
+// server that fails, then recovers.
 type gate struct {
 	down     atomic.Bool
 	requests atomic.Int64
+	connects atomic.Int64
 }
 
 func (g *gate) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.requests.Add(1)
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"method":"initialize"`)) {
+			g.connects.Add(1)
+		}
 		if g.down.Load() {
 			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 			return
@@ -32,6 +44,10 @@ func (s *Server) SetDown(down bool) { s.gate.down.Store(down) }
 // Requests is how many HTTP requests the server received (every MCP
 // message, tools/list and tools/call alike, is one or more).
 func (s *Server) Requests() int { return int(s.gate.requests.Load()) }
+
+// Connects is how many sessions a client tried to begin (initialize
+// requests): one per tools/list and per tools/call.
+func (s *Server) Connects() int { return int(s.gate.connects.Load()) }
 
 // Hang is an HTTP server on 127.0.0.1 that accepts every connection and
 // request and never answers (until the client gives up or Close): the
