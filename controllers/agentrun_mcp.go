@@ -57,7 +57,14 @@ func (r *AgentRunReconciler) mcpListings(ctx context.Context, sc *scope) (listin
 	}
 	sc.noIO = true
 	sc.requeueAfter = r.mcpRecheck(waits, sc.now)
-	return listings, r.mcpWaitMessage(waits, sc.now.Sub(need.After))
+	waited := sc.now.Sub(need.After) // a claim waits since the run became startable
+	if !claim {
+		waited = 0
+		if w := waits[0]; w.Pending {
+			waited = sc.now.Sub(w.PendingSince)
+		}
+	}
+	return listings, r.mcpWaitMessage(waits, waited)
 }
 
 // mcpWaitMessage is why the run waits for its first waiting tool, or ""
@@ -84,10 +91,12 @@ func (r *AgentRunReconciler) mcpWaitMessage(waits []tools.MCPWait, waited time.D
 }
 
 // mcpRecheck is when a waiting run looks again if nothing woke it: at the
-// end of a server's backoff, or once a refresh under way must have ended.
+// end of a server's backoff, once a refresh under way must have ended, or
+// (a header Secret missing: nothing wakes the run when it appears) after
+// mcpRetry.
 func (r *AgentRunReconciler) mcpRecheck(waits []tools.MCPWait, now time.Time) time.Duration {
-	next := mcpRetry
-	for _, w := range waits {
+	var next time.Duration
+	for i, w := range waits {
 		d := mcpRetry
 		switch {
 		case w.Pending:
@@ -95,7 +104,9 @@ func (r *AgentRunReconciler) mcpRecheck(waits []tools.MCPWait, now time.Time) ti
 		case !w.RetryAt.IsZero():
 			d = max(w.RetryAt.Sub(now), 0) + 20*time.Millisecond
 		}
-		next = min(next, d)
+		if i == 0 || d < next {
+			next = d
+		}
 	}
 	return next
 }

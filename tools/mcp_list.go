@@ -69,8 +69,14 @@ func (c *MCPCatalog) SetWake(wake func([]types.NamespacedName)) { c.refresher().
 // Stats are the refresher's counters.
 func (c *MCPCatalog) Stats() mcplist.Stats { return c.refresher().Stats() }
 
-// Bounds are the refresher's options, defaults filled.
-func (c *MCPCatalog) Bounds() mcplist.Options { return c.refresher().Options() }
+// Bounds are the refresher's options, defaults filled (the defaults when
+// c is nil: no catalog configured).
+func (c *MCPCatalog) Bounds() mcplist.Options {
+	if c == nil {
+		return mcplist.Options{}.WithDefaults()
+	}
+	return c.refresher().Options()
+}
 
 // get returns what is known of the server, asking for a refresh when it
 // is not fresh for need (never waiting for it); with need.Cached, only
