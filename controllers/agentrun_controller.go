@@ -90,6 +90,10 @@ type AgentRunReconciler struct {
 	owned   *owned
 	workers workers
 	events  chan event.GenericEvent
+	// listed wakes the runs that waited for an MCP listing (mcpWakeSource);
+	// mcpWants is since when each run about to be claimed needs them.
+	listed   chan event.GenericEvent
+	mcpWants mcpWants
 }
 
 // SetupWithManager registers the controller, its watches and the executor.
@@ -138,6 +142,7 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		Watches(&exagentv1.ApprovalDecision{}, handler.EnqueueRequestsFromMapFunc(runOfDecision),
 			builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }})).
 		WatchesRawSource(source.Channel(r.events, ownerWork())).
+		WatchesRawSource(r.mcpWakeSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Complete(r)
 }

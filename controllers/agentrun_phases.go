@@ -77,7 +77,8 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName,
 			r.owned.forget(key)
 			r.claims.gone(key, "")
 			r.inbox.take(key)
-			r.Tracer.Forget(key, r.Clock.Now())        // deleted mid-attempt: no commit will end its span
+			r.Tracer.Forget(key, r.Clock.Now()) // deleted mid-attempt: no commit will end its span
+			r.mcpWants.forget(key)
 			return nil, r.deleteChildren(ctx, key, "") // deleting a parent deletes the tree
 		}
 		return nil, fmt.Errorf("getting run %s: %w", key, err)
@@ -85,6 +86,7 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName,
 	run = r.Store.Fresher(run)
 	if run.Status.Phase.IsTerminal() {
 		r.owned.forget(key)
+		r.mcpWants.forget(key)
 		return nil, errors.Join(r.settleEnded(ctx, key, run), r.endChildren(ctx, run))
 	}
 	sc := &scope{key: key, now: r.Clock.Now(), run: run, status: *run.Status.DeepCopy()}

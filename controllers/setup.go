@@ -22,6 +22,7 @@ import (
 	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/eventqueue"
 	"github.com/exagent-io/exagent/internal/executor"
+	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/internal/notify"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/model"
@@ -100,6 +101,11 @@ type Options struct {
 	// RunMetrics registers the run gauges (exagent_runs, pending approvals,
 	// uncertain calls) computed from this manager's cache at each scrape.
 	RunMetrics bool
+	// MCPListConcurrency bounds the MCP tools/list in flight at once, in
+	// all (mcplist.DefaultConcurrency when 0; a tenant takes at most half).
+	MCPListConcurrency int
+	// MCPListTimeout bounds one tools/list (mcplist.DefaultTimeout when 0).
+	MCPListTimeout time.Duration
 }
 
 // Controllers are the wired reconcilers of one manager.
@@ -149,7 +155,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		Tools: &tools.Registry{
 			HTTPClient: o.HTTPClient,
 			Builtins:   tools.NewBuiltins(mgr.GetConfig(), mgr.GetRESTMapper()),
-			MCP:        &tools.MCPCatalog{Client: o.HTTPClient},
+			MCP:        &tools.MCPCatalog{Client: o.HTTPClient, Clock: o.Clock, Options: mcplist.Options{Concurrency: o.MCPListConcurrency, Timeout: o.MCPListTimeout}},
 		},
 		ModelOptions:            model.Options{HTTPClient: o.HTTPClient, Timeout: o.ModelTimeout},
 		Holder:                  o.Holder,
@@ -163,6 +169,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		Tracer:                  o.Tracer,
 	}
 	runs.Tools.Secret = runs.secret
+	if err := mgr.Add(runs.Tools.MCP); err != nil { // lists MCP servers beside the workers
+		return nil, fmt.Errorf("adding the MCP listing refresher: %w", err)
+	}
 	if err := runs.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("setting up the AgentRun controller: %w", err)
 	}

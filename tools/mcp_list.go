@@ -12,78 +12,92 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
+	"github.com/exagent-io/exagent/internal/egress"
+	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/loop"
 )
 
-// DefaultMCPListTTL is how long a server's tools/list is reused between
-// claims. A claim (a run about to start IO) always asks again.
+// DefaultMCPListTTL is how long a server's tools/list is reused by a run
+// already running before it is refreshed (in the background: the run goes
+// on with the listing it has). A claim needs a listing read after the run
+// became startable (MCPNeed.After).
 const DefaultMCPListTTL = 30 * time.Second
 
 // DefaultMCPListTimeout bounds one tools/list (connect and every page).
-const DefaultMCPListTimeout = 15 * time.Second
+const DefaultMCPListTimeout = mcplist.DefaultTimeout
 
 // maxMCPListTools bounds a listing: beyond it a server's inventory would
 // not fit a run's model request anyway.
 const maxMCPListTools = 512
 
-// MCPCatalog reads servers' tools/list and caches each per server URL and
-// credentials (a different token may see different tools) for a short
-// time. It is safe for concurrent use.
+// MCPCatalog is the manager's knowledge of MCP servers' tools/list, per
+// server URL and credentials (a different token may see different tools).
+// Reads never do network IO: the listings are fetched by a bounded
+// refresher beside the reconcile workers (internal/mcplist: one listing in
+// flight per server, a global and a per-tenant bound, a timeout, backoff
+// per failing server, an LRU of bounded entries and bytes). It is a
+// manager.Runnable (Start), and safe for concurrent use.
 type MCPCatalog struct {
-	Client  *http.Client
-	Timeout time.Duration
-	// Now is the clock of the cache (time.Now when nil).
-	Now func() time.Time
+	Client *http.Client
+	// Clock is the clock of the listings' fetch times: the clock the
+	// callers' MCPNeed.After comes from (the real clock when nil).
+	Clock clock.PassiveClock
+	// Options bound the refresher (mcplist defaults when zero).
+	Options mcplist.Options
 
-	mu    sync.Mutex
-	cache map[string]cachedListing
+	once sync.Once
+	r    *mcplist.Refresher
 }
 
-type cachedListing struct {
-	listing *loop.MCPListing
-	at      time.Time
+func (c *MCPCatalog) refresher() *mcplist.Refresher {
+	c.once.Do(func() { c.r = mcplist.New(c.fetch, c.Clock, c.Options) })
+	return c.r
 }
 
-func (c *MCPCatalog) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
+// Start runs the refresher until ctx ends (manager.Runnable).
+func (c *MCPCatalog) Start(ctx context.Context) error { return c.refresher().Start(ctx) }
+
+// NeedLeaderElection is false: the refresher is idle unless asked.
+func (c *MCPCatalog) NeedLeaderElection() bool { return false }
+
+// SetWake sets what is called with the runs that waited for a refresh
+// once it ended (see mcplist.Refresher.SetWake).
+func (c *MCPCatalog) SetWake(wake func([]types.NamespacedName)) { c.refresher().SetWake(wake) }
+
+// Stats are the refresher's counters.
+func (c *MCPCatalog) Stats() mcplist.Stats { return c.refresher().Stats() }
+
+// Bounds are the refresher's options, defaults filled (the defaults when
+// c is nil: no catalog configured).
+func (c *MCPCatalog) Bounds() mcplist.Options {
+	if c == nil {
+		return mcplist.Options{}.WithDefaults()
 	}
-	return time.Now()
+	return c.refresher().Options()
 }
 
-// List returns the server's tools, from the cache when it is younger than
-// maxAge (0 always asks the server). When the server cannot be asked, the
-// error says why and stale is the last listing read, if any: callers that
-// start no IO may use it.
-func (c *MCPCatalog) List(ctx context.Context, url string, headers map[string]string, maxAge time.Duration) (l *loop.MCPListing, stale *loop.MCPListing, err error) {
-	key := cacheKey(url, headers)
-	c.mu.Lock()
-	hit, ok := c.cache[key]
-	c.mu.Unlock()
-	if ok && maxAge > 0 && c.now().Sub(hit.at) < maxAge {
-		return hit.listing, nil, nil
+// get returns what is known of the server, asking for a refresh when it
+// is not fresh for need (never waiting for it); with need.Cached, only
+// what is known.
+func (c *MCPCatalog) get(namespace, url string, headers map[string]string, need MCPNeed) mcplist.State {
+	// The namespace is part of the key: a listing is dialled under its
+	// namespace's egress policy (which an allow-list may widen), so one
+	// fetched for a namespace is never served to another.
+	key := namespace + "\x00" + cacheKey(url, headers)
+	if need.Cached {
+		st, _ := c.refresher().Peek(key)
+		return st
 	}
-	l, err = c.fetch(ctx, url, headers)
-	if err != nil {
-		return nil, hit.listing, err
-	}
-	c.mu.Lock()
-	if c.cache == nil {
-		c.cache = map[string]cachedListing{}
-	}
-	c.cache[key] = cachedListing{listing: l, at: c.now()}
-	c.mu.Unlock()
-	return l, nil, nil
+	return c.refresher().Get(mcplist.Request{Key: key, URL: url, Headers: headers, Tenant: namespace,
+		After: need.After, Waiter: need.Waiter})
 }
 
+// fetch lists the server once; the refresher bounds it with its timeout.
 func (c *MCPCatalog) fetch(ctx context.Context, url string, headers map[string]string) (*loop.MCPListing, error) {
-	timeout := c.Timeout
-	if timeout <= 0 {
-		timeout = DefaultMCPListTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	ctx = egress.WithNamespace(ctx, mcplist.TenantOf(ctx))
 	session, err := connectMCP(ctx, url, c.Client, &mcpTransport{base: transportOf(c.Client), headers: headers})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to the MCP server %s: %w", url, err)

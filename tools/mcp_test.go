@@ -5,9 +5,6 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/mcptest"
@@ -28,47 +25,6 @@ func mcpTool(t *testing.T, url, tool string, timeout string, idempotent bool) *M
 		t.Fatal(err)
 	}
 	return m
-}
-
-// TestMCPList reads a real SDK server's tools/list: every tool with its
-// input schema and annotations, cached until maxAge, asked again at 0.
-func TestMCPList(t *testing.T) {
-	srv := mcptest.Start()
-	defer srv.Close()
-	cat := &MCPCatalog{}
-	l, _, err := cat.List(t.Context(), srv.URL, nil, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, x := range l.Tools {
-		names = append(names, x.Name)
-	}
-	if diff := cmp.Diff([]string{"ask", "echo", "fail", "flaky", "hang"}, names); diff != "" {
-		t.Fatalf("tools (-want +got):\n%s", diff)
-	}
-	echo := l.Tools[1]
-	if !strings.Contains(string(echo.InputSchema), `"required":["text"]`) {
-		t.Errorf("echo's schema = %s, want the server's", echo.InputSchema)
-	}
-	if a := echo.Annotations; a == nil || a.ReadOnlyHint == nil || !*a.ReadOnlyHint || a.DestructiveHint == nil || *a.DestructiveHint || a.Title != "Echo" {
-		t.Errorf("echo's annotations = %+v, want readOnly, not destructive, title Echo", echo.Annotations)
-	}
-
-	srv.SetEchoSchema(map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}})
-	cached, _, err := cat.List(t.Context(), srv.URL, nil, time.Hour)
-	if err != nil || string(cached.Tools[1].InputSchema) != string(echo.InputSchema) {
-		t.Errorf("within maxAge: schema %s (%v), want the cached one", cached.Tools[1].InputSchema, err)
-	}
-	fresh, _, err := cat.List(t.Context(), srv.URL, nil, 0)
-	if err != nil || !strings.Contains(string(fresh.Tools[1].InputSchema), `"n"`) {
-		t.Errorf("maxAge 0: schema %s (%v), want the changed one", fresh.Tools[1].InputSchema, err)
-	}
-	srv.Close()
-	_, stale, err := cat.List(t.Context(), srv.URL, nil, 0)
-	if err == nil || stale == nil {
-		t.Errorf("server gone: err %v, stale %v; want an error and the last listing", err, stale)
-	}
 }
 
 // TestMCPCall covers the outcomes of tools/call against a real SDK server.

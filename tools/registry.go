@@ -1,15 +1,16 @@
 package tools
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/internal/egress"
+	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -25,7 +26,7 @@ type Registry struct {
 	HTTPClient *http.Client
 	Builtins   *Builtins
 	Secret     SecretGetter
-	// MCP reads and caches MCP servers' tools/list.
+	// MCP knows MCP servers' tools/list (refreshed beside the workers).
 	MCP *MCPCatalog
 }
 
@@ -96,16 +97,37 @@ func (r *Registry) headers(ctx context.Context, namespace string, hs []exagentv1
 	return out, nil
 }
 
-// MCPListings reads the tools/list of every mcp tool of agent, from the
-// cache when younger than maxAge (0: always ask; a claim does). The error
-// names the first server that could not be asked; the map then holds, for
-// those servers, the last listing read when there is one, for callers that
-// start no IO.
-func (r *Registry) MCPListings(ctx context.Context, namespace string, agent *exagentv1.AgentSpec, maxAge time.Duration) (map[string]*loop.MCPListing, error) {
-	// The listing is dialled under the namespace's egress policy, like the calls.
-	ctx = egress.WithNamespace(ctx, namespace)
+// MCPNeed is what a caller needs of its Agent's MCP listings.
+type MCPNeed struct {
+	// After: a listing is fresh only when its fetch began at or after this
+	// instant (zero: any listing is). A claim passes the instant the run
+	// became startable, so a server that changed a tool while the run
+	// waited is what the run's calls are bound and re-checked against.
+	After time.Time
+	// Waiter is woken (MCPCatalog.SetWake) when a refresh it waits for ends.
+	Waiter types.NamespacedName
+	// Cached: only what is known; no refresh is asked for (a release).
+	Cached bool
+}
+
+// MCPWait is one mcp tool whose listing is not fresh for the need: why,
+// and when it may be.
+type MCPWait struct {
+	Tool string
+	URL  string
+	// State is the refresher's (Err: a listing failed, or the tool's
+	// headers could not be resolved).
+	mcplist.State
+}
+
+// MCPListings returns the listing of every mcp tool of agent that the
+// catalog has, fresh or not, and the tools whose listing is not fresh for
+// need, in the Agent's order. It never does network IO for a listing: a
+// listing that is not fresh is asked of the refresher, which fetches it
+// beside the reconcile workers.
+func (r *Registry) MCPListings(ctx context.Context, namespace string, agent *exagentv1.AgentSpec, need MCPNeed) (map[string]*loop.MCPListing, []MCPWait) {
 	var out map[string]*loop.MCPListing
-	var first error
+	var waits []MCPWait
 	for i := range agent.Tools {
 		t := &agent.Tools[i]
 		if t.MCP == nil {
@@ -115,22 +137,24 @@ func (r *Registry) MCPListings(ctx context.Context, namespace string, agent *exa
 			out = map[string]*loop.MCPListing{}
 		}
 		if r.MCP == nil {
-			first = cmp.Or(first, fmt.Errorf("tool %q: mcp tools are not configured", t.Name))
+			waits = append(waits, MCPWait{Tool: t.Name, URL: t.MCP.URL, State: mcplist.State{Err: errors.New("mcp tools are not configured")}})
 			continue
 		}
 		headers, err := r.headers(ctx, namespace, t.MCP.Headers)
 		if err != nil {
-			first = cmp.Or(first, fmt.Errorf("tool %q: %w", t.Name, err))
+			waits = append(waits, MCPWait{Tool: t.Name, URL: t.MCP.URL, State: mcplist.State{Err: fmt.Errorf("MCP server %s: %w", t.MCP.URL, err)}})
 			continue
 		}
-		l, stale, err := r.MCP.List(ctx, t.MCP.URL, headers, maxAge)
-		if err != nil {
-			first = cmp.Or(first, fmt.Errorf("tool %q: %w", t.Name, err))
-			l = stale
+		st := r.MCP.get(namespace, t.MCP.URL, headers, need)
+		if st.Listing != nil {
+			out[t.Name] = st.Listing
 		}
-		if l != nil {
-			out[t.Name] = l
+		if !st.Fresh {
+			if errors.Is(st.Err, mcplist.ErrFull) {
+				st.Err = fmt.Errorf("MCP server %s: %w", t.MCP.URL, st.Err)
+			}
+			waits = append(waits, MCPWait{Tool: t.Name, URL: t.MCP.URL, State: st})
 		}
 	}
-	return out, first
+	return out, waits
 }

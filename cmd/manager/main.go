@@ -28,6 +28,7 @@ import (
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/executor"
+	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/loop"
 	exagentwebhook "github.com/exagent-io/exagent/webhook"
@@ -70,6 +71,8 @@ type flags struct {
 	clusterPodCIDRs         string
 	clusterServiceCIDRs     string
 	egressNamespaceConfig   string
+	mcpListConcurrency      int
+	mcpListTimeout          time.Duration
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
@@ -110,6 +113,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.StringVar(&f.clusterServiceCIDRs, "cluster-service-cidrs", "", "The cluster's service CIDRs (comma-separated), denied to those connections unless allowed.")
 	fs.StringVar(&f.egressNamespaceConfig, "egress-namespace-config", "", "NAMESPACE/NAME of a ConfigMap, in a namespace tenants cannot write (the manager's own), whose data maps a tenant namespace "+
 		"to the comma-separated CIDRs its runs may reach beyond the policy; empty: no namespace is widened.")
+	fs.IntVar(&f.mcpListConcurrency, "mcp-list-concurrency", mcplist.DefaultConcurrency, "MCP tools/list running at once, in all (one per server; one namespace takes at most half): "+
+		"listings run beside the reconcile workers, so a server that never answers holds a slot, never a worker (docs/operating.md, Sizing).")
+	fs.DurationVar(&f.mcpListTimeout, "mcp-list-timeout", mcplist.DefaultTimeout, "Timeout of one MCP tools/list; a server that fails is asked again with backoff.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -348,6 +354,8 @@ func run() error {
 		SegmentCacheBytes:       f.segmentCacheBytes,
 		Hooks:                   hooks,
 		RunMetrics:              true,
+		MCPListConcurrency:      f.mcpListConcurrency,
+		MCPListTimeout:          f.mcpListTimeout,
 	})
 	if err != nil {
 		return err

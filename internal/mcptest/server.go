@@ -38,6 +38,7 @@ type Server struct {
 	http      *httptest.Server
 	stop      chan struct{}
 	closeOnce sync.Once
+	gate      gate
 }
 
 // wait blocks a hanging handler until its request ends or the server closes
@@ -94,7 +95,7 @@ func Start() *Server {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "answer: " + res.Action}}}, nil
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP }, nil)
-	s.http = httptest.NewServer(h) // httptest binds 127.0.0.1
+	s.http = httptest.NewServer(s.gate.wrap(h)) // httptest binds 127.0.0.1
 	s.URL = s.http.URL
 	return s
 }

@@ -1,0 +1,33 @@
+// Package mcplist keeps MCP servers' tools/list off the reconcile workers
+// (DESIGN.md §14: no network IO on the shared workers). The run and
+// decision workers are shared by every tenant; a server an Agent author
+// controls may accept a connection and never answer. So a reconcile never
+// lists a server itself: it reads what the Refresher has (Get), and when
+// that is not fresh enough for it, Get asks for a refresh and returns at
+// once. The reconcile then waits off the worker — it requeues, and is woken
+// when the refresh ends.
+//
+// What the Refresher guarantees, and why:
+//   - one tools/list in flight per server key (URL + a hash of the
+//     credentials): N runs of one Agent cost one listing, not N;
+//   - at most Options.Concurrency listings in flight in all, each bounded
+//     by Options.Timeout, and at most Options.PerTenant of them for one
+//     tenant (namespace), taken round-robin between tenants: one tenant's
+//     hanging servers hold a share of the slots for a timeout at most,
+//     never all of them;
+//   - a server whose listing failed is not asked again before its backoff
+//     ends (exponential per server, capped), and the last error is kept so
+//     a waiting run can say why it waits;
+//   - a listing carries the instant its fetch began (FetchedAt): a caller
+//     that needs the server's state no older than some instant (a claim:
+//     since the run became startable) asks with After and is fresh only
+//     with a listing begun at or after it;
+//   - memory is bounded: at most Options.MaxEntries servers and
+//     Options.MaxBytes of listings, least recently used evicted first, and
+//     a server no caller asked about for Options.Idle is forgotten (the
+//     Agents that used it changed or went away). Credentials are held only
+//     while a refresh of theirs is queued or running, never in the cache.
+//
+// It is memory only and never decides anything: a listing it lost is
+// fetched again, and a caller that finds none waits.
+package mcplist

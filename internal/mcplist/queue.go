@@ -1,0 +1,64 @@
+package mcplist
+
+// fairQueue holds the refreshes waiting for a slot: first in, first out
+// within a tenant, round-robin between tenants, so a tenant that queues a
+// hundred servers delays another tenant's one by one turn, not a hundred.
+type fairQueue struct {
+	byTenant map[string][]*entry
+	ring     []string // tenants with queued entries, in turn order
+	next     int      // index in ring of the tenant whose turn is next
+	n        int
+}
+
+func newFairQueue() fairQueue { return fairQueue{byTenant: map[string][]*entry{}} }
+
+func (q *fairQueue) len() int { return q.n }
+
+func (q *fairQueue) push(e *entry) {
+	if _, ok := q.byTenant[e.tenant]; !ok {
+		q.ring = append(q.ring, e.tenant)
+	}
+	q.byTenant[e.tenant] = append(q.byTenant[e.tenant], e)
+	q.n++
+}
+
+// pop takes the head of the next tenant, in turn, that may start one now
+// (may: its share of the slots is not used up); nil when none may.
+func (q *fairQueue) pop(may func(tenant string) bool) *entry {
+	for i := range q.ring {
+		at := (q.next + i) % len(q.ring)
+		t := q.ring[at]
+		if !may(t) {
+			continue
+		}
+		s := q.byTenant[t]
+		e := s[0]
+		s[0] = nil
+		q.n--
+		if len(s) == 1 {
+			delete(q.byTenant, t)
+			q.ring = append(q.ring[:at], q.ring[at+1:]...)
+			q.next = at // the tenant after t moved into t's place
+		} else {
+			q.byTenant[t] = s[1:]
+			q.next = at + 1
+		}
+		if len(q.ring) > 0 {
+			q.next %= len(q.ring)
+		} else {
+			q.next = 0
+		}
+		return e
+	}
+	return nil
+}
+
+// drain empties the queue and returns what it held.
+func (q *fairQueue) drain() []*entry {
+	var out []*entry
+	for _, t := range q.ring {
+		out = append(out, q.byTenant[t]...)
+	}
+	*q = newFairQueue()
+	return out
+}

@@ -1,0 +1,445 @@
+package mcplist
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/exagent-io/exagent/loop"
+)
+
+// Defaults of Options.
+const (
+	// DefaultConcurrency bounds the listings in flight in all: a listing
+	// is a handful of small requests, so a few slots serve hundreds of
+	// servers; it is the bound on what hanging servers can hold.
+	DefaultConcurrency = 8
+	// DefaultTimeout bounds one listing (connect, initialize, every page).
+	DefaultTimeout = 15 * time.Second
+	// DefaultMaxEntries bounds the servers remembered.
+	DefaultMaxEntries = 1024
+	// DefaultMaxBytes bounds the listings remembered, in all.
+	DefaultMaxBytes = 64 << 20
+	// DefaultMaxListingBytes bounds one listing: more schema and
+	// description than this would not fit a model request anyway.
+	DefaultMaxListingBytes = 4 << 20
+	// DefaultIdle is how long a server nobody asked about is remembered.
+	DefaultIdle = 10 * time.Minute
+	// DefaultBackoffBase and DefaultBackoffCap shape the wait after a
+	// failed listing: base, twice as long after each further failure, at
+	// most cap. The cap is how late a server that came back is noticed.
+	DefaultBackoffBase = time.Second
+	DefaultBackoffCap  = time.Minute
+	// DefaultMaxWaiters bounds the callers woken per server; past it,
+	// callers find the result when their own requeue comes.
+	DefaultMaxWaiters = 4096
+)
+
+// Options bound a Refresher. Zero fields take the defaults.
+type Options struct {
+	Concurrency int
+	// PerTenant bounds one tenant's listings in flight (default: half of
+	// Concurrency, at least 1).
+	PerTenant       int
+	Timeout         time.Duration
+	MaxEntries      int
+	MaxBytes        int64
+	MaxListingBytes int64
+	Idle            time.Duration
+	BackoffBase     time.Duration
+	BackoffCap      time.Duration
+	MaxWaiters      int
+}
+
+// WithDefaults fills the zero fields.
+func (o Options) WithDefaults() Options {
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.PerTenant <= 0 {
+		o.PerTenant = max(1, o.Concurrency/2)
+	}
+	o.PerTenant = min(o.PerTenant, o.Concurrency)
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = DefaultMaxEntries
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.MaxListingBytes <= 0 {
+		o.MaxListingBytes = DefaultMaxListingBytes
+	}
+	o.MaxListingBytes = min(o.MaxListingBytes, o.MaxBytes)
+	if o.Idle <= 0 {
+		o.Idle = DefaultIdle
+	}
+	if o.BackoffBase <= 0 {
+		o.BackoffBase = DefaultBackoffBase
+	}
+	if o.BackoffCap <= 0 {
+		o.BackoffCap = DefaultBackoffCap
+	}
+	o.BackoffCap = max(o.BackoffCap, o.BackoffBase)
+	if o.MaxWaiters <= 0 {
+		o.MaxWaiters = DefaultMaxWaiters
+	}
+	return o
+}
+
+// Fetch lists one server. ctx carries the listing's timeout and the
+// tenant that asked (TenantOf): a fetch dials under that tenant's egress
+// policy, and an entry is never shared between tenants (the key names it).
+type Fetch func(ctx context.Context, url string, headers map[string]string) (*loop.MCPListing, error)
+
+// Request is one caller's need of one server's listing.
+type Request struct {
+	// Key identifies the server and the credentials it is asked with (a
+	// different token may see different tools); it holds no secret.
+	Key string
+	// URL and Headers are what a refresh sends; Headers are kept only
+	// while the refresh is queued or running.
+	URL     string
+	Headers map[string]string
+	// Tenant is whose slot share a refresh takes (the run's namespace).
+	Tenant string
+	// After: a listing whose fetch began at or after this instant is
+	// fresh for the caller (zero: any listing is). An instant later than
+	// the clock's now counts as now.
+	After time.Time
+	// Waiter, when set, is woken (SetWake) once the refresh this request
+	// waits for has ended, well or not.
+	Waiter types.NamespacedName
+}
+
+// State is what the Refresher knows of a server, as one caller needs it.
+type State struct {
+	// Listing is the last listing read, possibly older than After (a
+	// caller that starts no IO may use it); nil when none was read.
+	Listing *loop.MCPListing
+	// FetchedAt is when the fetch of Listing began.
+	FetchedAt time.Time
+	// Fresh: Listing satisfies the request's After.
+	Fresh bool
+	// Err is why the last listing failed, while the server keeps failing
+	// (nil once a listing succeeds); Failures counts the failures in a row.
+	Err      error
+	Failures int
+	// RetryAt: no refresh starts before it (the server's backoff).
+	RetryAt time.Time
+	// Pending: a refresh is queued or running, since PendingSince.
+	Pending      bool
+	PendingSince time.Time
+}
+
+// Stats are the Refresher's counters (tests, diagnostics).
+type Stats struct {
+	// InFlight listings now, and the most there ever were at once.
+	InFlight, MaxInFlight int
+	// Queued refreshes waiting for a slot.
+	Queued int
+	// Entries and Bytes remembered.
+	Entries int
+	Bytes   int64
+	// Fetches started and Failures among those ended, ever.
+	Fetches, Failures int64
+}
+
+// ErrFull is a request for a server not remembered when every entry is
+// busy being refreshed: the caller asks again later.
+var ErrFull = errors.New("too many MCP servers are being listed at once; asking again shortly")
+
+type refreshState int
+
+const (
+	idle refreshState = iota
+	queued
+	running
+)
+
+// entry is one server key.
+type entry struct {
+	key, url string
+	elem     *list.Element // in Refresher.lru
+	used     time.Time
+
+	listing   *loop.MCPListing
+	fetchedAt time.Time
+	size      int64
+
+	err      error
+	failures int
+	retryAt  time.Time
+
+	refresh refreshState
+	since   time.Time // queued or begun at
+	tenant  string
+	headers map[string]string // while queued
+	waiters map[types.NamespacedName]struct{}
+}
+
+func (e *entry) state(after time.Time) State {
+	s := State{Listing: e.listing, FetchedAt: e.fetchedAt, Err: e.err, Failures: e.failures, RetryAt: e.retryAt}
+	s.Fresh = e.listing != nil && !e.fetchedAt.Before(after)
+	if e.refresh != idle {
+		s.Pending, s.PendingSince = true, e.since
+	}
+	return s
+}
+
+// Refresher lists MCP servers beside the reconcile workers and remembers
+// the answers (see the package doc). It is a manager.Runnable: refreshes
+// run only between Start and the end of its context. Safe for concurrent use.
+type Refresher struct {
+	fetch Fetch
+	clock clock.PassiveClock
+	o     Options
+
+	mu       sync.Mutex
+	ctx      context.Context // Start's, nil before it and after the stop
+	entries  map[string]*entry
+	lru      list.List // of *entry, most recently used first
+	bytes    int64
+	queue    fairQueue
+	inFlight int
+	byTenant map[string]int
+	wake     func([]types.NamespacedName)
+	stats    Stats
+	wg       sync.WaitGroup
+}
+
+// New returns a Refresher that lists with fetch and reads time from clk
+// (the clock the callers' After instants come from; the real clock when nil).
+func New(fetch Fetch, clk clock.PassiveClock, o Options) *Refresher {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Refresher{fetch: fetch, clock: clk, o: o.WithDefaults(),
+		entries: map[string]*entry{}, byTenant: map[string]int{}, queue: newFairQueue()}
+}
+
+// Options are the Refresher's bounds, defaults filled.
+func (r *Refresher) Options() Options { return r.o }
+
+// SetWake sets what is called, off the Refresher's lock, with the waiters
+// of a refresh that ended. It must not block for long: a listing slot
+// waits for it.
+func (r *Refresher) SetWake(wake func([]types.NamespacedName)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wake = wake
+}
+
+// Get returns what is known of req's server. When that is not fresh for
+// req, a refresh is asked for — unless one is already queued or running,
+// or the server's backoff has not ended — and Get returns at once: it
+// never waits for the network.
+func (r *Refresher) Get(req Request) State {
+	now := r.clock.Now()
+	after := req.After
+	if after.After(now) {
+		after = now
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sweep(now)
+	e, ok := r.entries[req.Key]
+	if !ok {
+		if !r.makeRoom(1, nil) {
+			return State{Err: ErrFull}
+		}
+		e = &entry{key: req.Key, url: req.URL}
+		e.elem = r.lru.PushFront(e)
+		r.entries[req.Key] = e
+	}
+	e.used = now
+	r.lru.MoveToFront(e.elem)
+	if s := e.state(after); s.Fresh {
+		return s
+	}
+	if e.refresh == idle && !now.Before(e.retryAt) {
+		// A refresh queued now begins at or after now ≥ after, so its
+		// listing is fresh for this request.
+		e.refresh, e.since, e.tenant, e.headers = queued, now, req.Tenant, req.Headers
+		r.queue.push(e)
+		r.dispatch()
+	}
+	if e.refresh != idle && req.Waiter != (types.NamespacedName{}) {
+		// A refresh running since before after ends with a listing not
+		// fresh for this waiter: woken, it asks again and queues one.
+		if e.waiters == nil {
+			e.waiters = map[types.NamespacedName]struct{}{}
+		}
+		if len(e.waiters) < r.o.MaxWaiters {
+			e.waiters[req.Waiter] = struct{}{}
+		}
+	}
+	return e.state(after)
+}
+
+// Peek returns what is known of the server key without asking for a
+// refresh (a caller about to stop, or one that only reports).
+func (r *Refresher) Peek(key string) (State, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.entries[key]
+	if !ok {
+		return State{}, false
+	}
+	return e.state(time.Time{}), true
+}
+
+// Stats returns the counters.
+func (r *Refresher) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.stats
+	s.InFlight, s.Queued, s.Entries, s.Bytes = r.inFlight, r.queue.len(), len(r.entries), r.bytes
+	return s
+}
+
+// Start runs refreshes until ctx ends; then the queued ones are dropped
+// and the running ones cancelled, and Start returns once they have.
+func (r *Refresher) Start(ctx context.Context) error {
+	r.mu.Lock()
+	r.ctx = ctx
+	r.dispatch()
+	r.mu.Unlock()
+	<-ctx.Done()
+	r.mu.Lock()
+	r.ctx = nil
+	for _, e := range r.queue.drain() {
+		e.refresh, e.headers, e.waiters = idle, nil, nil
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+	return nil
+}
+
+// NeedLeaderElection is false: the Refresher is idle unless a controller
+// asks, and it must run before the controllers start asking.
+func (r *Refresher) NeedLeaderElection() bool { return false }
+
+// dispatch starts queued refreshes while slots are free. Caller holds mu.
+func (r *Refresher) dispatch() {
+	if r.ctx == nil {
+		return
+	}
+	for r.inFlight < r.o.Concurrency {
+		e := r.queue.pop(func(tenant string) bool { return r.byTenant[tenant] < r.o.PerTenant })
+		if e == nil {
+			return
+		}
+		e.refresh, e.since = running, r.clock.Now()
+		headers := e.headers
+		e.headers = nil
+		r.inFlight++
+		r.byTenant[e.tenant]++
+		r.stats.Fetches++
+		r.stats.MaxInFlight = max(r.stats.MaxInFlight, r.inFlight)
+		r.wg.Add(1)
+		go r.run(context.WithValue(r.ctx, tenantKey{}, e.tenant), e, headers)
+	}
+}
+
+// run lists e's server once and files the outcome.
+func (r *Refresher) run(ctx context.Context, e *entry, headers map[string]string) {
+	defer r.wg.Done()
+	tctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
+	l, err := r.fetch(tctx, e.url, headers)
+	timedOut := errors.Is(tctx.Err(), context.DeadlineExceeded)
+	cancel()
+	var size int64
+	switch {
+	case err != nil && timedOut:
+		// The SDK's error for this is a chain of wrapped requests; what
+		// matters to the person reading the run is that nothing answered.
+		err = fmt.Errorf("tools/list of %s: no answer within %s: %w", e.url, r.o.Timeout, context.DeadlineExceeded)
+	case err == nil:
+		if size = listingBytes(l); size > r.o.MaxListingBytes {
+			l, err = nil, fmt.Errorf("tools/list of %s: %d bytes of names, descriptions and schemas, more than the %d one server's listing may take",
+				e.url, size, r.o.MaxListingBytes)
+		}
+	}
+
+	r.mu.Lock()
+	now := r.clock.Now()
+	r.inFlight--
+	if r.byTenant[e.tenant]--; r.byTenant[e.tenant] <= 0 {
+		delete(r.byTenant, e.tenant)
+	}
+	stopping := ctx.Err() != nil
+	started := e.since
+	e.refresh, e.since, e.tenant = idle, time.Time{}, ""
+	waiters := e.waiters
+	e.waiters = nil
+	if !stopping {
+		if err == nil {
+			r.bytes += size - e.size
+			e.listing, e.fetchedAt, e.size = l, started, size
+			e.err, e.failures, e.retryAt = nil, 0, time.Time{}
+		} else {
+			r.stats.Failures++
+			e.err, e.failures = err, e.failures+1
+			e.retryAt = now.Add(r.backoff(e.failures))
+		}
+		if _, ok := r.entries[e.key]; ok {
+			// What was just read is what its waiters read next: the
+			// last to be evicted.
+			r.lru.MoveToFront(e.elem)
+		}
+		r.makeRoom(0, e)
+		r.dispatch()
+	}
+	wake := r.wake
+	r.mu.Unlock()
+	if wake != nil && len(waiters) > 0 && !stopping {
+		out := make([]types.NamespacedName, 0, len(waiters))
+		for w := range waiters {
+			out = append(out, w)
+		}
+		wake(out)
+	}
+}
+
+// backoff is the wait after the n-th failure in a row.
+func (r *Refresher) backoff(n int) time.Duration {
+	d := r.o.BackoffBase
+	for i := 1; i < n && d < r.o.BackoffCap; i++ {
+		d *= 2
+	}
+	return min(d, r.o.BackoffCap)
+}
+
+// listingBytes is what a listing costs the cache: its strings and schemas
+// (the structure around them is small beside them).
+func listingBytes(l *loop.MCPListing) int64 {
+	if l == nil {
+		return 0
+	}
+	n := int64(64)
+	for i := range l.Tools {
+		t := &l.Tools[i]
+		n += 64 + int64(len(t.Name)+len(t.Description)+len(t.InputSchema))
+		if t.Annotations != nil {
+			n += 32 + int64(len(t.Annotations.Title))
+		}
+	}
+	return n
+}
+
+type tenantKey struct{}
+
+// TenantOf is the tenant whose request a Fetch serves ("" when none).
+func TenantOf(ctx context.Context) string {
+	t, _ := ctx.Value(tenantKey{}).(string)
+	return t
+}
