@@ -46,6 +46,14 @@ func TestListAtScale(t *testing.T) {
 		must(t, "", "", "approve", "wait", r, "-n", ns, "--for=paused", "--timeout="+waitTimeout)
 	}
 	createBulkRuns(t, ns, bulkRuns)
+	// The later tests share the manager: leave it no bulk to cache or to
+	// reconcile after the restart test starts a new one (runs have no
+	// finalizer: one delete collection removes them).
+	t.Cleanup(func() {
+		if err := adminClient(t).DeleteAllOf(context.Background(), &exagentv1.AgentRun{}, client.InNamespace(ns)); err != nil {
+			t.Errorf("deleting the runs of %s: %v", ns, err)
+		}
+	})
 	proxy := newCountingProxy(t, "alice")
 	const counted = "alice-counted"
 
