@@ -162,16 +162,44 @@ func TestActorFromUserInfo(t *testing.T) {
 		"client certificate": {
 			in: authenticationv1.UserInfo{Username: "alice", Groups: []string{"a", "system:authenticated"},
 				Extra: map[string]authenticationv1.ExtraValue{authz.CredentialIDKey: {"X509SHA256=ab"}}},
-			want: exagentv1.Actor{Username: "alice", Groups: []string{"a", "system:authenticated"}},
+			want: exagentv1.Actor{Username: "alice", Groups: []string{"a", "system:authenticated"}, Credential: exagentv1.CredentialCertificate},
 		},
 		"service account token": {
 			in: authenticationv1.UserInfo{Username: "system:serviceaccount:ns:sa", UID: "u1",
 				Extra: map[string]authenticationv1.ExtraValue{authz.CredentialIDKey: {"JTI=x"}}},
-			want: exagentv1.Actor{Username: "system:serviceaccount:ns:sa", UID: "u1"},
+			want: exagentv1.Actor{Username: "system:serviceaccount:ns:sa", UID: "u1", Credential: exagentv1.CredentialServiceAccountToken},
 		},
-		"impersonated: no credential id": {
+		"OIDC token with a jti claim": {
+			in: authenticationv1.UserInfo{Username: "https://issuer#alice", Groups: []string{"system:authenticated"},
+				Extra: map[string]authenticationv1.ExtraValue{authz.CredentialIDKey: {"JTI=7f"}}},
+			want: exagentv1.Actor{Username: "https://issuer#alice", Groups: []string{"system:authenticated"}, Credential: exagentv1.CredentialJWT},
+		},
+		// The case the old inference got wrong: an OIDC or token-webhook
+		// login without a credential id is a person at their own keyboard,
+		// not an impersonation. Nothing in the user info says which.
+		"no credential id: unknown, not impersonated": {
 			in:   authenticationv1.UserInfo{Username: "alice", Groups: []string{"system:authenticated"}},
-			want: exagentv1.Actor{Username: "alice", Groups: []string{"system:authenticated"}, Impersonated: true},
+			want: exagentv1.Actor{Username: "alice", Groups: []string{"system:authenticated"}, Credential: exagentv1.CredentialUnknown},
+		},
+		"other extras are no evidence": {
+			in: authenticationv1.UserInfo{Username: "alice", Extra: map[string]authenticationv1.ExtraValue{
+				"scopes.authorization.openshift.io": {"user:full"}}},
+			want: exagentv1.Actor{Username: "alice", Credential: exagentv1.CredentialUnknown},
+		},
+		"unrecognised credential id": {
+			in: authenticationv1.UserInfo{Username: "alice",
+				Extra: map[string]authenticationv1.ExtraValue{authz.CredentialIDKey: {"opaque-42"}}},
+			want: exagentv1.Actor{Username: "alice", Credential: exagentv1.CredentialUnknown},
+		},
+		"empty certificate fingerprint": {
+			in: authenticationv1.UserInfo{Username: "alice",
+				Extra: map[string]authenticationv1.ExtraValue{authz.CredentialIDKey: {"X509SHA256="}}},
+			want: exagentv1.Actor{Username: "alice", Credential: exagentv1.CredentialUnknown},
+		},
+		"two credential ids": {
+			in: authenticationv1.UserInfo{Username: "alice",
+				Extra: map[string]authenticationv1.ExtraValue{authz.CredentialIDKey: {"X509SHA256=ab", "JTI=x"}}},
+			want: exagentv1.Actor{Username: "alice", Credential: exagentv1.CredentialUnknown},
 		},
 	}
 	for name, tc := range cases {
@@ -196,6 +224,7 @@ func TestSameActor(t *testing.T) {
 		"extra group":        {other: exagentv1.Actor{Username: "alice", UID: "1", Groups: []string{"a", "b", "system:masters"}}},
 		"missing group":      {other: exagentv1.Actor{Username: "alice", UID: "1", Groups: []string{"a"}}},
 		"claims not imperso": {other: exagentv1.Actor{Username: "alice", UID: "1", Groups: []string{"a", "b"}, Impersonated: true}},
+		"other credential":   {other: exagentv1.Actor{Username: "alice", UID: "1", Groups: []string{"a", "b"}, Credential: exagentv1.CredentialCertificate}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

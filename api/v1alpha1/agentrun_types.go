@@ -695,8 +695,13 @@ type Ledger struct {
 // +kubebuilder:printcolumn:name="PENDING",type=integer,JSONPath=`.status.pendingApprovals`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="MESSAGE",type=string,JSONPath=`.status.message`,priority=1
+// +kubebuilder:selectablefield:JSONPath=`.status.phase`
+// +kubebuilder:selectablefield:JSONPath=`.spec.agentRef.name`
 
-// AgentRun is one durable run of an Agent.
+// AgentRun is one durable run of an Agent. Its phase and its Agent's name
+// are selectable fields, so a client asks the apiserver for the runs it
+// shows (`kubectl get agentruns --field-selector status.phase=AwaitingApproval`)
+// instead of reading every run of a namespace.
 type AgentRun struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -719,6 +724,15 @@ type AgentRun struct {
 	// +kubebuilder:default={observedGeneration: 0}
 	Status AgentRunStatus `json:"status,omitempty"`
 }
+
+// Field selector labels of AgentRun (the selectablefield markers above).
+const (
+	// FieldStatusPhase selects runs by status.phase; a run no controller
+	// has started yet has the empty phase.
+	FieldStatusPhase = "status.phase"
+	// FieldAgentName selects runs by spec.agentRef.name.
+	FieldAgentName = "spec.agentRef.name"
+)
 
 // +kubebuilder:object:root=true
 

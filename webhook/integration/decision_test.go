@@ -1,11 +1,14 @@
 package integration_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -116,7 +119,8 @@ func TestDecisionAdmission(t *testing.T) {
 			if err := admin.Get(t.Context(), client.ObjectKeyFromObject(tc.d), stored); err != nil {
 				t.Fatal(err)
 			}
-			want := &exagentv1.Actor{Username: tc.user, Groups: []string{"payments-approvers", "system:authenticated"}}
+			want := &exagentv1.Actor{Username: tc.user, Groups: []string{"payments-approvers", "system:authenticated"},
+				Credential: exagentv1.CredentialCertificate}
 			if diff := cmp.Diff(want, stored.Spec.Actor); diff != "" {
 				t.Errorf("stamped actor (-want +got):\n%s", diff)
 			}
@@ -128,15 +132,20 @@ func TestDecisionAdmission(t *testing.T) {
 }
 
 // TestImpersonatedDecision: an admin deciding with kubectl --as is recorded
-// as the impersonated user, marked impersonated; the same user deciding
-// with their own certificate is not.
+// as the impersonated user. The apiserver tells the webhook nothing of the
+// impersonation (the user info is exactly what the Impersonate-* headers
+// asked for; only the audit log names the impersonator), so the record
+// says what is known — credential Unknown — and does not claim
+// impersonated: true without evidence; the same user deciding with their
+// own certificate is recorded with credential Certificate.
 func TestImpersonatedDecision(t *testing.T) {
 	s := newScenario(t)
 	d := approve(s.ns, "admin-as-alice", runPayments)
 	if err := impersonating(t, "alice", "payments-approvers").Create(t.Context(), d); err != nil {
 		t.Fatalf("denied: %v", err)
 	}
-	want := &exagentv1.Actor{Username: "alice", Groups: []string{"payments-approvers", "system:authenticated"}, Impersonated: true}
+	want := &exagentv1.Actor{Username: "alice", Groups: []string{"payments-approvers", "system:authenticated"},
+		Credential: exagentv1.CredentialUnknown}
 	if diff := cmp.Diff(want, d.Spec.Actor); diff != "" {
 		t.Errorf("actor (-want +got):\n%s", diff)
 	}
@@ -146,6 +155,53 @@ func TestImpersonatedDecision(t *testing.T) {
 	err := impersonating(t, "carol").Create(t.Context(), approve(s.ns, "admin-as-carol", runPayments))
 	if err == nil || !strings.Contains(err.Error(), `user "carol" is not in policy.approvers`) {
 		t.Errorf("impersonating carol: got %v, want the approvers denial", err)
+	}
+}
+
+// TestStampedCredential: the credential kind recorded for each real way of
+// authenticating — a client certificate, a ServiceAccount token from the
+// TokenRequest API, and impersonation — read from what the apiserver put
+// in the admission request's user info, never inferred from an absence.
+func TestStampedCredential(t *testing.T) {
+	s := newScenario(t)
+	runner := serviceAccountClient(t, s.ns, "runner", "exagent-editor")
+	runnerUID := string(get(t, s.ns, "runner", &corev1.ServiceAccount{}).UID)
+	cases := map[string]struct {
+		c          client.Client
+		wantUser   string
+		wantUID    string
+		wantGroups []string
+		want       exagentv1.CredentialKind
+	}{
+		"client certificate": {c: as(t, "dave"), wantUser: "dave",
+			wantGroups: []string{"payments-approvers", "system:authenticated"}, want: exagentv1.CredentialCertificate},
+		"ServiceAccount token": {c: runner, wantUser: "system:serviceaccount:" + s.ns + ":runner", wantUID: runnerUID,
+			wantGroups: []string{"system:serviceaccounts", "system:serviceaccounts:" + s.ns, "system:authenticated"},
+			want:       exagentv1.CredentialServiceAccountToken},
+		"impersonation: no evidence either way": {c: impersonating(t, "dave", "payments-approvers"), wantUser: "dave",
+			wantGroups: []string{"payments-approvers", "system:authenticated"}, want: exagentv1.CredentialUnknown},
+	}
+	i := 0
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			i++
+			r := &exagentv1.AgentRun{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cred-%d", i), Namespace: s.ns},
+				Spec:       exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: "payments"}, Input: "hello"},
+			}
+			if err := tc.c.Create(t.Context(), r); err != nil {
+				t.Fatalf("creating a run: %v", err)
+			}
+			stored := get(t, s.ns, r.Name, &exagentv1.AgentRun{})
+			got := stored.Spec.RequestedBy
+			if got == nil {
+				t.Fatal("no requestedBy stamped")
+			}
+			want := &exagentv1.Actor{Username: tc.wantUser, UID: tc.wantUID, Groups: tc.wantGroups, Credential: tc.want}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("requestedBy (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

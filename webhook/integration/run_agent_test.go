@@ -74,7 +74,8 @@ func TestAgentRunAdmission(t *testing.T) {
 			if err != nil {
 				t.Fatalf("denied: %v", err)
 			}
-			want := &exagentv1.Actor{Username: "dave", Groups: []string{"payments-approvers", "system:authenticated"}}
+			want := &exagentv1.Actor{Username: "dave", Groups: []string{"payments-approvers", "system:authenticated"},
+				Credential: exagentv1.CredentialCertificate}
 			if diff := cmp.Diff(want, tc.run.Spec.RequestedBy); diff != "" {
 				t.Errorf("requestedBy (-want +got):\n%s", diff)
 			}

@@ -58,7 +58,7 @@ func TestKubectlFlagsAreEverywhere(t *testing.T) {
 		"deny":    {"reason", "all", "wait", "timeout", "dry-run", "output"},
 		"cancel":  {"reason", "wait", "timeout", "dry-run", "output"},
 		"resolve": {"reason", "call", "outcome", "evidence", "wait", "timeout", "dry-run", "output"},
-		"list":    {"all-namespaces", "output"},
+		"list":    {"all-namespaces", "output", "agent", "watch"},
 		"wait":    {"for", "timeout"},
 		"show":    {"transcript"},
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/fields"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
@@ -15,16 +15,32 @@ import (
 // completionTimeout keeps a slow or unreachable apiserver from hanging the shell.
 const completionTimeout = 5 * time.Second
 
-// runFilter selects the runs a verb can act on, so completion offers only those.
-type runFilter func(*exagentv1.AgentRun) bool
+// runFilter selects the runs a verb can act on, so completion offers only
+// those: selector is what the apiserver is asked for (nil: every run), keep
+// is checked on each run it returns.
+type runFilter struct {
+	selector func() fields.Selector
+	keep     func(*exagentv1.AgentRun) bool
+}
 
-func anyRun(*exagentv1.AgentRun) bool          { return true }
-func pendingRuns(r *exagentv1.AgentRun) bool   { return len(r.Status.Pending()) > 0 }
-func liveRuns(r *exagentv1.AgentRun) bool      { return !r.Status.Phase.IsTerminal() }
-func uncertainRuns(r *exagentv1.AgentRun) bool { return len(r.Status.UncertainCalls()) > 0 }
+var (
+	anyRun = runFilter{keep: func(*exagentv1.AgentRun) bool { return true }}
+	// pendingRuns: only a run AwaitingApproval has pending approvals (runs.go).
+	pendingRuns = runFilter{selector: awaitingApproval,
+		keep: func(r *exagentv1.AgentRun) bool { return len(r.Status.Pending()) > 0 }}
+	liveRuns = runFilter{selector: notEnded,
+		keep: func(r *exagentv1.AgentRun) bool { return !r.Status.Phase.IsTerminal() }}
+	// uncertainRuns: an Uncertain call outlives its phase (a run cancelled,
+	// failed or expired around a call in flight keeps it for a Resolve), but
+	// a Succeeded run never holds one — and most runs are Succeeded.
+	uncertainRuns = runFilter{selector: func() fields.Selector {
+		return fields.OneTermNotEqualSelector(exagentv1.FieldStatusPhase, string(exagentv1.PhaseSucceeded))
+	}, keep: func(r *exagentv1.AgentRun) bool { return len(r.Status.UncertainCalls()) > 0 }}
+)
 
-// listRuns lists the namespace's runs for completion; any error means "no suggestions".
-func listRuns(f *factory) []exagentv1.AgentRun {
+// listRuns lists the namespace's runs that filter selects, for completion;
+// any error means "no suggestions".
+func listRuns(f *factory, filter runFilter) []exagentv1.AgentRun {
 	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 	defer cancel()
 	c, err := f.Client()
@@ -35,33 +51,55 @@ func listRuns(f *factory) []exagentv1.AgentRun {
 	if err != nil {
 		return nil
 	}
-	var runs exagentv1.AgentRunList
-	if err := c.List(ctx, &runs, client.InNamespace(ns)); err != nil {
+	var sel fields.Selector
+	if filter.selector != nil {
+		sel = filter.selector()
+	}
+	var out []exagentv1.AgentRun
+	_, err = (&runLister{c: c}).list(ctx, ns, sel, func(page []exagentv1.AgentRun) error {
+		for i := range page {
+			if filter.keep(&page[i]) {
+				out = append(out, page[i])
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return nil
 	}
-	return runs.Items
+	return out
 }
 
-// runNamed returns the run called name among runs, or nil.
-func runNamed(runs []exagentv1.AgentRun, name string) *exagentv1.AgentRun {
-	for i := range runs {
-		if runs[i].Name == name {
-			return &runs[i]
-		}
+// completionRun reads the run called name, for completing what follows
+// it (one get, not a list); nil when it cannot be read.
+func completionRun(f *factory, name string) *exagentv1.AgentRun {
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	defer cancel()
+	c, err := f.Client()
+	if err != nil {
+		return nil
 	}
-	return nil
+	ns, err := f.Namespace()
+	if err != nil {
+		return nil
+	}
+	run, err := getRun(ctx, c, ns, name)
+	if err != nil {
+		return nil
+	}
+	return run
 }
 
 // completeRuns suggests run names for the first argument.
-func completeRuns(f *factory, keep runFilter) cobra.CompletionFunc {
+func completeRuns(f *factory, filter runFilter) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		runs := listRuns(f)
+		runs := listRuns(f, filter)
 		var out []cobra.Completion
 		for i := range runs {
-			if keep(&runs[i]) && strings.HasPrefix(runs[i].Name, toComplete) {
+			if strings.HasPrefix(runs[i].Name, toComplete) {
 				out = append(out, cobra.CompletionWithDesc(runs[i].Name, string(runs[i].Status.Phase)))
 			}
 		}
@@ -70,14 +108,14 @@ func completeRuns(f *factory, keep runFilter) cobra.CompletionFunc {
 }
 
 // completeRunThenApproval suggests runs, then the chosen run's pending approval ids.
-func completeRunThenApproval(f *factory, keep runFilter) cobra.CompletionFunc {
-	runs := completeRuns(f, keep)
+func completeRunThenApproval(f *factory, filter runFilter) cobra.CompletionFunc {
+	runs := completeRuns(f, filter)
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		switch len(args) {
 		case 0:
 			return runs(cmd, args, toComplete)
 		case 1:
-			run := runNamed(listRuns(f), args[0])
+			run := completionRun(f, args[0])
 			if run == nil {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
@@ -103,7 +141,7 @@ func completeUncertainCalls(f *factory) cobra.CompletionFunc {
 		if len(args) == 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		run := runNamed(listRuns(f), args[0])
+		run := completionRun(f, args[0])
 		if run == nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

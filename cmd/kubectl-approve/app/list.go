@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,9 +20,15 @@ type listOptions struct {
 	genericiooptions.IOStreams
 	AllNamespaces bool
 	Output        string
+	// Agent narrows the list to the runs of one Agent (by field selector).
+	Agent string
+	// Watch keeps printing approvals as runs start waiting, after the
+	// list (list_watch.go).
+	Watch bool
 
 	namespace string
-	client    client.Client
+	client    client.WithWatch
+	runs      *runLister
 	clock     clock.PassiveClock
 }
 
@@ -33,9 +40,12 @@ func newListCommand(f *factory, streams genericiooptions.IOStreams) *cobra.Comma
 		Short:   "List the approvals runs are waiting for",
 		Long: `List every pending approval of the runs in the namespace (or, with -A, in all
 namespaces): the run, the approval id, the tool and its arguments, when it
-was requested and when it expires.`,
+was requested and when it expires. Only the runs waiting for approval are
+read (a field selector on status.phase, in pages of 500), however many runs
+the namespace holds. With -w, approvals are printed as runs start waiting.`,
 		Example: `  kubectl approve list
   kubectl approve list -A -o wide
+  kubectl approve list --agent payments -w
   kubectl approve list -o json | jq -r '.items[] | "\(.run) \(.approval)"'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -44,6 +54,8 @@ was requested and when it expires.`,
 	}
 	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List pending approvals across all namespaces.")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: wide, json or yaml.")
+	cmd.Flags().StringVar(&o.Agent, "agent", "", "List only the approvals of runs of this Agent.")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After listing, watch for runs that start waiting and print their approvals.")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"wide", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -56,8 +68,11 @@ func (o *listOptions) Complete(f *factory, _ *cobra.Command, _ []string) error {
 			return err
 		}
 	}
-	o.client, err = f.Client()
-	return err
+	if o.client, err = f.WatchClient(); err != nil {
+		return err
+	}
+	o.runs = &runLister{c: o.client, warn: o.ErrOut}
+	return nil
 }
 
 // Validate checks the output format.
@@ -69,25 +84,43 @@ func (o *listOptions) Validate() error {
 	return fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: json,wide,yaml", o.Output)
 }
 
-// Run lists the runs and prints their pending approvals.
+// Run lists the runs waiting for approval and prints their pending
+// approvals; with --watch it goes on with the runs that start waiting.
 func (o *listOptions) Run(ctx context.Context) error {
-	var runs exagentv1.AgentRunList
-	var opts []client.ListOption
-	if o.namespace != "" {
-		opts = append(opts, client.InNamespace(o.namespace))
-	}
-	if err := o.client.List(ctx, &runs, opts...); err != nil {
+	segments := newSegmentReader(o.client)
+	runs, rv, err := o.runs.all(ctx, o.namespace, o.selector())
+	if err != nil {
 		return fmt.Errorf("listing runs: %w", err)
 	}
-	segments := newSegmentReader(o.client)
-	for i := range runs.Items {
-		if err := o.resolvePendingArgs(ctx, segments, &runs.Items[i]); err != nil {
+	rows := o.rows(ctx, segments, runs, runs)
+	if o.Watch {
+		return o.watch(ctx, segments, runs, rows, rv)
+	}
+	return o.print(rows)
+}
+
+// selector is what the apiserver is asked for: the runs waiting for
+// approval, of --agent if set.
+func (o *listOptions) selector() fields.Selector {
+	return withAgent(awaitingApproval(), o.Agent)
+}
+
+// rows are the pending approvals of changed, with their sealed arguments
+// read back and their paths from the root over known (and, past what
+// known holds, the ancestors read by name).
+func (o *listOptions) rows(ctx context.Context, segments *segmentReader, changed, known []exagentv1.AgentRun) []pendingApproval {
+	for i := range changed {
+		if err := o.resolvePendingArgs(ctx, segments, &changed[i]); err != nil {
 			// One run's unreadable segment does not hide the others' approvals.
 			_, _ = fmt.Fprintf(o.ErrOut, "warning: %v\n", err)
 		}
 	}
-	rows := withPaths(pendingApprovals(runs.Items), runs.Items)
-	return o.print(rows)
+	rows := pendingApprovals(changed)
+	if len(rows) == 0 {
+		return nil
+	}
+	ancestors := missingAncestors(ctx, o.client, changed, known)
+	return withPaths(rows, append(append([]exagentv1.AgentRun(nil), known...), ancestors...))
 }
 
 // resolvePendingArgs puts back inline the sealed arguments of the calls

@@ -20,13 +20,21 @@ const (
 // printApprovalTable writes rows as kubectl-style columns. wide adds the
 // agent, call, rule, revision and a short payload hash.
 func printApprovalTable(w io.Writer, rows []pendingApproval, now time.Time, wide bool) error {
+	return writeApprovalTable(w, rows, now, wide, true)
+}
+
+// writeApprovalTable is printApprovalTable; without header it prints the
+// rows alone (`list -w`, after the first ones).
+func writeApprovalTable(w io.Writer, rows []pendingApproval, now time.Time, wide, header bool) error {
 	tw := printers.GetNewTabWriter(w)
-	header := []string{"NAMESPACE", "RUN", "APPROVAL", "TOOL", "ARGS", "REQUESTED", "EXPIRES"}
-	if wide {
-		header = append(header, "AGENT", "CALL", "RULE", "REVISION", "PAYLOAD")
-	}
-	if _, err := fmt.Fprintln(tw, strings.Join(header, "\t")); err != nil {
-		return err
+	if header {
+		cols := []string{"NAMESPACE", "RUN", "APPROVAL", "TOOL", "ARGS", "REQUESTED", "EXPIRES"}
+		if wide {
+			cols = append(cols, "AGENT", "CALL", "RULE", "REVISION", "PAYLOAD")
+		}
+		if _, err := fmt.Fprintln(tw, strings.Join(cols, "\t")); err != nil {
+			return err
+		}
 	}
 	width := argsWidth
 	if wide {

@@ -102,6 +102,43 @@ func withPaths(rows []pendingApproval, runs []exagentv1.AgentRun) []pendingAppro
 	return rows
 }
 
+// missingAncestors reads by name the ancestors of the waiting runs of
+// changed that known lacks, so that their rows keep their whole path when
+// only the waiting runs were listed: an ancestor mirrors its descendant's
+// AwaitingApproval (and is listed with it) only once it has observed it.
+// An ancestor that cannot be read ends its path there, as before.
+func missingAncestors(ctx context.Context, c client.Reader, changed, known []exagentv1.AgentRun) []exagentv1.AgentRun {
+	byKey := map[client.ObjectKey]*exagentv1.AgentRun{}
+	for i := range known {
+		byKey[client.ObjectKeyFromObject(&known[i])] = &known[i]
+	}
+	var read []*exagentv1.AgentRun
+	for i := range changed {
+		if len(changed[i].Status.Pending()) == 0 {
+			continue
+		}
+		cur := &changed[i]
+		for depth := 0; cur.Spec.Delegation != nil && depth < exagentv1.MaxDelegationDepth; depth++ {
+			key := client.ObjectKey{Namespace: cur.Namespace, Name: cur.Spec.Delegation.Parent.Name}
+			parent, ok := byKey[key]
+			if !ok {
+				parent = &exagentv1.AgentRun{}
+				if err := c.Get(ctx, key, parent); err != nil {
+					break
+				}
+				byKey[key] = parent
+				read = append(read, parent)
+			}
+			cur = parent
+		}
+	}
+	out := make([]exagentv1.AgentRun, 0, len(read))
+	for _, r := range read {
+		out = append(out, *r)
+	}
+	return out
+}
+
 // delegatedTarget returns the run of run's tree (run or below it) that holds
 // the one approval pending in the tree, for a decision named after run; run
 // itself when it has pending approvals of its own or no tree. Several
