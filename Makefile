@@ -71,7 +71,7 @@ SEED ?= 0
 CHAOS_TIMEOUT ?= 60m
 
 .PHONY: chaos
-chaos: ## Run the fault-injection suite (test/chaos) at full size: kill -9 matrix, 3 managers killed at random, apiserver faults, restart from etcd data, 1,000 slow-model runs on one manager; SEED=N replays.
+chaos: ## Run the fault-injection suite (test/chaos) at full size: kill -9 matrix, 3 managers killed at random, apiserver faults, restart from etcd data, two tenants on one manager (one hostile: redirects, huge answers, hanging MCP, wide delegation; the ordinary one's latency ratio is reported), 1,000 slow-model runs on one manager; SEED=N replays.
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -v -timeout $(CHAOS_TIMEOUT) -tags chaos ./test/chaos/ -chaos.full -chaos.seed=$(SEED)
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -v -timeout $(CHAOS_TIMEOUT) -run '^TestLoadNeverUncertain$$' ./controllers/ -args -load.runs=1000 -load.model-delay=1s
 

@@ -19,3 +19,11 @@ func TestChaos(t *testing.T) {
 		t.Run("R3-ApiserverFaults", testApiserverFaults)
 	})
 }
+
+// TestTenants runs R6 on the shared control plane. It is a test of its
+// own, not a subtest of TestChaos, so that -run 'R6|Tenant' selects it;
+// top-level tests run one after another, so its manager, which reconciles
+// every namespace, never overlaps R1–R3's.
+func TestTenants(t *testing.T) {
+	t.Run("R6-HostileNeighbour", testTenants)
+}

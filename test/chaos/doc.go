@@ -2,7 +2,11 @@
 // processes killed with SIGKILL in every window of the durability protocol,
 // several managers with no leader election killed at random, an apiserver
 // whose answers fail or get lost, and a control plane restarted from its
-// etcd data directory.
+// etcd data directory — and, beside them (R6, TestTenants), two tenants
+// on one manager: an ordinary one, whose run latency is measured alone
+// and again while a hostile one redirects http tools to a denied address,
+// streams a 1 GiB model answer, hangs an MCP server and delegates wide,
+// each against the bound that must answer it.
 //
 // The package's non-test files are the oracles every scenario shares: tool
 // and model servers that journal each request they receive (ToolServer,

@@ -32,13 +32,21 @@ type size struct {
 	faultRuns int
 	// R5: runs of each kind (paused, mid tool call, mid model request).
 	restartRuns int
+	// R6: the ordinary tenant's runs per phase and the clients that keep
+	// them going (each creates a run and waits for its end); the hostile
+	// tenant's runs on a hanging MCP server, and its clients of
+	// huge-answer runs, redirecting runs and delegation trees.
+	tenantRuns, tenantClients                            int
+	hangingRuns, hugeClients, exfilClients, hydraClients int
 }
 
 func sizes() size {
 	if *fullFlag || os.Getenv("CHAOS_FULL") == "1" {
-		return size{managersRuns: 300, batch: 25, killFor: 3 * time.Minute, faultRuns: 100, restartRuns: 10}
+		return size{managersRuns: 300, batch: 25, killFor: 3 * time.Minute, faultRuns: 100, restartRuns: 10,
+			tenantRuns: 100, tenantClients: 8, hangingRuns: 32, hugeClients: 4, exfilClients: 2, hydraClients: 2}
 	}
-	return size{managersRuns: 30, batch: 10, killFor: 20 * time.Second, faultRuns: 16, restartRuns: 2}
+	return size{managersRuns: 30, batch: 10, killFor: 20 * time.Second, faultRuns: 16, restartRuns: 2,
+		tenantRuns: 20, tenantClients: 4, hangingRuns: 8, hugeClients: 2, exfilClients: 1, hydraClients: 1}
 }
 
 func seed() int64 {

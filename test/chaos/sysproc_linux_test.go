@@ -1,7 +1,11 @@
 package chaos
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -10,4 +14,29 @@ import (
 // manager outlives the suite.
 func dieWithParent(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+}
+
+// memoryOf reads a process's resident set now (VmRSS) and its peak over
+// its life so far (VmHWM, the kernel's high-water mark: no sample can
+// miss a spike), from /proc/PID/status.
+func memoryOf(pid int) (rss, peak int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		for field, into := range map[string]*int64{"VmRSS:": &rss, "VmHWM:": &peak} {
+			if v, ok := strings.CutPrefix(line, field); ok {
+				kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				if err != nil {
+					return 0, 0, fmt.Errorf("/proc/%d/status: %s %w", pid, field, err)
+				}
+				*into = kb << 10
+			}
+		}
+	}
+	if rss == 0 || peak == 0 {
+		return 0, 0, fmt.Errorf("/proc/%d/status has no VmRSS or VmHWM", pid)
+	}
+	return rss, peak, nil
 }
