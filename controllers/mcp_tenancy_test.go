@@ -124,9 +124,12 @@ func TestMCPHangingServerSharedManager(t *testing.T) {
 	ordinaryRuns(t, ordinary, 200)
 	waitAllSucceeded(t, ordinary, 200, 3*time.Minute)
 
-	run := hostile.waitRun("hostile-0-0", "Ready=False MCPServerUnavailable naming the server", func(r *exagentv1.AgentRun) bool {
+	// Until its server's first listing has timed out, the run says that
+	// its listing waits for a slot or is in flight; then it names the error.
+	run := hostile.waitRun("hostile-0-0", "Ready=False MCPServerUnavailable naming the server and its timeout", func(r *exagentv1.AgentRun) bool {
 		c := readyCondition(r)
-		return c != nil && c.Reason == exagentv1.ReasonMCPServerUnavailable && strings.Contains(c.Message, hang.URL)
+		return c != nil && c.Reason == exagentv1.ReasonMCPServerUnavailable && strings.Contains(c.Message, hang.URL) &&
+			strings.Contains(c.Message, "no answer within")
 	})
 	msg := readyCondition(run).Message
 	for _, want := range []string{`tool "echo"`, "no answer within 2s", "starts no tool or model IO until the server answers tools/list"} {

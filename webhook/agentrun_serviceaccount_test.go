@@ -26,11 +26,11 @@ func TestChildRunServiceAccountNotReviewed(t *testing.T) {
 		return admission.NewContextWithRequest(t.Context(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			Operation: admissionv1.Create, UserInfo: authenticationv1.UserInfo{Username: user}}})
 	}
-	// Impersonated: a request without a credential id, as this one, is
-	// stamped so (authz.ActorFromUserInfo).
+	// A request without a credential id, as this one, is stamped with the
+	// credential Unknown (authz.ActorFromUserInfo).
 	child := run(func(r *exagentv1.AgentRun) {
 		r.Spec.ServiceAccountName = "deployer"
-		r.Spec.RequestedBy = &exagentv1.Actor{Username: "dave", Impersonated: true}
+		r.Spec.RequestedBy = &exagentv1.Actor{Username: "dave", Credential: exagentv1.CredentialUnknown}
 		r.Spec.Delegation = &exagentv1.Delegation{
 			Parent: exagentv1.RunReference{Name: "root", UID: "u"}, Root: exagentv1.RunReference{Name: "root", UID: "u"},
 			CallID: "c1", Ancestry: []string{"u/c1"},
@@ -41,13 +41,13 @@ func TestChildRunServiceAccountNotReviewed(t *testing.T) {
 	}
 	root := run(func(r *exagentv1.AgentRun) {
 		r.Spec.ServiceAccountName = "deployer"
-		r.Spec.RequestedBy = &exagentv1.Actor{Username: "dave", Impersonated: true}
+		r.Spec.RequestedBy = &exagentv1.Actor{Username: "dave", Credential: exagentv1.CredentialUnknown}
 	})
 	if _, err := w.ValidateCreate(ctxAs("dave"), root); err == nil || !strings.Contains(err.Error(), "no client to authorize spec.serviceAccountName") {
 		t.Errorf("dave's run naming deployer with no way to ask: %v, want refused", err)
 	}
 	def := run(func(r *exagentv1.AgentRun) {
-		r.Spec.RequestedBy = &exagentv1.Actor{Username: "dave", Impersonated: true}
+		r.Spec.RequestedBy = &exagentv1.Actor{Username: "dave", Credential: exagentv1.CredentialUnknown}
 	})
 	if _, err := w.ValidateCreate(ctxAs("dave"), def); err != nil {
 		t.Errorf("dave's run as the default ServiceAccount: %v, want admitted without asking", err)
