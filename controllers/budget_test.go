@@ -6,13 +6,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/loop"
 )
 
 // A byte budget an operator can state (issue 20, item 1): a ResourceQuota
@@ -160,4 +164,92 @@ func TestTranscriptCapClampsTheAgent(t *testing.T) {
 	if total, reads := transcriptSize(msgs), len(ps.calls()); total > capBytes || reads == 0 || reads > capBytes/size {
 		t.Fatalf("%d reads, transcript %d bytes, cap %d", reads, total, capBytes)
 	}
+}
+
+// TestSegmentBytesMetrics: exagent_segment_bytes_total counts the bytes a
+// run's segments take when they are created and when the run is deleted,
+// in the run's namespace, and exagent_segment_bytes is what the
+// namespace's runs hold meanwhile.
+func TestSegmentBytesMetrics(t *testing.T) {
+	const turns, size = 3, 20 << 10
+	h := newHarness(t)
+	ps := newPagesServer(t, size)
+	rm := newReaderModel(t, turns, size)
+	readerAgent(h, "reader", rm.srv.URL, ps.srv.URL)
+	h.startManager(controllers.Options{})
+	h.createRun("metered", "reader", func(r *exagentv1.AgentRunSpec) { r.ActiveTimeLimit = exagentv1.Never })
+	run := h.waitRun("metered", "ended", func(r *exagentv1.AgentRun) bool { return r.Status.Phase.IsTerminal() })
+	if run.Status.Phase != exagentv1.PhaseSucceeded {
+		t.Fatalf("run %s: %s %s", run.Status.Phase, run.Status.Reason, run.Status.Message)
+	}
+	held := run.Status.Transcript.SegmentBytes
+	var stored int64
+	for _, s := range segmentsOf(t, h, run) {
+		_, n, err := loop.SegmentName(&s.Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored += int64(n)
+	}
+	if held == 0 || stored < held {
+		t.Fatalf("the run holds %d segment bytes, the namespace stores %d", held, stored)
+	}
+	if got := segmentCounter(t, h.ns, "Created"); got != float64(stored) {
+		t.Errorf(`exagent_segment_bytes_total{event="Created"} = %v, want the %d bytes stored`, got, stored)
+	}
+	if got := segmentGauge(t, h.ns); got != float64(held) {
+		t.Errorf("exagent_segment_bytes = %v, want the %d bytes the run holds", got, held)
+	}
+	if err := h.c.Delete(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(func() bool { return segmentCounter(t, h.ns, "Deleted") == float64(held) }) {
+		t.Errorf(`exagent_segment_bytes_total{event="Deleted"} = %v, want %d once the run is deleted`, segmentCounter(t, h.ns, "Deleted"), held)
+	}
+	if !eventually(func() bool { return segmentGauge(t, h.ns) == 0 }) {
+		t.Errorf("exagent_segment_bytes = %v after the run was deleted, want 0", segmentGauge(t, h.ns))
+	}
+}
+
+// segmentCounter reads exagent_segment_bytes_total of ns from the
+// process's registry (what the manager's metrics endpoint serves).
+func segmentCounter(t *testing.T, ns, event string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "exagent_segment_bytes_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label(m, "namespace") == ns && label(m, "event") == event {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// segmentGauge is exagent_segment_bytes of ns, collected over the
+// apiserver's runs (the collector the manager registers reads its cache).
+func segmentGauge(t *testing.T, ns string) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 256)
+	go func() { controllers.NewRunsCollector(env.Client).Collect(ch); close(ch) }()
+	var v float64
+	for m := range ch {
+		if !strings.Contains(m.Desc().String(), `"exagent_segment_bytes"`) {
+			continue
+		}
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		if label(&pb, "namespace") == ns {
+			v = pb.GetGauge().GetValue()
+		}
+	}
+	return v
 }
