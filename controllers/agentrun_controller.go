@@ -80,6 +80,9 @@ type AgentRunReconciler struct {
 	SkewGrace time.Duration
 	// Tracer traces model requests and tool calls (internal/telemetry; nil: none).
 	Tracer *telemetry.Tracer
+	// MaxTranscriptBytes caps the transcript limit of every run
+	// (loop.EnvInput.MaxTranscriptBytes; 0: none).
+	MaxTranscriptBytes int64
 
 	// life is the context given to SetupWithManager (the manager's): it
 	// ends at the stop, before the controllers' own context does.

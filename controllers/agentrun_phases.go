@@ -142,7 +142,7 @@ func (r *AgentRunReconciler) unusableAgent(ctx context.Context, sc *scope) (reas
 	env, err := loop.NewEnv(loop.EnvInput{
 		RunUID: string(sc.run.UID), RunName: sc.run.Name,
 		Agent: &sc.agent.Spec, AgentGeneration: sc.agent.Generation, Run: &sc.run.Spec,
-		MCP: listings, ValueBytes: r.Store.ValueBytes(),
+		MCP: listings, ValueBytes: r.Store.ValueBytes(), MaxTranscriptBytes: r.MaxTranscriptBytes,
 		ChildLimits: r.childLimits(ctx, sc), // agentrun_delegate.go
 	})
 	if err != nil {

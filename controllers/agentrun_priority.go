@@ -48,6 +48,9 @@ func (r *AgentRunReconciler) claimWatcher() handler.TypedEventHandler[client.Obj
 			if e.Object != nil {
 				r.claims.gone(types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}, e.Object.GetUID())
 				r.deleteSegments(e.Object.GetNamespace(), e.Object.GetUID())
+				if run, ok := e.Object.(*exagentv1.AgentRun); ok {
+					observeRunDeleted(run) // metrics: its segments go with it
+				}
 			}
 		},
 	}

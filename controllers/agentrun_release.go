@@ -259,7 +259,8 @@ func (r *AgentRunReconciler) ownedRun(ctx context.Context, key types.NamespacedN
 	}
 	env, err := loop.NewEnv(loop.EnvInput{RunUID: string(run.UID), RunName: run.Name,
 		Agent: &agent.Spec, AgentGeneration: agent.Generation, Run: &run.Spec,
-		MCP: r.releaseListings(ctx, run.Namespace, &agent.Spec), ValueBytes: r.Store.ValueBytes()})
+		MCP: r.releaseListings(ctx, run.Namespace, &agent.Spec), ValueBytes: r.Store.ValueBytes(),
+		MaxTranscriptBytes: r.MaxTranscriptBytes})
 	if err != nil {
 		return nil, nil, loop.Fence{}, err
 	}

@@ -48,7 +48,14 @@ func (r *AgentRunReconciler) endUnstorable(ctx context.Context, sc *scope, cause
 	if err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("ending run %s after %v: %w", sc.key, cause, err))
 	}
-	written, err := r.Store.Commit(ctx, run, next, sc.ownedFence, sc.now)
+	var written *exagentv1.AgentRun
+	if cause.Segment {
+		// A segment was refused: the stored status is sealed already, and
+		// sealing its end could only meet the same refusal.
+		written, err = r.Store.CommitUnsealed(ctx, run, next, sc.ownedFence, sc.now)
+	} else {
+		written, err = r.Store.Commit(ctx, run, next, sc.ownedFence, sc.now)
+	}
 	if err != nil {
 		if again, ok := AsUnstorable(err); ok {
 			log.Error(again, "the run's status cannot be written, not even to end the run; leaving it to its lease",
@@ -73,13 +80,33 @@ func (r *AgentRunReconciler) endUnstorable(ctx context.Context, sc *scope, cause
 // unstorableMessage is the run's status.message: what was refused and
 // what to do.
 func unstorableMessage(cause *UnstorableError) string {
+	const known = "so the run cannot be journaled further and was ended; " +
+		"the outcomes of the calls that returned are recorded without their results, " +
+		"calls whose outcome is unknown are Uncertain (check their effects by hand); "
+	detail := strings.TrimSpace(truncate(cause.Error(), 1500))
+	switch {
+	case cause.Reason == exagentv1.ReasonSegmentQuotaExceeded:
+		return fmt.Sprintf("ResourceQuota %q of the run's namespace refused a transcript segment the run had to seal (%s), %s"+
+			"raise the quota's count/agentrunsegments.exagent.io or delete ended runs (their segments go with them), "+
+			"then create a new run to go on", quotaName(cause.Error()), detail, known)
+	case cause.Segment:
+		return fmt.Sprintf("the apiserver refused a transcript segment the run had to seal (%s), %s"+
+			"create a new run to go on, and report the cause if it persists", detail, known)
+	}
 	what := "the apiserver refused the run's next status as invalid"
 	if cause.Reason == exagentv1.ReasonStatusTooLarge {
 		what = "the run's next status is larger than the apiserver accepts"
 	}
-	return fmt.Sprintf("%s (%s), so the run cannot be journaled further and was ended; "+
-		"the outcomes of the calls that returned are recorded without their results, "+
-		"calls whose outcome is unknown are Uncertain (check their effects by hand); "+
-		"create a new run to go on, and report the cause if it persists",
-		what, strings.TrimSpace(truncate(cause.Error(), 1500)))
+	return fmt.Sprintf("%s (%s), %screate a new run to go on, and report the cause if it persists", what, detail, known)
+}
+
+// quotaName is the ResourceQuota an apiserver refusal names ("exceeded
+// quota: NAME, requested: …"), "" when it names none.
+func quotaName(msg string) string {
+	_, rest, ok := strings.Cut(msg, "exceeded quota: ")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, ",")
+	return strings.TrimSpace(name)
 }

@@ -50,7 +50,10 @@ func BenchmarkTranscriptWriteCost(b *testing.B) {
 			mgr.stop()
 		}
 	}()
-	readerAgent(h, "reader", rm.srv.URL, ps.srv.URL, func(a *exagentv1.AgentSpec) { a.Limits.MaxSteps = ptrTo(int32(turns + 5)) })
+	readerAgent(h, "reader", rm.srv.URL, ps.srv.URL, func(a *exagentv1.AgentSpec) {
+		a.Limits.MaxSteps = ptrTo(int32(turns + 5))
+		a.Limits.MaxTranscriptBytes = ptrTo(exagentv1.MaxTranscriptBytesLimit) // -bench.turns may ask for long runs
+	})
 
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	must(b, err)

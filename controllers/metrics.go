@@ -56,11 +56,37 @@ var (
 		Name: "exagent_runs_ended_total",
 		Help: "Runs this process ended, by phase and reason.",
 	}, []string{"phase", "reason"})
+	segmentBytesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "exagent_segment_bytes_total",
+		Help: "Bytes of AgentRunSegment content, by namespace and event: Created (segments this process created), " +
+			"Deleted (the segments of runs this process saw deleted, which go with their run). " +
+			"exagent_segment_bytes is what the namespace's runs hold now.",
+	}, []string{"namespace", "event"})
+)
+
+// Events of exagent_segment_bytes_total.
+const (
+	segmentCreated = "Created"
+	segmentDeleted = "Deleted"
 )
 
 func init() {
 	metrics.Registry.MustRegister(toolCallsTotal, modelRequestsTotal, modelTokensTotal, statusWritesTotal,
-		statusBytes, approvalWaitSeconds, runsEndedTotal)
+		statusBytes, approvalWaitSeconds, runsEndedTotal, segmentBytesTotal)
+}
+
+// observeSegmentCreated counts a segment this process created.
+func observeSegmentCreated(namespace string, bytes int) {
+	segmentBytesTotal.WithLabelValues(namespace, segmentCreated).Add(float64(bytes))
+}
+
+// observeRunDeleted counts the segments of a deleted run as deleted: the
+// run's status.transcript.segmentBytes, what its chain holds (the
+// garbage collector, or Segments.DeleteOf, removes them with the run).
+func observeRunDeleted(run *exagentv1.AgentRun) {
+	if t := run.Status.Transcript; t != nil && t.SegmentBytes > 0 {
+		segmentBytesTotal.WithLabelValues(run.Namespace, segmentDeleted).Add(float64(t.SegmentBytes))
+	}
 }
 
 // observeToolCall counts one executed tool call.
@@ -169,6 +195,9 @@ var (
 		"Tool calls with no confirmed outcome, waiting for kubectl approve resolve, by namespace.", []string{"namespace"}, nil)
 	oldestPendingDesc = prometheus.NewDesc("exagent_oldest_pending_approval_timestamp_seconds",
 		"When the oldest pending approval of the namespace was requested (Unix time).", []string{"namespace"}, nil)
+	segmentBytesDesc = prometheus.NewDesc("exagent_segment_bytes",
+		"Bytes of AgentRunSegment content the namespace's runs hold now (the sum of their status.transcript.segmentBytes); "+
+			"each segment is at most 262144 bytes, so a ResourceQuota on count/agentrunsegments.exagent.io bounds it.", []string{"namespace"}, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -177,6 +206,7 @@ func (c runsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- pendingApprovalsDesc
 	ch <- uncertainCallsDesc
 	ch <- oldestPendingDesc
+	ch <- segmentBytesDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -193,8 +223,10 @@ func (c runsCollector) Collect(ch chan<- prometheus.Metric) {
 	byPhase := map[key]int{}
 	pending, uncertain := map[string]int{}, map[string]int{}
 	oldest := map[string]time.Time{}
+	segBytes := map[string]int64{}
 	for i := range runs.Items {
 		r := &runs.Items[i]
+		segBytes[r.Namespace] += segmentBytesOf(r)
 		phase := string(r.Status.Phase)
 		if phase == "" {
 			phase = exagentv1.ReasonNotStarted
@@ -232,6 +264,18 @@ func (c runsCollector) Collect(ch chan<- prometheus.Metric) {
 	for ns, at := range oldest {
 		ch <- prometheus.MustNewConstMetric(oldestPendingDesc, prometheus.GaugeValue, float64(at.Unix()), ns)
 	}
+	for ns, n := range segBytes {
+		ch <- prometheus.MustNewConstMetric(segmentBytesDesc, prometheus.GaugeValue, float64(n), ns)
+	}
+}
+
+// segmentBytesOf is what run's segments hold (the cache keeps the
+// transcript head of every run, ended and waiting ones too).
+func segmentBytesOf(r *exagentv1.AgentRun) int64 {
+	if t := r.Status.Transcript; t != nil {
+		return t.SegmentBytes
+	}
+	return 0
 }
 
 // registerRunsCollector adds the run gauges of reader's runs to the

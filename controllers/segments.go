@@ -55,14 +55,23 @@ func NewSegments(c client.Client, reader client.Reader, maxBytes int) *Segments 
 	return s
 }
 
+// segmentSize is the length of seg's canonical content (what
+// status.transcript.segmentBytes counts); 0 when it cannot be encoded.
+func segmentSize(seg loop.Segment) int {
+	if seg.Size > 0 {
+		return seg.Size
+	}
+	_, n, err := loop.SegmentName(&seg.Spec)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
 func (s *Segments) put(uid types.UID, seg loop.Segment) {
-	size := seg.Size
+	size := segmentSize(seg)
 	if size <= 0 {
-		_, n, err := loop.SegmentName(&seg.Spec)
-		if err != nil {
-			return
-		}
-		size = n
+		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -101,6 +110,9 @@ func (s *Segments) Create(ctx context.Context, run *exagentv1.AgentRun, segs []l
 			Spec: *seg.Spec.DeepCopy(),
 		}
 		err := s.client.Create(ctx, obj)
+		if err == nil {
+			observeSegmentCreated(run.Namespace, segmentSize(seg))
+		}
 		if apierrors.IsAlreadyExists(err) {
 			existing := &exagentv1.AgentRunSegment{}
 			if err := s.reader.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {

@@ -98,6 +98,10 @@ type Options struct {
 	SealValueBytes int
 	// SegmentCacheBytes bounds the segments kept in memory (DefaultSegmentCacheBytes when 0).
 	SegmentCacheBytes int
+	// MaxTranscriptBytes caps every run's limits.maxTranscriptBytes
+	// (--max-transcript-bytes): a run gets the lower of it and what its
+	// Agent asks for. 0: no cap beyond the Agent's own limit.
+	MaxTranscriptBytes int64
 	// RunMetrics registers the run gauges (exagent_runs, pending approvals,
 	// uncertain calls) computed from this manager's cache at each scrape.
 	RunMetrics bool
@@ -167,6 +171,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		SkewGrace:               skewGrace(o.LeaseSkewGrace),
 		Clock:                   o.Clock,
 		Tracer:                  o.Tracer,
+		MaxTranscriptBytes:      o.MaxTranscriptBytes,
 	}
 	runs.Tools.Secret = runs.secret
 	if err := mgr.Add(runs.Tools.MCP); err != nil { // lists MCP servers beside the workers

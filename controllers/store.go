@@ -36,14 +36,21 @@ var ErrConflict = errors.New("run changed since it was read")
 
 // UnstorableError is a write the store can never make: the apiserver
 // refused the status itself — invalid (HTTP 422), too large (413, or
-// etcd's "request is too large") — or the seal could not bound it.
+// etcd's "request is too large") — or the seal could not bound it, or a
+// transcript segment the commit needed was refused: by a ResourceQuota of
+// the namespace, by an admission check, as invalid or too large.
 // Unlike an unreachable apiserver or a conflict, retrying the same write
 // can only fail again, so the caller ends the run (loop.FailUnstorable)
 // instead of retrying it for ever.
 type UnstorableError struct {
-	// Reason is exagentv1.ReasonStatusTooLarge or exagentv1.ReasonStatusRejected.
+	// Reason is exagentv1.ReasonStatusTooLarge, ReasonStatusRejected or
+	// ReasonSegmentQuotaExceeded.
 	Reason string
-	Err    error
+	// Segment tells that what was refused is a segment, not the status:
+	// the status last stored is as it was, and the commit that ends the
+	// run must not seal anything new (it would be refused the same way).
+	Segment bool
+	Err     error
 }
 
 func (e *UnstorableError) Error() string { return e.Err.Error() }
@@ -68,6 +75,39 @@ func unstorable(err error, what string) error {
 		return &UnstorableError{Reason: exagentv1.ReasonStatusRejected, Err: fmt.Errorf("%s: refused as invalid: %w", what, err)}
 	}
 	return nil
+}
+
+// unstorableSegment classifies the error of creating a transcript
+// segment: what unstorable says, and two refusals a create meets that are
+// final for this write — a ResourceQuota of the namespace that is full
+// (403 "exceeded quota": the count of agentrunsegments.exagent.io, which
+// does not empty itself while the run waits) and an admission webhook or
+// policy that denies the object ("admission webhook … denied the request",
+// "ValidatingAdmissionPolicy … denied request"). A quota whose usage is
+// not computed yet ("status unknown for quota"), a webhook that could not
+// be called and RBAC refusing the manager are none of these: retried.
+func unstorableSegment(err error, what string) error {
+	var u *UnstorableError
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsForbidden(err) && strings.Contains(msg, "exceeded quota"):
+		u = &UnstorableError{Reason: exagentv1.ReasonSegmentQuotaExceeded, Err: fmt.Errorf("%s: refused by a ResourceQuota: %w", what, err)}
+	case strings.Contains(msg, "admission webhook") && strings.Contains(msg, "denied the request"),
+		strings.Contains(msg, "ValidatingAdmissionPolicy") && strings.Contains(msg, "denied request"):
+		u = &UnstorableError{Reason: exagentv1.ReasonStatusRejected, Err: fmt.Errorf("%s: refused by admission: %w", what, err)}
+	default:
+		if errors.As(unstorable(err, what), &u) {
+			break
+		}
+		return nil
+	}
+	u.Segment = true
+	return u
 }
 
 // Store is the one place that writes a run's status. Every write is an
@@ -206,6 +246,21 @@ func (s *Store) Forget(key types.NamespacedName) {
 // does not (ErrFenceLost: drop everything).
 func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.Status, fence *loop.Fence,
 	now time.Time, overrides ...metav1.Condition) (*exagentv1.AgentRun, error) {
+	return s.commit(ctx, run, next, fence, now, true, overrides)
+}
+
+// CommitUnsealed is Commit without the seal: next is written as it is, and
+// no segment is created. It is for the one commit that ends a run after a
+// segment was refused (endUnstorable): next is then the status last
+// stored — already sealed, accepted by the apiserver — with the run's end
+// added, and sealing it could only meet the same refusal.
+func (s *Store) CommitUnsealed(ctx context.Context, run *exagentv1.AgentRun, next loop.Status, fence *loop.Fence,
+	now time.Time) (*exagentv1.AgentRun, error) {
+	return s.commit(ctx, run, next, fence, now, false, nil)
+}
+
+func (s *Store) commit(ctx context.Context, run *exagentv1.AgentRun, next loop.Status, fence *loop.Fence,
+	now time.Time, seal bool, overrides []metav1.Condition) (*exagentv1.AgentRun, error) {
 	if isSummary(run) {
 		// The cache's summary of a waiting run lacks its journal: a status
 		// computed from it would erase the transcript. Callers read the run
@@ -221,7 +276,7 @@ func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 			return nil, fmt.Errorf("%w: the status to write carries no valid lease", ErrFenceLost)
 		}
 	}
-	if s.segments != nil {
+	if s.segments != nil && seal {
 		sealed, err := s.sealFirst(ctx, run, next)
 		if err != nil {
 			return nil, err
@@ -276,7 +331,7 @@ func (s *Store) sealFirst(ctx context.Context, run *exagentv1.AgentRun, next loo
 		return sealed, nil
 	}
 	if err := s.segments.Create(ctx, run, segs); err != nil {
-		if u := unstorable(err, fmt.Sprintf("a transcript segment of run %s/%s", run.Namespace, run.Name)); u != nil {
+		if u := unstorableSegment(err, fmt.Sprintf("a transcript segment of run %s/%s", run.Namespace, run.Name)); u != nil {
 			s.refused.Add(1)
 			return next, u
 		}

@@ -233,8 +233,9 @@ func segmentsOf(t *testing.T, h *harness, run *exagentv1.AgentRun) []exagentv1.A
 }
 
 // TestLongRunStaysHot: 250 turns whose tool returns 40 KiB each (≈10 MiB
-// of transcript) Succeed; no status write exceeds the hot budget; every
-// model request, the last one included, carried the whole transcript.
+// of transcript, past the 8 MiB default: the Agent asks for 16 MiB)
+// Succeed; no status write exceeds the hot budget; every model request,
+// the last one included, carried the whole transcript.
 func TestLongRunStaysHot(t *testing.T) {
 	const turns, size = 250, 40 << 10
 	h := newHarness(t)
@@ -244,6 +245,7 @@ func TestLongRunStaysHot(t *testing.T) {
 	h.startManager(controllers.Options{})
 	readerAgent(h, "reader", rm.srv.URL, ps.srv.URL, func(a *exagentv1.AgentSpec) {
 		a.Limits.MaxSteps = ptrTo(int32(turns + 5))
+		a.Limits.MaxTranscriptBytes = ptrTo(int64(16 << 20))
 	})
 	h.createRun("long", "reader", func(r *exagentv1.AgentRunSpec) { r.ActiveTimeLimit = exagentv1.Never })
 	run := h.waitRunFor("long", "Succeeded", longWait, func(r *exagentv1.AgentRun) bool { return r.Status.Phase.IsTerminal() })

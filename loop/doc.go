@@ -28,6 +28,7 @@
 //	end.go        Finish, Fail
 //	unstorable.go FailUnstorable: end a run whose status the store refuses for good
 //	seal.go       Seal: what leaves the hot status for segments (values, old entries, receipts)
+//	transcript.go the transcript's size and its limit (the Agent's, capped by the manager)
 //	chain.go      the segment chain verified, sealed values and receipts read back
 //	expire.go     Expire: deadline and approval expiry
 //	recover.go    Recover after a lost lease

@@ -33,6 +33,11 @@ type EnvInput struct {
 	// ValueBytes is the size past which Seal moves a value into a segment
 	// (SealConfig.ValueBytes); 0 means DefaultValueBytes.
 	ValueBytes int
+	// MaxTranscriptBytes is the manager's cap on any run's transcript
+	// (--max-transcript-bytes): the run's limit is the lower of it and the
+	// Agent's limits.maxTranscriptBytes (or its default); 0 means no cap
+	// beyond the Agent's.
+	MaxTranscriptBytes int64
 	// MCP holds, by the name of each Agent tool of kind mcp, what its
 	// server's tools/list said. A tool without a listing contributes no
 	// callable tool (its named tools fail as unavailable): the controller

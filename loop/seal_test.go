@@ -50,11 +50,14 @@ func (h *sealingHarness) seal() {
 	h.writes = append(h.writes, encodedLen(&st))
 }
 
-// TestSealLongRun drives 250 turns whose tool returns 40 KiB each: every
-// sealed status stays within the hot budget, the chain verifies, and the
-// transcript read back through it holds every message and result.
+// TestSealLongRun drives 250 turns whose tool returns 40 KiB each (≈10 MiB,
+// past the 8 MiB default: the Agent asks for 16 MiB): every sealed status
+// stays within the hot budget, the chain verifies, and the transcript read
+// back through it holds every message and result.
 func TestSealLongRun(t *testing.T) {
-	env := mustEnv(t, MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).MaxSteps(1000).Obj(), MakeRun().Obj())
+	agent := MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).MaxSteps(1000).Obj()
+	agent.Limits.MaxTranscriptBytes = new(int64(16 << 20))
+	env := mustEnv(t, agent, MakeRun().Obj())
 	h := newSealingHarness(t, env)
 	h.claim(w1)
 	h.seal()
@@ -287,5 +290,48 @@ func TestTranscriptLimit(t *testing.T) {
 	}
 	if ios < 4 {
 		t.Fatalf("only %d IOs before the limit", ios)
+	}
+}
+
+// TestTranscriptCap: the manager's cap (EnvInput.MaxTranscriptBytes)
+// lowers what an Agent asks for, never raises it, and the run's message
+// names the cap when the cap is what ends the run.
+func TestTranscriptCap(t *testing.T) {
+	tests := map[string]struct {
+		agent       *int64
+		cap         int64
+		want        int64
+		wantMessage string
+	}{
+		"unset, no cap: the default":       {want: exagentv1.DefaultMaxTranscriptBytes, wantMessage: "past limits.maxTranscriptBytes (8388608)"},
+		"unset, cap above the default":     {cap: 32 << 20, want: exagentv1.DefaultMaxTranscriptBytes, wantMessage: "past limits.maxTranscriptBytes"},
+		"unset, cap below the default":     {cap: 1 << 20, want: 1 << 20, wantMessage: "the manager's --max-transcript-bytes (1048576), which caps the Agent's limits.maxTranscriptBytes (8388608)"},
+		"asks 64 MiB, cap 16 MiB: clamped": {agent: new(int64(64 << 20)), cap: 16 << 20, want: 16 << 20, wantMessage: "--max-transcript-bytes (16777216)"},
+		"asks 256 KiB, cap 16 MiB":         {agent: new(int64(256 << 10)), cap: 16 << 20, want: 256 << 10, wantMessage: "past limits.maxTranscriptBytes (262144)"},
+		"asks 64 MiB, no cap":              {agent: new(int64(64 << 20)), want: 64 << 20, wantMessage: "past limits.maxTranscriptBytes (67108864)"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			agent := MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).Obj()
+			agent.Limits.MaxTranscriptBytes = tc.agent
+			env, err := NewEnv(EnvInput{RunUID: runUID, RunName: "run", Agent: agent, AgentGeneration: 1, Run: MakeRun().Obj(),
+				MaxTranscriptBytes: tc.cap})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := env.maxTranscript(); got != tc.want {
+				t.Fatalf("limit %d, want %d", got, tc.want)
+			}
+			// A transcript one model answer short of the limit: the next
+			// request could pass it, so the run ends before it.
+			h := newHarness(t, env).claim(w1)
+			h.s.Transcript = &exagentv1.TranscriptHead{Bytes: tc.want - modelResponseReserve + 1}
+			if act := h.step(); act.Kind != ActFail || h.s.Reason != exagentv1.ReasonTranscriptTooLarge {
+				t.Fatalf("step %s, reason %s: want the run ended TranscriptTooLarge", act.Kind, h.s.Reason)
+			}
+			if !strings.Contains(h.s.Message, tc.wantMessage) {
+				t.Errorf("message %q, want it to contain %q", h.s.Message, tc.wantMessage)
+			}
+		})
 	}
 }

@@ -50,12 +50,23 @@ func appendMessage(st *Status, m exagentv1.Message) {
 	st.History = append(st.History, m)
 }
 
-// maxTranscript is the Agent's limits.maxTranscriptBytes or its default.
+// maxTranscript is the run's transcript limit: the Agent's
+// limits.maxTranscriptBytes (or its default), lowered to the manager's cap
+// when that is lower. The cap clamps rather than refuses: admission does
+// not know the manager's flags, and an Agent valid on one cluster stays
+// valid on another.
 func (e *Env) maxTranscript() int64 {
-	if m := e.limits().MaxTranscriptBytes; m != nil && *m > 0 {
-		return *m
+	n := e.agentTranscript()
+	if c := e.in.MaxTranscriptBytes; c > 0 && c < n {
+		return c
 	}
-	return exagentv1.DefaultMaxTranscriptBytes
+	return n
+}
+
+// agentTranscript is what the Agent asks for: limits.maxTranscriptBytes or its default.
+func (e *Env) agentTranscript() int64 {
+	l := e.limits()
+	return l.TranscriptBytes()
 }
 
 // transcriptRoom tells whether the transcript has room for reserve more
@@ -65,11 +76,18 @@ func transcriptRoom(st *Status, env *Env, reserve int64) bool {
 }
 
 // transcriptTooLarge ends the run before an IO whose result could take the
-// transcript past its limit.
+// transcript past its limit. The message names the limit that bit: the
+// Agent's, or the manager's cap when it is lower than what the Agent asks.
 func transcriptTooLarge(st *Status, env *Env, now time.Time, what string, reserve int64) Action {
-	endRun(st, env, now, exagentv1.PhaseFailed, exagentv1.ReasonTranscriptTooLarge,
-		fmt.Sprintf("%s could take the transcript past limits.maxTranscriptBytes (%d): %d bytes used, up to %d more; "+
-			"raise the Agent's limit or have the model ask for less", what, env.maxTranscript(), transcriptBytes(st), reserve))
+	limit, asked := env.maxTranscript(), env.agentTranscript()
+	msg := fmt.Sprintf("%s could take the transcript past limits.maxTranscriptBytes (%d): %d bytes used, up to %d more; "+
+		"raise the Agent's limit or have the model ask for less", what, limit, transcriptBytes(st), reserve)
+	if limit < asked {
+		msg = fmt.Sprintf("%s could take the transcript past the manager's --max-transcript-bytes (%d), "+
+			"which caps the Agent's limits.maxTranscriptBytes (%d): %d bytes used, up to %d more; "+
+			"have the model ask for less, or ask the cluster's operators to raise the cap", what, limit, asked, transcriptBytes(st), reserve)
+	}
+	endRun(st, env, now, exagentv1.PhaseFailed, exagentv1.ReasonTranscriptTooLarge, msg)
 	return failAction(st)
 }
 

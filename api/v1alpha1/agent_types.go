@@ -464,9 +464,12 @@ type LimitsSpec struct {
 	// maxTranscriptBytes bounds the run's logical transcript (messages, tool
 	// arguments and results, in status and in its AgentRunSegments); a run
 	// that would pass it ends Failed (TranscriptTooLarge) before the IO.
-	// Default 64 MiB.
+	// Default 8 MiB, at most 64 MiB; the manager's --max-transcript-bytes
+	// may cap it lower for the whole cluster (the run's message says so
+	// when the cap is what ends it).
 	// +optional
 	// +kubebuilder:validation:Minimum=65536
+	// +kubebuilder:validation:Maximum=67108864
 	MaxTranscriptBytes *int64 `json:"maxTranscriptBytes,omitempty"`
 	// maxDepth bounds how deep delegation goes below a run of this Agent
 	// (default 3: a root run, its children, grandchildren and their
@@ -515,8 +518,26 @@ func (l *LimitsSpec) Runs() int32 {
 	return *l.MaxRuns
 }
 
-// DefaultMaxTranscriptBytes is limits.maxTranscriptBytes when unset (64 MiB).
-const DefaultMaxTranscriptBytes int64 = 64 << 20
+// Bounds of limits.maxTranscriptBytes (DESIGN.md §15, docs/operating.md
+// "The etcd budget"). The default is what a run of an Agent that says
+// nothing may put in etcd; MaxTranscriptBytesLimit is the marker's Maximum
+// and the most --max-transcript-bytes may allow; MinTranscriptBytes is the
+// marker's Minimum.
+const (
+	DefaultMaxTranscriptBytes int64 = 8 << 20
+	MaxTranscriptBytesLimit   int64 = 64 << 20
+	MinTranscriptBytes        int64 = 64 << 10
+)
+
+// TranscriptBytes returns limits.maxTranscriptBytes, DefaultMaxTranscriptBytes
+// when unset. The manager's --max-transcript-bytes may lower what a run
+// gets (loop.EnvInput.MaxTranscriptBytes).
+func (l *LimitsSpec) TranscriptBytes() int64 {
+	if l.MaxTranscriptBytes == nil || *l.MaxTranscriptBytes <= 0 {
+		return DefaultMaxTranscriptBytes
+	}
+	return *l.MaxTranscriptBytes
+}
 
 // AgentStatus is the observed state of an Agent.
 type AgentStatus struct {

@@ -65,7 +65,8 @@ const (
 	// validated or bound without its schemas.
 	ReasonMCPServerUnavailable = "MCPServerUnavailable"
 	// ReasonTranscriptTooLarge: the next IO could take the transcript past
-	// the Agent's limits.maxTranscriptBytes; the run ends before it.
+	// the Agent's limits.maxTranscriptBytes (or the manager's
+	// --max-transcript-bytes, when lower); the run ends before it.
 	ReasonTranscriptTooLarge = "TranscriptTooLarge"
 	// ReasonTranscriptCorrupt: a segment of the run's sealed transcript is
 	// missing, was edited or is out of order (its hash chain does not hold);
@@ -80,6 +81,12 @@ const (
 	// invalid (HTTP 422) — a write that can never succeed; the run ends
 	// after journaling what is known, instead of retrying it for ever.
 	ReasonStatusRejected = "StatusRejected"
+	// ReasonSegmentQuotaExceeded: a transcript segment the run must seal
+	// was refused by a ResourceQuota of its namespace (count of
+	// agentrunsegments.exagent.io, DESIGN.md §15); the run ends after
+	// journaling what is known, instead of retrying until someone raises
+	// the quota. The message names the quota.
+	ReasonSegmentQuotaExceeded = "SegmentQuotaExceeded"
 	// ReasonEgressDenied: the manager's egress policy refused the model
 	// endpoint's address (the message names the rule and the address); a
 	// re-send would be refused again, so the run ends at once.

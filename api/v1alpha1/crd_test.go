@@ -112,6 +112,16 @@ func TestValidSamplesAreAccepted(t *testing.T) {
 			a.Spec.Limits.MaxRuns = ptr.To[int32](exagentv1.MaxTreeRuns) // the marker's Maximum agrees with the constant
 			return a
 		}(),
+		"agent with maxTranscriptBytes at MaxTranscriptBytesLimit": func() client.Object {
+			a := sampleAgent(ns, "long-transcript")
+			a.Spec.Limits.MaxTranscriptBytes = ptr.To(exagentv1.MaxTranscriptBytesLimit) // 64 MiB, the old default, still allowed
+			return a
+		}(),
+		"agent with maxTranscriptBytes at MinTranscriptBytes": func() client.Object {
+			a := sampleAgent(ns, "short-transcript")
+			a.Spec.Limits.MaxTranscriptBytes = ptr.To(exagentv1.MinTranscriptBytes)
+			return a
+		}(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := env.Client.Create(ctx, obj); err != nil {
@@ -208,6 +218,22 @@ func TestRejectedByTheSchema(t *testing.T) {
 				return a
 			}(),
 			wantMessage: "spec.limits.maxRuns",
+		},
+		"maxTranscriptBytes past MaxTranscriptBytesLimit": {
+			obj: func() client.Object {
+				a := sampleAgent(ns, "huge-transcript")
+				a.Spec.Limits.MaxTranscriptBytes = ptr.To(exagentv1.MaxTranscriptBytesLimit + 1)
+				return a
+			}(),
+			wantMessage: "spec.limits.maxTranscriptBytes",
+		},
+		"maxTranscriptBytes under MinTranscriptBytes": {
+			obj: func() client.Object {
+				a := sampleAgent(ns, "tiny-transcript")
+				a.Spec.Limits.MaxTranscriptBytes = ptr.To(exagentv1.MinTranscriptBytes - 1)
+				return a
+			}(),
+			wantMessage: "spec.limits.maxTranscriptBytes",
 		},
 		"unknown decision": {
 			obj: func() client.Object {

@@ -46,6 +46,7 @@ type flags struct {
 	hotStatusBytes          int
 	sealValueBytes          int
 	segmentCacheBytes       int
+	maxTranscriptBytes      int64
 	leaderElect             bool
 	leaderElectionID        string
 	leaderElectionNamespace string
@@ -97,6 +98,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.IntVar(&f.hotStatusBytes, "hot-status-bytes", loop.DefaultHotBytes, "Budget of a run's encoded status: older messages, past steps' calls and large values are sealed into AgentRunSegments beyond it.")
 	fs.IntVar(&f.sealValueBytes, "seal-value-bytes", loop.DefaultValueBytes, "A single message content, tool argument or result larger than this is sealed into a segment at once (at least 512).")
 	fs.IntVar(&f.segmentCacheBytes, "segment-cache-bytes", controllers.DefaultSegmentCacheBytes, "Bytes of AgentRunSegments kept in memory (an LRU by content hash).")
+	fs.Int64Var(&f.maxTranscriptBytes, "max-transcript-bytes", exagentv1.MaxTranscriptBytesLimit, "Cap on every run's transcript: a run gets the lower of this and its Agent's "+
+		"limits.maxTranscriptBytes (default 8 MiB); between 1 MiB and 64 MiB (docs/operating.md, The etcd budget).")
 	fs.DurationVar(&f.modelTimeout, "model-timeout", 2*time.Minute, "Timeout of one model request.")
 	fs.StringVar(&f.holder, "holder-identity", "", "Identity of this process in run claims (default: hostname plus a random suffix; must be unique per process).")
 	fs.StringVar(&f.sealSecret, "decision-seal-secret", "", "namespace/name of the Secret holding the key that seals admitted decisions "+
@@ -133,7 +136,12 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	return f, opts, nil
 }
 
-// validateSealing refuses budgets that cannot hold a run's hot status.
+// MinTranscriptCap is the lowest --max-transcript-bytes: below it, a few
+// tool results of the largest size a value may have (64 KiB) would end a run.
+const MinTranscriptCap = 1 << 20
+
+// validateSealing refuses budgets that cannot hold a run's hot status, and
+// a transcript cap outside what limits.maxTranscriptBytes means.
 func (f *flags) validateSealing() error {
 	switch {
 	case f.hotStatusBytes < 8<<10:
@@ -143,6 +151,9 @@ func (f *flags) validateSealing() error {
 			f.sealValueBytes, loop.MinValueBytes, f.hotStatusBytes/4)
 	case f.segmentCacheBytes < exagentv1.MaxSegmentBytes:
 		return fmt.Errorf("--segment-cache-bytes=%d: must hold at least one segment (%d bytes)", f.segmentCacheBytes, exagentv1.MaxSegmentBytes)
+	case f.maxTranscriptBytes < MinTranscriptCap || f.maxTranscriptBytes > exagentv1.MaxTranscriptBytesLimit:
+		return fmt.Errorf("--max-transcript-bytes=%d: must be between %d (1 MiB) and %d (64 MiB, the most limits.maxTranscriptBytes admits)",
+			f.maxTranscriptBytes, MinTranscriptCap, exagentv1.MaxTranscriptBytesLimit)
 	}
 	return nil
 }
@@ -352,6 +363,7 @@ func run() error {
 		HotStatusBytes:          f.hotStatusBytes,
 		SealValueBytes:          f.sealValueBytes,
 		SegmentCacheBytes:       f.segmentCacheBytes,
+		MaxTranscriptBytes:      f.maxTranscriptBytes,
 		Hooks:                   hooks,
 		RunMetrics:              true,
 		MCPListConcurrency:      f.mcpListConcurrency,
