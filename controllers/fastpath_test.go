@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -22,17 +23,26 @@ import (
 func TestApproveResumesInOneWrite(t *testing.T) {
 	h := newHarness(t)
 	ts := newToolServer(t)
-	m := h.startManager(controllers.Options{})
+	// The writes are counted as the store sends them (the hook runs right
+	// before each), not by Store.Writes after the fact: that counter moves
+	// once the write has returned, which on a loaded machine can be after
+	// the test has already seen the paused run and read it.
 	var (
 		mu      sync.Mutex
-		atTool  int64
+		sent    []exagentv1.RunPhase
+		atTool  int
 		running *exagentv1.AgentRun
 	)
+	m := h.startManager(controllers.Options{Hooks: controllers.Hooks{BeforeStatusWrite: func(_ context.Context, _ types.NamespacedName, st *exagentv1.AgentRunStatus) {
+		mu.Lock()
+		sent = append(sent, st.Phase)
+		mu.Unlock()
+	}}})
 	ts.respond = func(w http.ResponseWriter, r *http.Request, _ []byte) {
 		run := &exagentv1.AgentRun{}
 		err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: "r1"}, run)
 		mu.Lock()
-		atTool = m.ctrls.Store.Writes()
+		atTool = len(sent)
 		if err == nil {
 			running = run
 		}
@@ -43,7 +53,6 @@ func TestApproveResumesInOneWrite(t *testing.T) {
 	h.createAgent("payments", refundAgent(ts))
 	h.createRun("r1", "payments")
 	paused := h.waitPhase("r1", exagentv1.PhaseAwaitingApproval)
-	before := m.ctrls.Store.Writes()
 
 	h.approve(paused, "ok")
 	h.waitPhase("r1", exagentv1.PhaseSucceeded)
@@ -52,7 +61,11 @@ func TestApproveResumesInOneWrite(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if got := atTool - before; got != 1 {
+	pause := slices.Index(sent, exagentv1.PhaseAwaitingApproval)
+	if pause < 0 || pause >= atTool {
+		t.Fatalf("writes sent %v, the tool request after %d of them: no pause before the tool request", sent, atTool)
+	}
+	if got := atTool - pause - 1; got != 1 {
 		t.Errorf("status writes from the approval to the tool request = %d, want 1 (decision, claim and intent together)", got)
 	}
 	if running == nil {
