@@ -344,7 +344,9 @@ func TestDelegationWindowDenyAfterReAsk(t *testing.T) {
 		t.Fatal(err)
 	}
 	startHolding(t, h, hm)
-	again := h.waitRun("win-5", "asked again", func(r *exagentv1.AgentRun) bool {
+	// Generous: the stopped manager's lease must lapse before another
+	// claims the parent, and this machine may be loaded.
+	again := h.waitRunFor("win-5", "asked again", 2*time.Minute, func(r *exagentv1.AgentRun) bool {
 		return r.Status.Phase == exagentv1.PhaseAwaitingApproval && len(r.Status.Pending()) == 1 && r.Status.Pending()[0].ID != old.ID
 	})
 	a := pendingApproval(t, again)
