@@ -25,6 +25,14 @@ func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	return c.next.RoundTrip(req)
 }
 
+// loopbackOnly is a client whose policy allows 127.0.0.1 (the test servers'
+// address) and nothing else the defaults deny.
+func loopbackOnly(t *testing.T) *http.Client {
+	t.Helper()
+	hc, _ := loopbackClient(t)
+	return hc
+}
+
 func loopbackClient(t *testing.T) (*http.Client, *countingTransport) {
 	t.Helper()
 	allow, err := egress.ParseCIDRs("127.0.0.1/32")

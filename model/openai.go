@@ -27,8 +27,8 @@ type OpenAIConfig struct {
 	Temperature         string
 	MaxCompletionTokens *int64
 	// HTTPClient is shared by all requests (connection reuse); nil means
-	// http.DefaultClient. Whatever its settings, no redirect is followed and
-	// an answer is read up to MaxAnswerBytes.
+	// the egress package's default-policy client. Whatever its settings, no
+	// redirect is followed and an answer is read up to MaxAnswerBytes.
 	HTTPClient *http.Client
 	// Retry bounds the request, its retries and their waits.
 	Retry RetryOptions
@@ -67,7 +67,7 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	hc := egress.WithoutRedirects(cfg.HTTPClient)
 	base := hc.Transport
 	if base == nil {
-		base = http.DefaultTransport
+		base = egress.DefaultTransport()
 	}
 	hc.Transport = bounded.Transport(base, MaxAnswerBytes, "the model's answer", nil)
 	if cfg.Retry.AttemptTimeout < cfg.Retry.Timeout {

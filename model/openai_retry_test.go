@@ -158,7 +158,7 @@ func TestOpenAIRetries(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			s := newScriptedServer(t, tc.answers...)
-			p, err := NewOpenAI(OpenAIConfig{BaseURL: s.url, Model: "m", APIKey: "k", Retry: tc.opts})
+			p, err := NewOpenAI(OpenAIConfig{BaseURL: s.url, Model: "m", APIKey: "k", Retry: tc.opts, HTTPClient: loopbackOnly(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +191,7 @@ func TestOpenAIRetries(t *testing.T) {
 // before the retry bound, with what it last said.
 func TestOpenAIRetriesStayInsideTimeout(t *testing.T) {
 	s := newScriptedServer(t, answer{status: 503, header: map[string]string{"Retry-After": "1"}})
-	p, err := NewOpenAI(OpenAIConfig{BaseURL: s.url, Model: "m", Retry: RetryOptions{Timeout: 2500 * time.Millisecond, MaxRetries: MaxRetriesLimit}})
+	p, err := NewOpenAI(OpenAIConfig{BaseURL: s.url, Model: "m", Retry: RetryOptions{Timeout: 2500 * time.Millisecond, MaxRetries: MaxRetriesLimit}, HTTPClient: loopbackOnly(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

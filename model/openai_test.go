@@ -29,7 +29,7 @@ func TestOpenAIWire(t *testing.T) {
 			"usage":{"prompt_tokens":9,"completion_tokens":4,"total_tokens":13}}`))
 	}))
 	defer srv.Close()
-	p, err := NewOpenAI(OpenAIConfig{BaseURL: srv.URL, Model: "m", APIKey: "k", Temperature: "0.5"})
+	p, err := NewOpenAI(OpenAIConfig{BaseURL: srv.URL, Model: "m", APIKey: "k", Temperature: "0.5", HTTPClient: loopbackOnly(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -266,7 +266,7 @@ func TestMCPRedirectNotFollowed(t *testing.T) {
 	}))
 	defer srv.Close()
 	m := mcpTool(t, srv.URL, "echo", "10s", false)
-	m.Client = &http.Client{} // Go's default policy would follow a 307
+	m.Client = &http.Client{Transport: http.DefaultTransport} // Go's default policy would follow a 307
 	got := m.Invoke(t.Context(), mcpCall("visible_echo", `{}`))
 	if got.Kind != loop.ResultFailed || !strings.Contains(got.Output, "tools/call not sent") || !strings.Contains(got.Output, "307") {
 		t.Errorf("result = %s %q, want Failed, not sent, naming the 307", got.Kind, got.Output)

@@ -231,7 +231,7 @@ func transportOf(c *http.Client) http.RoundTripper {
 	if c != nil && c.Transport != nil {
 		return c.Transport
 	}
-	return http.DefaultTransport
+	return egress.DefaultTransport()
 }
 
 // MaxMCPAnswerBytes bounds one HTTP response of an MCP server: an

@@ -22,7 +22,7 @@ import (
 func TestMCPListings(t *testing.T) {
 	srv := mcptest.Start()
 	defer srv.Close()
-	cat := &MCPCatalog{}
+	cat := &MCPCatalog{Client: loopbackOnly(t)}
 	woken := make(chan types.NamespacedName, 16)
 	cat.SetWake(func(ns []types.NamespacedName) {
 		for _, n := range ns {

@@ -20,7 +20,7 @@ func mcpTool(t *testing.T, url, tool string, timeout string, idempotent bool) *M
 	t.Helper()
 	m, err := NewMCP(&exagentv1.ToolSpec{Name: "visible_" + tool, MCP: &exagentv1.MCPTool{URL: url, Tool: tool,
 		Timeout: exagentv1.Duration(timeout), Idempotent: idempotent}},
-		map[string]string{"Authorization": "Bearer s3cret"}, nil)
+		map[string]string{"Authorization": "Bearer s3cret"}, loopbackOnly(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,11 +43,20 @@ type AllowLists interface {
 // into a GET.
 func NoRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// WithoutRedirects returns a copy of c (http.DefaultClient when nil) whose
-// CheckRedirect is NoRedirect, sharing its transport.
+// defaultClient is the client of a caller that passes none: the default
+// policy, no redirects. Built once, so its connections are reused.
+var defaultClient = sync.OnceValue(func() *http.Client { return NewClient(TransportOptions{}) })
+
+// DefaultTransport is the transport of a caller that passes no client:
+// every dial checked against the default policy (nothing allowed).
+func DefaultTransport() http.RoundTripper { return defaultClient().Transport }
+
+// WithoutRedirects returns a copy of c whose CheckRedirect is NoRedirect,
+// sharing its transport; when c is nil, a copy of the default-policy
+// client (never Go's http.DefaultClient, which no policy checks).
 func WithoutRedirects(c *http.Client) *http.Client {
 	if c == nil {
-		c = http.DefaultClient
+		c = defaultClient()
 	}
 	cp := *c
 	cp.CheckRedirect = NoRedirect
