@@ -342,9 +342,9 @@ func TestDelegationCrashWindows(t *testing.T) {
 	}{
 		"killed after the child's creation, before the parent's commit": {
 			hooks: func(root string, kill func()) controllers.Hooks {
-				return controllers.Hooks{AfterChildCreated: func(_ context.Context, run types.NamespacedName, _ string) {
+				return controllers.Hooks{AfterChildCreated: func(ctx context.Context, run types.NamespacedName, _ string) {
 					if run.Name == root {
-						kill()
+						killJob(ctx, kill)
 					}
 				}}
 			},

@@ -162,6 +162,16 @@ func assertWithdrawn(t *testing.T, h *harness, ts *toolServer, root, child strin
 	}
 }
 
+// killJob stops the manager from inside a job's hook, as a crash at that
+// point would: it returns only once the job's own context has ended, so
+// the job files nothing and its result is never committed. (The manager's
+// stop reaches the jobs' context a moment after kill returns; returning at
+// once let a loaded machine commit the result in between.)
+func killJob(job context.Context, kill func()) {
+	kill()
+	<-job.Done()
+}
+
 // killAfterCreate starts a manager killed once root's child exists and
 // before root's commit records it, and waits for that. The child's model
 // requests are held there too (hm), should it get that far before the kill.
@@ -170,9 +180,9 @@ func killAfterCreate(t *testing.T, h *harness, root string, hm *holdModels) {
 	var once sync.Once
 	killed := make(chan struct{})
 	first := h.startManagerWith(controllers.Options{}, func(kill func()) controllers.Hooks {
-		return controllers.Hooks{AfterChildCreated: func(_ context.Context, run types.NamespacedName, _ string) {
+		return controllers.Hooks{AfterChildCreated: func(ctx context.Context, run types.NamespacedName, _ string) {
 			if run.Name == root {
-				once.Do(func() { kill(); close(killed) })
+				once.Do(func() { killJob(ctx, kill); close(killed) })
 			}
 		}, BeforeModelRequest: hm.hook}
 	})
@@ -318,9 +328,9 @@ func TestDelegationWindowDenyAfterReAsk(t *testing.T) {
 	var once sync.Once
 	killed := make(chan struct{})
 	first := h.startManagerWith(controllers.Options{}, func(kill func()) controllers.Hooks {
-		return controllers.Hooks{AfterChildCreated: func(_ context.Context, run types.NamespacedName, _ string) {
+		return controllers.Hooks{AfterChildCreated: func(ctx context.Context, run types.NamespacedName, _ string) {
 			if run.Name == "win-5" {
-				once.Do(func() { kill(); close(killed) })
+				once.Do(func() { killJob(ctx, kill); close(killed) })
 			}
 		}, BeforeModelRequest: hm.hook}
 	})

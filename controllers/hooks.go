@@ -14,6 +14,13 @@ import (
 // window, with no timing tricks. After a hook returns, the controller
 // checks its context and does nothing more when it was cancelled. Nil
 // hooks are skipped; production leaves them all nil.
+//
+// The hooks of a job (BeforeModelRequest, AfterModelResponse, AfterEffect,
+// BeforeChildCreate, AfterChildCreated) get the job's context, which the
+// manager's stop ends a moment after the manager's own context (at once,
+// or after the drain): a test that stops the manager there waits for the
+// job's context to end before it returns, or the job may still file its
+// result.
 type Hooks struct {
 	// BeforeIntentCommit runs before the commit that records tool intents.
 	BeforeIntentCommit func(ctx context.Context, run types.NamespacedName, calls []loop.ToolInvocation)
