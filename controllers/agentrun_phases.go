@@ -281,25 +281,15 @@ func (r *AgentRunReconciler) drive(ctx context.Context, sc *scope) error {
 		return nil
 	}
 	sc.results, sc.inFlight = r.inbox.take(sc.key)
-	for _, res := range sc.results {
-		if res.fence != *sc.fence || res.uid != sc.run.UID {
-			continue // an older attempt's (or an older run's) result: it never confirms
-		}
-		next, err := r.record(sc, res)
-		switch {
-		case loop.IsKind(err, loop.KindStaleFence):
-			return err
-		case loop.IsKind(err, loop.KindNotPending) || loop.IsKind(err, loop.KindConflict):
-			logf.FromContext(ctx).Info("dropping a result the journal does not expect", "reason", err.Error())
-			continue
-		case err != nil:
-			return r.failPermanent(sc, err)
-		}
-		sc.set(next)
-		if next.Phase != exagentv1.PhaseRunning {
-			sc.noteEnd(next)
-			return nil
-		}
+	ended, err := r.applyResults(ctx, sc, sc.results)
+	switch {
+	case loop.IsKind(err, loop.KindStaleFence):
+		return err
+	case err != nil:
+		return r.failPermanent(sc, err)
+	case ended:
+		sc.noteEnd(sc.status)
+		return nil
 	}
 	if sc.status.Phase != exagentv1.PhaseRunning {
 		return nil
@@ -362,6 +352,36 @@ func (r *AgentRunReconciler) driveWithoutAgent(sc *scope) error {
 	}
 	sc.set(next)
 	return nil
+}
+
+// applyResults records, in order, the IO results of sc's attempt on its
+// status. A result counts only when it is this attempt's (fence) of this
+// very run (UID): a run deleted and re-created under the same name starts
+// its attempts at 1 again, so only the UID keeps an older run's result
+// out. A result the journal does not expect (its intent was closed or
+// asked again meanwhile) is dropped; any other error stops and is
+// returned. ended tells whether a result ended the run (phase no longer
+// Running): the results after it are not applied. The reconcile (drive)
+// and the hand-back at the stop (releaseOne) both apply results here.
+func (r *AgentRunReconciler) applyResults(ctx context.Context, sc *scope, results []ioResult) (ended bool, err error) {
+	for _, res := range results {
+		if res.fence != *sc.fence || res.uid != sc.run.UID {
+			continue // an older attempt's (or an older run's) result: it never confirms
+		}
+		next, err := r.record(sc, res)
+		switch {
+		case loop.IsKind(err, loop.KindNotPending) || loop.IsKind(err, loop.KindConflict):
+			logf.FromContext(ctx).Info("dropping a result the journal does not expect", "reason", err.Error())
+			continue
+		case err != nil:
+			return false, err
+		}
+		sc.set(next)
+		if next.Phase != exagentv1.PhaseRunning {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // record applies one result of this attempt.

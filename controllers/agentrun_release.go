@@ -180,18 +180,8 @@ func (r *AgentRunReconciler) releaseOne(ctx, wait context.Context, key types.Nam
 		}
 		results, _ := r.inbox.take(key)
 		sc := &scope{key: key, now: r.Clock.Now(), run: run, env: env, fence: &fence, status: *run.Status.DeepCopy()}
-		for _, res := range results {
-			if res.fence != fence {
-				continue // an older attempt's result: it never confirms
-			}
-			next, err := r.record(sc, res)
-			switch {
-			case loop.IsKind(err, loop.KindNotPending) || loop.IsKind(err, loop.KindConflict):
-				continue
-			case err != nil:
-				return err
-			}
-			sc.status = next
+		if _, err := r.applyResults(ctx, sc, results); err != nil {
+			return err
 		}
 		next, released := sc.status, true
 		if next.Phase == exagentv1.PhaseRunning {

@@ -2,7 +2,10 @@ package controllers
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/exagent-io/exagent/loop"
 )
 
 // NewRunsCollector is the run gauges' collector over reader, for tests
@@ -10,4 +13,13 @@ import (
 // collector only, over the first manager's cache).
 func NewRunsCollector(reader client.Reader) prometheus.Collector {
 	return runsCollector{reader: reader}
+}
+
+// FileOlderRunsAnswer files a model answer for the run named key as a job
+// of another run of that name (uid) would have, under fence: the results
+// of a run deleted and re-created meanwhile, whose attempts count from 1
+// again.
+func (r *AgentRunReconciler) FileOlderRunsAnswer(key types.NamespacedName, uid types.UID, fence loop.Fence, content string) {
+	r.inbox.started(key, 1)
+	r.inbox.deliver(key, ioResult{uid: uid, fence: fence, model: &loop.ModelResponse{Content: content}})
 }

@@ -3,8 +3,11 @@ package controllers_test
 import (
 	"testing"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/loop"
 )
 
 // TestReleaseOnStop: a manager stopped while a model request is in flight
@@ -41,5 +44,35 @@ func TestReleaseOnStop(t *testing.T) {
 	}
 	if done.Status.Ledger.Requests < 3 {
 		t.Errorf("requests charged = %d, want the lost one counted too (>= 3)", done.Status.Ledger.Requests)
+	}
+}
+
+// TestReleaseIgnoresAnOlderRunsResult: the hand-back at the stop applies
+// only the results of this very run. A run deleted and re-created under
+// the same name counts its attempts from 1 again, so an older run's
+// result can carry the new run's fence: its UID keeps it out, here as in
+// the reconcile.
+func TestReleaseIgnoresAnOlderRunsResult(t *testing.T) {
+	h := newHarness(t)
+	cs := newChatServer(t)
+	cs.gate = make(chan struct{})
+	first := h.startManager(controllers.Options{ReleaseOnStop: true})
+	h.createAgent("llm", exagentv1.AgentSpec{
+		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI, Name: "gpt-test", BaseURL: cs.srv.URL + "/v1"},
+	})
+	h.createRun("r", "llm", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "1h" })
+	running := h.waitRun("r", "a model request in flight", func(r *exagentv1.AgentRun) bool {
+		return r.Status.Phase == exagentv1.PhaseRunning && r.Status.Cursor.ModelRequest != nil && len(cs.requests()) == 1
+	})
+	const stale = "an answer for the run this name held before"
+	fence := loop.Fence{Holder: running.Status.Claim.Holder, Attempt: running.Status.Claim.Attempt}
+	first.ctrls.Runs.FileOlderRunsAnswer(types.NamespacedName{Namespace: h.ns, Name: "r"}, "uid-of-an-older-run", fence, stale)
+	first.stop()
+	released := h.waitPhase("r", exagentv1.PhaseQueued)
+	if historyContains(released, stale) {
+		t.Fatalf("the hand-back recorded an older run's answer: %+v", released.Status.History)
+	}
+	if released.Status.Cursor.ModelRequest == nil {
+		t.Errorf("the model request was closed by the hand-back; want it open, for the next owner to send again")
 	}
 }
