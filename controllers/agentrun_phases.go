@@ -411,17 +411,15 @@ func (r *AgentRunReconciler) record(sc *scope, res ioResult) (loop.Status, error
 	}
 }
 
-// renewIfDue extends the lease while IO is in flight and half of it is gone.
-// With nothing in flight the lease is left to run out: renewals are writes.
+// renewIfDue asks for a commit while IO is in flight and half the lease is
+// gone: every owner commit extends the lease (commit, loop.Extend), so the
+// commit is the renewal. With nothing in flight the lease is left to run
+// out: renewals are writes.
 func (r *AgentRunReconciler) renewIfDue(sc *scope) {
 	if sc.inFlight == 0 || sc.status.Claim == nil || sc.now.Before(renewAt(sc.status.Claim, sc.env)) {
 		return
 	}
-	next, err := loop.Renew(sc.status, sc.env, *sc.fence, sc.now)
-	if err != nil {
-		return // a lost fence shows at the commit
-	}
-	sc.set(next)
+	sc.changed = true
 }
 
 // failPermanent ends the run for an engine error that says it cannot go

@@ -268,7 +268,7 @@ func (s *Store) commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 		return nil, fmt.Errorf("run %s/%s: %w", run.Namespace, run.Name, errSummary)
 	}
 	if fence != nil {
-		if err := checkClaim(run, *fence); err != nil {
+		if err := loop.CheckOwner(&run.Status, *fence); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrFenceLost, err)
 		}
 		if c := next.Claim; next.Phase == exagentv1.PhaseRunning && !loop.AwaitingChildren(next) &&
@@ -351,26 +351,10 @@ func (s *Store) recheckFence(ctx context.Context, run *exagentv1.AgentRun, f loo
 	if err := s.reader.Get(ctx, client.ObjectKeyFromObject(run), fresh); err != nil {
 		return fmt.Errorf("re-reading run %s/%s after a conflict (%v): %w", run.Namespace, run.Name, cause, err)
 	}
-	if err := checkClaim(fresh, f); err != nil {
+	if err := loop.CheckOwner(&fresh.Status, f); err != nil {
 		return fmt.Errorf("%w: %v", ErrFenceLost, err)
 	}
 	return fmt.Errorf("%w: %v", ErrConflict, cause)
-}
-
-// checkClaim is the fence on a stored object: Running, same holder and
-// attempt. Whether the lease lapsed does not matter here: the CAS decides
-// (see Commit).
-func checkClaim(run *exagentv1.AgentRun, f loop.Fence) error {
-	c := run.Status.Claim
-	switch {
-	case run.Status.Phase != exagentv1.PhaseRunning:
-		return fmt.Errorf("run is %s", run.Status.Phase)
-	case c == nil:
-		return errors.New("run has no claim")
-	case c.Holder != f.Holder || c.Attempt != f.Attempt:
-		return fmt.Errorf("claim is %s attempt %d, not %s attempt %d", c.Holder, c.Attempt, f.Holder, f.Attempt)
-	}
-	return nil
 }
 
 // mergeConditions keeps lastTransitionTime of conditions whose status did

@@ -79,19 +79,6 @@ func attemptOf(c *exagentv1.Claim) int64 {
 	return c.Attempt
 }
 
-// Renew extends the lease of the current attempt.
-//
-// Touches: claim.leaseExpiresAt.
-// Guard: the fence (current attempt, lease still valid).
-func Renew(s Status, env *Env, f Fence, now time.Time) (Status, error) {
-	if err := checkFence(&s, f, now); err != nil {
-		return s, err
-	}
-	st := clone(s)
-	st.Claim.LeaseExpiresAt = microTime(now.Add(env.lease))
-	return st, nil
-}
-
 // Checkpoint settles the active time used so far by the current attempt and
 // reserves the remaining balance again, so a crash after it loses only the
 // time since the checkpoint.

@@ -149,7 +149,6 @@ func TestOwnerTransitionsCheckTheFence(t *testing.T) {
 	s := awaitingModel(t, env)
 	now := t0.Add(time.Second)
 	ops := map[string]func(Status, Fence) error{
-		"Renew":      func(s Status, f Fence) error { _, err := Renew(s, env, f, now); return err },
 		"Checkpoint": func(s Status, f Fence) error { _, err := Checkpoint(s, env, f, now); return err },
 		"Release":    func(s Status, f Fence) error { _, err := Release(s, env, f, now); return err },
 		"Step":       func(s Status, f Fence) error { _, _, err := Step(s, env, f, now); return err },
@@ -178,21 +177,6 @@ func TestOwnerTransitionsCheckTheFence(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-func TestRenew(t *testing.T) {
-	env := defaultEnv(t)
-	s := running(t, env)
-	now := t0.Add(20 * time.Second)
-	got, err := Renew(s, env, f1, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := clone(s)
-	want.Claim.LeaseExpiresAt = metav1.NewMicroTime(now.Add(30 * time.Second))
-	if diff := diffState(want, got); diff != "" {
-		t.Errorf("state (-want +got):\n%s", diff)
 	}
 }
 

@@ -17,7 +17,7 @@
 //	policy.go     Allow/Ask/Deny rules with CEL `when` over args
 //	authorize.go  who never decides, approvers and forbidSelfApproval (RBAC is the caller's)
 //	canonical.go  RFC 8785 canonical JSON and sha256 hashes
-//	claim.go      Start, Claim, Renew, Checkpoint, Release
+//	claim.go      Start, Claim, Checkpoint, Release
 //	step.go       the driver: the next action and its intent
 //	model.go      model outcomes: RecordModelResponse, RecordModelFailure
 //	effect.go     tool intents and outcomes: BeginEffect (re-checks args, policy and binding), RecordOutcome

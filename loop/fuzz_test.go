@@ -250,8 +250,8 @@ func (r *fuzzRun) apply(op, arg byte, next func() byte) {
 		name = "RecordOutcome " + w.name + " " + res.CallID + " " + string(res.Kind)
 		got, err = RecordOutcome(prev, r.env, w.fence, res, r.now)
 	case 6:
-		name = "Renew " + w.name
-		got, err = Renew(prev, r.env, w.fence, r.now)
+		name = "Extend " + w.name
+		got, err = Extend(prev, r.env, w.fence, r.now)
 	case 7:
 		name = "Checkpoint " + w.name
 		got, err = Checkpoint(prev, r.env, w.fence, r.now)

@@ -8,8 +8,8 @@ import (
 
 // Extend is what every owner commit does to the claim (DESIGN.md §8: a live
 // owner keeps what it owns): the lease runs for a whole leaseDuration from
-// now. Unlike Renew it does not require the stored lease to be still
-// valid: an owner that is alive, whose lease lapsed while its results
+// now. It is the only renewal: it does not require the stored lease to
+// be still valid: an owner that is alive, whose lease lapsed while its results
 // waited in a queue, takes its own claim back. That is safe because the
 // caller commits the extension by compare-and-swap on the version it read:
 // if any other process recovered or claimed the run since, that version is
@@ -19,7 +19,7 @@ import (
 // Touches: claim.leaseExpiresAt.
 // Guards: the run is Running and claimed by the fence's holder and attempt.
 func Extend(s Status, env *Env, f Fence, now time.Time) (Status, error) {
-	if err := checkOwner(&s, f); err != nil {
+	if err := CheckOwner(&s, f); err != nil {
 		return s, err
 	}
 	st := clone(s)
@@ -27,8 +27,12 @@ func Extend(s Status, env *Env, f Fence, now time.Time) (Status, error) {
 	return st, nil
 }
 
-// checkOwner is checkFence without the lease: same phase, holder and attempt.
-func checkOwner(s *Status, f Fence) error {
+// CheckOwner is the fence without the lease: the run is Running and
+// claimed by the fence's holder and attempt. Whether the lease lapsed does
+// not matter here: the caller's compare-and-swap decides (Extend). The
+// store checks it on the object it writes over, as every owner
+// transition does on its input.
+func CheckOwner(s *Status, f Fence) error {
 	c := s.Claim
 	switch {
 	case s.Phase != exagentv1.PhaseRunning:

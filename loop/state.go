@@ -36,7 +36,7 @@ func microTimePtr(now time.Time) *metav1.MicroTime {
 // checkFence is the guard of every owner transition: the caller's fence is
 // the stored claim, the run is Running and the lease has not expired.
 func checkFence(s *Status, f Fence, now time.Time) error {
-	if err := checkOwner(s, f); err != nil {
+	if err := CheckOwner(s, f); err != nil {
 		return err
 	}
 	if c := s.Claim; !now.Before(c.LeaseExpiresAt.Time) {
