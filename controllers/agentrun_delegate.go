@@ -301,8 +301,7 @@ func (r *AgentRunReconciler) endChildren(ctx context.Context, parent *exagentv1.
 	if !loop.Withdrawing(parent.Status, nil) && !loop.UnjournaledChild(parent.Status) {
 		return nil
 	}
-	env, err := loop.NewEnv(loop.EnvInput{RunUID: string(parent.UID), RunName: parent.Name,
-		Agent: &exagentv1.AgentSpec{}, Run: &parent.Spec, ValueBytes: r.Store.ValueBytes()})
+	env, err := r.envConfig().env(parent, nil, envExtras{})
 	if err != nil {
 		return nil // a malformed run spec: nothing can be evaluated
 	}
@@ -400,8 +399,7 @@ func (r *AgentRunReconciler) endChild(ctx context.Context, parent *exagentv1.Age
 		if d := child.Spec.Delegation; d == nil || d.Parent.UID != string(parent.UID) || child.Status.Phase.IsTerminal() {
 			return nil // not this parent's child, or ended already
 		}
-		env, err := loop.NewEnv(loop.EnvInput{RunUID: string(child.UID), RunName: child.Name,
-			Agent: &exagentv1.AgentSpec{}, Run: &child.Spec, ValueBytes: r.Store.ValueBytes()})
+		env, err := r.envConfig().env(child, nil, envExtras{})
 		if err != nil {
 			return nil // a malformed run spec: nothing can be evaluated
 		}

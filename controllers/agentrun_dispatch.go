@@ -3,10 +3,8 @@ package controllers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -15,6 +13,7 @@ import (
 	"github.com/exagent-io/exagent/internal/bounded"
 	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/executor"
+	"github.com/exagent-io/exagent/internal/secrets"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/model"
 	"github.com/exagent-io/exagent/tools"
@@ -142,18 +141,9 @@ func (r *AgentRunReconciler) finish(ctx context.Context, key types.NamespacedNam
 	}
 }
 
-// secret reads one key of a Secret past the cache: the operator never
-// caches (or watches) every Secret of the cluster.
+// secret reads one key of a Secret past the cache (internal/secrets).
 func (r *AgentRunReconciler) secret(ctx context.Context, namespace string, sel exagentv1.SecretKeySelector) (string, error) {
-	s := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: sel.Name}, s); err != nil {
-		return "", fmt.Errorf("secret %s/%s: %w", namespace, sel.Name, err)
-	}
-	v, ok := s.Data[sel.Key]
-	if !ok {
-		return "", fmt.Errorf("secret %s/%s has no key %q", namespace, sel.Name, sel.Key)
-	}
-	return string(v), nil
+	return secrets.Read(ctx, r.APIReader, namespace, sel)
 }
 
 // modelEndpoint names the executor's per-endpoint bucket of a model.

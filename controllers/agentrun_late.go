@@ -44,8 +44,7 @@ func (r *AgentRunReconciler) settleEnded(ctx context.Context, key types.Namespac
 	if run.UID != cached.UID {
 		return nil
 	}
-	env, envErr := loop.NewEnv(loop.EnvInput{RunUID: string(run.UID), RunName: run.Name,
-		Agent: &exagentv1.AgentSpec{}, Run: &run.Spec, ValueBytes: r.Store.ValueBytes()})
+	env, envErr := r.envConfig().env(run, nil, envExtras{})
 	if envErr != nil {
 		return nil // a malformed run spec: nothing can be evaluated
 	}

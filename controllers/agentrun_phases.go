@@ -121,8 +121,7 @@ func (r *AgentRunReconciler) checkAgent(ctx context.Context, sc *scope) error {
 	if sc.env != nil {
 		return nil // valid, but a tool kind cannot run: only startable phases get here
 	}
-	env, err := loop.NewEnv(loop.EnvInput{RunUID: string(sc.run.UID), RunName: sc.run.Name,
-		Agent: &exagentv1.AgentSpec{}, Run: &sc.run.Spec, ValueBytes: r.Store.ValueBytes()})
+	env, err := r.envConfig().env(sc.run, nil, envExtras{})
 	if err != nil {
 		sc.stop = true // a malformed run spec (admission refuses it): nothing can be evaluated
 		return nil
@@ -139,12 +138,8 @@ func (r *AgentRunReconciler) unusableAgent(ctx context.Context, sc *scope) (reas
 			fmt.Sprintf("agent %q not found in namespace %q", sc.run.Spec.AgentRef.Name, sc.key.Namespace)
 	}
 	listings, mcpDown := r.mcpListings(ctx, sc)
-	env, err := loop.NewEnv(loop.EnvInput{
-		RunUID: string(sc.run.UID), RunName: sc.run.Name,
-		Agent: &sc.agent.Spec, AgentGeneration: sc.agent.Generation, Run: &sc.run.Spec,
-		MCP: listings, ValueBytes: r.Store.ValueBytes(), MaxTranscriptBytes: r.MaxTranscriptBytes,
-		ChildLimits: r.childLimits(ctx, sc), // agentrun_delegate.go
-	})
+	env, err := r.envConfig().env(sc.run, sc.agent, envExtras{mcp: listings,
+		childLimits: r.childLimits(ctx, sc)}) // childLimits: agentrun_delegate.go
 	if err != nil {
 		return ReasonInvalidConfiguration, err.Error()
 	}

@@ -247,10 +247,7 @@ func (r *AgentRunReconciler) ownedRun(ctx context.Context, key types.NamespacedN
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: run.Spec.AgentRef.Name}, agent); err != nil {
 		return nil, nil, loop.Fence{}, err
 	}
-	env, err := loop.NewEnv(loop.EnvInput{RunUID: string(run.UID), RunName: run.Name,
-		Agent: &agent.Spec, AgentGeneration: agent.Generation, Run: &run.Spec,
-		MCP: r.releaseListings(ctx, run.Namespace, &agent.Spec), ValueBytes: r.Store.ValueBytes(),
-		MaxTranscriptBytes: r.MaxTranscriptBytes})
+	env, err := r.envConfig().env(run, agent, envExtras{mcp: r.releaseListings(ctx, run.Namespace, &agent.Spec)})
 	if err != nil {
 		return nil, nil, loop.Fence{}, err
 	}

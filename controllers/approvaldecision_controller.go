@@ -72,6 +72,9 @@ type ApprovalDecisionReconciler struct {
 	Name  string
 	// MaxConcurrentReconciles bounds the workers.
 	MaxConcurrentReconciles int
+	// MaxTranscriptBytes is --max-transcript-bytes, as the run controller
+	// has it: a decision's engine caps transcripts as the run's does.
+	MaxTranscriptBytes int64
 	// Runs, when set, is this manager's run controller: a decision that
 	// makes its run ready to resume is committed together with the
 	// resume (resumeDecided). Nil: the decision is committed alone.

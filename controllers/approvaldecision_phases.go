@@ -163,7 +163,7 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 			dsc.run.Spec.AgentRef.Name, dsc.run.Namespace)
 		return nil
 	}
-	env, err := decisionEnv(dsc, r.Store.ValueBytes())
+	env, err := decisionEnv(dsc, envConfig{valueBytes: r.Store.ValueBytes(), maxTranscriptBytes: r.MaxTranscriptBytes})
 	if err != nil {
 		dsc.reject("the run's configuration is invalid: %v", err)
 		return nil
@@ -366,17 +366,12 @@ func truncate(s string, n int) string {
 // decisionEnv is the engine's view of the run for a decision. A Cancel
 // applies whatever state the Agent is in (missing or invalid): it needs
 // only the run's own spec, so an empty Agent stands in for it.
-// valueBytes is the store's seal threshold, which the engine's size
-// checks count by.
-func decisionEnv(dsc *decisionScope, valueBytes int) (*loop.Env, error) {
-	in := loop.EnvInput{RunUID: string(dsc.run.UID), RunName: dsc.run.Name, Run: &dsc.run.Spec, ValueBytes: valueBytes}
+func decisionEnv(dsc *decisionScope, c envConfig) (*loop.Env, error) {
 	if dsc.agent != nil {
-		in.Agent, in.AgentGeneration = &dsc.agent.Spec, dsc.agent.Generation
-		env, err := loop.NewEnv(in)
+		env, err := c.env(dsc.run, dsc.agent, envExtras{})
 		if err == nil || dsc.d.Spec.Decision != exagentv1.DecisionCancel {
 			return env, err
 		}
 	}
-	in.Agent, in.AgentGeneration = &exagentv1.AgentSpec{}, 0
-	return loop.NewEnv(in)
+	return c.env(dsc.run, nil, envExtras{})
 }

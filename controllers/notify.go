@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +22,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/notify"
+	"github.com/exagent-io/exagent/internal/secrets"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -241,7 +241,7 @@ func (n *notifier) deliver(ctx context.Context, run *exagentv1.AgentRun, st *exa
 	}
 	key := ""
 	if ref := sink.SigningSecretRef; ref != nil {
-		if key, err = readSecret(ctx, n.reader, run.Namespace, *ref); err != nil {
+		if key, err = secrets.Read(ctx, n.reader, run.Namespace, *ref); err != nil {
 			return fmt.Errorf("signing key: %w", err)
 		}
 	}
@@ -374,17 +374,4 @@ func marks(st *exagentv1.AgentRunStatus) int {
 		n += len(st.Approvals[i].Notified)
 	}
 	return n
-}
-
-// readSecret reads one key of a Secret past the cache.
-func readSecret(ctx context.Context, r client.Reader, namespace string, sel exagentv1.SecretKeySelector) (string, error) {
-	s := &corev1.Secret{}
-	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: sel.Name}, s); err != nil {
-		return "", fmt.Errorf("secret %s/%s: %w", namespace, sel.Name, err)
-	}
-	v, ok := s.Data[sel.Key]
-	if !ok {
-		return "", fmt.Errorf("secret %s/%s has no key %q", namespace, sel.Name, sel.Key)
-	}
-	return string(v), nil
 }

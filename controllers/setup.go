@@ -190,6 +190,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		Recorder:                evq.Recorder("exagent-controller"),
 		MaxConcurrentReconciles: o.MaxConcurrentDecisions,
 		Name:                    "approvaldecision" + o.NameSuffix,
+		MaxTranscriptBytes:      o.MaxTranscriptBytes,
 		Runs:                    runs,
 	}
 	if err := decisions.SetupWithManager(mgr); err != nil {

@@ -1,0 +1,47 @@
+package controllers
+
+import (
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
+)
+
+// envConfig is what every engine view of a run (loop.Env) this manager
+// builds shares, whichever controller builds it: the reconcile, the
+// hand-back at the stop, a decision, late outcomes and a child's
+// withdrawal all count sizes and cap transcripts alike.
+type envConfig struct {
+	// valueBytes is the store's seal threshold, which the engine's size
+	// checks count by (loop.EnvInput.ValueBytes).
+	valueBytes int
+	// maxTranscriptBytes is --max-transcript-bytes (0: no cap beyond the Agent's).
+	maxTranscriptBytes int64
+}
+
+// envExtras are what only the paths that admit or begin calls supply.
+type envExtras struct {
+	// mcp are the MCP servers' listings by tool name (loop.EnvInput.MCP).
+	mcp map[string]*loop.MCPListing
+	// childLimits are the delegated Agents' limits (loop.EnvInput.ChildLimits).
+	childLimits map[string]exagentv1.LimitsSpec
+}
+
+// env is the engine's view of run under agent as read now. With no agent
+// an empty Agent stands in: for what needs only the run's own spec
+// (ending it, its late outcomes, withdrawing its children, a Cancel
+// whatever state its Agent is in).
+func (c envConfig) env(run *exagentv1.AgentRun, agent *exagentv1.Agent, x envExtras) (*loop.Env, error) {
+	in := loop.EnvInput{
+		RunUID: string(run.UID), RunName: run.Name, Run: &run.Spec, Agent: &exagentv1.AgentSpec{},
+		ValueBytes: c.valueBytes, MaxTranscriptBytes: c.maxTranscriptBytes,
+		MCP: x.mcp, ChildLimits: x.childLimits,
+	}
+	if agent != nil {
+		in.Agent, in.AgentGeneration = &agent.Spec, agent.Generation
+	}
+	return loop.NewEnv(in)
+}
+
+// envConfig is the run controller's share of every Env.
+func (r *AgentRunReconciler) envConfig() envConfig {
+	return envConfig{valueBytes: r.Store.ValueBytes(), maxTranscriptBytes: r.MaxTranscriptBytes}
+}

@@ -1,0 +1,28 @@
+package secrets
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// Read returns the value of sel's key in the Secret sel names in
+// namespace, read with r (an APIReader: past the cache). A missing Secret
+// keeps the apiserver's error (apierrors.IsNotFound sees through the
+// wrapping); a missing key is an error naming the Secret and the key.
+func Read(ctx context.Context, r client.Reader, namespace string, sel exagentv1.SecretKeySelector) (string, error) {
+	s := &corev1.Secret{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: sel.Name}, s); err != nil {
+		return "", fmt.Errorf("secret %s/%s: %w", namespace, sel.Name, err)
+	}
+	v, ok := s.Data[sel.Key]
+	if !ok {
+		return "", fmt.Errorf("secret %s/%s has no key %q", namespace, sel.Name, sel.Key)
+	}
+	return string(v), nil
+}
