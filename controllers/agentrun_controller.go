@@ -86,17 +86,13 @@ type AgentRunReconciler struct {
 
 	// life is the context given to SetupWithManager (the manager's): it
 	// ends at the stop, before the controllers' own context does.
-	life    context.Context
-	inbox   *inbox
-	turns   *turns
-	claims  *claims
-	owned   *owned
+	life context.Context
+	// mem is all this process keeps per run (runmemory.go).
+	mem     *runMemory
 	workers workers
 	events  chan event.GenericEvent
-	// listed wakes the runs that waited for an MCP listing (mcpWakeSource);
-	// mcpWants is since when each run about to be claimed needs them.
-	listed   chan event.GenericEvent
-	mcpWants mcpWants
+	// listed wakes the runs that waited for an MCP listing (mcpWakeSource).
+	listed chan event.GenericEvent
 }
 
 // SetupWithManager registers the controller, its watches and the executor.
@@ -108,10 +104,7 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		r.Name = "agentrun"
 	}
 	r.life = ctx
-	r.inbox = newInbox()
-	r.turns = newTurns()
-	r.claims = newClaims()
-	r.owned = &owned{runs: map[types.NamespacedName]struct{}{}}
+	r.mem = newRunMemory(r.Store, r.Tracer)
 	r.events = make(chan event.GenericEvent, 1024)
 	if err := mgr.Add(r.Executor); err != nil {
 		return fmt.Errorf("adding the executor: %w", err)
@@ -168,7 +161,7 @@ func (r *AgentRunReconciler) runsOfAgent(ctx context.Context, o client.Object) [
 // InFlight is how many model and tool calls of a run this process has
 // running (for tests and diagnostics).
 func (r *AgentRunReconciler) InFlight(name, namespace string) int {
-	return r.inbox.pending(types.NamespacedName{Namespace: namespace, Name: name})
+	return r.mem.inbox.pending(types.NamespacedName{Namespace: namespace, Name: name})
 }
 
 func runOfDecision(_ context.Context, o client.Object) []reconcile.Request {
@@ -184,7 +177,7 @@ func (r *AgentRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil // stopped: the releaser owns what is left
 	}
 	defer r.workers.leave()
-	defer r.turns.take(req.NamespacedName)()
+	defer r.mem.turns.take(req.NamespacedName)()
 	sc, err := r.load(ctx, req.NamespacedName, r.Client)
 	if err != nil || sc == nil {
 		return ctrl.Result{}, err
@@ -276,8 +269,8 @@ func (r *AgentRunReconciler) commit(ctx context.Context, sc *scope) error {
 		return err
 	}
 	sc.run = written
-	r.owned.track(written, r.Holder)
-	r.claims.committed(written, r.Holder)
+	r.mem.owned.track(written, r.Holder)
+	r.mem.claims.committed(written, r.Holder)
 	return nil
 }
 
@@ -294,13 +287,13 @@ func (r *AgentRunReconciler) abort(ctx context.Context, sc *scope, err error) (c
 		log.Info("lost the run's claim; dropping what this attempt learned", "reason", err.Error(), "dropped", len(sc.results))
 		return ctrl.Result{RequeueAfter: time.Second, Priority: new(0)}, nil
 	case errors.Is(err, ErrConflict) || apierrors.IsConflict(err):
-		r.inbox.putBack(sc.key, sc.results)
+		r.mem.inbox.putBack(sc.key, sc.results)
 		log.V(1).Info("run changed since it was read; retrying", "reason", err.Error())
 		// The newer version's watch event usually arrives first; this is the
 		// fallback, short because results may be waiting.
 		return ctrl.Result{RequeueAfter: conflictRetry, Priority: r.priority(sc)}, nil
 	}
-	r.inbox.putBack(sc.key, sc.results)
+	r.mem.inbox.putBack(sc.key, sc.results)
 	return ctrl.Result{}, err
 }
 
@@ -318,7 +311,7 @@ func (r *AgentRunReconciler) nextWakeup(sc *scope) time.Duration {
 	if at, ok := loop.Wakeup(sc.run.Status, sc.env); ok {
 		next = at
 	}
-	if c := sc.run.Status.Claim; c != nil && c.Holder == r.Holder && r.inbox.pending(sc.key) > 0 {
+	if c := sc.run.Status.Claim; c != nil && c.Holder == r.Holder && r.mem.inbox.pending(sc.key) > 0 {
 		if at := renewAt(c, sc.env); next.IsZero() || at.Before(next) {
 			next = at
 		}

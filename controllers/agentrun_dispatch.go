@@ -96,16 +96,16 @@ func (r *AgentRunReconciler) dispatchTool(sc *scope, inv loop.ToolInvocation) {
 func (r *AgentRunReconciler) submit(sc *scope, endpoint, callID string, job func(ctx context.Context) ioResult) {
 	key, uid, fence := sc.key, sc.run.UID, *sc.fence
 	margin := startMargin(sc.env.LeaseDuration())
-	r.inbox.started(key, 1)
+	r.mem.inbox.started(key, 1)
 	r.Executor.Go(executor.Task{
 		Endpoint: endpoint,
 		// The run's namespace picks its egress allow-list for every
 		// request of the job (model, tool, MCP).
-		Ctx: egress.WithNamespace(r.claims.context(key, uid, fence), key.Namespace),
+		Ctx: egress.WithNamespace(r.mem.claims.context(key, uid, fence), key.Namespace),
 		// The claims are kept current by this process's commits and, with
 		// no queue in between, by the informer's events (a delete, another
 		// owner's recovery, a cancel).
-		Ready: func() error { return r.claims.ready(key, uid, fence, r.Clock.Now(), margin) },
+		Ready: func() error { return r.mem.claims.ready(key, uid, fence, r.Clock.Now(), margin) },
 		Run: func(ctx context.Context) {
 			res := job(ctx)
 			res.uid, res.fence = uid, fence
@@ -118,7 +118,7 @@ func (r *AgentRunReconciler) submit(sc *scope, endpoint, callID string, job func
 				r.finish(r.life, key, ioResult{uid: uid, fence: fence, notStarted: &notStarted{callID: callID, cause: cause}})
 				return
 			}
-			r.inbox.abandon(key)
+			r.mem.inbox.abandon(key)
 		},
 	})
 }
@@ -130,10 +130,10 @@ func (r *AgentRunReconciler) submit(sc *scope, endpoint, callID string, job func
 // during the drain files its result for the releaser.
 func (r *AgentRunReconciler) finish(ctx context.Context, key types.NamespacedName, res ioResult) {
 	if ctx.Err() != nil {
-		r.inbox.abandon(key)
+		r.mem.inbox.abandon(key)
 		return
 	}
-	r.inbox.deliver(key, res)
+	r.mem.inbox.deliver(key, res)
 	ev := event.GenericEvent{Object: &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}}
 	select {
 	case r.events <- ev:

@@ -18,11 +18,11 @@ import (
 // run has nowhere to go. Once no job of the run is left, its claim entry
 // is dropped.
 func (r *AgentRunReconciler) settleEnded(ctx context.Context, key types.NamespacedName, cached *exagentv1.AgentRun) (err error) {
-	results, inFlight := r.inbox.take(key)
-	attempt := r.claims.attempt(key, cached.UID)
+	results, inFlight := r.mem.inbox.take(key)
+	attempt := r.mem.claims.attempt(key, cached.UID)
 	defer func() {
 		if err == nil && inFlight == 0 {
-			r.claims.gone(key, cached.UID)
+			r.mem.claims.gone(key, cached.UID)
 		}
 	}()
 	var late []loop.ToolResult
@@ -38,7 +38,7 @@ func (r *AgentRunReconciler) settleEnded(ctx context.Context, key types.Namespac
 	// it back only by CAS on that version.
 	run := &exagentv1.AgentRun{}
 	if err := r.APIReader.Get(ctx, key, run); err != nil {
-		r.inbox.putBack(key, results)
+		r.mem.inbox.putBack(key, results)
 		return fmt.Errorf("reading cancelled run %s for its late outcomes: %w", key, err)
 	}
 	if run.UID != cached.UID {
@@ -62,7 +62,7 @@ func (r *AgentRunReconciler) settleEnded(ctx context.Context, key types.Namespac
 		return nil
 	}
 	if _, err := r.Store.Commit(ctx, run, *next, nil, now); err != nil {
-		r.inbox.putBack(key, results)
+		r.mem.inbox.putBack(key, results)
 		return fmt.Errorf("journaling late outcomes into cancelled run %s: %w", key, err)
 	}
 	logf.FromContext(ctx).Info("journaled the outcomes of calls that finished after the cancel", "calls", len(late))

@@ -41,15 +41,15 @@ const mcpRetry = 5 * time.Second
 // background once older than tools.DefaultMCPListTTL.
 func (r *AgentRunReconciler) mcpListings(ctx context.Context, sc *scope) (listings map[string]*loop.MCPListing, unavailable string) {
 	if r.Tools == nil || !hasMCP(&sc.agent.Spec) {
-		r.mcpWants.forget(sc.key)
+		r.mem.mcpWants.forget(sc.key)
 		return nil, ""
 	}
 	claim := startable(sc.status.Phase)
 	need := tools.MCPNeed{After: sc.now.Add(-tools.DefaultMCPListTTL)}
 	if claim {
-		need = tools.MCPNeed{After: r.mcpWants.since(sc, sc.now), Waiter: sc.key}
+		need = tools.MCPNeed{After: r.mem.mcpWants.since(sc, sc.now), Waiter: sc.key}
 	} else {
-		r.mcpWants.forget(sc.key)
+		r.mem.mcpWants.forget(sc.key)
 	}
 	listings, waits := r.Tools.MCPListings(ctx, sc.key.Namespace, &sc.agent.Spec, need)
 	if len(waits) == 0 || !claim && len(listings) == countMCP(&sc.agent.Spec) {

@@ -73,20 +73,14 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName,
 	run := &exagentv1.AgentRun{}
 	if err := reader.Get(ctx, key, run); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Store.Forget(key)
-			r.owned.forget(key)
-			r.claims.gone(key, "")
-			r.inbox.take(key)
-			r.Tracer.Forget(key, r.Clock.Now()) // deleted mid-attempt: no commit will end its span
-			r.mcpWants.forget(key)
+			r.mem.forget(key, r.Clock.Now())
 			return nil, r.deleteChildren(ctx, key, "") // deleting a parent deletes the tree
 		}
 		return nil, fmt.Errorf("getting run %s: %w", key, err)
 	}
 	run = r.Store.Fresher(run)
 	if run.Status.Phase.IsTerminal() {
-		r.owned.forget(key)
-		r.mcpWants.forget(key)
+		r.mem.ended(key)
 		return nil, errors.Join(r.settleEnded(ctx, key, run), r.endChildren(ctx, run))
 	}
 	sc := &scope{key: key, now: r.Clock.Now(), run: run, status: *run.Status.DeepCopy()}
@@ -204,7 +198,7 @@ func (r *AgentRunReconciler) recover(ctx context.Context, sc *scope) error {
 	c := sc.status.Claim
 	if c != nil && c.Holder == r.Holder {
 		f := loop.Fence{Holder: c.Holder, Attempt: c.Attempt}
-		if sc.now.Before(c.LeaseExpiresAt.Time) || r.inbox.tracks(sc.key) {
+		if sc.now.Before(c.LeaseExpiresAt.Time) || r.mem.inbox.tracks(sc.key) {
 			sc.ownedFence, sc.fence = &f, &f
 			if !sc.now.Before(c.LeaseExpiresAt.Time) {
 				next, err := loop.Extend(sc.status, sc.env, f, sc.now)
@@ -275,7 +269,7 @@ func (r *AgentRunReconciler) drive(ctx context.Context, sc *scope) error {
 	if sc.fence == nil {
 		return nil
 	}
-	sc.results, sc.inFlight = r.inbox.take(sc.key)
+	sc.results, sc.inFlight = r.mem.inbox.take(sc.key)
 	ended, err := r.applyResults(ctx, sc, sc.results)
 	switch {
 	case loop.IsKind(err, loop.KindStaleFence):

@@ -41,12 +41,12 @@ func (r *AgentRunReconciler) claimWatcher() handler.TypedEventHandler[client.Obj
 	return handler.Funcs{
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if run, ok := e.ObjectNew.(*exagentv1.AgentRun); ok {
-				r.claims.observed(run)
+				r.mem.claims.observed(run)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if e.Object != nil {
-				r.claims.gone(types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}, e.Object.GetUID())
+				r.mem.claims.gone(types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}, e.Object.GetUID())
 				r.deleteSegments(e.Object.GetNamespace(), e.Object.GetUID())
 				if run, ok := e.Object.(*exagentv1.AgentRun); ok {
 					observeRunDeleted(run) // metrics: its segments go with it
@@ -62,7 +62,7 @@ func (r *AgentRunReconciler) priority(sc *scope) *int {
 	if c := sc.run.Status.Claim; c != nil && c.Holder == r.Holder && sc.run.Status.Phase == exagentv1.PhaseRunning {
 		return new(ownerPriority)
 	}
-	if r.inbox.tracks(sc.key) {
+	if r.mem.inbox.tracks(sc.key) {
 		return new(ownerPriority)
 	}
 	return new(0)

@@ -147,7 +147,7 @@ const releaseAttempts = 3
 func (r *AgentRunReconciler) releaseOwned(ctx, wait context.Context) {
 	log := logf.FromContext(ctx).WithName("release").WithValues("holder", r.Holder)
 	var wg sync.WaitGroup
-	for _, key := range r.owned.keys() {
+	for _, key := range r.mem.owned.keys() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -170,7 +170,7 @@ func (r *AgentRunReconciler) releaseOne(ctx, wait context.Context, key types.Nam
 	}
 	lease := run.Status.Claim.LeaseExpiresAt.Time
 	lctx, cancel := context.WithTimeout(wait, lease.Sub(r.Clock.Now())-releaseMargin)
-	r.inbox.settled(lctx, key)
+	r.mem.inbox.settled(lctx, key)
 	cancel()
 	for i := 0; ; i++ {
 		if i > 0 {
@@ -178,7 +178,7 @@ func (r *AgentRunReconciler) releaseOne(ctx, wait context.Context, key types.Nam
 				return err
 			}
 		}
-		results, _ := r.inbox.take(key)
+		results, _ := r.mem.inbox.take(key)
 		sc := &scope{key: key, now: r.Clock.Now(), run: run, env: env, fence: &fence, status: *run.Status.DeepCopy()}
 		if _, err := r.applyResults(ctx, sc, results); err != nil {
 			return err
@@ -201,14 +201,14 @@ func (r *AgentRunReconciler) releaseOne(ctx, wait context.Context, key types.Nam
 		}
 		written, err := r.Store.Commit(ctx, run, next, &fence, sc.now)
 		if errors.Is(err, ErrConflict) && i+1 < releaseAttempts {
-			r.inbox.putBack(key, results)
+			r.mem.inbox.putBack(key, results)
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		r.owned.track(written, r.Holder)
-		r.claims.committed(written, r.Holder)
+		r.mem.owned.track(written, r.Holder)
+		r.mem.claims.committed(written, r.Holder)
 		r.publishReleased(run, written) // end Events and notifications of runs that ended in the drain
 		if !released {
 			return errCallsInFlight

@@ -34,7 +34,7 @@ func (r *AgentRunReconciler) resumeDecided(ctx context.Context, run *exagentv1.A
 	}
 	defer r.workers.leave()
 	key := client.ObjectKeyFromObject(run)
-	defer r.turns.take(key)()
+	defer r.mem.turns.take(key)()
 	sc := &scope{key: key, now: now, run: run, status: decided, changed: true}
 	agent := &exagentv1.Agent{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: run.Spec.AgentRef.Name}, agent); err != nil {
@@ -45,7 +45,7 @@ func (r *AgentRunReconciler) resumeDecided(ctx context.Context, run *exagentv1.A
 	}
 	sc.agent = agent
 	if _, err := r.turn(ctx, sc, committed); err != nil {
-		r.inbox.putBack(sc.key, sc.results)
+		r.mem.inbox.putBack(sc.key, sc.results)
 		return nil, true, err
 	}
 	if sc.run == run {

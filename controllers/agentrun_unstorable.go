@@ -70,8 +70,8 @@ func (r *AgentRunReconciler) endUnstorable(ctx context.Context, sc *scope, cause
 	}
 	log.Info("ended a run whose status the apiserver refuses", "reason", cause.Reason, "cause", cause.Error(), "outcomes", len(results))
 	sc.run, sc.notes, sc.action = written, nil, loop.Action{}
-	r.owned.track(written, r.Holder)
-	r.claims.committed(written, r.Holder)
+	r.mem.owned.track(written, r.Holder)
+	r.mem.claims.committed(written, r.Holder)
 	sc.noteEnd(written.Status)
 	r.publish(sc)
 	return ctrl.Result{}, nil

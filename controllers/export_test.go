@@ -20,6 +20,6 @@ func NewRunsCollector(reader client.Reader) prometheus.Collector {
 // of a run deleted and re-created meanwhile, whose attempts count from 1
 // again.
 func (r *AgentRunReconciler) FileOlderRunsAnswer(key types.NamespacedName, uid types.UID, fence loop.Fence, content string) {
-	r.inbox.started(key, 1)
-	r.inbox.deliver(key, ioResult{uid: uid, fence: fence, model: &loop.ModelResponse{Content: content}})
+	r.mem.inbox.started(key, 1)
+	r.mem.inbox.deliver(key, ioResult{uid: uid, fence: fence, model: &loop.ModelResponse{Content: content}})
 }
