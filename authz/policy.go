@@ -26,11 +26,11 @@ func CheckPolicy(policy exagentv1.PolicySpec, run *exagentv1.AgentRunSpec, ids l
 // CheckPolicyError maps an engine authorization error onto a DeniedError.
 func CheckPolicyError(e *loop.Error) error {
 	switch e.Reason {
-	case loop.ReasonNeverDecider:
+	case exagentv1.ReasonNeverADecider:
 		return denied(CheckNeverDecider, e.Message)
-	case loop.ReasonNotApprover:
+	case exagentv1.ReasonNotAnApprover:
 		return denied(CheckApprovers, e.Message)
-	case loop.ReasonSelfApproval:
+	case exagentv1.ReasonSelfApproval:
 		return denied(CheckSelfApproval, e.Message)
 	default:
 		return denied(CheckActor, e.Message)

@@ -30,15 +30,6 @@ import (
 // run's children itself; ownerReferences are set for the clusters that
 // have one.
 
-// Event reasons of a parent about its children.
-const (
-	eventChildStarted = "ChildStarted"
-	eventChildPaused  = "ChildPaused"
-	eventChildEnded   = "ChildEnded"
-	// eventChildWithdrawn: the parent ended a child it no longer awaits.
-	eventChildWithdrawn = "ChildWithdrawn"
-)
-
 // childCreateTimeout bounds a child's Create once it is sent: the request
 // is not called back when the parent's claim is lost meanwhile (it may
 // land anyway), so the job learns whether the child exists.
@@ -154,7 +145,7 @@ func (r *AgentRunReconciler) recordDelegated(sc *scope, res *delegated) (loop.St
 	}
 	next, err := loop.RecordDelegated(sc.status, sc.env, *sc.fence, res.callID, res.child, sc.now)
 	if err == nil {
-		sc.note(eventChildStarted, normal, "child run %s (agent %s) started for call %s", res.child.Name, res.child.Agent, res.callID)
+		sc.note(exagentv1.EventChildStarted, normal, "child run %s (agent %s) started for call %s", res.child.Name, res.child.Agent, res.callID)
 	}
 	return next, err
 }
@@ -191,15 +182,15 @@ func (r *AgentRunReconciler) observeChildren(ctx context.Context, sc *scope) err
 	for _, e := range events {
 		switch e.Kind {
 		case loop.ChildPaused:
-			sc.note(eventChildPaused, normal, "%s", e.Message)
+			sc.note(exagentv1.EventChildPaused, normal, "%s", e.Message)
 		case loop.ChildEnded:
-			sc.note(eventChildEnded, normal, "%s", e.Message)
+			sc.note(exagentv1.EventChildEnded, normal, "%s", e.Message)
 			sc.childEnded = true
 		case loop.ChildWithdrawn:
 			if err := r.endChild(ctx, sc.run, e); err != nil {
 				return err
 			}
-			sc.note(eventChildWithdrawn, normal, "child run %s: %s", e.Child, e.Message)
+			sc.note(exagentv1.EventChildWithdrawn, normal, "child run %s: %s", e.Child, e.Message)
 		}
 	}
 	if sc.fence == nil && loop.Withdrawing(sc.status, sc.env) {
@@ -417,7 +408,7 @@ func (r *AgentRunReconciler) endChild(ctx context.Context, parent *exagentv1.Age
 			return fmt.Errorf("cancelling child run %s of run %s: %w", e.Child, parent.Name, err)
 		}
 		if r.Recorder != nil {
-			r.Recorder.Eventf(written, parent, warning, eventRunFailed, eventRunFailed, "%s", next.Message)
+			r.Recorder.Eventf(written, parent, warning, exagentv1.EventRunFailed, exagentv1.EventRunFailed, "%s", next.Message)
 		}
 		logf.FromContext(ctx).Info("cancelled a child run its parent no longer awaits", "child", e.Child, "reason", e.Reason)
 		return nil

@@ -135,7 +135,7 @@ func (r *AgentRunReconciler) unusableAgent(ctx context.Context, sc *scope) (reas
 	env, err := r.envConfig().env(sc.run, sc.agent, envExtras{mcp: listings,
 		childLimits: r.childLimits(ctx, sc)}) // childLimits: agentrun_delegate.go
 	if err != nil {
-		return ReasonInvalidConfiguration, err.Error()
+		return exagentv1.ReasonInvalidConfiguration, err.Error()
 	}
 	sc.env = env
 	if mcpDown != "" {
@@ -177,7 +177,7 @@ func (r *AgentRunReconciler) expire(_ context.Context, sc *scope) error {
 	}
 	if changed {
 		sc.set(next)
-		sc.note(eventRunFailed, warning, "run %s: %s", next.Phase, next.Message)
+		sc.note(exagentv1.EventRunFailed, warning, "run %s: %s", next.Phase, next.Message)
 		sc.stop = true
 	}
 	return nil
@@ -224,7 +224,7 @@ func (r *AgentRunReconciler) recover(ctx context.Context, sc *scope) error {
 	logf.FromContext(ctx).Info("recovered a run whose lease expired", "to", next.Phase, "message", next.Message)
 	sc.set(next)
 	if next.Phase == exagentv1.PhaseUncertain {
-		sc.note(eventOutcomeUncertain, warning, "%s", next.Message)
+		sc.note(exagentv1.EventOutcomeUncertain, warning, "%s", next.Message)
 		sc.stop = true
 	}
 	return nil
@@ -258,7 +258,7 @@ func (r *AgentRunReconciler) claim(_ context.Context, sc *scope) error {
 	sc.fence = &fence
 	if from == exagentv1.PhaseApproved {
 		sc.resumed = true
-		sc.note(eventRunResumed, normal, "claimed by %s (attempt %d)", fence.Holder, fence.Attempt)
+		sc.note(exagentv1.EventRunResumed, normal, "claimed by %s (attempt %d)", fence.Holder, fence.Attempt)
 	}
 	return nil
 }
@@ -309,9 +309,9 @@ func (r *AgentRunReconciler) drive(ctx context.Context, sc *scope) error {
 	switch act.Kind {
 	case loop.ActPause:
 		for _, a := range act.Approvals {
-			sc.note(eventApprovalRequested, normal, "%s", notify.ApprovalRequestedMessage(sc.run, &next, a)) // actionable Event
+			sc.note(exagentv1.EventApprovalRequested, normal, "%s", notify.ApprovalRequestedMessage(sc.run, &next, a)) // actionable Event
 		}
-		sc.note(eventRunPaused, normal, "%s", next.Message)
+		sc.note(exagentv1.EventRunPaused, normal, "%s", next.Message)
 	case loop.ActFinish, loop.ActFail:
 		sc.noteEnd(next)
 	case loop.ActWait:

@@ -11,22 +11,6 @@ import (
 	"github.com/exagent-io/exagent/loop"
 )
 
-// ReasonInvalidConfiguration: the Agent (or the run's spec) cannot be
-// evaluated — a policy that does not compile, a malformed duration.
-const ReasonInvalidConfiguration = "InvalidConfiguration"
-
-// Event reasons (fixed names: people and tests filter on them).
-const (
-	eventApprovalRequested = "ApprovalRequested"
-	eventRunPaused         = "RunPaused"
-	eventDecisionApplied   = "DecisionApplied"
-	eventDecisionRejected  = "DecisionRejected"
-	eventRunResumed        = "RunResumed"
-	eventRunSucceeded      = "RunSucceeded"
-	eventRunFailed         = "RunFailed"
-	eventOutcomeUncertain  = "OutcomeUncertain"
-)
-
 const (
 	normal  = corev1.EventTypeNormal
 	warning = corev1.EventTypeWarning
@@ -46,11 +30,11 @@ func (sc *scope) note(reason string, eventType string, format string, args ...an
 func (sc *scope) noteEnd(s loop.Status) {
 	switch s.Phase {
 	case exagentv1.PhaseSucceeded:
-		sc.note(eventRunSucceeded, normal, "%s", s.Message)
+		sc.note(exagentv1.EventRunSucceeded, normal, "%s", s.Message)
 	case exagentv1.PhaseUncertain:
-		sc.note(eventOutcomeUncertain, warning, "%s", s.Message)
+		sc.note(exagentv1.EventOutcomeUncertain, warning, "%s", s.Message)
 	default:
-		sc.note(eventRunFailed, warning, "run %s (%s): %s", s.Phase, s.Reason, s.Message)
+		sc.note(exagentv1.EventRunFailed, warning, "run %s (%s): %s", s.Phase, s.Reason, s.Message)
 	}
 }
 

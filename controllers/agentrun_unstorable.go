@@ -61,7 +61,7 @@ func (r *AgentRunReconciler) endUnstorable(ctx context.Context, sc *scope, cause
 			log.Error(again, "the run's status cannot be written, not even to end the run; leaving it to its lease",
 				"first", cause.Error())
 			if r.Recorder != nil {
-				r.Recorder.Eventf(run, nil, warning, eventRunFailed, eventRunFailed,
+				r.Recorder.Eventf(run, nil, warning, exagentv1.EventRunFailed, exagentv1.EventRunFailed,
 					"the run's status cannot be written (%s), not even to end it: %s", again.Reason, truncate(again.Error(), 800))
 			}
 			return ctrl.Result{}, reconcile.TerminalError(again)

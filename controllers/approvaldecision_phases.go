@@ -242,7 +242,7 @@ func (r *ApprovalDecisionReconciler) commitDecided(ctx context.Context, dsc *dec
 		// The run's Event describes the run's commit: sent right after it,
 		// so it precedes whatever the run does next.
 		if r.Recorder != nil {
-			r.Recorder.Eventf(written, dsc.d, normal, eventDecisionApplied, eventDecisionApplied, "%s by %s (%s): run is %s",
+			r.Recorder.Eventf(written, dsc.d, normal, exagentv1.EventDecisionApplied, exagentv1.EventDecisionApplied, "%s by %s (%s): run is %s",
 				dsc.d.Spec.Decision, actorName(dsc.d.Spec.Actor), dsc.d.Name, written.Status.Phase)
 		}
 	}
@@ -282,7 +282,7 @@ func (r *ApprovalDecisionReconciler) failCorrupt(ctx context.Context, dsc *decis
 	dsc.run, dsc.wrote = written, true
 	logf.FromContext(ctx).Info("ended a run whose status is corrupt", "message", e.Message)
 	if r.Recorder != nil {
-		r.Recorder.Eventf(written, dsc.d, warning, eventRunFailed, eventRunFailed, "%s: %s", e.Reason, e.Message)
+		r.Recorder.Eventf(written, dsc.d, warning, exagentv1.EventRunFailed, exagentv1.EventRunFailed, "%s: %s", e.Reason, e.Message)
 	}
 	dsc.reject("the run's status is corrupt, so it was ended Failed (%s): %s", e.Reason, e.Message)
 	return nil
@@ -333,10 +333,10 @@ func (r *ApprovalDecisionReconciler) publishDecision(dsc *decisionScope) {
 		return
 	}
 	if dsc.result == exagentv1.DecisionRejected {
-		r.Recorder.Eventf(dsc.d, nil, warning, eventDecisionRejected, eventDecisionRejected, "%s", dsc.message)
+		r.Recorder.Eventf(dsc.d, nil, warning, exagentv1.EventDecisionRejected, exagentv1.EventDecisionRejected, "%s", dsc.message)
 		return
 	}
-	r.Recorder.Eventf(dsc.d, dsc.run, normal, eventDecisionApplied, eventDecisionApplied, "%s", dsc.message)
+	r.Recorder.Eventf(dsc.d, dsc.run, normal, exagentv1.EventDecisionApplied, exagentv1.EventDecisionApplied, "%s", dsc.message)
 }
 
 func actorName(a *exagentv1.Actor) string {

@@ -26,11 +26,6 @@ import (
 	"github.com/exagent-io/exagent/loop"
 )
 
-// Event reasons of notification deliveries.
-const (
-	eventNotificationFailed = "NotificationFailed"
-)
-
 var notificationDeliveriesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "exagent_notification_deliveries_total",
 	Help: "Notification delivery attempts and their end, by event and outcome (Delivered, Retrying: failed and tried again later, Failed: given up, Superseded: settled before delivery, Dropped: the journal had no room for a run event).",
@@ -275,7 +270,7 @@ func (n *notifier) settle(run *exagentv1.AgentRun, rec *exagentv1.NotificationRe
 
 func (n *notifier) event(run *exagentv1.AgentRun, format string, args ...any) {
 	if n.recorder != nil {
-		n.recorder.Eventf(run, nil, warning, eventNotificationFailed, eventNotificationFailed, format, args...)
+		n.recorder.Eventf(run, nil, warning, exagentv1.EventNotificationFailed, exagentv1.EventNotificationFailed, format, args...)
 	}
 }
 

@@ -11,10 +11,6 @@ import (
 // serviceAccountPrefix is how the apiserver names a ServiceAccount user.
 const serviceAccountPrefix = "system:serviceaccount:"
 
-// ReasonNeverDecider: the actor is an identity that never decides on the
-// run — the run's own ServiceAccount or the manager's identity.
-const ReasonNeverDecider = "NeverADecider"
-
 // Identities is what the caller knows, beyond the Agent's policy, about the
 // identities around a run. The engine cannot learn them from the run alone:
 // the namespace is the object's, the manager's identity is the process's,
@@ -45,11 +41,11 @@ type Identities struct {
 // forbidSelfApproval fails closed: a run with no recorded (or no verified)
 // requester cannot show separation of duties, so nobody may decide on it.
 // The error is a *Error of KindForbidden; its Reason names the failed check
-// (ReasonNeverDecider, ReasonNotApprover, ReasonSelfApproval, ReasonForbidden
+// (exagentv1.ReasonNeverADecider, exagentv1.ReasonNotAnApprover, exagentv1.ReasonSelfApproval, exagentv1.ReasonForbidden
 // for no actor).
 func Authorize(policy exagentv1.PolicySpec, run *exagentv1.AgentRunSpec, ids Identities, actor exagentv1.Actor) error {
 	if actor.Username == "" {
-		return errorf(KindForbidden, ReasonForbidden, "the decision has no authenticated actor")
+		return errorf(KindForbidden, exagentv1.ReasonForbidden, "the decision has no authenticated actor")
 	}
 	agent := ""
 	if run != nil {
@@ -59,7 +55,7 @@ func Authorize(policy exagentv1.PolicySpec, run *exagentv1.AgentRunSpec, ids Ide
 		return err
 	}
 	if a := policy.Approvers; !InApprovers(a, actor) {
-		return errorf(KindForbidden, ReasonNotApprover,
+		return errorf(KindForbidden, exagentv1.ReasonNotAnApprover,
 			"user %q is not in policy.approvers of agent %q (users: %s, groups: %s, serviceAccounts: %s)",
 			actor.Username, agent, listString(a.Users), listString(a.Groups), listString(a.ServiceAccounts))
 	}
@@ -67,17 +63,17 @@ func Authorize(policy exagentv1.PolicySpec, run *exagentv1.AgentRunSpec, ids Ide
 		return nil
 	}
 	if ids.RequesterUnverified != "" {
-		return errorf(KindForbidden, ReasonSelfApproval,
+		return errorf(KindForbidden, exagentv1.ReasonSelfApproval,
 			"forbidSelfApproval: the run's requester is unknown (%s), so it cannot be told apart from the decider; "+
 				"re-create the run through the exagent admission webhook", ids.RequesterUnverified)
 	}
 	if run == nil || run.RequestedBy == nil || run.RequestedBy.Username == "" {
-		return errorf(KindForbidden, ReasonSelfApproval,
+		return errorf(KindForbidden, exagentv1.ReasonSelfApproval,
 			"forbidSelfApproval: the run has no spec.requestedBy, so its requester cannot be told apart from the decider")
 	}
 	// ImpersonatedBy counts too: asking someone to stand in is still deciding alone.
 	if req := run.RequestedBy.Username; req == actor.Username || req == actor.ImpersonatedBy {
-		return errorf(KindForbidden, ReasonSelfApproval,
+		return errorf(KindForbidden, exagentv1.ReasonSelfApproval,
 			"forbidSelfApproval: %q requested this run and cannot decide on it", req)
 	}
 	return nil
@@ -93,11 +89,11 @@ func neverDecides(run *exagentv1.AgentRunSpec, ids Identities, actor exagentv1.A
 			continue
 		}
 		if slices.Contains(ids.Manager, user) {
-			return errorf(KindForbidden, ReasonNeverDecider,
+			return errorf(KindForbidden, exagentv1.ReasonNeverADecider,
 				"user %q is the exagent manager's own identity: the operator that executes a run's calls never decides on them", user)
 		}
 		if run != nil && isRunServiceAccount(user, ids.Namespace, run.ServiceAccount()) {
-			return errorf(KindForbidden, ReasonNeverDecider,
+			return errorf(KindForbidden, exagentv1.ReasonNeverADecider,
 				"user %q is the run's own ServiceAccount (spec.serviceAccountName %q): the identity a run acts as never decides on it",
 				user, run.ServiceAccount())
 		}

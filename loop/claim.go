@@ -112,7 +112,7 @@ func Release(s Status, env *Env, f Fence, now time.Time) (Status, error) {
 	st := clone(s)
 	settleOwner(&st, env, now)
 	st.Claim = nil
-	setPhase(&st, resumePhase(&st), ReasonReleased, fmt.Sprintf("released by %s (attempt %d)", f.Holder, f.Attempt))
+	setPhase(&st, resumePhase(&st), exagentv1.ReasonReleased, fmt.Sprintf("released by %s (attempt %d)", f.Holder, f.Attempt))
 	return st, nil
 }
 

@@ -218,7 +218,7 @@ func TestRelease(t *testing.T) {
 	released := func(phase exagentv1.RunPhase) func(*Status) {
 		return func(s *Status) {
 			s.Claim = nil
-			s.Phase, s.Reason, s.Message = phase, ReasonReleased, "released by worker-1 (attempt 1)"
+			s.Phase, s.Reason, s.Message = phase, exagentv1.ReasonReleased, "released by worker-1 (attempt 1)"
 			s.Ledger.ActiveTimeUsed.Duration += 7 * time.Second
 			s.Ledger.ActiveTimeReserved = metav1.Duration{}
 		}

@@ -63,7 +63,7 @@ func Conditions(s Status, generation int64, now time.Time) []metav1.Condition {
 		// A descendant waits for a human (delegate.go): the message names it.
 		out = append(out, mk(exagentv1.ConditionAwaitingApproval, metav1.ConditionTrue, exagentv1.ReasonChildAwaitingApproval, s.Message))
 	default:
-		out = append(out, mk(exagentv1.ConditionAwaitingApproval, metav1.ConditionFalse, ReasonNoApproval, "no approval is pending"))
+		out = append(out, mk(exagentv1.ConditionAwaitingApproval, metav1.ConditionFalse, exagentv1.ReasonNoApprovalPending, "no approval is pending"))
 	}
 
 	var uncertain []string
@@ -79,7 +79,7 @@ func Conditions(s Status, generation int64, now time.Time) []metav1.Condition {
 	case s.Reason == exagentv1.ReasonChildUncertain && s.Phase == exagentv1.PhaseUncertain:
 		out = append(out, mk(exagentv1.ConditionUncertain, metav1.ConditionTrue, exagentv1.ReasonChildUncertain, s.Message))
 	default:
-		out = append(out, mk(exagentv1.ConditionUncertain, metav1.ConditionFalse, ReasonNoUncertainCall, "every started call has an outcome"))
+		out = append(out, mk(exagentv1.ConditionUncertain, metav1.ConditionFalse, exagentv1.ReasonNoUncertainCall, "every started call has an outcome"))
 	}
 	return append(out, endConditions(s, phase, readyReason, mk)...)
 }

@@ -268,7 +268,7 @@ func decideApproval(st *Status, i int, dec *decision, state exagentv1.ApprovalSt
 func afterDecision(st *Status, what string) {
 	countPending(st)
 	if st.PendingApprovals == 0 {
-		setPhase(st, exagentv1.PhaseApproved, ReasonApproved, what+"; every approval is decided, waiting for a worker")
+		setPhase(st, exagentv1.PhaseApproved, exagentv1.ReasonApproved, what+"; every approval is decided, waiting for a worker")
 		return
 	}
 	st.Message = bound(fmt.Sprintf("%s; %d approval(s) still pending", what, st.PendingApprovals), maxMessage)
@@ -417,7 +417,7 @@ func Resolve(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv
 	case anyCall(&st, isUncertain):
 		st.Message = bound(fmt.Sprintf("call %s resolved %s by %s; other calls are still uncertain", c.ID, d.Outcome, who), maxMessage)
 	default:
-		setPhase(&st, exagentv1.PhaseApproved, ReasonResolved,
+		setPhase(&st, exagentv1.PhaseApproved, exagentv1.ReasonResolved,
 			fmt.Sprintf("call %s resolved %s by %s; waiting for a worker", c.ID, d.Outcome, who))
 	}
 	return commitDecision(s, st, env, dec)

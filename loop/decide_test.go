@@ -38,7 +38,7 @@ func TestApprove(t *testing.T) {
 			s.Approvals[0].Actor, s.Approvals[0].Reason = &exagentv1.Actor{Username: "alice"}, "ok"
 			s.Calls[1].State = exagentv1.CallApproved
 			s.PendingApprovals = 0
-			s.Phase, s.Reason = exagentv1.PhaseApproved, ReasonApproved
+			s.Phase, s.Reason = exagentv1.PhaseApproved, exagentv1.ReasonApproved
 			s.Message = "approval p1-r1 approved by alice; every approval is decided, waiting for a worker"
 			s.Receipts = []exagentv1.Receipt{receipt}
 		}},
@@ -47,7 +47,7 @@ func TestApprove(t *testing.T) {
 			s.Approvals[0].Actor, s.Approvals[0].Reason = &exagentv1.Actor{Username: "alice"}, "ok"
 			s.Calls[1].State = exagentv1.CallApproved
 			s.PendingApprovals = 0
-			s.Phase, s.Reason = exagentv1.PhaseApproved, ReasonApproved
+			s.Phase, s.Reason = exagentv1.PhaseApproved, exagentv1.ReasonApproved
 			s.Message = "approval p1-r1 approved by alice; every approval is decided, waiting for a worker"
 			s.Receipts = []exagentv1.Receipt{receipt}
 		}},
@@ -56,7 +56,7 @@ func TestApprove(t *testing.T) {
 			s.Approvals[0].Actor, s.Approvals[0].Reason = &exagentv1.Actor{Username: "alice"}, "ok"
 			s.Calls[1].State = exagentv1.CallApproved
 			s.PendingApprovals = 0
-			s.Phase, s.Reason = exagentv1.PhaseApproved, ReasonApproved
+			s.Phase, s.Reason = exagentv1.PhaseApproved, exagentv1.ReasonApproved
 			s.Message = "approval p1-r1 approved by alice; every approval is decided, waiting for a worker"
 			s.Receipts = []exagentv1.Receipt{receipt}
 		}},

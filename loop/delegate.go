@@ -297,7 +297,7 @@ func RecordDelegated(s Status, env *Env, f Fence, callID string, child ChildRef,
 		e.UID, e.Agent, e.Phase = child.UID, child.Agent, exagentv1.PhaseQueued
 	} else {
 		if len(st.Children) >= maxChildren {
-			return s, errorf(KindTooLarge, ReasonStatusTooLarge, "the run has %d child runs, the most it may have", maxChildren)
+			return s, errorf(KindTooLarge, exagentv1.ReasonStatusTooLarge, "the run has %d child runs, the most it may have", maxChildren)
 		}
 		st.Children = append(st.Children, entry)
 	}

@@ -495,8 +495,8 @@ func TestAuthorizeAncestors(t *testing.T) {
 		wantReason string
 	}{
 		"every ancestor allows":             {ancestors: []Ancestor{ancestor(nil, false), ancestor([]string{"alice"}, true)}, actor: "alice"},
-		"an ancestor's approvers leave out": {ancestors: []Ancestor{ancestor(nil, false), ancestor([]string{"alice"}, false)}, actor: "bob", wantReason: ReasonNotApprover},
-		"the root's requester decides":      {ancestors: []Ancestor{ancestor(nil, true)}, actor: "carol", wantReason: ReasonSelfApproval},
+		"an ancestor's approvers leave out": {ancestors: []Ancestor{ancestor(nil, false), ancestor([]string{"alice"}, false)}, actor: "bob", wantReason: exagentv1.ReasonNotAnApprover},
+		"the root's requester decides":      {ancestors: []Ancestor{ancestor(nil, true)}, actor: "carol", wantReason: exagentv1.ReasonSelfApproval},
 		"a root run has no ancestors":       {actor: "anyone"},
 	}
 	for name, tc := range tests {

@@ -54,7 +54,7 @@ func failUnknownTool(c *exagentv1.ToolCall, env *Env) {
 	}
 	c.State = exagentv1.CallFailed
 	c.Outcome = &exagentv1.CallOutcome{Result: bound(fmt.Sprintf("%s: there is no tool %q; the tools are: %s",
-		ReasonUnknownTool, c.Tool, strings.Join(names, ", ")), maxContent)}
+		exagentv1.ReasonUnknownTool, c.Tool, strings.Join(names, ", ")), maxContent)}
 }
 
 // failUnavailable ends a call of an mcp tool its server does not offer (any
@@ -71,7 +71,7 @@ func failInvalidArgs(c *exagentv1.ToolCall, err error) {
 	c.State = exagentv1.CallFailed
 	c.Outcome = &exagentv1.CallOutcome{Result: bound(fmt.Sprintf(
 		"%s: the arguments do not match the parameters schema of tool %q: %v. The call was not run.",
-		ReasonInvalidArgs, c.Tool, err), maxContent)}
+		exagentv1.ReasonInvalidArguments, c.Tool, err), maxContent)}
 }
 
 func refuse(c *exagentv1.ToolCall, rule string) {
@@ -281,7 +281,7 @@ func RecordOutcome(s Status, env *Env, f Fence, r ToolResult, now time.Time) (St
 			return st, nil
 		}
 		if out == "" {
-			return s, errorf(KindTooLarge, ReasonStatusTooLarge,
+			return s, errorf(KindTooLarge, exagentv1.ReasonStatusTooLarge,
 				"the outcome of call %q does not fit the status budget of %d bytes", r.CallID, env.budget)
 		}
 		out = bound(r.Output, len(out)/2)

@@ -29,25 +29,6 @@ const (
 	KindForbidden           ErrorKind = "Forbidden"
 )
 
-// Reasons the engine writes that the API package does not define.
-const (
-	ReasonConflict        = "Conflict"
-	ReasonStaleFence      = "StaleFence"
-	ReasonNotPending      = "NotPending"
-	ReasonStatusTooLarge  = exagentv1.ReasonStatusTooLarge
-	ReasonForbidden       = "Forbidden"
-	ReasonNotApprover     = "NotAnApprover"
-	ReasonSelfApproval    = "SelfApproval"
-	ReasonUnknownTool     = "UnknownTool"
-	ReasonInvalidArgs     = "InvalidArguments"
-	ReasonApproved        = "Approved"
-	ReasonResolved        = "Resolved"
-	ReasonReleased        = "Released"
-	ReasonRecovered       = "Recovered"
-	ReasonNoApproval      = exagentv1.ReasonNoApprovalPending
-	ReasonNoUncertainCall = exagentv1.ReasonNoUncertainCall
-)
-
 // Error is the engine's typed error. Reason is PascalCase and fit for a
 // condition or status.reason; Message is for a person.
 type Error struct {
@@ -107,11 +88,11 @@ func errorf(kind ErrorKind, reason, format string, args ...any) *Error {
 }
 
 func conflictf(format string, args ...any) *Error {
-	return errorf(KindConflict, ReasonConflict, format, args...)
+	return errorf(KindConflict, exagentv1.ReasonConflict, format, args...)
 }
 
 func notPendingf(format string, args ...any) *Error {
-	return errorf(KindNotPending, ReasonNotPending, format, args...)
+	return errorf(KindNotPending, exagentv1.ReasonNotPending, format, args...)
 }
 
 func invalidf(format string, args ...any) *Error {
@@ -119,5 +100,5 @@ func invalidf(format string, args ...any) *Error {
 }
 
 func staleFencef(format string, args ...any) *Error {
-	return errorf(KindStaleFence, ReasonStaleFence, format, args...)
+	return errorf(KindStaleFence, exagentv1.ReasonStaleFence, format, args...)
 }

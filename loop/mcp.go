@@ -39,10 +39,6 @@ type MCPAnnotations struct {
 	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
 }
 
-// ReasonToolUnavailable prefixes the outcome of a call to an mcp tool the
-// server no longer offers (or offers with a schema the validator refuses).
-const ReasonToolUnavailable = "ToolUnavailable"
-
 var visibleNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // mcpTool is one model-visible tool that an mcp ToolSpec resolves to.
@@ -121,7 +117,7 @@ func annotationMap(a *MCPAnnotations) map[string]any {
 // unavailableMessage is what the model is told about a call to an mcp tool
 // that cannot be called now.
 func unavailableMessage(t *mcpTool, why string) string {
-	return fmt.Sprintf("%s: the MCP server %s %s tool %q; the call was not run", ReasonToolUnavailable, t.spec.MCP.URL, why, t.spec.MCP.Tool)
+	return fmt.Sprintf("%s: the MCP server %s %s tool %q; the call was not run", exagentv1.ReasonToolUnavailable, t.spec.MCP.URL, why, t.spec.MCP.Tool)
 }
 
 // fingerprintMCP resolves the mcp Agent tool t against its listing:

@@ -97,12 +97,12 @@ func proposeCall(env *Env, id string, step int32, tc exagentv1.MessageToolCall) 
 	case err != nil:
 		call.Args = bound(raw, maxContent)
 		call.State = exagentv1.CallFailed
-		call.Outcome = &exagentv1.CallOutcome{Result: bound(fmt.Sprintf("%s: the arguments are not valid JSON: %v", ReasonInvalidArgs, err), maxContent)}
+		call.Outcome = &exagentv1.CallOutcome{Result: bound(fmt.Sprintf("%s: the arguments are not valid JSON: %v", exagentv1.ReasonInvalidArguments, err), maxContent)}
 		return call, nil
 	case len(canon) > maxContent:
 		call.Args = bound(string(canon), maxContent)
 		call.State = exagentv1.CallFailed
-		call.Outcome = &exagentv1.CallOutcome{Result: fmt.Sprintf("%s: the arguments take %d bytes, more than %d", ReasonInvalidArgs, len(canon), maxContent)}
+		call.Outcome = &exagentv1.CallOutcome{Result: fmt.Sprintf("%s: the arguments take %d bytes, more than %d", exagentv1.ReasonInvalidArguments, len(canon), maxContent)}
 		return call, nil
 	}
 	call.Args = string(canon)

@@ -68,6 +68,6 @@ func Recover(s Status, env *Env, now time.Time) (Status, error) {
 		st.Message = bound(lost+"; "+st.Message, maxMessage)
 		return st, nil
 	}
-	setPhase(&st, resumePhase(&st), ReasonRecovered, lost+"; waiting for a worker")
+	setPhase(&st, resumePhase(&st), exagentv1.ReasonRecovered, lost+"; waiting for a worker")
 	return st, nil
 }

@@ -423,7 +423,7 @@ func (sl *sealer) emit(spec exagentv1.AgentRunSegmentSpec) (Segment, error) {
 		return Segment{}, err
 	}
 	if size+segmentOverhead > exagentv1.MaxSegmentBytes {
-		return Segment{}, errorf(KindTooLarge, ReasonStatusTooLarge,
+		return Segment{}, errorf(KindTooLarge, exagentv1.ReasonStatusTooLarge,
 			"a transcript segment would take %d bytes, over %d", size, exagentv1.MaxSegmentBytes)
 	}
 	seg := Segment{Name: name, Spec: spec, Size: size}

@@ -156,7 +156,7 @@ const refBytes = 200
 func checkSize(s *Status, env *Env, reserve int, what string) error {
 	size := hotSize(s, env.in.ValueBytes)
 	if size+reserve > env.budget {
-		return errorf(KindTooLarge, ReasonStatusTooLarge,
+		return errorf(KindTooLarge, exagentv1.ReasonStatusTooLarge,
 			"%s: status would take %d bytes plus %d reserved, over the budget of %d", what, size, reserve, env.budget)
 	}
 	return nil

@@ -97,6 +97,57 @@ const (
 	// ReasonModelRedirected: the model endpoint answered with a redirect,
 	// which is never followed; model.baseURL should be the final address.
 	ReasonModelRedirected = "ModelRedirected"
+	// ReasonInvalidConfiguration: the Agent (or the run's spec against it)
+	// is invalid in a way admission cannot see (the message says what);
+	// the run starts no IO until it is fixed.
+	ReasonInvalidConfiguration = "InvalidConfiguration"
+)
+
+// Reasons of a decision that was not applied (ApprovalDecision
+// status.reason, with phase Rejected) and of the engine's refusals.
+const (
+	// ReasonConflict: the decision contradicts one already applied (another
+	// decision for the same approval or call won).
+	ReasonConflict = "Conflict"
+	// ReasonStaleFence: the write was made under a claim that is no
+	// longer the run's (another process owns the run now).
+	ReasonStaleFence = "StaleFence"
+	// ReasonNotPending: the approval or call the decision names is not
+	// waiting any more (decided, expired, asked again or ended).
+	ReasonNotPending = "NotPending"
+	// ReasonForbidden: RBAC (a SubjectAccessReview) refused the decider.
+	ReasonForbidden = "Forbidden"
+	// ReasonNotAnApprover: the decider is not in the rule's policy.approvers.
+	ReasonNotAnApprover = "NotAnApprover"
+	// ReasonSelfApproval: the decider requested the run, and the rule
+	// forbids self-approval (or the requester is not known for certain).
+	ReasonSelfApproval = "SelfApproval"
+	// ReasonNeverADecider: the actor is an identity that never decides on
+	// the run — the run's own ServiceAccount or the manager's identity.
+	ReasonNeverADecider = "NeverADecider"
+)
+
+// Reasons of the journal's entries (a call's outcome, a condition).
+const (
+	// ReasonUnknownTool: the model called a tool the Agent does not have;
+	// the model is told, nothing runs.
+	ReasonUnknownTool = "UnknownTool"
+	// ReasonInvalidArguments: the model's arguments do not match the
+	// tool's schema; the model is told, nothing runs.
+	ReasonInvalidArguments = "InvalidArguments"
+	// ReasonToolUnavailable prefixes the outcome of a call to an mcp tool
+	// the server no longer offers (or offers with a schema the validator
+	// refuses).
+	ReasonToolUnavailable = "ToolUnavailable"
+	// ReasonApproved: the pending call was approved.
+	ReasonApproved = "Approved"
+	// ReasonResolved: an Uncertain call was resolved by a person.
+	ReasonResolved = "Resolved"
+	// ReasonReleased: the owner handed the run back at its stop.
+	ReasonReleased = "Released"
+	// ReasonRecovered: another process took over the run of an owner
+	// whose lease lapsed.
+	ReasonRecovered = "Recovered"
 )
 
 // Well-known labels and annotations.

@@ -1,0 +1,35 @@
+package v1alpha1
+
+// Reasons of the Kubernetes Events the manager records on runs and
+// decisions. The names are fixed: people, alerts and tests filter on them
+// (kubectl get events --field-selector reason=ApprovalRequested).
+const (
+	// EventApprovalRequested: a call waits for a person (one Event per
+	// approval; its message says who may decide and how).
+	EventApprovalRequested = "ApprovalRequested"
+	// EventRunPaused: the run paused for approvals.
+	EventRunPaused = "RunPaused"
+	// EventDecisionApplied and EventDecisionRejected: an ApprovalDecision
+	// was applied to its run, or refused (its status.reason says why).
+	EventDecisionApplied  = "DecisionApplied"
+	EventDecisionRejected = "DecisionRejected"
+	// EventRunResumed: a run that was approved is running again.
+	EventRunResumed = "RunResumed"
+	// EventRunSucceeded and EventRunFailed: the run ended (Failed stands
+	// for every end other than Succeeded; the message names the phase).
+	EventRunSucceeded = "RunSucceeded"
+	EventRunFailed    = "RunFailed"
+	// EventOutcomeUncertain: a call's outcome is unknown; a person resolves it.
+	EventOutcomeUncertain = "OutcomeUncertain"
+	// EventChildStarted, EventChildPaused and EventChildEnded: a parent's
+	// delegation child started, waits for a person, or ended.
+	EventChildStarted = "ChildStarted"
+	EventChildPaused  = "ChildPaused"
+	EventChildEnded   = "ChildEnded"
+	// EventChildWithdrawn: the parent ended a child it no longer awaits.
+	EventChildWithdrawn = "ChildWithdrawn"
+	// EventNotificationFailed: a notification delivery failed (its first
+	// failure, and when it is given up), or could not be journaled; the
+	// message says which, and the run's notifications journal says why.
+	EventNotificationFailed = "NotificationFailed"
+)
