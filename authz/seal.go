@@ -13,17 +13,12 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// SealAnnotation carries the admission webhook's seal of a decision.
-const SealAnnotation = "exagent.io/actor-seal"
-
-// RunUIDAnnotation records, on an admitted decision, the UID of the run it
-// was admitted for. The seal covers that UID (the annotation itself only
-// lets a refusal say which run it was).
-const RunUIDAnnotation = "exagent.io/run-uid"
-
-// RequesterSealAnnotation carries the admission webhook's seal of a run's
-// spec.requestedBy (see Seal.StampRequester).
-const RequesterSealAnnotation = "exagent.io/requester-seal"
+// The annotations the seal writes and reads (api/v1alpha1/labels.go).
+const (
+	SealAnnotation          = exagentv1.AnnotationActorSeal
+	RunUIDAnnotation        = exagentv1.AnnotationBoundRunUID
+	RequesterSealAnnotation = exagentv1.AnnotationRequesterSeal
+)
 
 const (
 	// sealVersion prefixes every seal. v2 seals cover the run's UID

@@ -513,7 +513,7 @@ func (r *AgentRunReconciler) deleteChildren(ctx context.Context, key types.Names
 func (r *AgentRunReconciler) childrenOf(ctx context.Context, namespace, parent string, uid types.UID) ([]exagentv1.AgentRun, error) {
 	var list exagentv1.AgentRunList
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace),
-		client.MatchingLabels{exagentv1.LabelParentRun: loop.LabelValue(parent)}); err != nil {
+		client.MatchingLabels{exagentv1.LabelParentRun: exagentv1.LabelValue(parent)}); err != nil {
 		return nil, fmt.Errorf("listing the children of run %s/%s: %w", namespace, parent, err)
 	}
 	var out []exagentv1.AgentRun

@@ -101,7 +101,7 @@ func (s *Segments) Create(ctx context.Context, run *exagentv1.AgentRun, segs []l
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: run.Namespace,
 				Name:      seg.Name,
-				Labels:    map[string]string{exagentv1.LabelRun: loop.LabelValue(run.Name), exagentv1.LabelRunUID: string(run.UID)},
+				Labels:    map[string]string{exagentv1.LabelRun: exagentv1.LabelValue(run.Name), exagentv1.LabelRunUID: string(run.UID)},
 				OwnerReferences: []metav1.OwnerReference{{
 					APIVersion: exagentv1.GroupVersion.String(), Kind: "AgentRun",
 					Name: run.Name, UID: run.UID, Controller: ptr.To(true),

@@ -56,16 +56,6 @@ func LegacyChildName(parent, callID string) string {
 	return shorten(parent, 63-childHashLen-1) + "-" + h
 }
 
-// LabelValue is a run name as a label value: the name itself when it fits
-// (63 characters), otherwise a shortened form with a hash of the whole name.
-func LabelValue(name string) string {
-	if len(name) <= 63 {
-		return name
-	}
-	h := Hash([]byte(name))[len("sha256:"):][:childHashLen]
-	return shorten(name, 63-childHashLen-1) + "-" + h
-}
-
 // shorten cuts s to at most n bytes and drops trailing separators, so the
 // joined name still starts and ends alphanumeric.
 func shorten(s string, n int) string {
@@ -214,8 +204,8 @@ func PlanChild(s Status, env *Env, callID string, now time.Time) (plan ChildPlan
 	return ChildPlan{
 		Name: entry.Name,
 		Labels: map[string]string{
-			exagentv1.LabelParentRun: LabelValue(env.in.RunName),
-			exagentv1.LabelRootRun:   LabelValue(d.Root.Name),
+			exagentv1.LabelParentRun: exagentv1.LabelValue(env.in.RunName),
+			exagentv1.LabelRootRun:   exagentv1.LabelValue(d.Root.Name),
 		},
 		Spec: spec,
 	}, "", nil

@@ -81,8 +81,8 @@ func TestChildName(t *testing.T) {
 			}
 		})
 	}
-	if v := LabelValue(long); len(v) > 63 || v == LabelValue(long+"b") {
-		t.Errorf("LabelValue(long) = %q", v)
+	if v := exagentv1.LabelValue(long); len(v) > 63 || v == exagentv1.LabelValue(long+"b") {
+		t.Errorf("exagentv1.LabelValue(long) = %q", v)
 	}
 }
 

@@ -149,11 +149,3 @@ const (
 	// whose lease lapsed.
 	ReasonRecovered = "Recovered"
 )
-
-// Well-known labels and annotations.
-const (
-	// LabelRun is set on an AgentRunSegment to its run's name.
-	LabelRun = "exagent.io/run"
-	// LabelRunUID is set on an AgentRunSegment to its run's UID.
-	LabelRunUID = "exagent.io/run-uid"
-)

@@ -1,15 +1,5 @@
 package v1alpha1
 
-// Labels of a child run (DESIGN.md §5). Their values are the runs' names
-// when a name fits a label value (63 characters), otherwise a shortened
-// form (LabelValue); spec.delegation holds the exact names and UIDs.
-const (
-	// LabelParentRun is set on a child run to its parent's name.
-	LabelParentRun = "exagent.io/parent-run"
-	// LabelRootRun is set on a child run to its tree's root run's name.
-	LabelRootRun = "exagent.io/root-run"
-)
-
 // MaxChildRuns bounds status.children (its MaxItems): the most child runs
 // one run may delegate to.
 const MaxChildRuns = 256

@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/loop"
 )
 
 // Delegation trees (DESIGN.md §5): a child run's approvals are listed with
@@ -52,7 +51,7 @@ func treeOf(ctx context.Context, c client.Client, run *exagentv1.AgentRun) ([]ex
 	root := rootName(run)
 	var list exagentv1.AgentRunList
 	if err := c.List(ctx, &list, client.InNamespace(run.Namespace),
-		client.MatchingLabels{exagentv1.LabelRootRun: loop.LabelValue(root)}); err != nil {
+		client.MatchingLabels{exagentv1.LabelRootRun: exagentv1.LabelValue(root)}); err != nil {
 		return nil, nil, fmt.Errorf("listing the runs of the tree of %s: %w", root, err)
 	}
 	byName := map[string]*exagentv1.AgentRun{run.Name: run}

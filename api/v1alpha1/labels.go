@@ -1,0 +1,57 @@
+package v1alpha1
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// Labels the manager sets. Their values are run names when a name fits a
+// label value, otherwise LabelValue's shortened form; the objects' specs
+// (spec.delegation, spec.runRef) hold the exact names and UIDs.
+const (
+	// LabelRun is set on an AgentRunSegment to its run's name.
+	LabelRun = "exagent.io/run"
+	// LabelRunUID is set on an AgentRunSegment to its run's UID.
+	LabelRunUID = "exagent.io/run-uid"
+	// LabelParentRun is set on a child run to its parent's name (DESIGN.md §5).
+	LabelParentRun = "exagent.io/parent-run"
+	// LabelRootRun is set on a child run to its tree's root run's name.
+	LabelRootRun = "exagent.io/root-run"
+)
+
+// Annotations the admission webhook sets (and overwrites whatever a
+// client sent under these keys).
+const (
+	// AnnotationActorSeal carries the webhook's seal of a decision's
+	// actor (authz.Seal).
+	AnnotationActorSeal = "exagent.io/actor-seal"
+	// AnnotationBoundRunUID records, on an admitted decision, the UID of
+	// the run it was admitted for. The seal covers that UID; the
+	// annotation only lets a refusal say which run it was. (Before
+	// v0.1.0 it was exagent.io/run-uid, the segments' label key.)
+	AnnotationBoundRunUID = "exagent.io/bound-run-uid"
+	// AnnotationRequesterSeal carries the webhook's seal of a run's
+	// spec.requestedBy (authz.Seal.StampRequester).
+	AnnotationRequesterSeal = "exagent.io/requester-seal"
+)
+
+// maxLabelValue is the longest label value Kubernetes accepts.
+const maxLabelValue = 63
+
+// labelHashLen is how many hex digits of a name's SHA-256 a shortened
+// label value ends with.
+const labelHashLen = 10
+
+// LabelValue is name as a label value: name itself when it fits (63
+// characters), otherwise its first 52 characters (without trailing
+// separators, so it still ends alphanumeric), "-" and 10 hex digits of its
+// SHA-256 — distinct names stay distinct, and the value is stable.
+func LabelValue(name string) string {
+	if len(name) <= maxLabelValue {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	head := name[:maxLabelValue-labelHashLen-1]
+	return strings.TrimRight(head, "-.") + "-" + hex.EncodeToString(sum[:])[:labelHashLen]
+}
