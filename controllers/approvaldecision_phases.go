@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +14,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/internal/clip"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -346,22 +346,8 @@ func actorName(a *exagentv1.Actor) string {
 	return a.Username
 }
 
-// truncate bounds a message to n bytes on a rune boundary, the mark of
-// the cut included (CRD maxLengths count characters: n bytes always fit).
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := max(n-len(mark), 0)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	if n < len(mark) {
-		return s[:cut]
-	}
-	return s[:cut] + mark
-}
+// truncate bounds a message to n bytes (internal/clip), marking the cut.
+func truncate(s string, n int) string { return clip.Bytes(s, n, clip.Ellipsis) }
 
 // decisionEnv is the engine's view of the run for a decision. A Cancel
 // applies whatever state the Agent is in (missing or invalid): it needs

@@ -1,6 +1,9 @@
 package loop
 
-import exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+import (
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/clip"
+)
 
 // Bounds of the API's string and list fields (their CRD maxLength /
 // maxItems). The engine truncates what it stores to them so a commit is
@@ -34,12 +37,9 @@ const truncatedMark = "…[truncated]"
 // stores goes through it, so every stored value is valid UTF-8 of at most
 // max bytes — and hashes the same once the apiserver gave it back.
 func bound(s string, max int) string {
-	s = validUTF8(s)
-	if len(s) <= max {
-		return s
-	}
+	mark := truncatedMark
 	if max <= 2*len(truncatedMark) {
-		return truncateUTF8(s, max)
+		mark = "" // a short bound keeps what it can of the value itself
 	}
-	return truncateUTF8(s, max-len(truncatedMark)) + truncatedMark
+	return clip.Bytes(validUTF8(s), max, mark)
 }

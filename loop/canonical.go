@@ -13,6 +13,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/exagent-io/exagent/internal/clip"
 )
 
 // CanonicalJSON returns the RFC 8785 (JCS) form of v: object members sorted
@@ -202,18 +204,7 @@ func canonicalNumber(lit string) (string, error) {
 // that are not UTF-8 become U+FFFD first: the apiserver's JSON would
 // replace them anyway, and a value must read back as it was hashed.
 func truncateUTF8(s string, max int) string {
-	s = validUTF8(s)
-	if len(s) <= max {
-		return s
-	}
-	if max <= 0 {
-		return ""
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
+	return clip.Bytes(validUTF8(s), max, "")
 }
 
 // validUTF8 returns s with every run of bytes that is not UTF-8 replaced

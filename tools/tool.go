@@ -9,8 +9,8 @@ import (
 	"net/http/httptrace"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
+	"github.com/exagent-io/exagent/internal/clip"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -53,18 +53,8 @@ func unknown(call Call, format string, a ...any) loop.ToolResult {
 	return loop.ToolResult{CallID: call.CallID, Kind: loop.ResultUnknown, Output: truncate(fmt.Sprintf(format, a...), MaxExcerptBytes)}
 }
 
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…[truncated]"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
-}
+// truncate cuts s to at most n bytes (internal/clip), marking the cut.
+func truncate(s string, n int) string { return clip.Bytes(s, n, "…[truncated]") }
 
 // notSent reports whether err proves the request never left this process:
 // the connection could not be made (refused, DNS, no route). Anything else

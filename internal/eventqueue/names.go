@@ -3,7 +3,8 @@ package eventqueue
 import (
 	"fmt"
 	"time"
-	"unicode/utf8"
+
+	"github.com/exagent-io/exagent/internal/clip"
 )
 
 // eventName is client-go's: the object's name and the instant in hex,
@@ -15,14 +16,5 @@ func eventName(object string, now time.Time, retry int) string {
 	return fmt.Sprintf("%s.%x%x", object, now.UnixNano(), retry)
 }
 
-// truncate bounds s to n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	n -= len("…")
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+// truncate bounds s to n bytes (internal/clip), marking the cut.
+func truncate(s string, n int) string { return clip.Bytes(s, n, clip.Ellipsis) }

@@ -3,25 +3,17 @@ package notify
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/clip"
 )
 
 // ArgsExcerptBytes bounds the arguments shown in an Event or a notification:
 // enough to recognise the call, never the whole payload.
 const ArgsExcerptBytes = 256
 
-// Excerpt bounds s to n bytes on a rune boundary, marking a cut with "…".
-func Excerpt(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+// Excerpt bounds s to n bytes, the "…" that marks a cut included (internal/clip).
+func Excerpt(s string, n int) string { return clip.Bytes(s, n, clip.Ellipsis) }
 
 // Commands are the exact kubectl commands that decide an approval.
 type Commands struct {
