@@ -13,12 +13,10 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// The virtual subresource a decision is authorized on, like a CSR's
-// "approve" on signers: no endpoint serves it, RBAC alone grants it, and a
-// Role can name one Agent with resourceNames.
+// The virtual subresource a decision is authorized on (api/v1alpha1).
 const (
-	ApprovalResource    = "agents"
-	ApprovalSubresource = "approval"
+	ApprovalResource    = exagentv1.ApprovalResource
+	ApprovalSubresource = exagentv1.ApprovalSubresource
 )
 
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

@@ -138,10 +138,29 @@ type ApprovalDecisionList struct {
 	Items           []ApprovalDecision `json:"items"`
 }
 
-// Verb returns the RBAC verb on agents/approval the decision needs.
-func (s *ApprovalDecisionSpec) Verb() string {
-	if s.Decision == DecisionResolve {
-		return "resolve"
+// Who may decide (DESIGN.md §2): a decision is authorized by RBAC on a
+// virtual subresource of the run's Agent, like a CSR's "approve" on
+// signers — no endpoint serves it, RBAC alone grants it, and a Role can
+// name one Agent with resourceNames.
+const (
+	// ApprovalResource and ApprovalSubresource name it: agents/approval.
+	ApprovalResource    = "agents"
+	ApprovalSubresource = "approval"
+	// VerbApprove is needed to approve, deny or cancel (ClusterRole
+	// exagent-approver grants it).
+	VerbApprove = "approve"
+	// VerbResolve is needed to resolve an Uncertain call (ClusterRole
+	// exagent-resolver grants it).
+	VerbResolve = "resolve"
+)
+
+// DeciderVerb returns the RBAC verb on agents/approval a decision of kind needs.
+func DeciderVerb(kind DecisionKind) string {
+	if kind == DecisionResolve {
+		return VerbResolve
 	}
-	return "approve"
+	return VerbApprove
 }
+
+// Verb returns the RBAC verb on agents/approval the decision needs.
+func (s *ApprovalDecisionSpec) Verb() string { return DeciderVerb(s.Decision) }

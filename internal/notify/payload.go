@@ -88,22 +88,23 @@ func Build(run *exagentv1.AgentRun, agent *exagentv1.Agent, e Event) Data {
 			cmds := ApprovalCommands(run.Namespace, run.Name, a.ID)
 			d.Commands = &cmds
 		}
-		d.Deciders = deciders(run, agent)
+		d.Deciders = deciders(run, agent, exagentv1.VerbApprove)
 	case exagentv1.NotifyRunUncertain:
 		for _, c := range st.UncertainCalls() {
 			d.Uncertain = append(d.Uncertain, CallData{ID: c.ID, Tool: c.Tool, Args: Excerpt(c.Args, ArgsExcerptBytes)})
 			d.Resolve = append(d.Resolve, ResolveCommand(run.Namespace, run.Name, c.ID))
 		}
-		d.Deciders = deciders(run, agent)
-		d.Deciders.RBAC = strings.Replace(d.Deciders.RBAC, `verb "approve"`, `verb "resolve"`, 1)
+		d.Deciders = deciders(run, agent, exagentv1.VerbResolve)
 	case exagentv1.NotifyRunEnded:
 		d.Output = Excerpt(st.Output, 1024)
 	}
 	return d
 }
 
-func deciders(run *exagentv1.AgentRun, agent *exagentv1.Agent) *Deciders {
-	d := &Deciders{RBAC: fmt.Sprintf(`verb "approve" on agents/approval named %q in namespace %q`, run.Spec.AgentRef.Name, run.Namespace)}
+// deciders says who may decide with verb on the run's approvals.
+func deciders(run *exagentv1.AgentRun, agent *exagentv1.Agent, verb string) *Deciders {
+	d := &Deciders{RBAC: fmt.Sprintf(`verb %q on %s/%s named %q in namespace %q`, verb,
+		exagentv1.ApprovalResource, exagentv1.ApprovalSubresource, run.Spec.AgentRef.Name, run.Namespace)}
 	if agent == nil {
 		return d
 	}

@@ -111,8 +111,9 @@ func renderShow(w io.Writer, v showView) error {
 
 	p("")
 	p("Who may decide:")
-	field("  RBAC", "verb %q on agents/approval %q in namespace %q (ClusterRole exagent-approver; resolve: exagent-resolver)",
-		"approve", run.Spec.AgentRef.Name, run.Namespace)
+	field("  RBAC", "verb %q on %s/%s %q in namespace %q (ClusterRole exagent-approver; %s: exagent-resolver)",
+		exagentv1.VerbApprove, exagentv1.ApprovalResource, exagentv1.ApprovalSubresource, run.Spec.AgentRef.Name, run.Namespace,
+		exagentv1.VerbResolve)
 	field("  Never", "system:serviceaccount:%s:%s (the run's own ServiceAccount) and the exagent manager's identity",
 		run.Namespace, run.Spec.ServiceAccount())
 	switch {
@@ -157,7 +158,7 @@ func renderShow(w io.Writer, v showView) error {
 
 func (v showView) verb() string {
 	if v.YouVerb == "" {
-		return "approve"
+		return exagentv1.VerbApprove
 	}
 	return v.YouVerb
 }
