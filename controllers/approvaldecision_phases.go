@@ -318,7 +318,7 @@ func commandOf(d *exagentv1.ApprovalDecision) loop.DecisionCmd {
 func (r *ApprovalDecisionReconciler) writeResult(ctx context.Context, dsc *decisionScope) error {
 	d := dsc.d.DeepCopy()
 	d.Status.Phase = dsc.result
-	d.Status.Message = truncate(dsc.message, 4000)
+	d.Status.Message = truncate(dsc.message, exagentv1.MaxMessageBytes)
 	d.Status.Receipt = dsc.receipt
 	if err := r.Client.Status().Update(ctx, d); err != nil {
 		return err

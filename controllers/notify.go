@@ -255,7 +255,7 @@ func (n *notifier) settle(run *exagentv1.AgentRun, rec *exagentv1.NotificationRe
 		notificationDeliveriesTotal.WithLabelValues(string(rec.Event), "Delivered").Inc()
 		return
 	}
-	rec.LastError = truncate(err.Error(), 500)
+	rec.LastError = truncate(err.Error(), exagentv1.MaxNotificationErrorBytes)
 	if rec.Attempts >= n.retry.Attempts {
 		rec.State = exagentv1.NotificationFailed
 		notificationDeliveriesTotal.WithLabelValues(string(rec.Event), "Failed").Inc()

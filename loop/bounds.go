@@ -9,11 +9,11 @@ import (
 // maxItems). The engine truncates what it stores to them so a commit is
 // never refused by validation after the IO it records has happened.
 const (
-	maxContent   = exagentv1.MaxValueBytes // message content, call args, results, output
-	maxMessage   = 4096                    // status.message, reasons of decisions
-	maxID        = 64                      // call ids, tool names, approval ids
-	maxToolCalls = 32                      // tool calls in one assistant message
-	maxRule      = 128                     // rule names
+	maxContent   = exagentv1.MaxValueBytes     // message content, call args, results, output
+	maxMessage   = exagentv1.MaxMessageBytes   // status.message, reasons of decisions
+	maxID        = exagentv1.MaxIDLength       // call ids, tool names, approval ids
+	maxToolCalls = 32                          // tool calls in one assistant message
+	maxRule      = exagentv1.MaxRuleNameLength // rule names
 
 	// maxModelFailures consecutive failed model requests end the run (ModelError).
 	maxModelFailures = 3

@@ -26,7 +26,7 @@ import (
 func Conditions(s Status, generation int64, now time.Time) []metav1.Condition {
 	at := secTime(now)
 	mk := func(t string, st metav1.ConditionStatus, reason, msg string) metav1.Condition {
-		return metav1.Condition{Type: t, Status: st, Reason: reason, Message: truncateUTF8(msg, 32768),
+		return metav1.Condition{Type: t, Status: st, Reason: reason, Message: truncateUTF8(msg, exagentv1.MaxConditionMessageBytes),
 			ObservedGeneration: generation, LastTransitionTime: at}
 	}
 	tf := func(ok bool) metav1.ConditionStatus {

@@ -396,7 +396,7 @@ func Resolve(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv
 		c.Outcome = &exagentv1.CallOutcome{
 			Succeeded:  ok,
 			Result:     bound(fmt.Sprintf("Outcome confirmed by %s as %s: %s", who, strings.ToLower(string(d.Outcome)), d.Evidence), maxContent),
-			ResolvedBy: truncateUTF8(dec.cmd.Actor.Username, 512),
+			ResolvedBy: truncateUTF8(dec.cmd.Actor.Username, exagentv1.MaxUsernameLength),
 			Evidence:   bound(d.Evidence, maxMessage),
 			At:         microTimePtr(now),
 		}

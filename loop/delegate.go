@@ -31,7 +31,7 @@ const defaultAgentParameters = `{"type":"object","properties":{"input":{"type":"
 const maxChildren = exagentv1.MaxChildRuns
 
 // maxChildMessage bounds a mirrored child's message (ChildRun.message).
-const maxChildMessage = 1024
+const maxChildMessage = exagentv1.MaxChildMessageBytes
 
 // childHashLen is how many hex digits of a hash name a child.
 const childHashLen = 10

@@ -215,7 +215,7 @@ func noteMCP(c *exagentv1.ToolCall, env *Env) {
 	}
 	b := func(k string) bool { v, _ := ann[k].(bool); return v }
 	title, _ := ann["title"].(string)
-	c.MCP = &exagentv1.CallMCP{Server: truncateUTF8(t.MCP.URL, 2048), Tool: truncateUTF8(t.MCP.Tool, 256),
-		Title: truncateUTF8(title, 256), ReadOnlyHint: b("readOnlyHint"), DestructiveHint: b("destructiveHint"),
+	c.MCP = &exagentv1.CallMCP{Server: truncateUTF8(t.MCP.URL, exagentv1.MaxMCPServerLength), Tool: truncateUTF8(t.MCP.Tool, exagentv1.MaxMCPNameLength),
+		Title: truncateUTF8(title, exagentv1.MaxMCPNameLength), ReadOnlyHint: b("readOnlyHint"), DestructiveHint: b("destructiveHint"),
 		IdempotentHint: b("idempotentHint"), OpenWorldHint: b("openWorldHint")}
 }

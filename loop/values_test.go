@@ -3,9 +3,6 @@ package loop
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -414,31 +411,10 @@ func TestReceiptsAreSealed(t *testing.T) {
 	}
 }
 
-// TestValueBoundsMatchTheCRD: the bounds the engine stores values within
-// are the maxLengths the generated CRDs enforce.
-func TestValueBoundsMatchTheCRD(t *testing.T) {
-	root := filepath.Join("..", "config", "crd", "bases")
-	for _, tc := range []struct {
-		crd, field string
-		max        int
-	}{
-		{"exagent.io_agentrunsegments.yaml", "data:", exagentv1.MaxSegmentValueLength},
-		{"exagent.io_agentruns.yaml", "result:", exagentv1.MaxValueBytes},
-		{"exagent.io_agentruns.yaml", "output:", exagentv1.MaxValueBytes},
-	} {
-		b, err := os.ReadFile(filepath.Join(root, tc.crd))
-		if err != nil {
-			t.Fatal(err)
-		}
-		loc := regexp.MustCompile(`(?m)^ +` + tc.field + `$`).FindStringIndex(string(b))
-		if loc == nil {
-			t.Fatalf("%s has no field %q", tc.crd, tc.field)
-		}
-		block, _, _ := strings.Cut(string(b)[loc[1]:], "type: string")
-		if !strings.Contains(block, fmt.Sprintf("maxLength: %d\n", tc.max)) {
-			t.Errorf("%s: %s is not bounded by maxLength %d", tc.crd, strings.TrimSpace(tc.field), tc.max)
-		}
-	}
+// TestSegmentValueBounds: a value of MaxValueBytes, base64-encoded, is
+// exactly MaxSegmentValueLength, and two of them fit one segment. (That the
+// CRDs enforce those bounds is api/v1alpha1's TestStringBoundsMatchTheCRD.)
+func TestSegmentValueBounds(t *testing.T) {
 	if base := 4 * ((exagentv1.MaxValueBytes + 2) / 3); exagentv1.MaxSegmentValueLength != base || 2*(base+200)+segmentOverhead > exagentv1.MaxSegmentBytes {
 		t.Errorf("MaxSegmentValueLength %d: the base64 of %d bytes is %d, and two must fit a segment", exagentv1.MaxSegmentValueLength, exagentv1.MaxValueBytes, base)
 	}
