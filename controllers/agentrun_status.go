@@ -44,7 +44,7 @@ func (r *AgentRunReconciler) publish(sc *scope) {
 		return
 	}
 	if r.life != nil && r.life.Err() != nil && len(sc.notes) > 0 {
-		r.createEvents(sc.run, sc.notes) // stopping: the broadcaster may drop them
+		r.createEvents(sc.run, sc.notes) // stopping: the Event queue drops what it is given
 		return
 	}
 	for _, n := range sc.notes {

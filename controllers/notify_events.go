@@ -30,8 +30,8 @@ func (r *AgentRunReconciler) publishReleased(old, written *exagentv1.AgentRun) {
 	r.createEvents(written, sc.notes)
 }
 
-// createEvents writes notes as Events directly: during the stop the event
-// broadcaster is shutting down and may drop what it is given.
+// createEvents writes notes as Events directly: during the stop the Event
+// queue (internal/eventqueue) has stopped, and drops what it is given.
 func (r *AgentRunReconciler) createEvents(run *exagentv1.AgentRun, notes []note) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

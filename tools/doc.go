@@ -1,7 +1,10 @@
 // Package tools owns the tool implementations a run's model may call: http
-// (POST with an Idempotency-Key, clean failure vs unknown outcome) and
+// (POST with an Idempotency-Key, clean failure vs unknown outcome), mcp (a
+// tool of an MCP server over streamable HTTP with the official SDK: calls
+// in mcp.go, the bounded listing of a server's tools in mcp_list.go) and
 // builtin (cluster operations executed by impersonating the run's
-// ServiceAccount). Every Invoke returns a loop.ToolResult and never an error:
+// ServiceAccount). Delegation (kind agent) is not a tool here: creating the
+// child run is the controllers' effect (controllers/agentrun_delegate.go). Every Invoke returns a loop.ToolResult and never an error:
 // a tool's failure is something the model sees, and an outcome the tool
 // cannot know is ResultUnknown, which the engine turns into Uncertain.
 //
