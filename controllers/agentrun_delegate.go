@@ -597,15 +597,31 @@ func (o orphanSweep) sweepSegments(ctx context.Context, runs []exagentv1.AgentRu
 	for i := range runs {
 		known[runs[i].UID] = true
 	}
+	checked := map[types.UID]bool{}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRunSegmentList"))
-	if err := o.r.APIReader.List(ctx, list); err != nil {
-		logf.FromContext(ctx).Info("could not list segments for the orphan sweep", "error", err.Error())
-		return
+	for {
+		// Metadata only, in pages: a cluster may hold many segments, and
+		// the sweep must not ask the shared apiserver for all at once.
+		if err := o.r.APIReader.List(ctx, list, client.Limit(sweepPageSize), client.Continue(list.Continue)); err != nil {
+			logf.FromContext(ctx).Info("could not list segments for the orphan sweep", "error", err.Error())
+			return
+		}
+		o.sweepPage(ctx, list.Items, known, checked)
+		if list.Continue == "" {
+			return
+		}
 	}
-	checked := map[types.UID]bool{}
-	for i := range list.Items {
-		seg := &list.Items[i]
+}
+
+// sweepPageSize is how many segments' metadata one List of the sweep reads.
+const sweepPageSize = 500
+
+// sweepPage deletes the segments of the runs of one page of segments that
+// are gone; checked keeps a run from being looked up twice.
+func (o orphanSweep) sweepPage(ctx context.Context, segs []metav1.PartialObjectMetadata, known, checked map[types.UID]bool) {
+	for i := range segs {
+		seg := &segs[i]
 		uid := types.UID(seg.Labels[exagentv1.LabelRunUID])
 		if uid == "" || known[uid] || checked[uid] {
 			continue
