@@ -27,7 +27,7 @@ import (
 // running again, through a watch); the apiserver's CAS ceiling in writes/s
 // and the run writes/s achieved, whose ratio is the point.
 func BenchmarkPauseApproveFinish(b *testing.B) {
-	h := &harness{t: b, ns: fmt.Sprintf("bench-%d-%d", b.N, time.Now().UnixNano()%100000), c: env.Client}
+	h := &harness{t: b, ns: fmt.Sprintf("bench-%d-%d", b.N, time.Now().UnixNano()%100000), c: env().Client}
 	ctx := context.Background()
 	must(b, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}))
 	ts := newToolServer(b)
@@ -43,7 +43,7 @@ func BenchmarkPauseApproveFinish(b *testing.B) {
 		Policy: askPolicy("refund"),
 	}}))
 
-	w, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	w, err := client.NewWithWatch(env().Config, client.Options{Scheme: env().Scheme})
 	must(b, err)
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
@@ -147,9 +147,9 @@ func BenchmarkPauseApproveFinish(b *testing.B) {
 // one object carrying a finished run's status (so the size is the same).
 func casCeiling(b *testing.B, h *harness, status exagentv1.AgentRunStatus) float64 {
 	ctx := context.Background()
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(env().Config)
 	cfg.QPS, cfg.Burst = 2000, 4000 // the same client settings as the managers'
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	c, err := client.New(cfg, client.Options{Scheme: env().Scheme})
 	must(b, err)
 	obj := &exagentv1.AgentRun{
 		ObjectMeta: metav1.ObjectMeta{Name: "ceiling", Namespace: h.ns},

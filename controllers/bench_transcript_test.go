@@ -39,7 +39,7 @@ var (
 func BenchmarkTranscriptWriteCost(b *testing.B) {
 	ctx := context.Background()
 	turns, size := *benchTurns, *benchResultKiB<<10
-	h := &harness{t: b, ns: fmt.Sprintf("bench-tw-%d", time.Now().UnixNano()%1000000), c: env.Client}
+	h := &harness{t: b, ns: fmt.Sprintf("bench-tw-%d", time.Now().UnixNano()%1000000), c: env().Client}
 	must(b, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}))
 	ps := newPagesServer(b, size)
 	rm := newReaderModel(b, turns, size)
@@ -55,7 +55,7 @@ func BenchmarkTranscriptWriteCost(b *testing.B) {
 		a.Limits.MaxTranscriptBytes = ptrTo(exagentv1.MaxTranscriptBytesLimit) // -bench.turns may ask for long runs
 	})
 
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	wc, err := client.NewWithWatch(env().Config, client.Options{Scheme: env().Scheme})
 	must(b, err)
 	w, err := wc.Watch(ctx, &exagentv1.AgentRunList{}, client.InNamespace(h.ns))
 	must(b, err)
@@ -172,9 +172,9 @@ func jsonLen(v any) int {
 // transcripts.
 func BenchmarkFinishedRunsMemory(b *testing.B) {
 	ctx := context.Background()
-	h := &harness{t: b, ns: fmt.Sprintf("bench-mem-%d", time.Now().UnixNano()%1000000), c: env.Client}
+	h := &harness{t: b, ns: fmt.Sprintf("bench-mem-%d", time.Now().UnixNano()%1000000), c: env().Client}
 	must(b, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}))
-	segs := controllers.NewSegments(env.Client, env.Client, 1)
+	segs := controllers.NewSegments(env().Client, env().Client, 1)
 	var sealedBytes int64
 	for i := range *benchFinished {
 		run := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("done-%d", i), Namespace: h.ns},

@@ -237,7 +237,7 @@ func segmentCounter(t *testing.T, ns, event string) float64 {
 func segmentGauge(t *testing.T, ns string) float64 {
 	t.Helper()
 	ch := make(chan prometheus.Metric, 256)
-	go func() { controllers.NewRunsCollector(env.Client).Collect(ch); close(ch) }()
+	go func() { controllers.NewRunsCollector(env().Client).Collect(ch); close(ch) }()
 	var v float64
 	for m := range ch {
 		if !strings.Contains(m.Desc().String(), `"exagent_segment_bytes"`) {

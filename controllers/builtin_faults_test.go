@@ -43,11 +43,11 @@ type lostAnswerProxy struct {
 
 func newLostAnswerProxy(t *testing.T) (*lostAnswerProxy, string) {
 	t.Helper()
-	target, err := url.Parse(env.Config.Host)
+	target, err := url.Parse(env().Config.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := rest.TransportFor(env.Config)
+	rt, err := rest.TransportFor(env().Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func waitAllowed(t *testing.T, ns, sa string, attrs ...authorizationv1.ResourceA
 				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
 				ResourceAttributes: &ra,
 			}}
-			if err := env.Client.Create(ctx, sar); err != nil {
+			if err := env().Client.Create(ctx, sar); err != nil {
 				return false, err
 			}
 			if !sar.Status.Allowed {

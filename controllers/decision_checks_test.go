@@ -45,7 +45,7 @@ func TestDecisionClockAfterReview(t *testing.T) {
 
 	a := pendingApproval(t, paused)
 	clk := clocktesting.NewFakeClock(a.ExpiresAt.Add(-time.Minute)) // a minute before the expiry
-	h.startDecisionsOnly(clk, slowReview{SARVerifier: controllers.SARVerifier{Client: env.Client}, clock: clk, lag: 2 * time.Minute})
+	h.startDecisionsOnly(clk, slowReview{SARVerifier: controllers.SARVerifier{Client: env().Client}, clock: clk, lag: 2 * time.Minute})
 	d := h.waitDecision(h.approve(paused, "late").Name)
 	if d.Status.Phase != exagentv1.DecisionRejected || !strings.Contains(d.Status.Message, "expired") {
 		t.Fatalf("decision = %s (%s), want Rejected: the approval expired during the review", d.Status.Phase, d.Status.Message)
@@ -74,13 +74,13 @@ func TestNeverDeciders(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	manager, err := authz.Self(ctx, env.Client)
+	manager, err := authz.Self(ctx, env().Client)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.createAgent("refunds", refundAgent(ts))
 	h.createRun("own", "refunds", func(r *exagentv1.AgentRunSpec) { r.ServiceAccountName = "robot" })
-	h.startManager(controllers.Options{}) // its identity: env.Config's, the one asked above
+	h.startManager(controllers.Options{}) // its identity: env().Config's, the one asked above
 	paused := h.waitPhase("own", exagentv1.PhaseAwaitingApproval)
 	a := pendingApproval(t, paused)
 

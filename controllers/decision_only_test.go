@@ -24,10 +24,10 @@ import (
 // ends. clk and verifier may be nil (the real clock and SAR verifier).
 func (h *harness) startDecisionsOnly(clk clock.PassiveClock, verifier controllers.DecisionVerifier) {
 	h.t.Helper()
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(env().Config)
 	cfg.QPS, cfg.Burst = 2000, 4000
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 env.Scheme,
+		Scheme:                 env().Scheme,
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

@@ -133,7 +133,7 @@ func TestEgressNamespaceAllowList(t *testing.T) {
 		// What a tenant could write in its own namespace: never read.
 		{ObjectMeta: metav1.ObjectMeta{Namespace: b.ns, Name: key.Name}, Data: map[string]string{b.ns: "127.0.0.1/32"}},
 	} {
-		if err := env.Client.Create(ctx, cm); err != nil {
+		if err := env().Client.Create(ctx, cm); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,8 +141,8 @@ func TestEgressNamespaceAllowList(t *testing.T) {
 	copts := controllers.CacheOptions()
 	copts.DefaultNamespaces = map[string]cache.Config{a.ns: {}, b.ns: {}}
 	copts.ByObject[&corev1.ConfigMap{}] = egress.CacheByObject(key)
-	mgr, err := ctrl.NewManager(rest.CopyConfig(env.Config), ctrl.Options{
-		Scheme: env.Scheme, Cache: copts,
+	mgr, err := ctrl.NewManager(rest.CopyConfig(env().Config), ctrl.Options{
+		Scheme: env().Scheme, Cache: copts,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})

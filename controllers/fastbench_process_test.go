@@ -159,7 +159,7 @@ func startManagerProcess(b *testing.B) *managerProcess {
 	b.Logf("built cmd/manager in %s", time.Since(t0).Round(time.Millisecond))
 
 	kubeconfig := filepath.Join(tmp, "kubeconfig")
-	must(b, writeAdminKubeconfig(kubeconfig, env.Config))
+	must(b, writeAdminKubeconfig(kubeconfig, env().Config))
 	port := freePort(b)
 
 	dir := profilesDir(b)

@@ -83,9 +83,9 @@ func measureCAS(b *testing.B, ns string) casUnit {
 // benchClient has no client-side rate limiter: the apiserver's pace is
 // the point.
 func benchClient(b *testing.B) client.Client {
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(env().Config)
 	cfg.QPS = -1
-	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	c, err := client.New(cfg, client.Options{Scheme: env().Scheme})
 	must(b, err)
 	return c
 }
@@ -163,7 +163,7 @@ func (u casUnit) ratio(d time.Duration) float64 { return d.Seconds() / u.rt.Seco
 
 // benchNamespace creates a fresh namespace for one benchmark.
 func benchNamespace(b *testing.B, name string) *harness {
-	h := &harness{t: b, ns: fmt.Sprintf("%s-%d", name, time.Now().UnixNano()%1000000), c: env.Client}
+	h := &harness{t: b, ns: fmt.Sprintf("%s-%d", name, time.Now().UnixNano()%1000000), c: env().Client}
 	must(b, h.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}))
 	return h
 }
@@ -179,7 +179,7 @@ func benchOptions() controllers.Options {
 // funcs is given, reports each call to it (the stage timeline).
 func (h *harness) startBenchManager(opts controllers.Options, funcs *interceptor.Funcs) *manager {
 	h.t.Helper()
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(env().Config)
 	cfg.QPS = -1
 	benchRequests.reset()
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt} })

@@ -26,7 +26,7 @@ import (
 func startSharedManager(t testing.TB, hs []*harness, opts controllers.Options) *manager {
 	t.Helper()
 	h := hs[0]
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(env().Config)
 	cfg.QPS, cfg.Burst = 2000, 4000
 	o := h.managerOptions()
 	for _, x := range hs[1:] {

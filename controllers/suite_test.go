@@ -41,7 +41,6 @@ import (
 // One control plane for the package; every test gets its own namespace
 // and its own manager(s), whose caches see only that namespace.
 var (
-	env *testenv.Env
 	// users are real apiserver identities (client certificates).
 	users = map[string]*testUser{}
 )
@@ -67,23 +66,19 @@ func TestMain(m *testing.M) {
 	} else {
 		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	}
-	var err error
-	env, err = testenv.Start(testenv.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := setupUsers(); err != nil {
-		_ = env.Stop()
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	// The users every test may act as are made right after the start.
+	control.Setup = setupUsers
 	code := m.Run()
-	_ = env.Stop()
+	_ = control.Stop()
 	os.Exit(code)
 }
 
-func setupUsers() error {
+// control is started by the first test that needs it (env).
+var control = &testenv.Lazy{}
+
+func env() *testenv.Env { return control.Get() }
+
+func setupUsers(e *testenv.Env) error {
 	ctx := context.Background()
 	roles := []client.Object{
 		&rbacv1.ClusterRole{
@@ -106,18 +101,18 @@ func setupUsers() error {
 		binding("test-approver-bob", "test-approver", bob),
 	}
 	for _, o := range roles {
-		if err := env.Client.Create(ctx, o); err != nil {
+		if err := e.Client.Create(ctx, o); err != nil {
 			return fmt.Errorf("creating %s: %w", o.GetName(), err)
 		}
 	}
 	for _, name := range []string{alice, mallory, bob} {
-		u, err := env.AddUser(envtest.User{Name: name, Groups: []string{"exagent-test"}}, nil)
+		u, err := e.AddUser(envtest.User{Name: name, Groups: []string{"exagent-test"}}, nil)
 		if err != nil {
 			return fmt.Errorf("adding user %s: %w", name, err)
 		}
 		ucfg := u.Config()
 		ucfg.QPS, ucfg.Burst = 2000, 4000 // client-go's default 5 QPS would be the benchmark's bottleneck
-		c, err := client.New(ucfg, client.Options{Scheme: env.Scheme})
+		c, err := client.New(ucfg, client.Options{Scheme: e.Scheme})
 		if err != nil {
 			return err
 		}
@@ -148,7 +143,7 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	h := &harness{t: t, ns: "t-" + hex.EncodeToString(b), c: env.Client}
+	h := &harness{t: t, ns: "t-" + hex.EncodeToString(b), c: env().Client}
 	if err := h.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); err != nil {
 		t.Fatalf("creating namespace: %v", err)
 	}
@@ -184,7 +179,7 @@ func (h *harness) startManagerNoCleanup(opts controllers.Options) *manager {
 // manager's kill switch (cancel its context, as a crash would end it).
 func (h *harness) startManagerWith(opts controllers.Options, hooks func(kill func()) controllers.Hooks) *manager {
 	h.t.Helper()
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(env().Config)
 	cfg.QPS, cfg.Burst = 2000, 4000
 	mgr, err := ctrl.NewManager(cfg, h.managerOptions())
 	if err != nil {
@@ -206,7 +201,7 @@ func (h *harness) managerOptions() ctrl.Options {
 	copts := controllers.CacheOptions()
 	copts.DefaultNamespaces = map[string]cache.Config{h.ns: {}}
 	return ctrl.Options{
-		Scheme:                 env.Scheme,
+		Scheme:                 env().Scheme,
 		Cache:                  copts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

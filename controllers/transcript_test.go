@@ -174,7 +174,7 @@ type statusSizes struct {
 }
 
 func watchStatusSizes(t *testing.T, ns string) *statusSizes {
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	wc, err := client.NewWithWatch(env().Config, client.Options{Scheme: env().Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func (s *statusSizes) of(name string) (largest, writes int) {
 // transcriptOf reads the whole logical transcript of run through its segments.
 func transcriptOf(t *testing.T, run *exagentv1.AgentRun) ([]exagentv1.Message, []loop.Segment) {
 	t.Helper()
-	chain, err := controllers.NewSegments(env.Client, env.Client, 0).Chain(context.Background(), run)
+	chain, err := controllers.NewSegments(env().Client, env().Client, 0).Chain(context.Background(), run)
 	if err != nil {
 		t.Fatalf("reading the chain of %s: %v", run.Name, err)
 	}

@@ -35,7 +35,7 @@ func TestBuiltinSecretsRefused(t *testing.T) {
 	f := newBuiltinFixture(t)
 	const value = "hunter2-do-not-leak"
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: f.ns}, StringData: map[string]string{"password": value}}
-	if err := env.Client.Create(ctx, secret); err != nil {
+	if err := env().Client.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
 	grant(t, f.ns, "agent", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "patch", "delete"}},
@@ -74,7 +74,7 @@ func TestBuiltinSecretsRefused(t *testing.T) {
 		})
 	}
 	after := &corev1.Secret{}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(secret), after); err != nil || string(after.Data["password"]) != value {
+	if err := env().Client.Get(ctx, client.ObjectKeyFromObject(secret), after); err != nil || string(after.Data["password"]) != value {
 		t.Errorf("the Secret changed (or is gone: %v) although every write was refused", err)
 	}
 }
@@ -90,9 +90,9 @@ func TestBuiltinListBounded(t *testing.T) {
 	createConfigMaps(t, f.ns, total, labelled)
 
 	rec := &listRecorder{}
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(env().Config)
 	cfg.Wrap(rec.wrap)
-	b := tools.NewBuiltins(cfg, newMapper(t, env.Config))
+	b := tools.NewBuiltins(cfg, newMapper(t, env().Config))
 	b.MaxListItems, b.ListPageSize = 500, 100
 	reg := &tools.Registry{Builtins: b}
 	spec := &exagentv1.ToolSpec{Name: "list", Builtin: &exagentv1.BuiltinTool{Operation: exagentv1.BuiltinList, Kinds: []string{"ConfigMap"}}}
@@ -139,10 +139,10 @@ func TestBuiltinResponseBounded(t *testing.T) {
 	ctx := t.Context()
 	f := newBuiltinFixture(t)
 	big := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: f.ns}, Data: map[string]string{"blob": strings.Repeat("x", 200<<10)}}
-	if err := env.Client.Create(ctx, big); err != nil {
+	if err := env().Client.Create(ctx, big); err != nil {
 		t.Fatal(err)
 	}
-	b := tools.NewBuiltins(env.Config, newMapper(t, env.Config))
+	b := tools.NewBuiltins(env().Config, newMapper(t, env().Config))
 	b.MaxResponseBytes = 64 << 10
 	reg := &tools.Registry{Builtins: b}
 	spec := &exagentv1.ToolSpec{Name: "get", Builtin: &exagentv1.BuiltinTool{Operation: exagentv1.BuiltinGet, Kinds: []string{"ConfigMap"}}}
@@ -172,7 +172,7 @@ func createConfigMaps(t *testing.T, ns string, n, labelled int) {
 				if i < labelled {
 					cm.Labels = map[string]string{"bulk": "yes"}
 				}
-				if err := env.Client.Create(t.Context(), cm); err != nil {
+				if err := env().Client.Create(t.Context(), cm); err != nil {
 					errs <- err
 				}
 			}
@@ -201,14 +201,14 @@ func grant(t *testing.T, ns, sa string, rule rbacv1.PolicyRule, check authorizat
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}}},
 	} {
-		if err := env.Client.Create(ctx, o); err != nil {
+		if err := env().Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: "system:serviceaccount:" + ns + ":" + sa, Groups: []string{"system:serviceaccounts", "system:authenticated"}, ResourceAttributes: &check}}
-		if err := env.Client.Create(ctx, sar); err != nil {
+		if err := env().Client.Create(ctx, sar); err != nil {
 			return false, err
 		}
 		return sar.Status.Allowed, nil

@@ -67,11 +67,11 @@ type faultProxy struct {
 
 func newFaultProxy(t *testing.T, match func(*http.Request) bool, faults ...fault) (*faultProxy, *httptest.Server) {
 	t.Helper()
-	target, err := url.Parse(env.Config.Host)
+	target, err := url.Parse(env().Config.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := rest.TransportFor(env.Config)
+	rt, err := rest.TransportFor(env().Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func hangUp(w http.ResponseWriter) {
 // apiserver and the objects left in it are the oracle.
 func TestBuiltinFaults(t *testing.T) {
 	ctx := t.Context()
-	mapper := newMapper(t, env.Config)
+	mapper := newMapper(t, env().Config)
 	writes := func(r *http.Request) bool { return r.Method != http.MethodGet }
 	readsOfConfigMaps := func(r *http.Request) bool {
 		return r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/configmaps")
@@ -210,7 +210,7 @@ func TestBuiltinFaults(t *testing.T) {
 	getCM := func(t *testing.T, f builtinFixture, name string) (*corev1.ConfigMap, bool) {
 		t.Helper()
 		cm := &corev1.ConfigMap{}
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, cm)
+		err := env().Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, cm)
 		if apierrors.IsNotFound(err) {
 			return nil, false
 		}
@@ -304,7 +304,7 @@ func TestBuiltinFaults(t *testing.T) {
 			spec: del, args: delArgs, faults: []fault{dropAfter},
 			between: func(t *testing.T, f builtinFixture) {
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: f.ns}, Data: map[string]string{"colour": "new"}}
-				if err := env.Client.Create(context.Background(), cm); err != nil {
+				if err := env().Client.Create(context.Background(), cm); err != nil {
 					t.Errorf("re-creating ConfigMap a: %v", err)
 				}
 			},
@@ -421,7 +421,7 @@ func TestBuiltinFaults(t *testing.T) {
 func replicasOf(t *testing.T, f builtinFixture) int32 {
 	t.Helper()
 	d := deployment(f.ns, "web")
-	if err := env.Client.Get(t.Context(), types.NamespacedName{Namespace: f.ns, Name: "web"}, d); err != nil {
+	if err := env().Client.Get(t.Context(), types.NamespacedName{Namespace: f.ns, Name: "web"}, d); err != nil {
 		t.Fatalf("get Deployment web: %v", err)
 	}
 	return *d.Spec.Replicas
@@ -441,7 +441,7 @@ func grantDeleteOnly(t *testing.T, f builtinFixture) {
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "deleter"},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "deleter", Namespace: f.ns}}},
 	} {
-		if err := env.Client.Create(ctx, o); err != nil {
+		if err := env().Client.Create(ctx, o); err != nil {
 			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
 		}
 	}
@@ -451,7 +451,7 @@ func grantDeleteOnly(t *testing.T, f builtinFixture) {
 			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + f.ns, "system:authenticated"},
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: f.ns, Verb: "delete", Resource: "configmaps"},
 		}}
-		if err := env.Client.Create(ctx, sar); err != nil {
+		if err := env().Client.Create(ctx, sar); err != nil {
 			return false, err
 		}
 		return sar.Status.Allowed, nil

@@ -29,17 +29,15 @@ import (
 )
 
 // env is the control plane shared by the package's tests.
-var env *testenv.Env
+
+// control is started by the first test that needs it (env).
+var control = &testenv.Lazy{}
+
+func env() *testenv.Env { return control.Get() }
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start(testenv.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	if err := env.Stop(); err != nil {
+	if err := control.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
 	}
 	os.Exit(code)
@@ -66,7 +64,7 @@ func TestBuiltinTools(t *testing.T) {
 	cmData := func(t *testing.T, f builtinFixture, name string) map[string]string {
 		t.Helper()
 		cm := &corev1.ConfigMap{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, cm); err != nil {
+		if err := env().Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, cm); err != nil {
 			t.Fatalf("get ConfigMap %s: %v", name, err)
 		}
 		return cm.Data
@@ -74,7 +72,7 @@ func TestBuiltinTools(t *testing.T) {
 	replicas := func(t *testing.T, f builtinFixture) int32 {
 		t.Helper()
 		d := &appsv1.Deployment{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "web"}, d); err != nil {
+		if err := env().Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "web"}, d); err != nil {
 			t.Fatalf("get Deployment web: %v", err)
 		}
 		return ptr.Deref(d.Spec.Replicas, -1)
@@ -137,7 +135,7 @@ func TestBuiltinTools(t *testing.T) {
 			sa: "agent", spec: tool(exagentv1.BuiltinDelete, "ConfigMap"), args: `{"name":"a"}`,
 			wantKind: loop.ResultSucceeded, wantOut: "deleted ConfigMap/a",
 			check: func(t *testing.T, f builtinFixture) {
-				err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "a"}, &corev1.ConfigMap{})
+				err := env().Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "a"}, &corev1.ConfigMap{})
 				if !apierrors.IsNotFound(err) {
 					t.Errorf("ConfigMap a after delete: err = %v, want NotFound", err)
 				}
@@ -224,7 +222,7 @@ func TestBuiltinTools(t *testing.T) {
 			args:     `{"manifest":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"new"},"data":{"colour":"teal"}}}`,
 			wantKind: loop.ResultFailed, wantOut: "forbidden",
 			check: func(t *testing.T, f builtinFixture) {
-				err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "new"}, &corev1.ConfigMap{})
+				err := env().Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "new"}, &corev1.ConfigMap{})
 				if !apierrors.IsNotFound(err) {
 					t.Errorf("ConfigMap new: err = %v, want NotFound", err)
 				}
@@ -333,8 +331,8 @@ func TestBuiltinImpersonatesPerCall(t *testing.T) {
 // admin config and a dynamic REST mapper.
 func newRegistry(t *testing.T) *tools.Registry {
 	t.Helper()
-	mapper := newMapper(t, env.Config)
-	return &tools.Registry{Builtins: tools.NewBuiltins(env.Config, mapper)}
+	mapper := newMapper(t, env().Config)
+	return &tools.Registry{Builtins: tools.NewBuiltins(env().Config, mapper)}
 }
 
 func newMapper(t *testing.T, cfg *rest.Config) meta.RESTMapper {
@@ -357,10 +355,10 @@ func newBuiltinFixture(t *testing.T) builtinFixture {
 	t.Helper()
 	ctx := t.Context()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "builtin-"}}
-	if err := env.Client.Create(ctx, ns); err != nil {
+	if err := env().Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), ns) })
+	t.Cleanup(func() { _ = env().Client.Delete(context.Background(), ns) })
 	n := ns.Name
 	objs := []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: n}},
@@ -378,7 +376,7 @@ func newBuiltinFixture(t *testing.T) builtinFixture {
 		deployment(n, "web"),
 	}
 	for _, o := range objs {
-		if err := env.Client.Create(ctx, o); err != nil {
+		if err := env().Client.Create(ctx, o); err != nil {
 			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
 		}
 	}
@@ -394,7 +392,7 @@ func newBuiltinFixture(t *testing.T) builtinFixture {
 				Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + n, "system:authenticated"},
 				ResourceAttributes: &ra,
 			}}
-			if err := env.Client.Create(ctx, sar); err != nil {
+			if err := env().Client.Create(ctx, sar); err != nil {
 				return false, err
 			}
 			if !sar.Status.Allowed {
@@ -420,7 +418,7 @@ func (f builtinFixture) versions(t *testing.T) map[string]string {
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}},
 	} {
 		key := fmt.Sprintf("%T/%s", o, o.GetName())
-		err := env.Client.Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: o.GetName()}, o)
+		err := env().Client.Get(t.Context(), client.ObjectKey{Namespace: f.ns, Name: o.GetName()}, o)
 		switch {
 		case apierrors.IsNotFound(err):
 			out[key] = "gone"

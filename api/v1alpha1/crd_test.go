@@ -3,7 +3,6 @@ package v1alpha1_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -24,24 +23,21 @@ import (
 // These tests install the generated CRDs into a real kube-apiserver and check
 // what the schema and CEL rules alone guarantee (no webhook is running).
 
-var env *testenv.Env
+// control is started by the first test that needs it (env).
+var control = &testenv.Lazy{}
+
+func env() *testenv.Env { return control.Get() }
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start(testenv.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	_ = env.Stop()
+	_ = control.Stop()
 	os.Exit(code)
 }
 
 func newNamespace(t *testing.T) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "crd-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
+	if err := env().Client.Create(context.Background(), ns); err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
 	return ns.Name
@@ -124,7 +120,7 @@ func TestValidSamplesAreAccepted(t *testing.T) {
 		}(),
 	} {
 		t.Run(name, func(t *testing.T) {
-			if err := env.Client.Create(ctx, obj); err != nil {
+			if err := env().Client.Create(ctx, obj); err != nil {
 				t.Fatalf("valid %s rejected: %v", name, err)
 			}
 		})
@@ -246,7 +242,7 @@ func TestRejectedByTheSchema(t *testing.T) {
 	}
 	for name, tc := range tc {
 		t.Run(name, func(t *testing.T) {
-			err := env.Client.Create(ctx, tc.obj)
+			err := env().Client.Create(ctx, tc.obj)
 			if err == nil {
 				t.Fatalf("created, want rejection mentioning %q", tc.wantMessage)
 			}
@@ -264,7 +260,7 @@ func TestDurationsNeverAndGoSyntaxAreAccepted(t *testing.T) {
 		r := sampleRun(ns, "")
 		r.GenerateName = "dur-"
 		r.Spec.ApprovalTimeout = d
-		if err := env.Client.Create(ctx, r); err != nil {
+		if err := env().Client.Create(ctx, r); err != nil {
 			t.Errorf("approvalTimeout %q rejected: %v", d, err)
 		}
 	}
@@ -300,21 +296,21 @@ func TestSpecsAreImmutable(t *testing.T) {
 	ns := newNamespace(t)
 
 	run := sampleRun(ns, "immutable")
-	if err := env.Client.Create(ctx, run); err != nil {
+	if err := env().Client.Create(ctx, run); err != nil {
 		t.Fatal(err)
 	}
 	run.Spec.Input = "something else"
-	err := env.Client.Update(ctx, run)
+	err := env().Client.Update(ctx, run)
 	if err == nil || !strings.Contains(err.Error(), "spec is immutable: create a new AgentRun instead") {
 		t.Fatalf("AgentRun spec update: got %v, want the CEL immutability message", err)
 	}
 
 	d := sampleDecision(ns, "immutable")
-	if err := env.Client.Create(ctx, d); err != nil {
+	if err := env().Client.Create(ctx, d); err != nil {
 		t.Fatal(err)
 	}
 	d.Spec.Decision = exagentv1.DecisionDeny
-	err = env.Client.Update(ctx, d)
+	err = env().Client.Update(ctx, d)
 	if err == nil || !strings.Contains(err.Error(), "spec is immutable: create a new ApprovalDecision instead") {
 		t.Fatalf("ApprovalDecision spec update: got %v, want the CEL immutability message", err)
 	}
@@ -325,11 +321,11 @@ func TestSpecsAreImmutable(t *testing.T) {
 			Messages: []exagentv1.Message{{Role: exagentv1.RoleUser, Content: strings.Repeat("x", 60000)}},
 			Values:   []exagentv1.SegmentValue{{SHA256: strings.Repeat("b", 64), Data: strings.Repeat("y", 60000)}}},
 	}
-	if err := env.Client.Create(ctx, seg); err != nil {
+	if err := env().Client.Create(ctx, seg); err != nil {
 		t.Fatal(err)
 	}
 	seg.Spec.Messages[0].Content = "edited"
-	err = env.Client.Update(ctx, seg)
+	err = env().Client.Update(ctx, seg)
 	if err == nil || !strings.Contains(err.Error(), "a segment is immutable") {
 		t.Fatalf("AgentRunSegment spec update: got %v, want the CEL immutability message", err)
 	}
@@ -337,7 +333,7 @@ func TestSpecsAreImmutable(t *testing.T) {
 	// Metadata and status stay writable: labels for GitOps, status for the controller.
 	run.Spec.Input = "scale web to 3"
 	run.Labels = map[string]string{"team": "ops"}
-	if err := env.Client.Update(ctx, run); err != nil {
+	if err := env().Client.Update(ctx, run); err != nil {
 		t.Fatalf("label update rejected: %v", err)
 	}
 }
@@ -354,7 +350,7 @@ func TestPrinterColumns(t *testing.T) {
 		"approvaldecisions": {resource: "approvaldecisions", want: []string{"Name", "DECISION", "RUN", "ACTOR", "PHASE", "AGE", "MESSAGE"}},
 		"agentrunsegments":  {resource: "agentrunsegments", want: []string{"Name", "RUN", "INDEX", "BYTES", "AGE"}},
 	}
-	cfg := rest.CopyConfig(env.Config)
+	cfg := rest.CopyConfig(env().Config)
 	cfg.GroupVersion = &exagentv1.GroupVersion
 	cfg.APIPath = "/apis"
 	cfg.NegotiatedSerializer = clientNegotiator()
@@ -387,7 +383,7 @@ func TestPrinterColumns(t *testing.T) {
 
 // TestShortNames checks the short names kubectl resolves through discovery.
 func TestShortNames(t *testing.T) {
-	resources, err := discoveryFor(env.Config).ServerResourcesForGroupVersion(exagentv1.GroupVersion.String())
+	resources, err := discoveryFor(env().Config).ServerResourcesForGroupVersion(exagentv1.GroupVersion.String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,12 +27,12 @@ func TestSelectableFields(t *testing.T) {
 	} {
 		run := sampleRun(ns, r.name)
 		run.Spec.AgentRef.Name = r.agent
-		if err := env.Client.Create(ctx, run); err != nil {
+		if err := env().Client.Create(ctx, run); err != nil {
 			t.Fatal(err)
 		}
 		if r.phase != "" {
 			run.Status.Phase = exagentv1.RunPhase(r.phase)
-			if err := env.Client.Status().Update(ctx, run); err != nil {
+			if err := env().Client.Status().Update(ctx, run); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -56,7 +56,7 @@ func TestSelectableFields(t *testing.T) {
 				t.Fatal(err)
 			}
 			var list exagentv1.AgentRunList
-			if err := env.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingFieldsSelector{Selector: sel}); err != nil {
+			if err := env().Client.List(ctx, &list, client.InNamespace(ns), client.MatchingFieldsSelector{Selector: sel}); err != nil {
 				t.Fatalf("list --field-selector %s: %v", tc.selector, err)
 			}
 			var got []string

@@ -15,12 +15,12 @@ import (
 // kstatus reads it as in progress instead of as a resource without status.
 func TestNewRunHasAnUnobservedGeneration(t *testing.T) {
 	ns := newNamespace(t)
-	if err := env.Client.Create(context.Background(), sampleRun(ns, "fresh")); err != nil {
+	if err := env().Client.Create(context.Background(), sampleRun(ns, "fresh")); err != nil {
 		t.Fatal(err)
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRun"))
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "fresh"}, u); err != nil {
+	if err := env().Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "fresh"}, u); err != nil {
 		t.Fatal(err)
 	}
 	og, found, err := unstructured.NestedInt64(u.Object, "status", "observedGeneration")

@@ -20,23 +20,21 @@ import (
 	"github.com/exagent-io/exagent/internal/testenv"
 )
 
-var env *testenv.Env
+// control is started by the first test that needs it (env).
+var control = &testenv.Lazy{}
+
+func env() *testenv.Env { return control.Get() }
 
 func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(testenv.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	_ = env.Stop()
+	_ = control.Stop()
 	os.Exit(code)
 }
 
 func namespace(t *testing.T) string {
 	t.Helper()
 	ns := fmt.Sprintf("evq-%d", time.Now().UnixNano()%1_000_000_000)
-	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	if err := env().Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
 	return ns
@@ -45,7 +43,7 @@ func namespace(t *testing.T) string {
 func object(t *testing.T, ns, name string) *corev1.ConfigMap {
 	t.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
-	if err := env.Client.Create(context.Background(), cm); err != nil {
+	if err := env().Client.Create(context.Background(), cm); err != nil {
 		t.Fatal(err)
 	}
 	return cm
@@ -55,7 +53,7 @@ func waitEvents(t *testing.T, ns string, n int) []eventsv1.Event {
 	t.Helper()
 	var list eventsv1.EventList
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		if err := env().Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return false, err
 		}
 		return len(list.Items) >= n, nil
@@ -71,7 +69,7 @@ func waitEvents(t *testing.T, ns string, n int) []eventsv1.Event {
 func TestEventsAreWritten(t *testing.T) {
 	ns := namespace(t)
 	cm, rel := object(t, ns, "a"), object(t, ns, "b")
-	q := eventqueue.New(env.Client, env.Scheme, logr.Discard(), eventqueue.Options{Instance: "test"})
+	q := eventqueue.New(env().Client, env().Scheme, logr.Discard(), eventqueue.Options{Instance: "test"})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- q.Start(ctx) }()
@@ -110,7 +108,7 @@ func TestEventsAreWritten(t *testing.T) {
 func TestQueueBoundAndDrainAtStop(t *testing.T) {
 	ns := namespace(t)
 	cm := object(t, ns, "a")
-	q := eventqueue.New(env.Client, env.Scheme, logr.Discard(), eventqueue.Options{QueueSize: 5, Instance: "test"})
+	q := eventqueue.New(env().Client, env().Scheme, logr.Discard(), eventqueue.Options{QueueSize: 5, Instance: "test"})
 	rec := q.Recorder("exagent-controller")
 	full := testutil.ToFloat64(eventqueue.DroppedTotal("QueueFull"))
 	for i := range 8 {

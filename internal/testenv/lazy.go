@@ -1,0 +1,53 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"sync"
+)
+
+// Lazy is an Env started the first time a test asks for it, so that the
+// tests of a package that need no apiserver (`go test -run TestUnit`) run
+// without starting one. A package's TestMain runs m.Run and then Stop.
+type Lazy struct {
+	// Options are the Env's.
+	Options Options
+	// Setup, when set, runs once right after the start (users, RBAC, …).
+	Setup func(*Env) error
+
+	once sync.Once
+	env  *Env
+	err  error
+}
+
+// Get returns the Env, starting it (and running Setup) on the first call.
+// A start that fails ends the test binary, as a failed start in TestMain
+// did: no test that needs the apiserver can run without it.
+func (l *Lazy) Get() *Env {
+	l.once.Do(func() {
+		env, err := Start(l.Options)
+		if err == nil && l.Setup != nil {
+			if err = l.Setup(env); err != nil {
+				_ = env.Stop()
+				err = fmt.Errorf("setting the control plane up: %w", err)
+			}
+		}
+		l.env, l.err = env, err
+	})
+	if l.err != nil {
+		fmt.Fprintln(os.Stderr, "starting the control plane:", l.err)
+		os.Exit(1)
+	}
+	return l.env
+}
+
+// Stop stops the Env if a test started it.
+func (l *Lazy) Stop() error {
+	var stop bool
+	l.once.Do(func() {}) // no start from now on
+	stop = l.err == nil && l.env != nil
+	if !stop {
+		return nil
+	}
+	return l.env.Stop()
+}
