@@ -608,15 +608,14 @@ func (o orphanSweep) sweepSegments(ctx context.Context, runs []exagentv1.AgentRu
 	for i := range runs {
 		known[runs[i].UID] = true
 	}
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRunSegmentList"))
-	if err := o.r.APIReader.List(ctx, list); err != nil {
+	segs, err := o.segmentsServed(ctx)
+	if err != nil {
 		logf.FromContext(ctx).Info("could not list segments for the orphan sweep", "error", err.Error())
 		return
 	}
 	checked := map[types.UID]bool{}
-	for i := range list.Items {
-		seg := &list.Items[i]
+	for i := range segs {
+		seg := &segs[i]
 		uid := types.UID(seg.Labels[exagentv1.LabelRunUID])
 		if uid == "" || known[uid] || checked[uid] {
 			continue
@@ -642,4 +641,26 @@ func (o orphanSweep) sweepSegments(ctx context.Context, runs []exagentv1.AgentRu
 		}
 		logf.FromContext(ctx).Info("deleted the segments of a run deleted while no manager ran", "run", owner, "uid", uid)
 	}
+}
+
+// segmentsServed lists the metadata of every segment in the namespaces
+// served, past the cache (segments are never watched): one list of the
+// cluster when every namespace is, one per namespace otherwise — a
+// namespace-scoped manager may not list the cluster, and must not look
+// at another tenant's segments.
+func (o orphanSweep) segmentsServed(ctx context.Context) ([]metav1.PartialObjectMetadata, error) {
+	namespaces := []string{""}
+	if !o.r.Namespaces.All() {
+		namespaces = o.r.Namespaces.Names()
+	}
+	var out []metav1.PartialObjectMetadata
+	for _, ns := range namespaces {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRunSegmentList"))
+		if err := o.r.APIReader.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("listing the segments of namespace %q: %w", ns, err)
+		}
+		out = append(out, list.Items...)
+	}
+	return out, nil
 }
