@@ -105,4 +105,11 @@ const (
 	LabelRun = "exagent.io/run"
 	// LabelRunUID is set on an AgentRunSegment to its run's UID.
 	LabelRunUID = "exagent.io/run-uid"
+	// AnnotationAdmittedBy is stamped by the exagent mutating webhook on
+	// every AgentRun it admits, overwriting whatever a client wrote: the
+	// username of the manager whose webhook admitted it. A namespace-scoped
+	// install's webhooks are called only in the namespaces it serves, so a
+	// run without it (and without a status) was created where no exagent
+	// manager serves: nothing will run it, and kubectl approve says so.
+	AnnotationAdmittedBy = "exagent.io/admitted-by"
 )
