@@ -35,8 +35,10 @@ import (
 	exagentwebhook "github.com/exagent-io/exagent/webhook"
 )
 
-// Leader election (--leader-elect) keeps its Lease in the manager's namespace.
+// Leader election (--leader-elect) keeps its Lease in the manager's namespace,
+// and records there (a core Event on the Lease) which replica leads.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=system,resources=events,verbs=create;patch
 
 // The metrics endpoint authenticates and authorizes each scrape with the apiserver.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
