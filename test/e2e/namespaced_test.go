@@ -34,6 +34,8 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/mcptest"
+	"github.com/exagent-io/exagent/internal/notify"
 	"github.com/exagent-io/exagent/internal/testenv"
 )
 
@@ -48,9 +50,9 @@ import (
 //
 // In a served namespace a run works end to end: a builtin tool acts as the
 // run's ServiceAccount (it reads a ConfigMap the manager itself may not),
-// an http tool sends a header from a Secret, a person with a client
-// certificate approves with kubectl approve, and the notify sink receives
-// the approval request and the end. A run and a decision created in a
+// an http tool and an MCP tool send headers from a Secret, a person with a
+// client certificate approves with kubectl approve, and the notify sink
+// receives the approval request and the end, signed with a Secret's key. A run and a decision created in a
 // namespace the manager does not serve — before the served run, so the
 // manager, busy with the other, would have seen them — are never written
 // (their resourceVersion does not move; no status, no claim, no stamp, no
@@ -74,15 +76,17 @@ func TestNamespacedManager(t *testing.T) {
 
 	effect := newHeaderServer(t)
 	sink := newHeaderServer(t)
+	mcpServer := mcptest.Start()
+	t.Cleanup(mcpServer.Close)
 
 	// The namespace nobody serves first: by the time the served run ends,
 	// the manager has had every chance to touch these.
-	c.apply(t, tenantFixtures(elsewhere, effect.URL, sink.URL))
+	c.apply(t, tenantFixtures(elsewhere, effect.URL, mcpServer.URL, sink.URL))
 	c.must(t, "admin", decisionYAML(elsewhere, "pay"), "create", "-f", "-")
 	before := c.getRun(t, elsewhere, "pay")
 	beforeDecision := c.decision(t, elsewhere, "by-hand")
 
-	c.apply(t, tenantFixtures(served, effect.URL, sink.URL))
+	c.apply(t, tenantFixtures(served, effect.URL, mcpServer.URL, sink.URL))
 	c.must(t, "admin", "", "create", "rolebinding", "alice-approves", "-n", served, "--clusterrole=exagent-approver", "--user=alice")
 
 	t.Run("a run in a served namespace works end to end", func(t *testing.T) {
@@ -107,10 +111,29 @@ func TestNamespacedManager(t *testing.T) {
 		if got := effect.header("Authorization"); len(got) != 1 || got[0] != "Bearer tok-"+served {
 			t.Errorf("the http tool sent Authorization %q, want once the Secret's value", got)
 		}
+		// The MCP server was listed (beside the workers) and called with
+		// its header from a Secret.
+		if calls := mcpServer.Calls("echo"); len(calls) != 1 || calls[0].Authorization != "Bearer mcp-"+served {
+			t.Errorf("the MCP tool's calls: %+v, want one with the Secret's Authorization", calls)
+		}
 		eventually(t, 2*time.Minute, "the notify sink receives the approval request and the end", func() bool {
 			types := sink.cloudEventTypes()
 			return strings.Contains(types, "io.exagent.run.approval-requested") && strings.Contains(types, "io.exagent.run.run-ended")
 		})
+		// Signed with the key of the Agent's signing Secret.
+		for _, r := range sink.all() {
+			ts, err := strconv.ParseInt(r.header.Get("webhook-timestamp"), 10, 64)
+			if err != nil {
+				t.Fatalf("a notification without a timestamp: %v", r.header)
+			}
+			want, err := notify.Sign("sign-"+served, r.header.Get("webhook-id"), time.Unix(ts, 0), r.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.header.Get("webhook-signature"); got != want.Get("webhook-signature") {
+				t.Errorf("notification %s signed %q, want %q (the signing Secret's key)", r.header.Get("webhook-id"), got, want.Get("webhook-signature"))
+			}
+		}
 	})
 
 	t.Run("a run in a namespace not served is never touched", func(t *testing.T) {
@@ -139,8 +162,8 @@ func TestNamespacedManager(t *testing.T) {
 		if len(events.Items)+len(core.Items) != 0 {
 			t.Errorf("%d Events were created in %s", len(events.Items)+len(core.Items), elsewhere)
 		}
-		if len(effect.header("Authorization")) != 1 {
-			t.Errorf("the tool endpoint saw %d requests, want only the served run's", len(effect.header("Authorization")))
+		if len(effect.header("Authorization")) != 1 || len(mcpServer.Calls("echo")) != 1 {
+			t.Errorf("the tool endpoints saw %d http and %d MCP calls, want only the served run's", len(effect.header("Authorization")), len(mcpServer.Calls("echo")))
 		}
 	})
 
@@ -388,15 +411,15 @@ func (c *nsCluster) startManager(t *testing.T, objs []*unstructured.Unstructured
 	return p
 }
 
-// tenantFixtures are one tenant's objects: the Secret the http tool's
-// header comes from, the ServiceAccount the builtin tool acts as (allowed
+// tenantFixtures are one tenant's objects: the Secret the http and MCP
+// tools' headers and the notification signing key come from, the ServiceAccount the builtin tool acts as (allowed
 // to read ConfigMaps, which the manager itself is not), the ConfigMap it
 // reads, the Agent and its run. Applied the same in both namespaces.
-func tenantFixtures(ns, toolURL, sinkURL string) string {
+func tenantFixtures(ns, toolURL, mcpURL, sinkURL string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Secret
 metadata: {name: payments-token, namespace: %[1]s}
-stringData: {token: "Bearer tok-%[1]s"}
+stringData: {token: "Bearer tok-%[1]s", mcp: "Bearer mcp-%[1]s", signing: "sign-%[1]s"}
 ---
 apiVersion: v1
 kind: ServiceAccount
@@ -429,6 +452,7 @@ spec:
     script:
     - toolCalls:
       - {id: inv-1, name: read_inventory, arguments: {name: inventory}}
+      - {id: echo-1, name: echo, arguments: {text: hello}}
       - {id: charge-1, name: charge, arguments: {customer: c-42, amount: 5}}
     - text: charged
   tools:
@@ -443,13 +467,21 @@ spec:
       headers:
       - name: Authorization
         valueFrom: {name: payments-token, key: token}
+  - name: echo
+    mcp:
+      url: %[3]q
+      headers:
+      - name: Authorization
+        valueFrom: {name: payments-token, key: mcp}
   policy:
     default: Deny
     rules:
-    - {name: reads, tools: [read_inventory], action: Allow}
+    - {name: reads, tools: [read_inventory, echo], action: Allow}
     - {name: charges, tools: [charge], action: Ask}
   notify:
-  - {name: oncall, url: %[3]q}
+  - name: oncall
+    url: %[4]q
+    signingSecretRef: {name: payments-token, key: signing}
   serviceAccountNames: [ops-agent]
 ---
 apiVersion: exagent.io/v1alpha1
@@ -459,7 +491,7 @@ spec:
   agentRef: {name: ops}
   input: charge customer c-42
   serviceAccountName: ops-agent
-`, ns, toolURL, sinkURL)
+`, ns, toolURL, mcpURL, sinkURL)
 }
 
 // decisionYAML is a decision someone writes by hand for run.
@@ -501,6 +533,13 @@ func newHeaderServer(t *testing.T) *headerServer {
 	}))
 	t.Cleanup(h.Close)
 	return h
+}
+
+// all returns what was received.
+func (h *headerServer) all() []recorded {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]recorded(nil), h.requests...)
 }
 
 // header returns the values of name, one per request.
