@@ -216,6 +216,20 @@ func TestNamespacedManager(t *testing.T) {
 		}
 	})
 
+	t.Run("a namespace without the manager's Role stops it at start, named", func(t *testing.T) {
+		p, err := startProcess("misconfigured manager", filepath.Join(s.work, "namespaced-manager-misconfigured.log"),
+			s.envWith(c.kubeconfig("manager")), filepath.Join(s.bin, "manager"), c.managerArgs(objs, served+","+elsewhere)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.stop(syscall.SIGTERM, 20*time.Second) })
+		eventually(t, 2*time.Minute, "the manager exits", p.exited)
+		want := "in namespace " + elsewhere + " it may not list agentruns.exagent.io"
+		if p.err == nil || !strings.Contains(p.tail(), want) || strings.Contains(p.tail(), "in namespace "+served+" it may not") {
+			t.Errorf("the manager serving %s and %s exited with %v; want an error naming only %s, saying %q:\n%s", served, elsewhere, p.err, elsewhere, want, p.tail())
+		}
+	})
+
 	_ = manager.stop(syscall.SIGTERM, 20*time.Second)
 	if log, err := os.ReadFile(manager.log); err != nil {
 		t.Error(err)
@@ -359,11 +373,10 @@ func (c *nsCluster) decision(t *testing.T, ns, name string) *exagentv1.ApprovalD
 	return d
 }
 
-// startManager starts bin/manager with the manager's token, the flags of
-// the overlay's Deployment that say what it serves, and local addresses,
-// and waits until its webhook server accepts connections.
-func (c *nsCluster) startManager(t *testing.T, objs []*unstructured.Unstructured) *process {
-	t.Helper()
+// managerArgs are bin/manager's arguments: the manager's token, the flags
+// of the overlay's Deployment that say what it serves (watch, when not
+// empty, replaces its --watch-namespaces), and local addresses.
+func (c *nsCluster) managerArgs(objs []*unstructured.Unstructured, watch string) []string {
 	wh := c.env.WebhookInstallOptions
 	args := []string{
 		"--kubeconfig", c.kubeconfig("manager"),
@@ -384,16 +397,28 @@ func (c *nsCluster) startManager(t *testing.T, objs []*unstructured.Unstructured
 		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 		list, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
 		for _, a := range list {
-			if strings.HasPrefix(a, "--watch-namespaces=") || strings.HasPrefix(a, "--egress-namespace-config=") {
+			switch {
+			case strings.HasPrefix(a, "--watch-namespaces=") && watch != "":
+				args = append(args, "--watch-namespaces="+watch)
+			case strings.HasPrefix(a, "--watch-namespaces="), strings.HasPrefix(a, "--egress-namespace-config="):
 				args = append(args, strings.ReplaceAll(a, "$(POD_NAMESPACE)", managerNamespace))
 			}
 		}
 	}
-	p, err := startProcess("namespaced manager", filepath.Join(s.work, "namespaced-manager.log"), s.envWith(c.kubeconfig("manager")), filepath.Join(s.bin, "manager"), args...)
+	return args
+}
+
+// startManager starts bin/manager (managerArgs) and waits until its
+// webhook server accepts connections.
+func (c *nsCluster) startManager(t *testing.T, objs []*unstructured.Unstructured) *process {
+	t.Helper()
+	p, err := startProcess("namespaced manager", filepath.Join(s.work, "namespaced-manager.log"), s.envWith(c.kubeconfig("manager")),
+		filepath.Join(s.bin, "manager"), c.managerArgs(objs, "")...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.stop(syscall.SIGTERM, 20*time.Second) })
+	wh := c.env.WebhookInstallOptions
 	addr := net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(wh.LocalServingPort))
 	if err := pollUntil(time.Minute, func() (bool, error) {
 		if p.exited() {
