@@ -173,6 +173,7 @@ func TestNamespacedManager(t *testing.T) {
 			{"approve", "pay", "-n", elsewhere},
 			{"approve", "deny", "pay", "-n", elsewhere},
 			{"approve", "wait", "pay", "-n", elsewhere, "--for=paused", "--timeout=10m"},
+			{"approve", "logs", "-f", "pay", "-n", elsewhere},
 		} {
 			r := c.kubectl(t, "admin", "", args...)
 			if r.Err == nil || !strings.Contains(r.Stderr, sentence) {
