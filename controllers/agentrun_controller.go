@@ -24,6 +24,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/executor"
+	"github.com/exagent-io/exagent/internal/served"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/model"
@@ -83,6 +84,8 @@ type AgentRunReconciler struct {
 	// MaxTranscriptBytes caps the transcript limit of every run
 	// (loop.EnvInput.MaxTranscriptBytes; 0: none).
 	MaxTranscriptBytes int64
+	// Namespaces are the namespaces served (Options.Namespaces).
+	Namespaces served.Namespaces
 
 	// life is the context given to SetupWithManager (the manager's): it
 	// ends at the stop, before the controllers' own context does.

@@ -598,18 +598,23 @@ func (o orphanSweep) sweepSegments(ctx context.Context, runs []exagentv1.AgentRu
 		known[runs[i].UID] = true
 	}
 	checked := map[types.UID]bool{}
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRunSegmentList"))
-	for {
-		// Metadata only, in pages: a cluster may hold many segments, and
-		// the sweep must not ask the shared apiserver for all at once.
-		if err := o.r.APIReader.List(ctx, list, client.Limit(sweepPageSize), client.Continue(list.Continue)); err != nil {
-			logf.FromContext(ctx).Info("could not list segments for the orphan sweep", "error", err.Error())
-			return
-		}
-		o.sweepPage(ctx, list.Items, known, checked)
-		if list.Continue == "" {
-			return
+	// The served namespaces one by one (never the cluster, in a
+	// namespace-scoped install), metadata only, in pages: a cluster may
+	// hold many segments, and the sweep must not ask the shared apiserver
+	// for all at once.
+	for _, ns := range o.servedNamespaces() {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRunSegmentList"))
+		for {
+			err := o.r.APIReader.List(ctx, list, client.InNamespace(ns), client.Limit(sweepPageSize), client.Continue(list.Continue))
+			if err != nil {
+				logf.FromContext(ctx).Info("could not list segments for the orphan sweep", "namespace", ns, "error", err.Error())
+				break
+			}
+			o.sweepPage(ctx, list.Items, known, checked)
+			if list.Continue == "" {
+				break
+			}
 		}
 	}
 }
@@ -647,4 +652,12 @@ func (o orphanSweep) sweepPage(ctx context.Context, segs []metav1.PartialObjectM
 		}
 		logf.FromContext(ctx).Info("deleted the segments of a run deleted while no manager ran", "run", owner, "uid", uid)
 	}
+}
+
+// servedNamespaces are the namespaces the sweep lists ("" for all).
+func (o orphanSweep) servedNamespaces() []string {
+	if o.r.Namespaces.All() {
+		return []string{""}
+	}
+	return o.r.Namespaces.Names()
 }

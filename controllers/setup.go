@@ -24,6 +24,7 @@ import (
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/internal/notify"
+	"github.com/exagent-io/exagent/internal/served"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/model"
 	"github.com/exagent-io/exagent/tools"
@@ -110,6 +111,12 @@ type Options struct {
 	MCPListConcurrency int
 	// MCPListTimeout bounds one tools/list (mcplist.DefaultTimeout when 0).
 	MCPListTimeout time.Duration
+	// Namespaces are the namespaces this manager serves (--watch-namespaces;
+	// the zero value: every one). The manager's cache must be confined to
+	// them too (served.Namespaces.CacheNamespaces): the reads past it that
+	// list — the start-up sweep — ask each served namespace, never the
+	// cluster.
+	Namespaces served.Namespaces
 }
 
 // Controllers are the wired reconcilers of one manager.
@@ -172,6 +179,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		Clock:                   o.Clock,
 		Tracer:                  o.Tracer,
 		MaxTranscriptBytes:      o.MaxTranscriptBytes,
+		Namespaces:              o.Namespaces,
 	}
 	runs.Tools.Secret = runs.secret
 	if err := mgr.Add(runs.Tools.MCP); err != nil { // lists MCP servers beside the workers

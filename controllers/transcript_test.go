@@ -2,6 +2,8 @@ package controllers_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -20,6 +23,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/served"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -527,5 +531,53 @@ func TestSegmentsOfRunDeletedWhileDown(t *testing.T) {
 	}
 	if _, chain := transcriptOf(t, runs[1]); len(chain) != len(segmentsOf(t, h, runs[1])) {
 		t.Fatal("the live run's segments were touched")
+	}
+}
+
+// TestSweepStaysInServedNamespaces: a manager serving one namespace
+// (Options.Namespaces, --watch-namespaces) sweeps the segments of a run
+// deleted while it was down there, and never those of another namespace —
+// even with credentials that could (this test's admin). The other
+// namespace's name sorts first, so a sweep of the whole cluster would have
+// reached its segments before the served ones.
+func TestSweepStaysInServedNamespaces(t *testing.T) {
+	const size = 20 << 10
+	h := newHarness(t)
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	other := &harness{t: t, ns: "t--" + hex.EncodeToString(b), c: h.c}
+	if err := h.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other.ns}}); err != nil {
+		t.Fatal(err)
+	}
+	ps := newPagesServer(t, size)
+	rm := newReaderModel(t, 2, size)
+	var gone []*exagentv1.AgentRun
+	for _, x := range []*harness{other, h} {
+		readerAgent(x, "reader", rm.srv.URL, ps.srv.URL)
+		m := x.startManagerWith(controllers.Options{}, nil)
+		t.Cleanup(m.stop)
+		x.createRun("gone", "reader", func(r *exagentv1.AgentRunSpec) { r.ActiveTimeLimit = exagentv1.Never })
+		gone = append(gone, x.waitPhase("gone", exagentv1.PhaseSucceeded))
+		m.stop()
+	}
+	// Deleted once no manager runs: each of those swept at its start.
+	for i, x := range []*harness{other, h} {
+		if err := h.c.Delete(context.Background(), gone[i]); err != nil {
+			t.Fatal(err)
+		}
+		if len(segmentsOf(t, x, gone[i])) == 0 {
+			t.Fatalf("the run of %s has no segments", x.ns)
+		}
+	}
+	namespaces, err := served.Parse(h.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.startManager(controllers.Options{Namespaces: namespaces})
+	if !eventually(func() bool { return len(segmentsOf(t, h, gone[1])) == 0 }) {
+		t.Fatalf("%d segments of the served namespace's deleted run remain", len(segmentsOf(t, h, gone[1])))
+	}
+	if n := len(segmentsOf(t, other, gone[0])); n == 0 {
+		t.Errorf("the sweep deleted the segments of namespace %s, which the manager does not serve", other.ns)
 	}
 }

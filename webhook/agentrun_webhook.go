@@ -10,6 +10,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/internal/served"
 )
 
 // The validating webhook's matchCondition skips UPDATEs that leave spec as it
@@ -33,6 +34,9 @@ type AgentRunWebhook struct {
 	// spec.serviceAccountNames) past the cache.
 	Client client.Client
 	Reader client.Reader
+	// Namespaces are those the manager serves: a run elsewhere is refused
+	// (refuseUnserved). The zero value serves every namespace.
+	Namespaces served.Namespaces
 }
 
 var (
@@ -44,11 +48,19 @@ var (
 // compares deciders against it, so a client must not be able to name
 // someone else as the requester. With a Seal, the stamp is sealed
 // (authz.Seal.StampRequester, annotation exagent.io/requester-seal).
+// Every admitted run, child runs included, is stamped
+// exagent.io/admitted-by with the manager's identity (overwriting what a
+// client wrote): the sign kubectl approve reads that an exagent manager
+// serves the run's namespace.
 func (w *AgentRunWebhook) Default(ctx context.Context, run *exagentv1.AgentRun) error {
 	req, err := requester(ctx)
 	if err != nil || !isCreate(req) {
 		return err
 	}
+	if err := refuseUnserved(w.Namespaces, agentRunGR, run.Name, req.Namespace); err != nil {
+		return err
+	}
+	stampAdmitted(run, w.Manager)
 	stamped := authz.ActorFromUserInfo(req.UserInfo)
 	if run.Spec.Delegation != nil {
 		if ferr := w.checkDelegation(run, stamped); ferr != nil {
@@ -85,6 +97,9 @@ func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.Age
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseUnserved(w.Namespaces, agentRunGR, run.Name, req.Namespace); err != nil {
+		return nil, err
+	}
 	stamped := authz.ActorFromUserInfo(req.UserInfo)
 	if run.Spec.Delegation != nil {
 		if ferr := w.checkDelegation(run, stamped); ferr != nil {
@@ -111,6 +126,19 @@ func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.Age
 		}
 	}
 	return warnings, invalid(agentRunGK, run.Name, errs)
+}
+
+// stampAdmitted marks run as admitted by the manager named manager
+// (exagentv1.AnnotationAdmittedBy), replacing any value the client set.
+// Without a known identity the stamp still says "exagent".
+func stampAdmitted(run *exagentv1.AgentRun, manager string) {
+	if manager == "" {
+		manager = "exagent"
+	}
+	if run.Annotations == nil {
+		run.Annotations = map[string]string{}
+	}
+	run.Annotations[exagentv1.AnnotationAdmittedBy] = manager
 }
 
 // ValidateUpdate denies spec changes.

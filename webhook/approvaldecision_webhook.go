@@ -13,6 +13,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/internal/served"
 )
 
 // Only CREATE is intercepted by the mutating webhook (identities are stamped
@@ -38,6 +39,9 @@ type ApprovalDecisionWebhook struct {
 	Seal *authz.Seal
 	// Manager is the manager's own identity: it never decides.
 	Manager string
+	// Namespaces are those the manager serves; a decision elsewhere is
+	// refused (refuseUnserved). The zero value serves every namespace.
+	Namespaces served.Namespaces
 }
 
 var (
@@ -56,6 +60,9 @@ var (
 func (w *ApprovalDecisionWebhook) Default(ctx context.Context, d *exagentv1.ApprovalDecision) error {
 	req, err := requester(ctx)
 	if err != nil || !isCreate(req) {
+		return err
+	}
+	if err := refuseUnserved(w.Namespaces, approvalDecisionGR, d.Name, req.Namespace); err != nil {
 		return err
 	}
 	stamped := authz.ActorFromUserInfo(req.UserInfo)
@@ -89,6 +96,9 @@ func (w *ApprovalDecisionWebhook) ValidateCreate(ctx context.Context, d *exagent
 	}
 	req, err := requester(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := refuseUnserved(w.Namespaces, approvalDecisionGR, d.Name, req.Namespace); err != nil {
 		return nil, err
 	}
 	// Checked again although Default stamped it: another mutating webhook

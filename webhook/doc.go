@@ -12,8 +12,9 @@
 //     pending, or the call is Uncertain for Resolve) and who may decide.
 //     Spec updates are denied; deletes are not intercepted (the receipt
 //     lives in the run).
-//   - AgentRun: mutating stamps spec.requestedBy from the creating user;
-//     validating checks durations, Never, names, and that the creator may
+//   - AgentRun: mutating stamps spec.requestedBy from the creating user
+//     and exagent.io/admitted-by with the manager's identity (what
+//     kubectl approve reads to know a manager serves the run); validating checks durations, Never, names, and that the creator may
 //     have the run act as its spec.serviceAccountName (verb "use" or
 //     "impersonate" on it, or the Agent lists it in
 //     spec.serviceAccountNames; "default" and the manager's child runs are
@@ -28,6 +29,10 @@
 //     whose name is not its content hash or whose run-uid label and
 //     controlling owner are not its run. Updates are refused by the CRD's
 //     CEL (immutable); deletes are not intercepted.
+//
+// With WithNamespaces (--watch-namespaces), runs and decisions in any other
+// namespace are refused, saying which namespaces the manager serves: the
+// webhook configurations should not have sent them.
 //
 // Every webhook is failurePolicy Fail: when the manager is down, nothing is
 // decided. The controller re-verifies each decision anyway (authz).

@@ -47,6 +47,7 @@ func isCreate(req admission.Request) bool {
 var (
 	agentGK            = schema.GroupKind{Group: exagentv1.GroupVersion.Group, Kind: "Agent"}
 	agentRunGK         = schema.GroupKind{Group: exagentv1.GroupVersion.Group, Kind: "AgentRun"}
+	agentRunGR         = schema.GroupResource{Group: exagentv1.GroupVersion.Group, Resource: "agentruns"}
 	approvalDecisionGK = schema.GroupKind{Group: exagentv1.GroupVersion.Group, Kind: "ApprovalDecision"}
 	approvalDecisionGR = schema.GroupResource{Group: exagentv1.GroupVersion.Group, Resource: "approvaldecisions"}
 	agentRunSegmentGK  = schema.GroupKind{Group: exagentv1.GroupVersion.Group, Kind: "AgentRunSegment"}

@@ -9,14 +9,16 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/internal/served"
 )
 
 // Option tunes SetupWithManager.
 type Option func(*settings)
 
 type settings struct {
-	seal    *authz.Seal
-	manager string
+	seal       *authz.Seal
+	manager    string
+	namespaces served.Namespaces
 }
 
 // WithSeal makes the mutating webhooks seal what they stamp (see
@@ -34,6 +36,14 @@ func WithSeal(s *authz.Seal) Option {
 // apiserver who the manager's credentials authenticate as (authz.Self).
 func WithManagerIdentity(username string) Option {
 	return func(o *settings) { o.manager = username }
+}
+
+// WithNamespaces names the namespaces the manager serves
+// (--watch-namespaces; every one when not given): runs and decisions
+// created anywhere else are refused (refuseUnserved), and only runs in
+// them are stamped admitted (AnnotationAdmittedBy).
+func WithNamespaces(n served.Namespaces) Option {
+	return func(o *settings) { o.namespaces = n }
 }
 
 // selfTimeout bounds the start-up SelfSubjectReview.
@@ -57,14 +67,14 @@ func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
 		}
 		o.manager = self
 	}
-	decisions := &ApprovalDecisionWebhook{Reader: mgr.GetAPIReader(), Client: mgr.GetClient(), Seal: o.seal, Manager: o.manager}
+	decisions := &ApprovalDecisionWebhook{Reader: mgr.GetAPIReader(), Client: mgr.GetClient(), Seal: o.seal, Manager: o.manager, Namespaces: o.namespaces}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.ApprovalDecision{}).
 		WithDefaulter(decisions).
 		WithValidator(decisions).
 		Complete(); err != nil {
 		return fmt.Errorf("registering ApprovalDecision webhooks: %w", err)
 	}
-	runs := &AgentRunWebhook{Seal: o.seal, Manager: o.manager, Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
+	runs := &AgentRunWebhook{Seal: o.seal, Manager: o.manager, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespaces: o.namespaces}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentRun{}).
 		WithDefaulter(runs).
 		WithValidator(runs).

@@ -34,6 +34,13 @@ const (
 	// AnnotationRequesterSeal carries the webhook's seal of a run's
 	// spec.requestedBy (authz.Seal.StampRequester).
 	AnnotationRequesterSeal = "exagent.io/requester-seal"
+	// AnnotationAdmittedBy is stamped on every AgentRun the webhook admits:
+	// the username of the manager whose webhook admitted it. A
+	// namespace-scoped install's webhooks are called only in the namespaces
+	// it serves, so a run without it (and without a status) was created
+	// where no exagent manager serves: nothing will run it, and kubectl
+	// approve says so.
+	AnnotationAdmittedBy = "exagent.io/admitted-by"
 )
 
 // maxLabelValue is the longest label value Kubernetes accepts.

@@ -29,13 +29,16 @@ import (
 	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/mcplist"
+	"github.com/exagent-io/exagent/internal/served"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/loop"
 	exagentwebhook "github.com/exagent-io/exagent/webhook"
 )
 
-// Leader election (--leader-elect) keeps its Lease in the manager's namespace.
+// Leader election (--leader-elect) keeps its Lease in the manager's namespace,
+// and records there (a core Event on the Lease) which replica leads.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",namespace=system,resources=events,verbs=create;patch
 
 // The metrics endpoint authenticates and authorizes each scrape with the apiserver.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
@@ -74,6 +77,9 @@ type flags struct {
 	egressNamespaceConfig   string
 	mcpListConcurrency      int
 	mcpListTimeout          time.Duration
+	watchNamespaces         string
+	// namespaces is watchNamespaces parsed (every namespace when empty).
+	namespaces served.Namespaces
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
@@ -119,6 +125,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.IntVar(&f.mcpListConcurrency, "mcp-list-concurrency", mcplist.DefaultConcurrency, "MCP tools/list running at once, in all (one per server; one namespace takes at most half): "+
 		"listings run beside the reconcile workers, so a server that never answers holds a slot, never a worker (docs/operating.md, Sizing).")
 	fs.DurationVar(&f.mcpListTimeout, "mcp-list-timeout", mcplist.DefaultTimeout, "Timeout of one MCP tools/list; a server that fails is asked again with backoff.")
+	fs.StringVar(&f.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces this manager serves (ns1,ns2): it watches, reads Secrets, impersonates and writes in those only, "+
+		"under Roles there (config/namespaced-install); empty: every namespace (docs/install.md, Namespace-scoped install).")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -133,6 +141,11 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	if _, err := f.egressNamespaceKey(); err != nil {
 		return nil, opts, err
 	}
+	namespaces, err := served.Parse(f.watchNamespaces)
+	if err != nil {
+		return nil, opts, err
+	}
+	f.namespaces = namespaces
 	return f, opts, nil
 }
 
@@ -281,6 +294,9 @@ func run() error {
 	egressCfg.OwnPorts, egressCfg.OwnAddrs = f.ownPorts(), ownAddrs()
 	nsKey, _ := f.egressNamespaceKey()
 	cacheOpts := controllers.CacheOptions()
+	// Every informer covers the served namespaces only (the egress
+	// ConfigMap keeps its own namespace, the manager's).
+	cacheOpts.DefaultNamespaces = f.namespaces.CacheNamespaces()
 	if nsKey != nil {
 		// Only that one ConfigMap is watched.
 		cacheOpts.ByObject[&corev1.ConfigMap{}] = egress.CacheByObject(*nsKey)
@@ -316,6 +332,14 @@ func run() error {
 		return fmt.Errorf("the manager's identity: %w", err)
 	}
 	log.Info("the manager's identity never decides on a run", "user", self)
+	if !f.namespaces.All() {
+		// Fail now, naming the namespace, rather than with informers that
+		// never sync.
+		if err := served.CheckRights(ctx, mgr.GetClient(), f.namespaces); err != nil {
+			return err
+		}
+		log.Info("serving only the namespaces of --watch-namespaces: nothing elsewhere is read, written or admitted", "namespaces", f.namespaces.Names())
+	}
 	holder := f.holder
 	if holder == "" {
 		holder = controllers.NewHolder()
@@ -368,12 +392,13 @@ func run() error {
 		RunMetrics:              true,
 		MCPListConcurrency:      f.mcpListConcurrency,
 		MCPListTimeout:          f.mcpListTimeout,
+		Namespaces:              f.namespaces,
 	})
 	if err != nil {
 		return err
 	}
 	if f.enableWebhooks {
-		wopts := []exagentwebhook.Option{exagentwebhook.WithManagerIdentity(self)}
+		wopts := []exagentwebhook.Option{exagentwebhook.WithManagerIdentity(self), exagentwebhook.WithNamespaces(f.namespaces)}
 		if seal != nil {
 			wopts = append(wopts, exagentwebhook.WithSeal(seal))
 		}

@@ -12,7 +12,28 @@ import (
 	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/mcplist"
+	"github.com/exagent-io/exagent/internal/served"
 )
+
+func mustNamespaces(t *testing.T, value string) served.Namespaces {
+	t.Helper()
+	n, err := served.Parse(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestParseFlagsRefusesWatchNamespaces: a value that does not name
+// namespaces stops the manager before it starts, naming the flag.
+func TestParseFlagsRefusesWatchNamespaces(t *testing.T) {
+	for _, value := range []string{"team-a,", "Team-A", "team-a/agents", "team-a,team-a"} {
+		fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+		if _, _, err := parseFlags(fs, []string{"--watch-namespaces=" + value}); err == nil || !strings.Contains(err.Error(), "--watch-namespaces") {
+			t.Errorf("--watch-namespaces=%s: err = %v, want a refusal naming the flag", value, err)
+		}
+	}
+}
 
 func TestParseFlags(t *testing.T) {
 	tests := map[string]struct {
@@ -36,6 +57,15 @@ func TestParseFlags(t *testing.T) {
 				hotStatusBytes: 32 << 10, sealValueBytes: 4 << 10, segmentCacheBytes: 32 << 20, maxTranscriptBytes: 16 << 20,
 				mcpListConcurrency: 4, mcpListTimeout: 5 * time.Second},
 		},
+		"namespace-scoped": {
+			args: []string{"--watch-namespaces=team-b, team-a"},
+			want: flags{leaderElectionID: "exagent-manager.exagent.io", metricsAddr: "0", metricsSecure: true, probeAddr: ":8081",
+				enableWebhooks: true, webhookHost: "127.0.0.1", webhookPort: 9443, maxConcurrentReconciles: controllers.DefaultMaxConcurrentReconciles, maxConcurrentDecisions: controllers.DefaultMaxConcurrentDecisions,
+				maxInFlight: executor.DefaultMaxInFlight, perEndpoint: executor.DefaultPerEndpoint, modelTimeout: 2 * time.Minute, releaseOnStop: true, drainTimeout: 20 * time.Second, leaseSkewGrace: 2 * time.Second,
+				hotStatusBytes: 32 << 10, sealValueBytes: 4 << 10, segmentCacheBytes: 32 << 20, maxTranscriptBytes: 64 << 20,
+				mcpListConcurrency: mcplist.DefaultConcurrency, mcpListTimeout: mcplist.DefaultTimeout,
+				watchNamespaces: "team-b, team-a", namespaces: mustNamespaces(t, "team-a,team-b")},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -45,7 +75,7 @@ func TestParseFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, *got, cmp.AllowUnexported(flags{})); diff != "" {
+			if diff := cmp.Diff(tc.want, *got, cmp.AllowUnexported(flags{}, served.Namespaces{})); diff != "" {
 				t.Errorf("flags (-want +got):\n%s", diff)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,6 +37,12 @@ type Options struct {
 	// WithWebhooks installs config/webhook's manifests; the caller serves them
 	// on Env.WebhookInstallOptions.LocalServingHost/Port/CertDir.
 	WithWebhooks bool
+	// MutatingWebhooks and ValidatingWebhooks, when either is set, are
+	// installed instead of config/webhook's manifests — an overlay's, as
+	// kustomize renders them (namespaceSelector and all) — pointed at the
+	// same local server.
+	MutatingWebhooks   []*admissionv1.MutatingWebhookConfiguration
+	ValidatingWebhooks []*admissionv1.ValidatingWebhookConfiguration
 }
 
 // Start boots kube-apiserver and etcd with the CRDs of config/crd/bases.
@@ -51,7 +58,12 @@ func Start(opts Options) (*Env, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
-	if opts.WithWebhooks {
+	switch {
+	case len(opts.MutatingWebhooks) > 0 || len(opts.ValidatingWebhooks) > 0:
+		e.WebhookInstallOptions = envtest.WebhookInstallOptions{
+			MutatingWebhooks: opts.MutatingWebhooks, ValidatingWebhooks: opts.ValidatingWebhooks,
+		}
+	case opts.WithWebhooks:
 		e.WebhookInstallOptions = envtest.WebhookInstallOptions{
 			Paths: []string{filepath.Join(root, "config", "webhook")},
 		}

@@ -38,16 +38,22 @@ func plugin(t *testing.T, user string, args ...string) result {
 
 func run(t *testing.T, user, stdin, bin string, args ...string) result {
 	t.Helper()
+	return runEnv(t, s.env(user), userPrompt(user), stdin, bin, args...)
+}
+
+// runEnv runs bin with env (s.env or s.envWith), logged as who.
+func runEnv(t *testing.T, env []string, who, stdin, bin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = s.env(user)
+	cmd.Env = env
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	r := result{Stdout: stdout.String(), Stderr: stderr.String(), Err: err}
-	t.Logf("%s$ %s %s\n%s%s", userPrompt(user), filepath.Base(bin), strings.Join(args, " "), r.Stdout, r.Stderr)
+	t.Logf("%s$ %s %s\n%s%s", who, filepath.Base(bin), strings.Join(args, " "), r.Stdout, r.Stderr)
 	return r
 }
 

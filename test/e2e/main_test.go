@@ -205,6 +205,11 @@ func (st *suite) env(user string) []string {
 	if user != "" {
 		kubeconfig = filepath.Join(st.dir, user+".kubeconfig")
 	}
+	return st.envWith(kubeconfig)
+}
+
+// envWith is env with any kubeconfig (a control plane of a test's own).
+func (st *suite) envWith(kubeconfig string) []string {
 	return []string{
 		"PATH=" + st.bin + string(os.PathListSeparator) + st.k8sBin + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + filepath.Join(st.work, "home"),

@@ -132,6 +132,9 @@ func (o *decideOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := errNotServed(run); err != nil {
+		return err
+	}
 	if k := o.Request.Kind; (k == exagentv1.DecisionApprove || k == exagentv1.DecisionDeny) && o.Request.ApprovalID == "" {
 		// Named after a run whose tree holds the approval (tree.go).
 		if run, err = delegatedTarget(ctx, o.client, run); err != nil {

@@ -93,6 +93,13 @@ func (o *listOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("listing runs: %w", err)
 	}
 	rows := o.rows(ctx, segments, runs, runs)
+	if len(rows) == 0 && o.namespace != "" {
+		// Nothing waits: say so when the reason is that nothing serves
+		// the namespace (one more small request, only then).
+		if u := unservedRun(ctx, o.client, o.namespace); u != nil {
+			_, _ = fmt.Fprintf(o.ErrOut, "warning: %s.\n", notServedSentence(u))
+		}
+	}
 	if o.Watch {
 		return o.watch(ctx, segments, runs, rows, rv)
 	}

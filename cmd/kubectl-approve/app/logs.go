@@ -96,6 +96,9 @@ func (o *logsOptions) Run(ctx context.Context) error {
 	if !o.Follow {
 		return emit(run)
 	}
+	if err := errNotServed(run); err != nil {
+		return err // -f would follow a run nothing will ever write
+	}
 	err = watchRun(ctx, o.client, o.namespace, o.run, o.Timeout, func(r *exagentv1.AgentRun) (bool, error) {
 		run = r
 		if err := emit(r); err != nil {

@@ -93,6 +93,9 @@ func (o *showOptions) Run(ctx context.Context) error {
 		return err
 	}
 	v.ApprovalID, v.Now = o.approvalID, o.clock.Now()
+	if !served(run) {
+		v.NotServed = notServedSentence(run)
+	}
 	if len(run.Status.Children) > 0 || run.Spec.Delegation != nil {
 		if v.Below, v.ByName, err = treeOf(ctx, o.client, run); err != nil {
 			return err

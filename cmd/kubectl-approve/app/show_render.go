@@ -30,6 +30,9 @@ type showView struct {
 	// TranscriptTotal is the length of the whole logical transcript; 0
 	// means len(Transcript).
 	TranscriptTotal int
+	// NotServed says that no exagent manager serves the run (served.go);
+	// empty when one does.
+	NotServed string
 }
 
 const (
@@ -53,6 +56,10 @@ func renderShow(w io.Writer, v showView) error {
 	}
 	if rb := run.Spec.RequestedBy; rb != nil {
 		field("Requested by", "%s", rb.Username)
+	}
+	if v.NotServed != "" {
+		p("")
+		p("%s.", v.NotServed)
 	}
 	renderTree(w, run, v.Below, v.ByName)
 

@@ -66,6 +66,9 @@ func waitForRun(ctx context.Context, c client.WithWatch, ns, name string, cond r
 	if cond.met(run) {
 		return run, nil
 	}
+	if err := errNotServed(run); err != nil {
+		return run, err // it would wait the whole timeout for nothing
+	}
 	if timeout == 0 {
 		return run, fmt.Errorf("run %q is not %s (phase %s)", name, cond.name, orNone(string(run.Status.Phase)))
 	}

@@ -1,0 +1,47 @@
+package app
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// TestServed: a run is served when the exagent webhook stamped it or a
+// manager wrote its phase; neither means no manager serves its namespace,
+// which the verbs that act or wait refuse with a sentence naming it, and
+// show prints above everything else.
+func TestServed(t *testing.T) {
+	stamped := makeRun("r", "team-a").obj()
+	stamped.Annotations = map[string]string{exagentv1.AnnotationAdmittedBy: "system:serviceaccount:exagent-system:exagent-manager"}
+	for name, tc := range map[string]struct {
+		run  *exagentv1.AgentRun
+		want bool
+	}{
+		"stamped, not yet reconciled":         {run: stamped, want: true},
+		"reconciled before the stamp existed": {run: makeRun("r", "team-a").phase(exagentv1.PhaseQueued).obj(), want: true},
+		"neither":                             {run: makeRun("r", "elsewhere").obj(), want: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := served(tc.run); got != tc.want {
+				t.Errorf("served = %v, want %v", got, tc.want)
+			}
+			if err := errNotServed(tc.run); (err == nil) != tc.want {
+				t.Errorf("errNotServed = %v", err)
+			}
+		})
+	}
+	err := errNotServed(makeRun("r", "elsewhere").obj())
+	if err == nil || !strings.HasPrefix(err.Error(), `no exagent manager serves namespace "elsewhere": run "r" was not admitted by exagent`) {
+		t.Errorf("the refusal: %v", err)
+	}
+	var out bytes.Buffer
+	unserved := makeRun("r", "elsewhere").obj()
+	if err := renderShow(&out, showView{Run: unserved, NotServed: notServedSentence(unserved), Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "\nno exagent manager serves namespace \"elsewhere\"") {
+		t.Errorf("show of an unserved run:\n%s", out.String())
+	}
+}
