@@ -137,6 +137,18 @@ func (s *Segments) Create(ctx context.Context, run *exagentv1.AgentRun, segs []l
 // order is a loop error of reason TranscriptCorrupt (loop.IsPermanent);
 // anything else (the apiserver unreachable) is transient.
 func (s *Segments) Chain(ctx context.Context, run *exagentv1.AgentRun) ([]loop.Segment, error) {
+	return s.chain(ctx, run, true)
+}
+
+// ChainOnce is Chain for a chain read once and let go (a run's archive):
+// segments already cached are used, the others are read without being
+// cached, so one run's whole transcript never evicts the segments the
+// live runs use.
+func (s *Segments) ChainOnce(ctx context.Context, run *exagentv1.AgentRun) ([]loop.Segment, error) {
+	return s.chain(ctx, run, false)
+}
+
+func (s *Segments) chain(ctx context.Context, run *exagentv1.AgentRun, keep bool) ([]loop.Segment, error) {
 	head := run.Status.Transcript
 	if head == nil || head.Segments == 0 {
 		return nil, nil
@@ -155,7 +167,7 @@ func (s *Segments) Chain(ctx context.Context, run *exagentv1.AgentRun) ([]loop.S
 		if !ok {
 			return nil, loop.ChainError("segment %s (index %d) of run %s is missing", name, i, run.Name)
 		}
-		seg, err := s.read(ctx, run.Namespace, name, uid)
+		seg, err := s.read(ctx, run.Namespace, name, uid, keep)
 		if err != nil {
 			return nil, err
 		}
@@ -185,8 +197,9 @@ func (s *Segments) storedUIDs(ctx context.Context, run *exagentv1.AgentRun) (map
 
 // read returns segment name with its content verified (its hash is its
 // name): from the cache when the cached copy is the stored object (same
-// UID), else from the apiserver. Only verified copies are cached.
-func (s *Segments) read(ctx context.Context, ns, name string, uid types.UID) (loop.Segment, error) {
+// UID), else from the apiserver. Only verified copies are cached, and
+// only with keep.
+func (s *Segments) read(ctx context.Context, ns, name string, uid types.UID, keep bool) (loop.Segment, error) {
 	if c, ok := s.get(name); ok && c.uid == uid {
 		return c.seg, nil
 	}
@@ -201,7 +214,9 @@ func (s *Segments) read(ctx context.Context, ns, name string, uid types.UID) (lo
 	if err := loop.VerifySegment(seg, name, seg.Spec.Index, seg.Spec.RunUID); err != nil {
 		return loop.Segment{}, err
 	}
-	s.put(obj.UID, seg)
+	if keep {
+		s.put(obj.UID, seg)
+	}
 	return seg, nil
 }
 
