@@ -211,6 +211,9 @@ func (r *reaper) work(ctx context.Context) bool {
 		return false
 	}
 	defer r.queue.Done(item)
+	if ctx.Err() != nil || r.life.Err() != nil {
+		return true // stopping: what is left is found again at the next start
+	}
 	var (
 		after time.Duration
 		err   error
