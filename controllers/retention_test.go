@@ -483,3 +483,58 @@ func TestRetentionKeepLast(t *testing.T) {
 		t.Error("a kept run lost its segments or its decision")
 	}
 }
+
+// TestRetentionTree: a child run is kept as long as its root, whatever
+// its own Agent's TTL (0 here: reaped on its own it would be gone before
+// its parent recorded its end), and is deleted with the root, deepest
+// first, each archived to its own Agent's sink first.
+func TestRetentionTree(t *testing.T) {
+	h := newHarness(t)
+	ts := newToolServer(t)
+	s := newSink(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	h.startManager(controllers.Options{Clock: clk})
+	h.tree(ts)
+	retain := func(agent string, r exagentv1.RetentionSpec) {
+		a := &exagentv1.Agent{}
+		if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: agent}, a); err != nil {
+			t.Fatal(err)
+		}
+		a.Spec.Retention = r
+		if err := h.c.Update(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sink := &exagentv1.NotifySink{Name: "audit", URL: s.srv.URL}
+	retain("triage", exagentv1.RetentionSpec{TTLSecondsAfterFinished: ptr.To[int32](60), Archive: sink})
+	retain("fixer", exagentv1.RetentionSpec{TTLSecondsAfterFinished: ptr.To[int32](0)})
+	retain("deployer", exagentv1.RetentionSpec{Archive: sink})
+	child, grandchild := h.pausedTree("triage-42")
+	a := pendingApproval(t, h.get(grandchild))
+	h.decide(grandchild, decisionSpec{name: "alice", user: alice, kind: exagentv1.DecisionApprove,
+		approvalID: a.ID, payloadHash: a.PayloadHash, revision: a.Revision})
+	h.waitPhase("triage-42", exagentv1.PhaseSucceeded)
+	retentionAgent(h, "pay", newToolServer(t), exagentv1.RetentionSpec{})
+	h.probe("probe", "pay")
+	if !h.exists(child) || !h.exists(grandchild) {
+		t.Fatal("a child run was deleted on its own Agent's TTL, before its root's")
+	}
+	if n := len(s.deliveries()); n != 0 {
+		t.Fatalf("%d archives sent before the root's TTL passed", n)
+	}
+
+	clk.Step(61 * time.Second)
+	for _, name := range []string{"triage-42", child, grandchild} {
+		h.waitGone(name)
+	}
+	var order []string
+	for _, ev := range archived(t, s) {
+		order = append(order, ev.Data.Run.Name)
+	}
+	if diff := cmp.Diff([]string{grandchild, "triage-42"}, order); diff != "" {
+		t.Errorf("archives (-want +got): the grandchild's (its Agent has a sink) before its root's, none of the child's\n%s", diff)
+	}
+	if n := len(h.decisionsNaming(grandchild)); n != 0 {
+		t.Errorf("%d decisions of the deleted grandchild remain", n)
+	}
+}
