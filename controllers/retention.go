@@ -133,7 +133,9 @@ func (r *reaper) Start(ctx context.Context) error {
 	agentReg, err := agents.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) { r.agentChanged(o) },
 		UpdateFunc: func(old, o any) {
-			if a, b := old.(*exagentv1.Agent), o.(*exagentv1.Agent); a == nil || b == nil || a.Generation != b.Generation {
+			a, okA := old.(*exagentv1.Agent)
+			b, okB := o.(*exagentv1.Agent)
+			if !okA || !okB || a.Generation != b.Generation {
 				r.agentChanged(o)
 			}
 		},
@@ -164,16 +166,20 @@ func (r *reaper) Start(ctx context.Context) error {
 	return nil
 }
 
-// runChanged queues an ended run (its TTL), its Agent (its history
-// limit), and, for an ended child, its root, which waits for its tree to
-// end before it is deleted with it.
+// runChanged queues an ended run (its TTL) and its Agent (its history
+// limit); for an ended child, its root instead, which waits for its tree
+// to end before it is deleted with it.
 func (r *reaper) runChanged(o any) {
 	run, ok := o.(*exagentv1.AgentRun)
 	if !ok || !run.Status.Phase.IsTerminal() {
 		return
 	}
 	if d := run.Spec.Delegation; d != nil {
-		r.queue.Add(reapItem{key: types.NamespacedName{Namespace: run.Namespace, Name: d.Root.Name}})
+		root := &exagentv1.AgentRun{}
+		if err := r.client.Get(context.Background(), types.NamespacedName{Namespace: run.Namespace, Name: d.Root.Name}, root); err == nil &&
+			string(root.UID) == d.Root.UID && root.Spec.Delegation == nil {
+			r.runChanged(root)
+		}
 		return
 	}
 	r.queue.Add(reapItem{key: client.ObjectKeyFromObject(run)})

@@ -73,18 +73,34 @@ func (r *reaper) reap(ctx context.Context, cached *exagentv1.AgentRun, reason st
 	return r.archiveAndDelete(ctx, root, reason)
 }
 
-// descendants are the runs of root's delegation tree (read past the
-// cache: their whole status is archived), deepest first.
+// descendants are the runs of root's delegation tree, deepest first, each
+// read past the cache (their whole status is archived). A run that never
+// delegated has none: its status.children journals every child before
+// the child is created, so no list is made for it.
 func (r *reaper) descendants(ctx context.Context, root *exagentv1.AgentRun) ([]exagentv1.AgentRun, error) {
+	if len(root.Status.Children) == 0 && !slices.ContainsFunc(root.Status.Calls, func(c exagentv1.ToolCall) bool { return c.Child != "" }) {
+		return nil, nil
+	}
 	var list exagentv1.AgentRunList
-	if err := r.reader.List(ctx, &list, client.InNamespace(root.Namespace),
+	if err := r.client.List(ctx, &list, client.InNamespace(root.Namespace),
 		client.MatchingLabels{exagentv1.LabelRootRun: loop.LabelValue(root.Name)}); err != nil {
 		return nil, fmt.Errorf("listing the delegation tree of run %s/%s: %w", root.Namespace, root.Name, err)
 	}
-	out := list.Items[:0]
+	var out []exagentv1.AgentRun
 	for i := range list.Items {
-		if d := list.Items[i].Spec.Delegation; d != nil && d.Root.UID == string(root.UID) {
-			out = append(out, list.Items[i])
+		d := list.Items[i].Spec.Delegation
+		if d == nil || d.Root.UID != string(root.UID) {
+			continue
+		}
+		run := &exagentv1.AgentRun{}
+		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(&list.Items[i]), run); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("reading run %s of the delegation tree of %s: %w", list.Items[i].Name, root.Name, err)
+		}
+		if run.UID == list.Items[i].UID {
+			out = append(out, *run)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b exagentv1.AgentRun) int {
