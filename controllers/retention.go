@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -231,6 +232,8 @@ func (r *reaper) work(ctx context.Context) bool {
 	}
 	switch {
 	case ctx.Err() != nil || r.life.Err() != nil:
+	case errors.Is(err, errRunChanged):
+		r.queue.Add(item)
 	case err != nil:
 		logf.FromContext(ctx).Info("retention: not done; retrying", "agent", item.agent, "key", item.key, "error", err.Error())
 		r.queue.AddAfter(item, retentionErrorRetry)

@@ -39,7 +39,7 @@ import (
 func (r *reaper) reap(ctx context.Context, cached *exagentv1.AgentRun, reason string) (time.Duration, error) {
 	key := client.ObjectKeyFromObject(cached)
 	if !r.take(key) {
-		return time.Second, nil // another worker is reaping it
+		return 0, nil // another worker is reaping it, and looks again if it must
 	}
 	defer r.release(key)
 	root := &exagentv1.AgentRun{}
@@ -149,6 +149,10 @@ func (r *reaper) archiveAndDelete(ctx context.Context, run *exagentv1.AgentRun, 
 	return 0, nil
 }
 
+// errRunChanged: the run was written after it was read to be deleted; it
+// is looked at again at once (a conflict, not a failure).
+var errRunChanged = errors.New("looking again")
+
 // send makes one attempt to deliver run's archive to sink.
 func (r *reaper) send(ctx context.Context, run *exagentv1.AgentRun, sink *exagentv1.NotifySink, now time.Time) error {
 	var chain []loop.Segment
@@ -244,7 +248,7 @@ func (r *reaper) deleteRun(ctx context.Context, run *exagentv1.AgentRun) error {
 	case err == nil, apierrors.IsNotFound(err):
 		return nil
 	case apierrors.IsConflict(err):
-		return fmt.Errorf("run %s/%s changed since it was read; looking again: %w", run.Namespace, run.Name, err)
+		return fmt.Errorf("run %s/%s changed since it was read (%w): %v", run.Namespace, run.Name, errRunChanged, err)
 	}
 	return fmt.Errorf("deleting run %s/%s: %w", run.Namespace, run.Name, err)
 }
