@@ -7,10 +7,12 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
@@ -141,4 +143,13 @@ func runOfOwner(d *exagentv1.ApprovalDecision) bool {
 		}
 	}
 	return false
+}
+
+// ownerOnly reports whether a decision's update only gave it its run as
+// owner: nothing its run needs to look at again.
+func ownerOnly(e event.UpdateEvent) bool {
+	old, ok1 := e.ObjectOld.(*exagentv1.ApprovalDecision)
+	cur, ok2 := e.ObjectNew.(*exagentv1.ApprovalDecision)
+	return ok1 && ok2 && !runOfOwner(old) && runOfOwner(cur) &&
+		equality.Semantic.DeepEqual(old.Spec, cur.Spec) && equality.Semantic.DeepEqual(old.Status, cur.Status)
 }
