@@ -128,6 +128,20 @@ func (r *reaper) archiveAndDelete(ctx context.Context, run *exagentv1.AgentRun, 
 			return 0, nil // stopping: nothing journaled, the archive is sent again
 		}
 		written, err := r.journal(ctx, run, sink.Name, sent, now)
+		if u, ok := AsUnstorable(err); ok {
+			// The apiserver refuses the run's status for good (it was at its
+			// size limit): the journal is bookkeeping, the sink's answer is
+			// what counts. Delivered: delete (on the version read). Failed:
+			// nothing remembers the attempt, so wait the longest backoff.
+			// (The Event is written from a queue, not the run's status.)
+			r.unjournaled(run, sink.Name, sent, u)
+			if sent != nil {
+				archiveAttemptsTotal.WithLabelValues("Failed").Inc()
+				return r.retry.WithDefaults().Max, nil
+			}
+			archiveAttemptsTotal.WithLabelValues("Delivered").Inc()
+			err, written = nil, run
+		}
 		if err != nil {
 			return 0, fmt.Errorf("journaling the archive of run %s: %w", key, err)
 		}
@@ -224,6 +238,21 @@ func (r *reaper) held(run *exagentv1.AgentRun, sent error) {
 	r.recorder.Eventf(run, nil, warning, exagentv1.ReasonArchiveSinkFailing, exagentv1.ReasonArchiveSinkFailing,
 		"the archive sink %s failed (attempt %d: %s); the run is kept, never deleted unarchived, and sent again with backoff: fix the sink, or remove retention.archive from agent %s",
 		rec.Sink, rec.Attempts, truncate(rec.LastError, 500), run.Spec.AgentRef.Name)
+}
+
+// unjournaled says, in the log and (for a failed attempt, which holds the
+// run) in an Event, that an archive attempt could not be journaled
+// because the apiserver refuses the run's status.
+func (r *reaper) unjournaled(run *exagentv1.AgentRun, sink string, sent error, u *UnstorableError) {
+	logf.FromContext(r.life).Error(u, "retention: an archive attempt could not be journaled", "run", run.Name, "namespace", run.Namespace,
+		"sink", sink, "delivered", sent == nil)
+	if sent == nil || r.recorder == nil {
+		return
+	}
+	r.recorder.Eventf(run, nil, warning, exagentv1.ReasonArchiveSinkFailing, exagentv1.ReasonArchiveSinkFailing,
+		"the archive sink %s failed (%s) and the attempt could not be journaled, the apiserver refusing the run's status (%s): "+
+			"the run is kept and sent again in %s; fix the sink, or remove retention.archive from agent %s",
+		sink, truncate(sent.Error(), 300), u.Reason, r.retry.WithDefaults().Max, run.Spec.AgentRef.Name)
 }
 
 // deleteRun deletes run's decisions and segments, then run itself on the
