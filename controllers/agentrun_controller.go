@@ -138,8 +138,10 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// the run (the decision controller resumes the run in that very
 		// write), which the run's own watch reports; waking the run at the
 		// decision's creation only makes its turn contend with the decision.
+		// Nor does the decision controller giving it its run as owner.
 		Watches(&exagentv1.ApprovalDecision{}, handler.EnqueueRequestsFromMapFunc(runOfDecision),
-			builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }})).
+			builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false },
+				UpdateFunc: func(e event.UpdateEvent) bool { return !ownerOnly(e) }})).
 		WatchesRawSource(source.Channel(r.events, ownerWork())).
 		WatchesRawSource(r.mcpWakeSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).

@@ -47,7 +47,7 @@ func (r *AgentRunReconciler) claimWatcher() handler.TypedEventHandler[client.Obj
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if e.Object != nil {
 				r.mem.claims.gone(types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}, e.Object.GetUID())
-				r.deleteSegments(e.Object.GetNamespace(), e.Object.GetUID())
+				r.deleteDependents(e.Object.GetNamespace(), e.Object.GetName(), e.Object.GetUID())
 				if run, ok := e.Object.(*exagentv1.AgentRun); ok {
 					observeRunDeleted(run) // metrics: its segments go with it
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -115,16 +116,22 @@ func (r *AgentRunReconciler) prepareIO(ctx context.Context, sc *scope, before lo
 	return r.failPermanent(sc, err)
 }
 
-// deleteSegments removes a deleted run's segments, off the informer's
-// goroutine. On a cluster the garbage collector does it too (the
-// segments' ownerReference); the local control plane has none.
-func (r *AgentRunReconciler) deleteSegments(ns string, uid types.UID) {
-	if r.Segments == nil || r.life == nil {
+// deleteDependents removes a deleted run's segments and decisions, off
+// the informer's goroutine. On a cluster the garbage collector does it
+// too (their ownerReferences); the local control plane has none.
+func (r *AgentRunReconciler) deleteDependents(ns, name string, uid types.UID) {
+	if r.life == nil {
 		return
 	}
 	go func() {
-		if err := r.Segments.DeleteOf(r.life, ns, uid); err != nil && r.life.Err() == nil {
-			logf.FromContext(r.life).Error(err, "deleting the segments of a deleted run", "namespace", ns, "uid", uid)
+		if r.Segments != nil {
+			if err := r.Segments.DeleteOf(r.life, ns, uid); err != nil && r.life.Err() == nil {
+				logf.FromContext(r.life).Error(err, "deleting the segments of a deleted run", "namespace", ns, "uid", uid)
+			}
+		}
+		gone := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid}}
+		if err := deleteDecisionsOf(r.life, r.Client, gone); err != nil && r.life.Err() == nil {
+			logf.FromContext(r.life).Error(err, "deleting the decisions of a deleted run", "namespace", ns, "run", name, "uid", uid)
 		}
 	}()
 }

@@ -49,6 +49,12 @@ type Hooks struct {
 	BeforeChildOutcomeCommit func(ctx context.Context, run types.NamespacedName)
 	// BeforeNotify runs before a notification delivery attempt.
 	BeforeNotify func(ctx context.Context, run types.NamespacedName, rec exagentv1.NotificationRecord)
+	// BeforeArchiveJournal runs when an attempt to send a run's archive
+	// returned (sent is nil after the sink's 2xx), before the attempt is
+	// journaled. An error it returns abandons the work right there, as a
+	// crash would: nothing is journaled and nothing deleted, and the run
+	// is archived again (same id) when retention comes back to it.
+	BeforeArchiveJournal func(ctx context.Context, run types.NamespacedName, sent error) error
 	// BeforeStatusWrite runs right before a run's status is written, on the
 	// very status sent: a test may make it one the apiserver refuses.
 	BeforeStatusWrite func(ctx context.Context, run types.NamespacedName, status *exagentv1.AgentRunStatus)
@@ -118,4 +124,11 @@ func (h Hooks) beforeChildOutcomeCommit(ctx context.Context, run types.Namespace
 	if h.BeforeChildOutcomeCommit != nil {
 		h.BeforeChildOutcomeCommit(ctx, run)
 	}
+}
+
+func (h Hooks) beforeArchiveJournal(ctx context.Context, run types.NamespacedName, sent error) error {
+	if h.BeforeArchiveJournal != nil {
+		return h.BeforeArchiveJournal(ctx, run, sent)
+	}
+	return nil
 }

@@ -179,8 +179,9 @@ func observeWriteError(err error) {
 }
 
 // runsCollector reports the gauges of the runs in the manager's cache at
-// each scrape: runs by namespace and phase, pending approvals and
-// uncertain calls by namespace. Computed from the cache, never kept: a
+// each scrape: runs by namespace and phase, pending approvals, uncertain
+// calls, segment bytes and runs held by a failing archive sink by
+// namespace. Computed from the cache, never kept: a
 // restarted process reports the truth at once.
 type runsCollector struct {
 	reader client.Reader
@@ -198,6 +199,9 @@ var (
 	segmentBytesDesc = prometheus.NewDesc("exagent_segment_bytes",
 		"Bytes of AgentRunSegment content the namespace's runs hold now (the sum of their status.transcript.segmentBytes); "+
 			"each segment is at most 262144 bytes, so a ResourceQuota on count/agentrunsegments.exagent.io bounds it.", []string{"namespace"}, nil)
+	heldRunsDesc = prometheus.NewDesc("exagent_retention_held_runs",
+		"Ended runs retention keeps because their Agent's archive sink has not answered 2xx (status.archive Pending), by namespace: "+
+			"they are never deleted unarchived.", []string{"namespace"}, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -207,6 +211,7 @@ func (c runsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- uncertainCallsDesc
 	ch <- oldestPendingDesc
 	ch <- segmentBytesDesc
+	ch <- heldRunsDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -223,10 +228,15 @@ func (c runsCollector) Collect(ch chan<- prometheus.Metric) {
 	byPhase := map[key]int{}
 	pending, uncertain := map[string]int{}, map[string]int{}
 	oldest := map[string]time.Time{}
-	segBytes := map[string]int64{}
+	segBytes, held := map[string]int64{}, map[string]int{}
 	for i := range runs.Items {
 		r := &runs.Items[i]
 		segBytes[r.Namespace] += segmentBytesOf(r)
+		if a := r.Status.Archive; a != nil && a.State == exagentv1.ArchivePending {
+			held[r.Namespace]++
+		} else if _, ok := held[r.Namespace]; !ok {
+			held[r.Namespace] = 0
+		}
 		phase := string(r.Status.Phase)
 		if phase == "" {
 			phase = exagentv1.ReasonNotStarted
@@ -266,6 +276,9 @@ func (c runsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for ns, n := range segBytes {
 		ch <- prometheus.MustNewConstMetric(segmentBytesDesc, prometheus.GaugeValue, float64(n), ns)
+	}
+	for ns, n := range held {
+		ch <- prometheus.MustNewConstMetric(heldRunsDesc, prometheus.GaugeValue, float64(n), ns)
 	}
 }
 

@@ -137,6 +137,39 @@ func (s *Segments) Create(ctx context.Context, run *exagentv1.AgentRun, segs []l
 // order is a loop error of reason TranscriptCorrupt (loop.IsPermanent);
 // anything else (the apiserver unreachable) is transient.
 func (s *Segments) Chain(ctx context.Context, run *exagentv1.AgentRun) ([]loop.Segment, error) {
+	return s.chain(ctx, run)
+}
+
+// ChainOnce is Chain for a chain read once and let go (a run's archive):
+// every segment is read by name past the cache and verified, and none is
+// cached, so one run's whole transcript never evicts the segments the
+// live runs use. Reading each one from the apiserver is also the proof
+// that it is stored, so no list of the run's segments is made.
+func (s *Segments) ChainOnce(ctx context.Context, run *exagentv1.AgentRun) ([]loop.Segment, error) {
+	head := run.Status.Transcript
+	if head == nil || head.Segments == 0 {
+		return nil, nil
+	}
+	chain := make([]loop.Segment, head.Segments)
+	name := head.Head
+	for i := head.Segments - 1; i >= 0; i-- {
+		if name == "" {
+			return nil, loop.ChainError("segment %d of run %s has no name in the chain", i, run.Name)
+		}
+		seg, err := s.fetch(ctx, run.Namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		chain[i] = seg
+		name = seg.Spec.Previous
+	}
+	if err := loop.VerifyLinks(*head, string(run.UID), chain); err != nil {
+		return nil, err
+	}
+	return chain, nil
+}
+
+func (s *Segments) chain(ctx context.Context, run *exagentv1.AgentRun) ([]loop.Segment, error) {
 	head := run.Status.Transcript
 	if head == nil || head.Segments == 0 {
 		return nil, nil
@@ -190,19 +223,33 @@ func (s *Segments) read(ctx context.Context, ns, name string, uid types.UID) (lo
 	if c, ok := s.get(name); ok && c.uid == uid {
 		return c.seg, nil
 	}
+	seg, uid, err := s.fetchObject(ctx, ns, name)
+	if err != nil {
+		return loop.Segment{}, err
+	}
+	s.put(uid, seg)
+	return seg, nil
+}
+
+// fetch reads segment name past the cache, verified, without caching it.
+func (s *Segments) fetch(ctx context.Context, ns, name string) (loop.Segment, error) {
+	seg, _, err := s.fetchObject(ctx, ns, name)
+	return seg, err
+}
+
+func (s *Segments) fetchObject(ctx context.Context, ns, name string) (loop.Segment, types.UID, error) {
 	obj := &exagentv1.AgentRunSegment{}
 	if err := s.reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return loop.Segment{}, loop.ChainError("segment %s is missing", name)
+			return loop.Segment{}, "", loop.ChainError("segment %s is missing", name)
 		}
-		return loop.Segment{}, fmt.Errorf("reading segment %s: %w", name, err)
+		return loop.Segment{}, "", fmt.Errorf("reading segment %s: %w", name, err)
 	}
 	seg := loop.Segment{Name: obj.Name, Spec: obj.Spec}
 	if err := loop.VerifySegment(seg, name, seg.Spec.Index, seg.Spec.RunUID); err != nil {
-		return loop.Segment{}, err
+		return loop.Segment{}, "", err
 	}
-	s.put(obj.UID, seg)
-	return seg, nil
+	return seg, obj.UID, nil
 }
 
 // DeleteOf deletes the segments of a run that is gone (no garbage

@@ -26,6 +26,7 @@ import (
 	"github.com/exagent-io/exagent/internal/notify"
 	"github.com/exagent-io/exagent/internal/served"
 	"github.com/exagent-io/exagent/internal/telemetry"
+	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/model"
 	"github.com/exagent-io/exagent/tools"
 )
@@ -117,6 +118,22 @@ type Options struct {
 	// list — the start-up sweep — ask each served namespace, never the
 	// cluster.
 	Namespaces served.Namespaces
+	// DefaultTTLAfterFinished is the TTL of an ended run whose spec and
+	// Agent set none (--default-ttl-seconds-after-finished); 0: such runs
+	// are kept.
+	DefaultTTLAfterFinished time.Duration
+	// RetentionWorkers bounds the runs archived and deleted at once
+	// (DefaultRetentionWorkers when 0): each holds its run's chain in
+	// memory while its archive is sent.
+	RetentionWorkers int
+	// ArchiveRetry is the backoff between attempts of one run's archive
+	// (1s doubling to 5m when unset); attempts never end.
+	ArchiveRetry loop.ArchiveRetry
+	// ArchiveTimeout bounds one archive attempt (DefaultArchiveTimeout when 0).
+	ArchiveTimeout time.Duration
+	// ArchiveHTTPClient sends archives (default: its own egress transport
+	// under Egress, like notifications).
+	ArchiveHTTPClient *http.Client
 }
 
 // Controllers are the wired reconcilers of one manager.
@@ -220,12 +237,47 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if err := mgr.Add(n); err != nil {
 		return nil, fmt.Errorf("adding the notifier: %w", err)
 	}
+	if err := setupRetention(ctx, mgr, o, store, segments, evq); err != nil {
+		return nil, err
+	}
 	if o.RunMetrics {
 		if err := registerRunsCollector(mgr.GetClient()); err != nil {
 			return nil, fmt.Errorf("registering the run metrics: %w", err)
 		}
 	}
 	return &Controllers{Runs: runs, Decisions: decisions, Store: store, Executor: exec}, nil
+}
+
+// setupRetention registers the reaper (controllers/retention.go) and the
+// index that lists a run's decisions.
+func setupRetention(ctx context.Context, mgr ctrl.Manager, o Options, store *Store, segments *Segments, evq *eventqueue.Queue) error {
+	if err := indexDecisions(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	c := o.Clock
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	r := &reaper{
+		client: mgr.GetClient(), reader: mgr.GetAPIReader(), store: store, segments: segments,
+		recorder: evq.Recorder("exagent-retention"), clock: c, http: o.ArchiveHTTPClient,
+		retry: o.ArchiveRetry.WithDefaults(), defaultTTL: o.DefaultTTLAfterFinished, timeout: o.ArchiveTimeout,
+		workers: o.RetentionWorkers, hooks: o.Hooks, informer: mgr.GetCache(), life: ctx,
+		queue: newReaperQueue("retention"+o.NameSuffix, c), busy: map[types.NamespacedName]bool{},
+	}
+	if r.http == nil {
+		r.http = egress.NewClient(egress.TransportOptions{Policy: o.Egress, AllowLists: o.EgressAllowLists})
+	}
+	if r.workers <= 0 {
+		r.workers = DefaultRetentionWorkers
+	}
+	if r.timeout <= 0 {
+		r.timeout = DefaultArchiveTimeout
+	}
+	if err := mgr.Add(r); err != nil {
+		return fmt.Errorf("adding retention: %w", err)
+	}
+	return nil
 }
 
 // DefaultMaxConcurrentReconciles is the run controller's workers. A

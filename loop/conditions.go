@@ -19,7 +19,9 @@ import (
 //   - Succeeded: Unknown until the end, then True or False;
 //   - Reconciling / Stalled: kstatus' view — in progress while the run has
 //     not ended (a human wait included), failed when it ended otherwise
-//     than Succeeded.
+//     than Succeeded;
+//   - Archived, only on a run retention archives: True once its archive
+//     sink answered 2xx, False while a failing sink holds the run.
 //
 // LastTransitionTime is now; callers merge with meta.SetStatusCondition,
 // which keeps it when the status did not change.
@@ -81,7 +83,8 @@ func Conditions(s Status, generation int64, now time.Time) []metav1.Condition {
 	default:
 		out = append(out, mk(exagentv1.ConditionUncertain, metav1.ConditionFalse, exagentv1.ReasonNoUncertainCall, "every started call has an outcome"))
 	}
-	return append(out, endConditions(s, phase, readyReason, mk)...)
+	out = append(out, endConditions(s, phase, readyReason, mk)...)
+	return append(out, archiveCondition(&s, mk)...) // retention.go
 }
 
 // endConditions are Ended, Succeeded, Reconciling and Stalled: how tools

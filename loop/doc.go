@@ -36,7 +36,8 @@
 //	validate.go   omitted data fails before any action
 //	integrity.go  a status that contradicts itself fails (CorruptStatus), never panics
 //	wakeup.go     the next instant the clock matters
-//	conditions.go Ready / AwaitingApproval / Uncertain computed from the journal
+//	retention.go  when an ended run may be deleted (TTL, keepLast) and its archive's journal
+//	conditions.go Ready / AwaitingApproval / Uncertain / Ended / Archived computed from the journal
 //	errors.go     the typed errors callers switch on
 //
 // Readings of the design the code commits to (each is documented where it

@@ -42,6 +42,7 @@ func ValidateAgent(newObj, _ *exagentv1.Agent) field.ErrorList {
 	errs = append(errs, validatePolicy(spec.Child("policy"), &s.Policy)...)
 	errs = append(errs, validateLimits(spec.Child("limits"), &s.Limits)...)
 	errs = append(errs, validateNotify(spec.Child("notify"), s.Notify)...) // notify: webhook/notify_validation.go
+	errs = append(errs, validateRetention(spec.Child("retention"), &s.Retention)...)
 	return errs
 }
 

@@ -41,6 +41,10 @@ func ValidateAgentRun(newObj, old *exagentv1.AgentRun) field.ErrorList {
 	errs = append(errs, validateDuration(spec.Child("approvalTimeout"), s.ApprovalTimeout, true)...)
 	errs = append(errs, validateDuration(spec.Child("activeTimeLimit"), s.ActiveTimeLimit, true)...)
 	errs = append(errs, validateLease(spec.Child("leaseDuration"), s.LeaseDuration)...)
+	if ttl := s.TTLSecondsAfterFinished; ttl != nil && *ttl < 0 {
+		errs = append(errs, field.Invalid(spec.Child("ttlSecondsAfterFinished"), *ttl,
+			"seconds the run is kept after it ended: 0 deletes it as soon as it ended; leave it unset to take its Agent's retention"))
+	}
 	if s.ServiceAccountName != "" {
 		// The builtin tools impersonate system:serviceaccount:<ns>:<name>;
 		// a name the apiserver could never hold would only fail later.

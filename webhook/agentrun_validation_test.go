@@ -32,6 +32,13 @@ func TestValidateAgentRun(t *testing.T) {
 			}),
 			want: []string{"FieldValueInvalid spec.approvalTimeout", "FieldValueInvalid spec.activeTimeLimit", "FieldValueInvalid spec.leaseDuration"},
 		},
+		"a TTL of 0 deletes at once": {
+			run: run(func(r *exagentv1.AgentRun) { r.Spec.TTLSecondsAfterFinished = new(int32(0)) }),
+		},
+		"a negative TTL": {
+			run:  run(func(r *exagentv1.AgentRun) { r.Spec.TTLSecondsAfterFinished = new(int32(-1)) }),
+			want: []string{"FieldValueInvalid spec.ttlSecondsAfterFinished"},
+		},
 		"a lease of exactly the minimum": {
 			run: run(func(r *exagentv1.AgentRun) { r.Spec.LeaseDuration = "5s" }),
 		},

@@ -97,6 +97,13 @@ type AgentSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	Notify []NotifySink `json:"notify,omitempty"`
+
+	// retention says how long the ended runs of this Agent are kept, and
+	// where their record is archived before they are deleted
+	// (retention_types.go). Unset: runs are kept unless the manager has a
+	// --default-ttl-seconds-after-finished.
+	// +optional
+	Retention RetentionSpec `json:"retention,omitempty"`
 }
 
 // ModelSpec configures the model client.

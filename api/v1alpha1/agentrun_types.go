@@ -149,6 +149,17 @@ type AgentRunSpec struct {
 	// +optional
 	RequestedBy *Actor `json:"requestedBy,omitempty"`
 
+	// ttlSecondsAfterFinished is how long the run is kept after it ended
+	// (from its Ended condition's lastTransitionTime); 0 deletes it as soon
+	// as it ended. The run is deleted with its segments and decisions,
+	// archived first when its Agent has retention.archive. Unset: the
+	// Agent's retention.ttlSecondsAfterFinished, then the manager's
+	// --default-ttl-seconds-after-finished; with none of them the run is
+	// kept. Ignored on a child run, which is kept as long as its root.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+
 	// delegation is set by the manager on a child run it created for a
 	// delegation call of its parent (delegation_types.go); admission refuses
 	// it from anyone else.
@@ -268,6 +279,11 @@ type AgentRunStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic
 	Notifications []NotificationRecord `json:"notifications,omitempty"`
+
+	// archive journals the delivery of the run's record to its Agent's
+	// retention.archive before retention deletes it (retention_types.go).
+	// +optional
+	Archive *ArchiveRecord `json:"archive,omitempty"`
 
 	// traceparent (W3C) of the run's trace: every attempt's span joins it.
 	// +optional

@@ -118,6 +118,18 @@ func TestValidSamplesAreAccepted(t *testing.T) {
 			a.Spec.Limits.MaxTranscriptBytes = ptr.To(exagentv1.MinTranscriptBytes)
 			return a
 		}(),
+		"agent with every retention field, keepLast at MaxKeepLast": func() client.Object {
+			a := sampleAgent(ns, "retained")
+			a.Spec.Retention = exagentv1.RetentionSpec{TTLSecondsAfterFinished: ptr.To[int32](0), KeepLast: ptr.To[int32](exagentv1.MaxKeepLast),
+				Archive: &exagentv1.NotifySink{Name: "audit", URL: "https://archive.example/runs", Format: exagentv1.NotifyCloudEvents,
+					SigningSecretRef: &exagentv1.SecretKeySelector{Name: "archive", Key: "key"}}}
+			return a
+		}(),
+		"run deleted as soon as it ends": func() client.Object {
+			r := sampleRun(ns, "ttl-0")
+			r.Spec.TTLSecondsAfterFinished = ptr.To[int32](0)
+			return r
+		}(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if err := env().Client.Create(ctx, obj); err != nil {
@@ -230,6 +242,46 @@ func TestRejectedByTheSchema(t *testing.T) {
 				return a
 			}(),
 			wantMessage: "spec.limits.maxTranscriptBytes",
+		},
+		"negative run TTL": {
+			obj: func() client.Object {
+				r := sampleRun(ns, "ttl-negative")
+				r.Spec.TTLSecondsAfterFinished = ptr.To[int32](-1)
+				return r
+			}(),
+			wantMessage: "spec.ttlSecondsAfterFinished",
+		},
+		"negative Agent TTL": {
+			obj: func() client.Object {
+				a := sampleAgent(ns, "ttl-negative")
+				a.Spec.Retention.TTLSecondsAfterFinished = ptr.To[int32](-1)
+				return a
+			}(),
+			wantMessage: "spec.retention.ttlSecondsAfterFinished",
+		},
+		"keepLast past MaxKeepLast": {
+			obj: func() client.Object {
+				a := sampleAgent(ns, "keep-too-many")
+				a.Spec.Retention.KeepLast = ptr.To[int32](exagentv1.MaxKeepLast + 1)
+				return a
+			}(),
+			wantMessage: "spec.retention.keepLast",
+		},
+		"a Slack archive": {
+			obj: func() client.Object {
+				a := sampleAgent(ns, "slack-archive")
+				a.Spec.Retention.Archive = &exagentv1.NotifySink{Name: "audit", URL: "https://hooks.slack.com/x", Format: exagentv1.NotifySlack}
+				return a
+			}(),
+			wantMessage: "retention.archive is sent as one CloudEvent (io.exagent.run.archived): its format can only be CloudEvents",
+		},
+		"an archive with events": {
+			obj: func() client.Object {
+				a := sampleAgent(ns, "archive-events")
+				a.Spec.Retention.Archive = &exagentv1.NotifySink{Name: "audit", URL: "https://archive.example/", Events: []exagentv1.NotifyEvent{exagentv1.NotifyRunEnded}}
+				return a
+			}(),
+			wantMessage: "retention.archive is sent one event, io.exagent.run.archived: leave its events empty",
 		},
 		"unknown decision": {
 			obj: func() client.Object {

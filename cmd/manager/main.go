@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -80,6 +81,9 @@ type flags struct {
 	watchNamespaces         string
 	// namespaces is watchNamespaces parsed (every namespace when empty).
 	namespaces served.Namespaces
+	defaultTTLSeconds       int
+	retentionWorkers        int
+	archiveTimeout          time.Duration
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
@@ -127,12 +131,19 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.DurationVar(&f.mcpListTimeout, "mcp-list-timeout", mcplist.DefaultTimeout, "Timeout of one MCP tools/list; a server that fails is asked again with backoff.")
 	fs.StringVar(&f.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces this manager serves (ns1,ns2): it watches, reads Secrets, impersonates and writes in those only, "+
 		"under Roles there (config/namespaced-install); empty: every namespace (docs/install.md, Namespace-scoped install).")
+	fs.IntVar(&f.defaultTTLSeconds, "default-ttl-seconds-after-finished", 0, "TTL of an ended run whose spec.ttlSecondsAfterFinished and Agent's retention.ttlSecondsAfterFinished are unset: "+
+		"it is deleted (archived first when its Agent has retention.archive) this many seconds after it ended; 0 keeps such runs (docs/operating.md, Retention).")
+	fs.IntVar(&f.retentionWorkers, "retention-workers", controllers.DefaultRetentionWorkers, "Ended runs archived and deleted at once; each holds its run's transcript in memory while its archive is sent.")
+	fs.DurationVar(&f.archiveTimeout, "archive-timeout", controllers.DefaultArchiveTimeout, "Timeout of one attempt to send a run's archive to its Agent's retention.archive.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, opts, err
 	}
 	if err := f.validateSealing(); err != nil {
+		return nil, opts, err
+	}
+	if err := f.validateRetention(); err != nil {
 		return nil, opts, err
 	}
 	if _, err := f.egressConfig(); err != nil {
@@ -167,6 +178,19 @@ func (f *flags) validateSealing() error {
 	case f.maxTranscriptBytes < MinTranscriptCap || f.maxTranscriptBytes > exagentv1.MaxTranscriptBytesLimit:
 		return fmt.Errorf("--max-transcript-bytes=%d: must be between %d (1 MiB) and %d (64 MiB, the most limits.maxTranscriptBytes admits)",
 			f.maxTranscriptBytes, MinTranscriptCap, exagentv1.MaxTranscriptBytesLimit)
+	}
+	return nil
+}
+
+// validateRetention refuses retention settings that mean nothing.
+func (f *flags) validateRetention() error {
+	switch {
+	case f.defaultTTLSeconds < 0 || f.defaultTTLSeconds > math.MaxInt32:
+		return fmt.Errorf("--default-ttl-seconds-after-finished=%d: must be between 0 (runs with no TTL of their own are kept) and %d", f.defaultTTLSeconds, math.MaxInt32)
+	case f.retentionWorkers < 1:
+		return fmt.Errorf("--retention-workers=%d: must be at least 1", f.retentionWorkers)
+	case f.archiveTimeout <= 0:
+		return fmt.Errorf("--archive-timeout=%s: must be positive", f.archiveTimeout)
 	}
 	return nil
 }
@@ -393,6 +417,9 @@ func run() error {
 		MCPListConcurrency:      f.mcpListConcurrency,
 		MCPListTimeout:          f.mcpListTimeout,
 		Namespaces:              f.namespaces,
+		DefaultTTLAfterFinished: time.Duration(f.defaultTTLSeconds) * time.Second,
+		RetentionWorkers:        f.retentionWorkers,
+		ArchiveTimeout:          f.archiveTimeout,
 	})
 	if err != nil {
 		return err

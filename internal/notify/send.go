@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"strconv"
@@ -21,6 +22,24 @@ import (
 // base64 HMAC-SHA256 of "id.timestamp.body"). A key "whsec_<base64>" is
 // decoded first, as Standard Webhooks secrets are written.
 func Sign(key, id string, at time.Time, body []byte) (http.Header, error) {
+	s, err := NewSigner(key, id, at)
+	if err != nil {
+		return nil, err
+	}
+	_, _ = s.Write(body)
+	return s.Header(), nil
+}
+
+// Signer computes the Standard Webhooks signature of a body written to
+// it, so a body too large to hold in memory (a run's archive) is signed
+// as it is generated, then generated again to be sent.
+type Signer struct {
+	id, ts string
+	mac    hash.Hash
+}
+
+// NewSigner starts the signature of the body of request id sent at at.
+func NewSigner(key, id string, at time.Time) (*Signer, error) {
 	secret := []byte(key)
 	if rest, ok := strings.CutPrefix(key, "whsec_"); ok {
 		b, err := base64.StdEncoding.DecodeString(rest)
@@ -29,15 +48,21 @@ func Sign(key, id string, at time.Time, body []byte) (http.Header, error) {
 		}
 		secret = b
 	}
-	ts := strconv.FormatInt(at.Unix(), 10)
-	mac := hmac.New(sha256.New, secret)
-	mac.Write([]byte(id + "." + ts + "."))
-	mac.Write(body)
+	s := &Signer{id: id, ts: strconv.FormatInt(at.Unix(), 10), mac: hmac.New(sha256.New, secret)}
+	s.mac.Write([]byte(id + "." + s.ts + "."))
+	return s, nil
+}
+
+// Write adds body bytes to the signature.
+func (s *Signer) Write(p []byte) (int, error) { return s.mac.Write(p) }
+
+// Header returns the headers that sign what was written.
+func (s *Signer) Header() http.Header {
 	h := http.Header{}
-	h.Set("webhook-id", id)
-	h.Set("webhook-timestamp", ts)
-	h.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
-	return h, nil
+	h.Set("webhook-id", s.id)
+	h.Set("webhook-timestamp", s.ts)
+	h.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(s.mac.Sum(nil)))
+	return h
 }
 
 // Request is one delivery attempt.

@@ -1,0 +1,351 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
+)
+
+var (
+	retentionDeletedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "exagent_retention_deleted_runs_total",
+		Help: "Ended runs retention deleted (with their segments and decisions), by why: TTL, KeepLast, or Root (a child run deleted with its root).",
+	}, []string{"reason"})
+	archiveAttemptsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "exagent_archive_attempts_total",
+		Help: "Attempts to send a run's archive to its Agent's retention.archive, by outcome (Delivered, Failed: the run is held and sent again with backoff).",
+	}, []string{"outcome"})
+)
+
+func init() { metrics.Registry.MustRegister(retentionDeletedTotal, archiveAttemptsTotal) }
+
+// Why retention deleted a run (exagent_retention_deleted_runs_total).
+const (
+	deletedTTL      = "TTL"
+	deletedKeepLast = "KeepLast"
+	deletedWithRoot = "Root"
+)
+
+// Defaults of the retention workers.
+const (
+	// DefaultRetentionWorkers is how many runs retention archives and
+	// deletes at once: each archive holds its run's chain in memory while
+	// it is sent (docs/operating.md, Retention), so this bounds memory.
+	DefaultRetentionWorkers = 2
+	// DefaultArchiveTimeout bounds one attempt to send an archive.
+	DefaultArchiveTimeout = 2 * time.Minute
+)
+
+// retentionErrorRetry is how soon work that failed (the apiserver, not
+// the sink) is tried again.
+const retentionErrorRetry = 2 * time.Second
+
+// reaper deletes the ended runs whose retention says so — past their TTL,
+// or no longer among their Agent's keepLast newest — with their segments
+// and decisions, archiving each first when its Agent has
+// retention.archive. Like the notifier it is its own bounded pool with
+// its own queue: an archive is network IO that may be large, so it never
+// runs on a reconcile worker, and a failing sink holds only its runs.
+//
+// Every decision is made from the stored run (read past the cache before
+// anything is sent or deleted) and the clock the controllers share; what
+// the reaper keeps in memory is only its queue, so a restarted process
+// finds every due run again from the informer's initial list.
+type reaper struct {
+	client     client.Client // the cache: runs, Agents, decisions
+	reader     client.Reader // past the cache: the run as stored, its children, Secrets
+	store      *Store
+	segments   *Segments
+	recorder   events.EventRecorder
+	clock      clock.PassiveClock
+	http       *http.Client
+	retry      loop.ArchiveRetry
+	defaultTTL time.Duration
+	timeout    time.Duration
+	workers    int
+	hooks      Hooks
+	informer   cache.Informers
+	queue      workqueue.TypedDelayingInterface[reapItem]
+	// life is the manager's context: it ends at the stop, before the
+	// runnables' own contexts.
+	life context.Context
+
+	mu   sync.Mutex
+	busy map[types.NamespacedName]bool
+}
+
+// reapItem is one unit of the reaper's queue: a run to check against its
+// TTL, or an Agent whose history limit to apply.
+type reapItem struct {
+	agent bool
+	key   types.NamespacedName
+}
+
+// newReaperQueue is the reaper's queue, on the controllers' clock when it
+// can wait (a fake clock in tests: a TTL passes when the test steps it).
+func newReaperQueue(name string, c clock.PassiveClock) workqueue.TypedDelayingInterface[reapItem] {
+	cfg := workqueue.TypedDelayingQueueConfig[reapItem]{Name: name}
+	if wc, ok := c.(clock.WithTicker); ok {
+		cfg.Clock = wc
+	}
+	return workqueue.NewTypedDelayingQueueWithConfig(cfg)
+}
+
+// NeedLeaderElection: one replica deletes (two would only race to the
+// same deletes; an archive sent twice carries the same id).
+func (r *reaper) NeedLeaderElection() bool { return true }
+
+// Start watches runs and Agents and works the queue until ctx ends.
+func (r *reaper) Start(ctx context.Context) error {
+	runs, err := r.informer.GetInformer(ctx, &exagentv1.AgentRun{})
+	if err != nil {
+		return fmt.Errorf("retention: informer of AgentRuns: %w", err)
+	}
+	runReg, err := runs.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { r.runChanged(o) },
+		UpdateFunc: func(_, o any) { r.runChanged(o) },
+	})
+	if err != nil {
+		return fmt.Errorf("retention: watching AgentRuns: %w", err)
+	}
+	defer func() { _ = runs.RemoveEventHandler(runReg) }()
+	agents, err := r.informer.GetInformer(ctx, &exagentv1.Agent{})
+	if err != nil {
+		return fmt.Errorf("retention: informer of Agents: %w", err)
+	}
+	agentReg, err := agents.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) { r.agentChanged(o) },
+		UpdateFunc: func(old, o any) {
+			a, okA := old.(*exagentv1.Agent)
+			b, okB := o.(*exagentv1.Agent)
+			if !okA || !okB || a.Generation != b.Generation {
+				r.agentChanged(o)
+			}
+		},
+		DeleteFunc: func(o any) {
+			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = t.Obj
+			}
+			r.agentChanged(o)
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("retention: watching Agents: %w", err)
+	}
+	defer func() { _ = agents.RemoveEventHandler(agentReg) }()
+	done := make(chan struct{}, r.workers)
+	for range r.workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for r.work(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	r.queue.ShutDown()
+	for range r.workers {
+		<-done
+	}
+	return nil
+}
+
+// runChanged queues an ended run (its TTL) and its Agent (its history
+// limit); for an ended child, its root instead, which waits for its tree
+// to end before it is deleted with it.
+func (r *reaper) runChanged(o any) {
+	run, ok := o.(*exagentv1.AgentRun)
+	if !ok || !run.Status.Phase.IsTerminal() {
+		return
+	}
+	if d := run.Spec.Delegation; d != nil {
+		root := &exagentv1.AgentRun{}
+		if err := r.client.Get(context.Background(), types.NamespacedName{Namespace: run.Namespace, Name: d.Root.Name}, root); err == nil &&
+			string(root.UID) == d.Root.UID && root.Spec.Delegation == nil {
+			r.runChanged(root)
+		}
+		return
+	}
+	r.queue.Add(reapItem{key: client.ObjectKeyFromObject(run)})
+	agent := &exagentv1.Agent{}
+	if err := r.client.Get(context.Background(), types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.AgentRef.Name}, agent); err == nil &&
+		agent.Spec.Retention.KeepLast != nil {
+		r.queue.Add(reapItem{agent: true, key: client.ObjectKeyFromObject(agent)})
+	}
+}
+
+// agentChanged queues an Agent whose spec changed (or that was created or
+// deleted): its history limit, and each of its ended runs, whose TTL and
+// archive may have changed with it.
+func (r *reaper) agentChanged(o any) {
+	agent, ok := o.(*exagentv1.Agent)
+	if !ok {
+		return
+	}
+	r.queue.Add(reapItem{agent: true, key: client.ObjectKeyFromObject(agent)})
+	var runs exagentv1.AgentRunList
+	if err := r.client.List(context.Background(), &runs, client.InNamespace(agent.Namespace),
+		client.MatchingFields{indexAgentRef: agent.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return
+	}
+	for i := range runs.Items {
+		if run := &runs.Items[i]; run.Status.Phase.IsTerminal() && run.Spec.Delegation == nil {
+			r.queue.Add(reapItem{key: client.ObjectKeyFromObject(run)})
+		}
+	}
+}
+
+func (r *reaper) work(ctx context.Context) bool {
+	item, quit := r.queue.Get()
+	if quit {
+		return false
+	}
+	defer r.queue.Done(item)
+	if ctx.Err() != nil || r.life.Err() != nil {
+		return true // stopping: what is left is found again at the next start
+	}
+	var (
+		after time.Duration
+		err   error
+	)
+	if item.agent {
+		after, err = r.processAgent(ctx, item.key)
+	} else {
+		after, err = r.processRun(ctx, item.key)
+	}
+	switch {
+	case ctx.Err() != nil || r.life.Err() != nil:
+	case errors.Is(err, errRunChanged):
+		r.queue.Add(item)
+	case err != nil:
+		logf.FromContext(ctx).Info("retention: not done; retrying", "agent", item.agent, "key", item.key, "error", err.Error())
+		r.queue.AddAfter(item, retentionErrorRetry)
+	case after > 0:
+		r.queue.AddAfter(item, after)
+	}
+	return true
+}
+
+// processRun deletes an ended root run whose TTL has passed, or says when
+// to look again.
+func (r *reaper) processRun(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
+	run := &exagentv1.AgentRun{}
+	if err := r.client.Get(ctx, key, run); err != nil {
+		return 0, client.IgnoreNotFound(err)
+	}
+	if run.Spec.Delegation != nil {
+		return 0, nil // deleted with its root
+	}
+	ret := r.retentionOf(ctx, run)
+	at, ok := loop.TTLExpiry(&run.Status, run.CreationTimestamp.Time, ret)
+	if !ok {
+		return 0, nil // no TTL (a history limit is the Agent's item)
+	}
+	if now := r.clock.Now(); now.Before(at) {
+		return at.Sub(now), nil
+	}
+	return r.reap(ctx, run, deletedTTL)
+}
+
+// processAgent applies an Agent's history limit: its ended root runs
+// past the keepLast newest are deleted, oldest first.
+func (r *reaper) processAgent(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
+	agent := &exagentv1.Agent{}
+	if err := r.client.Get(ctx, key, agent); err != nil {
+		return 0, client.IgnoreNotFound(err)
+	}
+	keep := agent.Spec.Retention.KeepLast
+	if keep == nil {
+		return 0, nil
+	}
+	var runs exagentv1.AgentRunList
+	if err := r.client.List(ctx, &runs, client.InNamespace(key.Namespace),
+		client.MatchingFields{indexAgentRef: key.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return 0, fmt.Errorf("listing the runs of agent %s: %w", key, err)
+	}
+	var (
+		ended []loop.EndedRun
+		refs  []*exagentv1.AgentRun
+	)
+	for i := range runs.Items {
+		run := &runs.Items[i]
+		if run.Spec.Delegation != nil {
+			continue
+		}
+		if at, ok := loop.EndedAt(&run.Status, run.CreationTimestamp.Time); ok {
+			ended = append(ended, loop.EndedRun{Name: run.Name, Created: run.CreationTimestamp.Time, Ended: at})
+			refs = append(refs, run)
+		}
+	}
+	var next time.Duration
+	for _, i := range loop.BeyondKeepLast(ended, int(*keep)) {
+		if ctx.Err() != nil {
+			return 0, nil
+		}
+		after, err := r.reap(ctx, refs[i].DeepCopy(), deletedKeepLast)
+		if err != nil {
+			return 0, err
+		}
+		if after > 0 && (next == 0 || after < next) {
+			next = after
+		}
+	}
+	return next, nil
+}
+
+// retentionOf is the run's retention: its spec, its Agent's (from the
+// cache; none when the Agent is gone) and the manager's default TTL.
+func (r *reaper) retentionOf(ctx context.Context, run *exagentv1.AgentRun) loop.Retention {
+	agent := r.agentOf(ctx, run)
+	var spec *exagentv1.RetentionSpec
+	if agent != nil {
+		spec = &agent.Spec.Retention
+	}
+	return loop.ResolveRetention(&run.Spec, spec, r.defaultTTL)
+}
+
+func (r *reaper) agentOf(ctx context.Context, run *exagentv1.AgentRun) *exagentv1.Agent {
+	agent := &exagentv1.Agent{}
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.AgentRef.Name}, agent); err != nil {
+		if !apierrors.IsNotFound(err) {
+			logf.FromContext(ctx).Info("retention: reading the run's Agent", "run", run.Name, "error", err.Error())
+		}
+		return nil
+	}
+	return agent
+}
+
+// take marks a run as being reaped by this worker; false when another
+// worker is at it (a run item and its Agent's item may meet on one run).
+func (r *reaper) take(key types.NamespacedName) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.busy[key] {
+		return false
+	}
+	r.busy[key] = true
+	return true
+}
+
+func (r *reaper) release(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.busy, key)
+}

@@ -1,0 +1,284 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/archive"
+	"github.com/exagent-io/exagent/internal/secrets"
+	"github.com/exagent-io/exagent/loop"
+)
+
+// reap deletes a due root run and its tree, each run archived first when
+// its Agent has retention.archive, each with its segments and decisions.
+// Every step is idempotent and the run is deleted last, so work a crash
+// interrupts is finished when the run is reaped again: a delivered
+// archive is journaled (not sent again), a decision or segment already
+// deleted is skipped. It returns when to look again when the run cannot
+// go yet (its archive sink fails: the backoff), 0 otherwise.
+//
+// Order, for each run of the tree, deepest first, then the root:
+//  1. the run as stored is read past the cache, and must still be the run
+//     decided on (same UID), ended, with no notification pending;
+//  2. with an archive sink and no delivered archive: after the backoff,
+//     the whole record is sent; the attempt is journaled (status.archive)
+//     whatever its outcome; a failure holds the run — condition, Event,
+//     metric — and nothing is deleted;
+//  3. its decisions, then its segments, are deleted;
+//  4. the run is deleted, on the version read (a run written meanwhile is
+//     looked at again).
+func (r *reaper) reap(ctx context.Context, cached *exagentv1.AgentRun, reason string) (time.Duration, error) {
+	key := client.ObjectKeyFromObject(cached)
+	if !r.take(key) {
+		return 0, nil // another worker is reaping it, and looks again if it must
+	}
+	defer r.release(key)
+	root := &exagentv1.AgentRun{}
+	if err := r.reader.Get(ctx, key, root); err != nil {
+		return 0, client.IgnoreNotFound(err)
+	}
+	if root.UID != cached.UID {
+		return 0, nil // re-created: the new run is looked at on its own
+	}
+	if ok, why := loop.Reapable(&root.Status); !ok {
+		// Its own next write (the notifier's journal) brings it back.
+		logf.FromContext(ctx).V(1).Info("retention: the run is due but kept for now", "run", key, "why", why)
+		return 0, nil
+	}
+	tree, err := r.descendants(ctx, root)
+	if err != nil {
+		return 0, err
+	}
+	for i := range tree {
+		if ok, why := loop.Reapable(&tree[i].Status); !ok {
+			// The child's end (or its notifier's journal) brings the root back.
+			logf.FromContext(ctx).V(1).Info("retention: the run is due but its tree is not done", "run", key, "child", tree[i].Name, "why", why)
+			return 0, nil
+		}
+	}
+	for i := range tree {
+		if after, err := r.archiveAndDelete(ctx, &tree[i], deletedWithRoot); err != nil || after > 0 {
+			return after, err
+		}
+	}
+	return r.archiveAndDelete(ctx, root, reason)
+}
+
+// descendants are the runs of root's delegation tree, deepest first, each
+// read past the cache (their whole status is archived). A run that never
+// delegated has none: its status.children journals every child before
+// the child is created, so no list is made for it.
+func (r *reaper) descendants(ctx context.Context, root *exagentv1.AgentRun) ([]exagentv1.AgentRun, error) {
+	if len(root.Status.Children) == 0 && !slices.ContainsFunc(root.Status.Calls, func(c exagentv1.ToolCall) bool { return c.Child != "" }) {
+		return nil, nil
+	}
+	var list exagentv1.AgentRunList
+	if err := r.client.List(ctx, &list, client.InNamespace(root.Namespace),
+		client.MatchingLabels{exagentv1.LabelRootRun: exagentv1.LabelValue(root.Name)}); err != nil {
+		return nil, fmt.Errorf("listing the delegation tree of run %s/%s: %w", root.Namespace, root.Name, err)
+	}
+	var out []exagentv1.AgentRun
+	for i := range list.Items {
+		d := list.Items[i].Spec.Delegation
+		if d == nil || d.Root.UID != string(root.UID) {
+			continue
+		}
+		run := &exagentv1.AgentRun{}
+		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(&list.Items[i]), run); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("reading run %s of the delegation tree of %s: %w", list.Items[i].Name, root.Name, err)
+		}
+		if run.UID == list.Items[i].UID {
+			out = append(out, *run)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b exagentv1.AgentRun) int {
+		return len(b.Spec.Delegation.Ancestry) - len(a.Spec.Delegation.Ancestry)
+	})
+	return out, nil
+}
+
+// archiveAndDelete is steps 2–4 of reap for one run read past the cache.
+func (r *reaper) archiveAndDelete(ctx context.Context, run *exagentv1.AgentRun, reason string) (time.Duration, error) {
+	key := client.ObjectKeyFromObject(run)
+	agent := r.agentOf(ctx, run)
+	if agent != nil && agent.Spec.Retention.Archive != nil &&
+		(run.Status.Archive == nil || run.Status.Archive.State != exagentv1.ArchiveDelivered) {
+		sink := agent.Spec.Retention.Archive
+		now := r.clock.Now()
+		if next := r.retry.NextAttempt(run.Status.Archive); now.Before(next) {
+			return next.Sub(now), nil // held: the backoff since the last failure
+		}
+		sent := r.send(ctx, run, sink, now)
+		if err := r.hooks.beforeArchiveJournal(ctx, key, sent); err != nil {
+			return 0, fmt.Errorf("archive of run %s abandoned before it was journaled: %w", key, err)
+		}
+		if ctx.Err() != nil || r.life.Err() != nil {
+			return 0, nil // stopping: nothing journaled, the archive is sent again
+		}
+		written, err := r.journal(ctx, run, sink.Name, sent, now)
+		if u, ok := AsUnstorable(err); ok {
+			// The apiserver refuses the run's status for good (it was at its
+			// size limit): the journal is bookkeeping, the sink's answer is
+			// what counts. Delivered: delete (on the version read). Failed:
+			// nothing remembers the attempt, so wait the longest backoff.
+			// (The Event is written from a queue, not the run's status.)
+			r.unjournaled(run, sink.Name, sent, u)
+			if sent != nil {
+				archiveAttemptsTotal.WithLabelValues("Failed").Inc()
+				return r.retry.WithDefaults().Max, nil
+			}
+			archiveAttemptsTotal.WithLabelValues("Delivered").Inc()
+			err, written = nil, run
+		}
+		if err != nil {
+			return 0, fmt.Errorf("journaling the archive of run %s: %w", key, err)
+		}
+		if sent != nil {
+			archiveAttemptsTotal.WithLabelValues("Failed").Inc()
+			r.held(written, sent)
+			next := r.retry.NextAttempt(written.Status.Archive)
+			return max(next.Sub(r.clock.Now()), time.Millisecond), nil
+		}
+		archiveAttemptsTotal.WithLabelValues("Delivered").Inc()
+		run = written
+	}
+	if err := r.deleteRun(ctx, run); err != nil {
+		return 0, err
+	}
+	retentionDeletedTotal.WithLabelValues(reason).Inc()
+	logf.FromContext(ctx).Info("retention deleted an ended run with its segments and decisions", "run", key, "why", reason,
+		"archived", run.Status.Archive != nil && run.Status.Archive.State == exagentv1.ArchiveDelivered)
+	return 0, nil
+}
+
+// errRunChanged: the run was written after it was read to be deleted; it
+// is looked at again at once (a conflict, not a failure).
+var errRunChanged = errors.New("looking again")
+
+// send makes one attempt to deliver run's archive to sink.
+func (r *reaper) send(ctx context.Context, run *exagentv1.AgentRun, sink *exagentv1.NotifySink, now time.Time) error {
+	var chain []loop.Segment
+	if r.segments != nil {
+		c, err := r.segments.ChainOnce(ctx, run)
+		if err != nil {
+			return fmt.Errorf("reading the run's transcript: %w", err)
+		}
+		chain = c
+	}
+	decisions, err := decisionsOf(ctx, r.client, run)
+	if err != nil {
+		return err
+	}
+	key := ""
+	if ref := sink.SigningSecretRef; ref != nil {
+		if key, err = secrets.Read(ctx, r.reader, run.Namespace, *ref); err != nil {
+			return fmt.Errorf("signing key: %w", err)
+		}
+	}
+	in := archive.Input{Run: run, Chain: chain, Decisions: decisions, ID: loop.ArchiveID(string(run.UID)), At: now}
+	actx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	return archive.Send(actx, r.http, archive.Request{URL: sink.URL, ID: in.ID, Key: key, At: now, Namespace: run.Namespace,
+		Write: func(w io.Writer) error { return archive.Write(w, in) }})
+}
+
+// journal records the attempt in the run's status with CAS; a run written
+// meanwhile is read again and the attempt recorded on it. The status is
+// written unsealed: an ended run has nothing more to seal, and a run a
+// refused segment ended must not meet that refusal again.
+func (r *reaper) journal(ctx context.Context, run *exagentv1.AgentRun, sink string, sent error, now time.Time) (*exagentv1.AgentRun, error) {
+	failure := ""
+	if sent != nil {
+		failure = sent.Error()
+	}
+	for attempt := 0; ; attempt++ {
+		next := loop.RecordArchiveAttempt(run.Status, string(run.UID), sink, failure, now)
+		written, err := r.store.CommitUnsealed(ctx, run, next, nil, now)
+		if err == nil {
+			return written, nil
+		}
+		if !apierrorsIsConflict(err) || attempt >= 3 {
+			return nil, err
+		}
+		fresh := &exagentv1.AgentRun{}
+		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(run), fresh); err != nil {
+			return nil, err
+		}
+		if fresh.UID != run.UID {
+			return nil, fmt.Errorf("run %s was re-created", run.Name)
+		}
+		run = fresh
+	}
+}
+
+// held tells why a run is kept: a Warning Event at the first failures and
+// then at each doubling of their count (1, 2, 4, 8, …: a sink down for a
+// day costs a dozen Events, not hundreds). The condition is in the
+// journal's commit; the gauge exagent_retention_held_runs counts the
+// runs whose archive is pending.
+func (r *reaper) held(run *exagentv1.AgentRun, sent error) {
+	rec := run.Status.Archive
+	logf.FromContext(r.life).Info("retention: the archive sink failed; the run is kept", "run", run.Name, "namespace", run.Namespace,
+		"sink", rec.Sink, "attempts", rec.Attempts, "error", sent.Error())
+	if r.recorder == nil || rec.Attempts&(rec.Attempts-1) != 0 {
+		return
+	}
+	r.recorder.Eventf(run, nil, warning, exagentv1.ReasonArchiveSinkFailing, exagentv1.ReasonArchiveSinkFailing,
+		"the archive sink %s failed (attempt %d: %s); the run is kept, never deleted unarchived, and sent again with backoff: fix the sink, or remove retention.archive from agent %s",
+		rec.Sink, rec.Attempts, truncate(rec.LastError, 500), run.Spec.AgentRef.Name)
+}
+
+// unjournaled says, in the log and (for a failed attempt, which holds the
+// run) in an Event, that an archive attempt could not be journaled
+// because the apiserver refuses the run's status.
+func (r *reaper) unjournaled(run *exagentv1.AgentRun, sink string, sent error, u *UnstorableError) {
+	logf.FromContext(r.life).Error(u, "retention: an archive attempt could not be journaled", "run", run.Name, "namespace", run.Namespace,
+		"sink", sink, "delivered", sent == nil)
+	if sent == nil || r.recorder == nil {
+		return
+	}
+	r.recorder.Eventf(run, nil, warning, exagentv1.ReasonArchiveSinkFailing, exagentv1.ReasonArchiveSinkFailing,
+		"the archive sink %s failed (%s) and the attempt could not be journaled, the apiserver refusing the run's status (%s): "+
+			"the run is kept and sent again in %s; fix the sink, or remove retention.archive from agent %s",
+		sink, truncate(sent.Error(), 300), u.Reason, r.retry.WithDefaults().Max, run.Spec.AgentRef.Name)
+}
+
+// deleteRun deletes run's decisions and segments, then run itself on the
+// version read. Each step is idempotent, so a crash in between is
+// finished the next time the run is reaped (it still exists).
+func (r *reaper) deleteRun(ctx context.Context, run *exagentv1.AgentRun) error {
+	var errs []error
+	if err := deleteDecisionsOf(ctx, r.client, run); err != nil {
+		errs = append(errs, err)
+	}
+	if r.segments != nil {
+		if err := r.segments.DeleteOf(ctx, run.Namespace, run.UID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	err := r.client.Delete(ctx, run, client.Preconditions{UID: &run.UID, ResourceVersion: &run.ResourceVersion},
+		client.PropagationPolicy(metav1.DeletePropagationBackground))
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		return fmt.Errorf("run %s/%s changed since it was read (%w): %v", run.Namespace, run.Name, errRunChanged, err)
+	}
+	return fmt.Errorf("deleting run %s/%s: %w", run.Namespace, run.Name, err)
+}
