@@ -67,6 +67,7 @@ func TestParseFlags(t *testing.T) {
 				maxInFlight: executor.DefaultMaxInFlight, perEndpoint: executor.DefaultPerEndpoint, modelTimeout: 2 * time.Minute, releaseOnStop: true, drainTimeout: 20 * time.Second, leaseSkewGrace: 2 * time.Second,
 				hotStatusBytes: 32 << 10, sealValueBytes: 4 << 10, segmentCacheBytes: 32 << 20, maxTranscriptBytes: 64 << 20,
 				mcpListConcurrency: mcplist.DefaultConcurrency, mcpListTimeout: mcplist.DefaultTimeout,
+				retentionWorkers: controllers.DefaultRetentionWorkers, archiveTimeout: controllers.DefaultArchiveTimeout,
 				watchNamespaces: "team-b, team-a", namespaces: mustNamespaces(t, "team-a,team-b")},
 		},
 	}
