@@ -73,8 +73,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// control is started by the first test that needs it (env).
-var control = &testenv.Lazy{}
+// control is started by the first test that needs it (env). Its etcd may
+// grow past the default 2 GiB quota: BenchmarkRetention fills it.
+var control = &testenv.Lazy{Options: testenv.Options{EtcdQuotaBytes: 8 << 30}}
 
 func env() *testenv.Env { return control.Get() }
 

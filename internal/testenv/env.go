@@ -3,6 +3,7 @@ package testenv
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,6 +44,9 @@ type Options struct {
 	// same local server.
 	MutatingWebhooks   []*admissionv1.MutatingWebhookConfiguration
 	ValidatingWebhooks []*admissionv1.ValidatingWebhookConfiguration
+	// EtcdQuotaBytes, when set, is etcd's --quota-backend-bytes (its
+	// default is 2 GiB, less than a benchmark that fills it may need).
+	EtcdQuotaBytes int64
 }
 
 // Start boots kube-apiserver and etcd with the CRDs of config/crd/bases.
@@ -67,6 +71,12 @@ func Start(opts Options) (*Env, error) {
 		e.WebhookInstallOptions = envtest.WebhookInstallOptions{
 			Paths: []string{filepath.Join(root, "config", "webhook")},
 		}
+	}
+	if opts.EtcdQuotaBytes > 0 {
+		if e.ControlPlane.Etcd == nil {
+			e.ControlPlane.Etcd = &envtest.Etcd{}
+		}
+		e.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.FormatInt(opts.EtcdQuotaBytes, 10))
 	}
 	scheme := Scheme()
 	e.Scheme = scheme
