@@ -146,7 +146,7 @@ func (r *AgentRunReconciler) unusableAgent(ctx context.Context, sc *scope) (reas
 		ChildLimits: r.childLimits(ctx, sc), // agentrun_delegate.go
 	})
 	if err != nil {
-		return ReasonInvalidConfiguration, err.Error()
+		return exagentv1.ReasonInvalidConfiguration, err.Error()
 	}
 	sc.env = env
 	if mcpDown != "" {

@@ -11,10 +11,6 @@ import (
 	"github.com/exagent-io/exagent/loop"
 )
 
-// ReasonInvalidConfiguration: the Agent (or the run's spec) cannot be
-// evaluated — a policy that does not compile, a malformed duration.
-const ReasonInvalidConfiguration = "InvalidConfiguration"
-
 // Event reasons (fixed names: people and tests filter on them).
 const (
 	eventApprovalRequested = "ApprovalRequested"
