@@ -62,9 +62,9 @@ func TestCheckMCPTool(t *testing.T) {
 		tool exagentv1.ToolSpec
 		want MCPToolCheck
 	}{
-		"an offered tool":  {tool: one("echo"), want: MCPToolCheck{Usable: []string{"echo"}}},
-		"a missing tool":   {tool: one("gone"), want: MCPToolCheck{Missing: []string{"gone"}}},
-		"a broken schema":  {tool: one("broken"), want: MCPToolCheck{BadSchemas: []MCPSchemaProblem{{Tool: "broken"}}}},
+		"an offered tool": {tool: one("echo"), want: MCPToolCheck{Usable: []string{"echo"}}},
+		"a missing tool":  {tool: one("gone"), want: MCPToolCheck{Missing: []string{"gone"}}},
+		"a broken schema": {tool: one("broken"), want: MCPToolCheck{BadSchemas: []MCPSchemaProblem{{Tool: "broken"}}}},
 		"a named import": {tool: exagentv1.ToolSpec{Name: "srv", MCP: &exagentv1.MCPTool{URL: "http://mcp",
 			Import: &exagentv1.MCPImport{Tools: []string{"echo", "gone"}}}}, want: MCPToolCheck{Usable: []string{"echo"}, Missing: []string{"gone"}}},
 		"an import of every tool": {tool: exagentv1.ToolSpec{Name: "srv", MCP: &exagentv1.MCPTool{URL: "http://mcp",
