@@ -378,10 +378,11 @@ func (r *AgentRunReconciler) record(sc *scope, res ioResult) (loop.Status, error
 	case isScriptExhausted(res.modelErr):
 		return loop.Fail(sc.status, exagentv1.ReasonScriptExhausted, res.modelErr.Error(), sc.now)
 	case res.modelErr != nil:
+		msg := res.modelErr.Error() + agentNotReady(sc.agent) // the Agent's own check may say what to fix
 		if reason, final := finalModelError(res.modelErr); final {
-			return loop.Fail(sc.status, reason, res.modelErr.Error(), sc.now)
+			return loop.Fail(sc.status, reason, msg, sc.now)
 		}
-		return loop.RecordModelFailure(sc.status, sc.env, *sc.fence, res.modelErr.Error(), sc.now)
+		return loop.RecordModelFailure(sc.status, sc.env, *sc.fence, msg, sc.now)
 	default:
 		msg := "model request failed"
 		if res.modelErr != nil {

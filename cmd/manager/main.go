@@ -74,6 +74,7 @@ type flags struct {
 	egressNamespaceConfig   string
 	mcpListConcurrency      int
 	mcpListTimeout          time.Duration
+	agentRecheckInterval    time.Duration
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
@@ -119,6 +120,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.IntVar(&f.mcpListConcurrency, "mcp-list-concurrency", mcplist.DefaultConcurrency, "MCP tools/list running at once, in all (one per server; one namespace takes at most half): "+
 		"listings run beside the reconcile workers, so a server that never answers holds a slot, never a worker (docs/operating.md, Sizing).")
 	fs.DurationVar(&f.mcpListTimeout, "mcp-list-timeout", mcplist.DefaultTimeout, "Timeout of one MCP tools/list; a server that fails is asked again with backoff.")
+	fs.DurationVar(&f.agentRecheckInterval, "agent-recheck-interval", controllers.DefaultAgentRecheckInterval, "How often a Ready Agent is checked again "+
+		"(its Secrets read, its MCP servers listed); an Agent that is not Ready is checked sooner, with backoff. Its status is written only when it changed.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -126,6 +129,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	}
 	if err := f.validateSealing(); err != nil {
 		return nil, opts, err
+	}
+	if f.agentRecheckInterval < time.Second {
+		return nil, opts, fmt.Errorf("--agent-recheck-interval=%s: must be at least 1s", f.agentRecheckInterval)
 	}
 	if _, err := f.egressConfig(); err != nil {
 		return nil, opts, err
@@ -368,6 +374,7 @@ func run() error {
 		RunMetrics:              true,
 		MCPListConcurrency:      f.mcpListConcurrency,
 		MCPListTimeout:          f.mcpListTimeout,
+		AgentRecheckInterval:    f.agentRecheckInterval,
 	})
 	if err != nil {
 		return err

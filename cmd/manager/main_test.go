@@ -24,17 +24,17 @@ func TestParseFlags(t *testing.T) {
 				enableWebhooks: true, webhookHost: "127.0.0.1", webhookPort: 9443, maxConcurrentReconciles: controllers.DefaultMaxConcurrentReconciles, maxConcurrentDecisions: controllers.DefaultMaxConcurrentDecisions,
 				maxInFlight: executor.DefaultMaxInFlight, perEndpoint: executor.DefaultPerEndpoint, modelTimeout: 2 * time.Minute, releaseOnStop: true, drainTimeout: 20 * time.Second, leaseSkewGrace: 2 * time.Second,
 				hotStatusBytes: 32 << 10, sealValueBytes: 4 << 10, segmentCacheBytes: 32 << 20, maxTranscriptBytes: 64 << 20,
-				mcpListConcurrency: mcplist.DefaultConcurrency, mcpListTimeout: mcplist.DefaultTimeout},
+				mcpListConcurrency: mcplist.DefaultConcurrency, mcpListTimeout: mcplist.DefaultTimeout, agentRecheckInterval: 5 * time.Minute},
 		},
 		"a pod's flags": {
 			args: []string{"--leader-elect", "--webhook-host=0.0.0.0", "--webhook-cert-dir=/certs", "--metrics-bind-address=:8443",
 				"--max-concurrent-reconciles=8", "--max-inflight-io=100", "--max-inflight-per-endpoint=4", "--holder-identity=pod-a",
-				"--mcp-list-concurrency=4", "--mcp-list-timeout=5s", "--max-transcript-bytes=16777216"},
+				"--mcp-list-concurrency=4", "--mcp-list-timeout=5s", "--max-transcript-bytes=16777216", "--agent-recheck-interval=1m"},
 			want: flags{leaderElect: true, leaderElectionID: "exagent-manager.exagent.io", metricsAddr: ":8443", metricsSecure: true,
 				probeAddr: ":8081", enableWebhooks: true, webhookHost: "0.0.0.0", webhookPort: 9443, webhookCertDir: "/certs",
 				maxConcurrentReconciles: 8, maxConcurrentDecisions: controllers.DefaultMaxConcurrentDecisions, maxInFlight: 100, perEndpoint: 4, modelTimeout: 2 * time.Minute, holder: "pod-a", releaseOnStop: true, drainTimeout: 20 * time.Second, leaseSkewGrace: 2 * time.Second,
 				hotStatusBytes: 32 << 10, sealValueBytes: 4 << 10, segmentCacheBytes: 32 << 20, maxTranscriptBytes: 16 << 20,
-				mcpListConcurrency: 4, mcpListTimeout: 5 * time.Second},
+				mcpListConcurrency: 4, mcpListTimeout: 5 * time.Second, agentRecheckInterval: time.Minute},
 		},
 	}
 	for name, tc := range tests {
@@ -61,6 +61,7 @@ func TestParseFlagsRefusesSealingBudgets(t *testing.T) {
 		{"--max-transcript-bytes=65536"},     // below 1 MiB
 		{"--max-transcript-bytes=134217728"}, // over 64 MiB: more than any Agent may ask
 		{"--max-transcript-bytes=0"},         // no "off": 64 MiB, the CRD's maximum, is the widest cap
+		{"--agent-recheck-interval=0"},       // an Agent checked in a loop would read its Secrets in a loop
 	} {
 		fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 		if _, _, err := parseFlags(fs, args); err == nil {
