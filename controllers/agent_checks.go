@@ -182,18 +182,18 @@ func (r *AgentReconciler) checkMCP(ctx context.Context, sc *agentScope, t *exage
 	}
 	bounds := r.MCP.Bounds()
 	switch {
+	case st.Pending:
+		sc.waitAtMost(bounds.Timeout + time.Second) // the wake comes sooner; this backs it up
+	case !st.RetryAt.IsZero():
+		sc.waitAtMost(max(st.RetryAt.Sub(sc.now), 0) + 20*time.Millisecond) // the server's backoff ends
+	}
+	switch {
 	case errors.Is(st.Err, mcplist.ErrFull):
 		sc.waitAtMost(mcpRetry) // the catalog is busy: not the server's fault
 		sc.found.checking = append(sc.found.checking, fmt.Sprintf("tool %q: tools/list of %s", t.Name, t.MCP.URL))
 		return "", "waiting for a free MCP listing slot"
 	case st.Err != nil:
-		if !st.RetryAt.IsZero() {
-			sc.waitAtMost(max(st.RetryAt.Sub(sc.now), 0) + 20*time.Millisecond)
-		}
 		return exagentv1.ReasonMCPServerUnavailable, fmt.Sprintf("%v (asked again with backoff, at most %s apart)", st.Err, bounds.BackoffCap)
-	}
-	if st.Pending {
-		sc.waitAtMost(bounds.Timeout + time.Second) // the wake comes sooner; this backs it up
 	}
 	l := listings[t.Name]
 	if l == nil {
