@@ -623,7 +623,12 @@ type Agent struct {
 
 	// +required
 	Spec AgentSpec `json:"spec"`
+	// status says whether the Agent works. It defaults to
+	// observedGeneration 0, so an Agent not checked yet reads as in
+	// progress to kstatus, Flux and Argo CD (generation 1 not observed)
+	// rather than as a resource without status, which kstatus calls Current.
 	// +optional
+	// +kubebuilder:default={observedGeneration: 0}
 	Status AgentStatus `json:"status,omitempty"`
 }
 
