@@ -71,13 +71,22 @@ func agentStatus(old exagentv1.AgentStatus, f agentFindings, now time.Time) exag
 		ready.Status, ready.Reason = metav1.ConditionTrue, exagentv1.ReasonAgentReady
 		ready.Message = fmt.Sprintf("every check passed (%s)", countTools(len(f.tools)))
 	}
-	reconciling, stalled := ready, ready
-	reconciling.Type, reconciling.Status = exagentv1.ConditionReconciling, boolCondition(ready.Status == metav1.ConditionUnknown)
-	stalled.Type, stalled.Status = exagentv1.ConditionStalled, boolCondition(ready.Status == metav1.ConditionFalse)
-	for _, c := range []metav1.Condition{ready, reconciling, stalled} {
+	for _, c := range AgentConditions(ready) {
 		meta.SetStatusCondition(&out.Conditions, c)
 	}
 	return out
+}
+
+// AgentConditions are the conditions an Agent's Ready condition implies:
+// Ready itself and the kstatus abnormal-true conditions, which take its
+// reason and message — Reconciling True while Ready is Unknown (a check
+// under way: kstatus InProgress), Stalled True while it is False (kstatus
+// Failed). test/health evaluates GitOps health on exactly these.
+func AgentConditions(ready metav1.Condition) []metav1.Condition {
+	reconciling, stalled := ready, ready
+	reconciling.Type, reconciling.Status = exagentv1.ConditionReconciling, boolCondition(ready.Status == metav1.ConditionUnknown)
+	stalled.Type, stalled.Status = exagentv1.ConditionStalled, boolCondition(ready.Status == metav1.ConditionFalse)
+	return []metav1.Condition{ready, reconciling, stalled}
 }
 
 // agentStatusChanged reports whether next differs from what is stored.
