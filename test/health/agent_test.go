@@ -40,7 +40,7 @@ var agentSamples = []agentSample{
 	{name: "Ready", generation: 1, observed: 1, ready: metav1.ConditionTrue, reason: exagentv1.ReasonAgentReady,
 		msg: "every check passed (2 tools)", wantArgo: "Healthy", wantKstatus: status.CurrentStatus, wantFlux: status.CurrentStatus},
 	{name: "NotReady", generation: 1, observed: 1, ready: metav1.ConditionFalse, reason: exagentv1.ReasonSecretKeyNotFound,
-		msg: `tool "notify": header Authorization: Secret "hook" in namespace "ops" has no key "token"`,
+		msg:      `tool "notify": header Authorization: Secret "hook" in namespace "ops" has no key "token"`,
 		wantArgo: "Degraded", wantKstatus: status.FailedStatus, wantFlux: status.FailedStatus},
 	{name: "ReadyButSpecChanged", generation: 2, observed: 1, ready: metav1.ConditionTrue, reason: exagentv1.ReasonAgentReady,
 		msg: "every check passed (2 tools)", wantArgo: "Progressing", wantKstatus: status.InProgressStatus, wantFlux: status.InProgressStatus},
