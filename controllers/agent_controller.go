@@ -157,5 +157,5 @@ func (r *AgentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		}
 	}
 	r.Hooks.agentChecked(req.NamespacedName, wrote)
-	return ctrl.Result{RequeueAfter: agentRecheck(next, sc.soonest, r.Recheck, sc.now)}, nil
+	return ctrl.Result{RequeueAfter: agentRecheck(next, sc.soonest, r.Recheck, agentSpread(agent.UID), sc.now)}, nil
 }

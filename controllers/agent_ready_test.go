@@ -164,6 +164,22 @@ func TestAgentReady(t *testing.T) {
 		h.waitAgentReady("keyless", metav1.ConditionTrue, exagentv1.ReasonAgentReady)
 	})
 
+	t.Run("a notification sink's signing Secret missing, then created", func(t *testing.T) {
+		h := &harness{t: t, ns: h.ns, c: h.c}
+		spec := withTools(exagentv1.ToolSpec{Name: "look", Builtin: &exagentv1.BuiltinTool{Operation: exagentv1.BuiltinGet, Kinds: []string{"ConfigMap"}}})
+		spec.Notify = []exagentv1.NotifySink{{Name: "ops", URL: hook.url("/sink"), SigningSecretRef: &exagentv1.SecretKeySelector{Name: "sink-key", Key: "key"}}}
+		h.createAgent("told", spec)
+		a := h.waitAgentReady("told", metav1.ConditionFalse, exagentv1.ReasonSecretNotFound)
+		if c := meta.FindStatusCondition(a.Status.Conditions, exagentv1.ConditionReady); !strings.Contains(c.Message, `notify sink "ops" (signingSecretRef): Secret "sink-key"`) {
+			t.Errorf("Ready message %q, want it to name the sink and its Secret", c.Message)
+		}
+		if st := toolStatus(t, a, "look"); !st.Ready || st.Kind != "builtin" {
+			t.Errorf("tool look: %+v, want a ready builtin (the sink is not a tool)", st)
+		}
+		h.putSecret("sink-key", map[string]string{"key": "whsec_c2VjcmV0"})
+		h.waitAgentReady("told", metav1.ConditionTrue, exagentv1.ReasonAgentReady)
+	})
+
 	t.Run("an MCP server down, then up", func(t *testing.T) {
 		h := &harness{t: t, ns: h.ns, c: h.c}
 		h.mcpSecret()

@@ -2,12 +2,14 @@ package controllers
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
@@ -95,12 +97,14 @@ func agentStatusChanged(stored, next exagentv1.AgentStatus) bool {
 }
 
 // agentRecheck is how long until the Agent is checked again: the interval
-// when Ready; when not Ready, as long as it has been not Ready (so the
-// waits double), at least agentRetryBase and at most the interval; soonest,
-// when set, is an instant a check waits for (an MCP server's backoff
-// ending, a listing that must have come back).
-func agentRecheck(st exagentv1.AgentStatus, soonest, interval time.Duration, now time.Time) time.Duration {
-	d := interval
+// when Ready, stretched by up to a tenth by spread (the Agent's own: all
+// the Agents checked at a manager's start do not come back at one
+// instant, period after period); when not Ready, as long as it has been
+// not Ready (so the waits double), at least agentRetryBase and at most the
+// interval; soonest, when set, is an instant a check waits for (an MCP
+// server's backoff ending, a listing that must have come back).
+func agentRecheck(st exagentv1.AgentStatus, soonest, interval time.Duration, spread uint32, now time.Time) time.Duration {
+	d := interval + time.Duration(uint64(interval/10)*uint64(spread%1024)/1024)
 	if c := meta.FindStatusCondition(st.Conditions, exagentv1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
 		d = min(max(now.Sub(c.LastTransitionTime.Time), min(agentRetryBase, interval)), interval)
 	}
@@ -108,6 +112,13 @@ func agentRecheck(st exagentv1.AgentStatus, soonest, interval time.Duration, now
 		d = soonest
 	}
 	return d
+}
+
+// agentSpread is the Agent's share of the recheck's stretch (agentRecheck).
+func agentSpread(uid types.UID) uint32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(uid))
+	return h.Sum32()
 }
 
 // problemsMessage lists the problems, bounded: as many as fit (the first

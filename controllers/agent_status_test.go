@@ -142,20 +142,24 @@ func TestAgentRecheck(t *testing.T) {
 		st       exagentv1.AgentStatus
 		soonest  time.Duration
 		interval time.Duration
+		spread   uint32
 		want     time.Duration
 	}{
-		"ready":                        {st: ready, interval: interval, want: interval},
-		"ready, a listing due":         {st: ready, soonest: 16 * time.Second, interval: interval, want: 16 * time.Second},
-		"just not ready":               {st: notReadySince(0), interval: interval, want: agentRetryBase},
-		"not ready for 40s":            {st: notReadySince(40 * time.Second), interval: interval, want: 40 * time.Second},
-		"not ready for an hour":        {st: notReadySince(time.Hour), interval: interval, want: interval},
-		"an interval below the base":   {st: notReadySince(0), interval: time.Second, want: time.Second},
-		"not ready, a backoff ends":    {st: notReadySince(time.Hour), soonest: 2 * time.Second, interval: interval, want: 2 * time.Second},
-		"never checked (no condition)": {st: exagentv1.AgentStatus{}, interval: interval, want: interval},
+		"ready, the most stretch":         {st: ready, interval: interval, spread: 1023, want: interval + interval/10*1023/1024},
+		"ready, a listing due, stretched": {st: ready, soonest: 16 * time.Second, interval: interval, spread: 512, want: 16 * time.Second},
+		"not ready is never stretched":    {st: notReadySince(time.Hour), interval: interval, spread: 1023, want: interval},
+		"ready":                           {st: ready, interval: interval, want: interval},
+		"ready, a listing due":            {st: ready, soonest: 16 * time.Second, interval: interval, want: 16 * time.Second},
+		"just not ready":                  {st: notReadySince(0), interval: interval, want: agentRetryBase},
+		"not ready for 40s":               {st: notReadySince(40 * time.Second), interval: interval, want: 40 * time.Second},
+		"not ready for an hour":           {st: notReadySince(time.Hour), interval: interval, want: interval},
+		"an interval below the base":      {st: notReadySince(0), interval: time.Second, want: time.Second},
+		"not ready, a backoff ends":       {st: notReadySince(time.Hour), soonest: 2 * time.Second, interval: interval, want: 2 * time.Second},
+		"never checked (no condition)":    {st: exagentv1.AgentStatus{}, interval: interval, want: interval},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := agentRecheck(tc.st, tc.soonest, tc.interval, agentT0); got != tc.want {
+			if got := agentRecheck(tc.st, tc.soonest, tc.interval, tc.spread, agentT0); got != tc.want {
 				t.Errorf("agentRecheck = %s, want %s", got, tc.want)
 			}
 		})
