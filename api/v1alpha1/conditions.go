@@ -106,9 +106,9 @@ const ReasonInvalidConfiguration = "InvalidConfiguration"
 
 // Reasons of an Agent's Ready condition and of its status.tools[].reason
 // (the Agent controller's checks; docs/tools.md, "Is my Agent ready?").
-// Ready=False takes the reason of the first failing check — the model's,
-// then each tool's in spec order, then the notification sinks' — and its
-// message lists the failures. ReasonMCPServerUnavailable,
+// Ready=False takes the reason of the first failing check — the Agent's
+// own configuration, the model's, then each tool's in spec order, then the
+// notification sinks' — and its message lists the failures. ReasonMCPServerUnavailable,
 // ReasonToolKindNotSupported and ReasonInvalidConfiguration serve Agents
 // too.
 const (
