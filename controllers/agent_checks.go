@@ -107,11 +107,14 @@ func (r *AgentReconciler) checkTools(ctx context.Context, sc *agentScope) error 
 		if err != nil {
 			return err
 		}
-		if reason != "" {
+		switch reason {
+		case "":
+			st.Message = msg
+		case exagentv1.ReasonChecking: // not failed: sc.found.checking says what is under way
+			st.Ready, st.Reason, st.Message = false, reason, msg
+		default:
 			st.Ready, st.Reason, st.Message = false, reason, msg
 			sc.fail(fmt.Sprintf("tool %q", t.Name), reason, msg)
-		} else {
-			st.Message = msg
 		}
 		sc.found.tools = append(sc.found.tools, st)
 	}
@@ -120,7 +123,8 @@ func (r *AgentReconciler) checkTools(ctx context.Context, sc *agentScope) error 
 
 // checkTool is one tool's checks, first failure first: its kind, the
 // Secrets of its headers, then what its kind needs. A ready tool may
-// return a message (what its MCP server offers).
+// return a message (what its MCP server offers); one whose check is under
+// way returns ReasonChecking.
 func (r *AgentReconciler) checkTool(ctx context.Context, sc *agentScope, t *exagentv1.ToolSpec) (reason, message string, err error) {
 	if err := tools.Supported(t); err != nil {
 		return exagentv1.ReasonToolKindNotSupported, err.Error(), nil
@@ -170,7 +174,8 @@ func (r *AgentReconciler) checkDelegate(ctx context.Context, sc *agentScope, nam
 // checks what the tool names against it as a run would. A listing older
 // than half the recheck interval is refreshed (the Agent is woken when it
 // comes back); meanwhile the last one stands. A first listing still under
-// way leaves the tool checking (Ready Unknown, when nothing else failed).
+// way leaves the tool checking (reason Checking; the Agent's Ready is
+// Unknown when nothing else failed).
 func (r *AgentReconciler) checkMCP(ctx context.Context, sc *agentScope, t *exagentv1.ToolSpec) (reason, message string) {
 	reg := &tools.Registry{MCP: r.MCP, Secret: sc.secrets.value}
 	need := tools.MCPNeed{After: sc.now.Add(-r.Recheck / 2),
@@ -191,14 +196,14 @@ func (r *AgentReconciler) checkMCP(ctx context.Context, sc *agentScope, t *exage
 	case errors.Is(st.Err, mcplist.ErrFull):
 		sc.waitAtMost(mcpRetry) // the catalog is busy: not the server's fault
 		sc.found.checking = append(sc.found.checking, fmt.Sprintf("tool %q: tools/list of %s", t.Name, t.MCP.URL))
-		return "", "waiting for a free MCP listing slot"
+		return exagentv1.ReasonChecking, "waiting for a free MCP listing slot"
 	case st.Err != nil:
 		return exagentv1.ReasonMCPServerUnavailable, fmt.Sprintf("%v (asked again with backoff, at most %s apart)", st.Err, bounds.BackoffCap)
 	}
 	l := listings[t.Name]
 	if l == nil {
 		sc.found.checking = append(sc.found.checking, fmt.Sprintf("tool %q: tools/list of %s", t.Name, t.MCP.URL))
-		return "", "tools/list under way"
+		return exagentv1.ReasonChecking, "tools/list of " + t.MCP.URL + " under way"
 	}
 	return mcpVerdict(t, l)
 }

@@ -269,6 +269,9 @@ func TestAgentReadyHangingServer(t *testing.T) {
 	if c := meta.FindStatusCondition(a.Status.Conditions, exagentv1.ConditionReconciling); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Reconciling = %+v, want True while checking (kstatus: InProgress)", c)
 	}
+	if st := toolStatus(t, a, "echo"); st.Ready || st.Reason != exagentv1.ReasonChecking || !strings.Contains(st.Message, hang.URL) {
+		t.Errorf("tool echo while checking: %+v, want not ready, Checking, naming the server", st)
+	}
 	h.createAgent("plain", withTools(httpTool("plain", "http://127.0.0.1:1/plain")))
 	h.waitAgentReady("plain", metav1.ConditionTrue, exagentv1.ReasonAgentReady)
 	a = h.waitAgentReady("hangs", metav1.ConditionFalse, exagentv1.ReasonMCPServerUnavailable)

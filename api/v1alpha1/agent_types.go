@@ -594,7 +594,8 @@ type AgentToolStatus struct {
 	// Agent it delegates to exists.
 	// +required
 	Ready bool `json:"ready"`
-	// reason (PascalCase) the tool is not ready; empty when it is.
+	// reason (PascalCase) the tool is not ready — Checking while its MCP
+	// server's first tools/list is under way; empty when it is ready.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Reason string `json:"reason,omitempty"`
