@@ -180,6 +180,25 @@ func TestAgentReady(t *testing.T) {
 		h.waitAgentReady("told", metav1.ConditionTrue, exagentv1.ReasonAgentReady)
 	})
 
+	t.Run("an MCP header's Secret missing: the waiting run names the Agent's condition; created, both go on", func(t *testing.T) {
+		h := &harness{t: t, ns: h.ns, c: h.c}
+		srv := mcptest.Start()
+		defer srv.Close()
+		spec := mcpAgent(srv, "echo", func(m *exagentv1.MCPTool) { m.Headers[0].ValueFrom.Name = "late-token" },
+			exagentv1.PolicySpec{Default: exagentv1.PolicyAllow}, callTurn("c1", "echo", map[string]any{"text": "hi"}), textTurn("done"))
+		h.createAgent("late", spec)
+		h.waitAgentReady("late", metav1.ConditionFalse, exagentv1.ReasonSecretNotFound)
+		h.createRun("late", "late")
+		h.waitRun("late", "Ready=False MCPServerUnavailable naming the Agent's SecretNotFound", func(r *exagentv1.AgentRun) bool {
+			c := readyCondition(r)
+			return c != nil && c.Reason == exagentv1.ReasonMCPServerUnavailable &&
+				strings.Contains(c.Message, `Agent "late" is not Ready (SecretNotFound): tool "echo": header Authorization: Secret "late-token"`)
+		})
+		h.putSecret("late-token", map[string]string{"authorization": "Bearer s3cret"})
+		h.waitAgentReady("late", metav1.ConditionTrue, exagentv1.ReasonAgentReady)
+		h.waitPhase("late", exagentv1.PhaseSucceeded)
+	})
+
 	t.Run("an MCP server down, then up", func(t *testing.T) {
 		h := &harness{t: t, ns: h.ns, c: h.c}
 		h.mcpSecret()

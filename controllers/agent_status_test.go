@@ -190,8 +190,9 @@ func TestAgentNotReady(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := agentNotReady(tc.agent); got != tc.want {
-				t.Errorf("agentNotReady = %q, want %q", got, tc.want)
+			reason, got := agentNotReady(tc.agent)
+			if got != tc.want || (got == "") != (reason == "") || (reason != "" && reason != exagentv1.ReasonSecretNotFound) {
+				t.Errorf("agentNotReady = %q, %q; want %q", reason, got, tc.want)
 			}
 		})
 	}
