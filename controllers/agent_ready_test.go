@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -248,6 +249,24 @@ func TestAgentReady(t *testing.T) {
 		}
 		h.createAgent("child", withTools())
 		h.waitAgentReady("parent", metav1.ConditionTrue, exagentv1.ReasonAgentReady)
+	})
+
+	t.Run("more distinct Secrets than one check reads: the rest are TooManySecrets", func(t *testing.T) {
+		h := &harness{t: t, ns: h.ns, c: h.c}
+		var ts []exagentv1.ToolSpec
+		for i := range exagentv1.MaxAgentSecretReads + 1 {
+			tool := httpTool(fmt.Sprintf("t%d", i), hook.url("/t"))
+			tool.HTTP.Headers = []exagentv1.SecretHeader{{Name: "X-Key", ValueFrom: exagentv1.SecretKeySelector{Name: fmt.Sprintf("s%d", i), Key: "k"}}}
+			ts = append(ts, tool)
+		}
+		a := h.waitAgentReady(h.createAgent("hoarder", withTools(ts...)).Name, metav1.ConditionFalse, exagentv1.ReasonSecretNotFound)
+		last := fmt.Sprintf("t%d", exagentv1.MaxAgentSecretReads)
+		if st := toolStatus(t, a, last); st.Reason != exagentv1.ReasonTooManySecrets {
+			t.Errorf("tool %s: %+v, want TooManySecrets (not read)", last, st)
+		}
+		if st := toolStatus(t, a, "t0"); st.Reason != exagentv1.ReasonSecretNotFound {
+			t.Errorf("tool t0: %+v, want SecretNotFound", st)
+		}
 	})
 
 	t.Run("a Ready Agent rechecked on the period is not written again", func(t *testing.T) {
