@@ -54,7 +54,7 @@ func (r *AgentReconciler) checkConfig(_ context.Context, sc *agentScope) error {
 	spec := sc.agent.Spec.DeepCopy()
 	spec.Tools = nil
 	if _, err := loop.NewEnv(loop.EnvInput{RunUID: "agent-check", Agent: spec, Run: &exagentv1.AgentRunSpec{}}); err != nil {
-		sc.fail("spec", exagentv1.ReasonInvalidConfiguration, err.Error())
+		sc.fail("spec", exagentv1.ReasonInvalidConfiguration, strings.TrimPrefix(err.Error(), "env: "))
 	}
 	return nil
 }

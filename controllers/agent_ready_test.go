@@ -107,13 +107,15 @@ func withTools(tools ...exagentv1.ToolSpec) exagentv1.AgentSpec {
 }
 
 // TestAgentReady: the Agent controller says whether an Agent works, for
-// each cause a user can meet — a Secret (or its key) missing, an MCP
-// server down, a schema the validator refuses, a delegate missing — with
-// the cause's reason on Ready and on the tool, and fixing the cause makes
-// the Agent Ready again: a spec fix at once, a Secret or a server on the
-// recheck (1 s here; an Agent not Ready is rechecked with backoff up to
-// it), a delegate when it is created. Nothing is written while nothing
-// changes.
+// each cause a user can meet — a Secret (or its key) missing for a
+// header, the model or a sink, an MCP server down or no longer offering
+// a tool, a schema the validator refuses, a policy that does not compile,
+// a delegate missing, more Secrets than a check reads — with the cause's
+// reason on Ready and on the tool, and fixing the cause makes the Agent
+// Ready again: a spec fix at once, a Secret or a server on the recheck
+// (1 s here; an Agent not Ready is rechecked with backoff up to it), a
+// delegate when it is created. A run that cannot go on names the Agent's
+// failing condition. Nothing is written while nothing changes.
 func TestAgentReady(t *testing.T) {
 	h := newHarness(t)
 	checks := newAgentChecks()
@@ -237,6 +239,19 @@ func TestAgentReady(t *testing.T) {
 		fixed := h.waitAgentReady("schema", metav1.ConditionTrue, exagentv1.ReasonAgentReady)
 		if fixed.Status.ObservedGeneration != a.Generation+1 {
 			t.Errorf("observedGeneration %d, want %d", fixed.Status.ObservedGeneration, a.Generation+1)
+		}
+	})
+
+	t.Run("a policy rule that does not compile", func(t *testing.T) {
+		h := &harness{t: t, ns: h.ns, c: h.c}
+		spec := withTools(httpTool("pay", hook.url("/pay")))
+		spec.Policy = exagentv1.PolicySpec{Rules: []exagentv1.PolicyRule{{Name: "broken", Tools: []string{"*"}, Action: exagentv1.PolicyAllow, When: "args.("}}}
+		a := h.waitAgentReady(h.createAgent("badpolicy", spec).Name, metav1.ConditionFalse, exagentv1.ReasonInvalidConfiguration)
+		if c := meta.FindStatusCondition(a.Status.Conditions, exagentv1.ConditionReady); !strings.HasPrefix(c.Message, "spec: policy.rules[0].when: ") || !strings.Contains(c.Message, "Syntax error") {
+			t.Errorf("Ready message %q, want the policy's compile error", c.Message)
+		}
+		if st := toolStatus(t, a, "pay"); !st.Ready {
+			t.Errorf("tool pay: %+v, want ready (the policy is not the tool's)", st)
 		}
 	})
 
