@@ -81,14 +81,22 @@ func agentStatus(old exagentv1.AgentStatus, f agentFindings, now time.Time) exag
 
 // AgentConditions are the conditions an Agent's Ready condition implies:
 // Ready itself and the kstatus abnormal-true conditions, which take its
-// reason and message — Reconciling True while Ready is Unknown (a check
-// under way: kstatus InProgress), Stalled True while it is False (kstatus
-// Failed). test/health evaluates GitOps health on exactly these.
+// reason (and, while True, its message) — Reconciling True while Ready is
+// Unknown (a check under way: kstatus InProgress), Stalled True while it
+// is False (kstatus Failed). test/health evaluates GitOps health on
+// exactly these.
 func AgentConditions(ready metav1.Condition) []metav1.Condition {
-	reconciling, stalled := ready, ready
-	reconciling.Type, reconciling.Status = exagentv1.ConditionReconciling, boolCondition(ready.Status == metav1.ConditionUnknown)
-	stalled.Type, stalled.Status = exagentv1.ConditionStalled, boolCondition(ready.Status == metav1.ConditionFalse)
-	return []metav1.Condition{ready, reconciling, stalled}
+	follow := func(typ string, on bool) metav1.Condition {
+		c := ready
+		c.Type, c.Status = typ, boolCondition(on)
+		if !on {
+			c.Message = "" // the message is Ready's: once in the status is enough
+		}
+		return c
+	}
+	return []metav1.Condition{ready,
+		follow(exagentv1.ConditionReconciling, ready.Status == metav1.ConditionUnknown),
+		follow(exagentv1.ConditionStalled, ready.Status == metav1.ConditionFalse)}
 }
 
 // agentStatusChanged reports whether next differs from what is stored.
