@@ -119,7 +119,7 @@ func withTools(tools ...exagentv1.ToolSpec) exagentv1.AgentSpec {
 func TestAgentReady(t *testing.T) {
 	h := newHarness(t)
 	checks := newAgentChecks()
-	h.startManager(controllers.Options{AgentRecheckInterval: time.Second, Hooks: controllers.Hooks{AgentChecked: checks.hook}})
+	m := h.startManager(controllers.Options{AgentRecheckInterval: time.Second, Hooks: controllers.Hooks{AgentChecked: checks.hook}})
 	hook := newToolServer(t)
 
 	t.Run("a header's Secret key missing, then added", func(t *testing.T) {
@@ -154,6 +154,16 @@ func TestAgentReady(t *testing.T) {
 		a := h.waitAgentReady("keyless", metav1.ConditionFalse, exagentv1.ReasonSecretNotFound)
 		if c := meta.FindStatusCondition(a.Status.Conditions, exagentv1.ConditionReady); !strings.Contains(c.Message, `model (apiKeySecretRef): Secret "openai" does not exist`) {
 			t.Errorf("Ready message %q, want it to name the model's Secret", c.Message)
+		}
+		// The run reads its Agent from the manager's cache: wait until
+		// that has the check too (a run created with its Agent may well
+		// fail before the Agent's first check, and then says less).
+		if !eventually(func() bool {
+			var cached exagentv1.Agent
+			err := m.ctrls.Runs.Client.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: "keyless"}, &cached)
+			return err == nil && meta.IsStatusConditionFalse(cached.Status.Conditions, exagentv1.ConditionReady)
+		}) {
+			t.Fatal("the manager's cache never saw the Agent's check")
 		}
 		h.createRun("keyless", "keyless")
 		run := h.waitPhase("keyless", exagentv1.PhaseFailed)
@@ -289,6 +299,11 @@ func TestAgentReady(t *testing.T) {
 		h.createAgent("steady", withTools(httpTool("plain", hook.url("/plain"))))
 		a := h.waitAgentReady("steady", metav1.ConditionTrue, exagentv1.ReasonAgentReady)
 		key := types.NamespacedName{Namespace: h.ns, Name: "steady"}
+		// The hook runs once the write has returned: the test may see the
+		// written status first.
+		if !eventually(func() bool { _, w := checks.count(key); return w >= 1 }) {
+			t.Fatal("the write of Ready was never counted")
+		}
 		checked, wrote := checks.count(key)
 		if !eventually(func() bool { c, _ := checks.count(key); return c >= checked+3 }) {
 			t.Fatalf("fewer than 3 rechecks after Ready")
