@@ -133,7 +133,10 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// lost claim must not start meanwhile.
 		Watches(&exagentv1.AgentRun{}, r.claimWatcher()).
 		Watches(&exagentv1.AgentRun{}, handler.EnqueueRequestsFromMapFunc(parentOfRun)).
-		Watches(&exagentv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.runsOfAgent)).
+		// An Agent's spec wakes its runs; its status (the Agent
+		// controller's writes) does not: runs read it, never wait on it.
+		Watches(&exagentv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.runsOfAgent),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A new decision does not wake its run: applying it is a write of
 		// the run (the decision controller resumes the run in that very
 		// write), which the run's own watch reports; waking the run at the

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/tools"
 )
@@ -47,7 +48,7 @@ func (r *AgentRunReconciler) mcpListings(ctx context.Context, sc *scope) (listin
 	claim := startable(sc.status.Phase)
 	need := tools.MCPNeed{After: sc.now.Add(-tools.DefaultMCPListTTL)}
 	if claim {
-		need = tools.MCPNeed{After: r.mem.mcpWants.since(sc, sc.now), Waiter: sc.key}
+		need = tools.MCPNeed{After: r.mem.mcpWants.since(sc, sc.now), Waiter: mcplist.Waiter{Kind: tools.WaiterRun, NamespacedName: sc.key}}
 	} else {
 		r.mem.mcpWants.forget(sc.key)
 	}
@@ -143,7 +144,7 @@ func (r *AgentRunReconciler) releaseListings(ctx context.Context, namespace stri
 func (r *AgentRunReconciler) mcpWakeSource() source.Source {
 	r.listed = make(chan event.GenericEvent, 1024)
 	if r.Tools != nil && r.Tools.MCP != nil {
-		r.Tools.MCP.SetWake(func(runs []types.NamespacedName) {
+		r.Tools.MCP.SetWake(tools.WaiterRun, func(runs []types.NamespacedName) {
 			for _, k := range runs {
 				ev := event.GenericEvent{Object: &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: k.Name, Namespace: k.Namespace}}}
 				select {

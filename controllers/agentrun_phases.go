@@ -110,6 +110,9 @@ func (r *AgentRunReconciler) checkAgent(ctx context.Context, sc *scope) error {
 	if reason == "" {
 		return nil
 	}
+	if agentReason, note := agentNotReady(sc.agent); agentReason != "" && agentReason != reason {
+		msg += note // the Agent's check names the cause (e.g. the header Secret an MCP listing needs)
+	}
 	sc.overrides = append(sc.overrides, notReady(reason, msg, sc))
 	sc.noIO = true
 	if sc.env != nil {
@@ -387,10 +390,12 @@ func (r *AgentRunReconciler) record(sc *scope, res ioResult) (loop.Status, error
 	case isScriptExhausted(res.modelErr):
 		return loop.Fail(sc.status, exagentv1.ReasonScriptExhausted, res.modelErr.Error(), sc.now)
 	case res.modelErr != nil:
+		_, note := agentNotReady(sc.agent) // the Agent's own check may say what to fix
+		msg := res.modelErr.Error() + note
 		if reason, final := finalModelError(res.modelErr); final {
-			return loop.Fail(sc.status, reason, res.modelErr.Error(), sc.now)
+			return loop.Fail(sc.status, reason, msg, sc.now)
 		}
-		return loop.RecordModelFailure(sc.status, sc.env, *sc.fence, res.modelErr.Error(), sc.now)
+		return loop.RecordModelFailure(sc.status, sc.env, *sc.fence, msg, sc.now)
 	default:
 		msg := "model request failed"
 		if res.modelErr != nil {

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -63,6 +64,23 @@ func notReady(reason, message string, sc *scope) metav1.Condition {
 		ObservedGeneration: sc.run.Generation,
 		LastTransitionTime: metav1.NewTime(sc.now),
 	}
+}
+
+// agentNotReady is what a run's message adds when it cannot go on and its
+// Agent's last check, of the Agent's current generation, found it not
+// Ready: the Agent's failing condition, which names what to fix (the
+// model's Secret, say), and its reason. "" when the Agent is Ready or not
+// checked yet — a run never waits on that check (Ready is information,
+// not a gate).
+func agentNotReady(agent *exagentv1.Agent) (reason, note string) {
+	if agent == nil || agent.Status.ObservedGeneration != agent.Generation {
+		return "", ""
+	}
+	c := meta.FindStatusCondition(agent.Status.Conditions, exagentv1.ConditionReady)
+	if c == nil || c.Status != metav1.ConditionFalse || c.ObservedGeneration != agent.Generation {
+		return "", ""
+	}
+	return c.Reason, fmt.Sprintf("; Agent %q is not Ready (%s): %s", agent.Name, c.Reason, truncate(c.Message, 512))
 }
 
 func equalStatus(a, b loop.Status) bool { return equality.Semantic.DeepEqual(a, b) }

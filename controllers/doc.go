@@ -2,7 +2,10 @@
 // AgentRun reconciler (start, claim, journal each model and tool call with
 // intent before IO and outcome before advance, pause, finish, recover,
 // expire) and the ApprovalDecision reconciler (re-verify the actor, apply
-// the decision with compare-and-swap, write the receipt). Every status
+// the decision with compare-and-swap, write the receipt), and the Agent
+// reconciler (check what an Agent names — Secrets, schemas, MCP listings
+// through the shared catalog, delegates — and write Ready and
+// status.tools when they changed; information, never a gate). Every status
 // write of a run goes through Store, which fences owner commits on the
 // claim's attempt and lease. Model and tool IO never runs on a reconcile
 // worker: it is dispatched to internal/executor and comes back through a

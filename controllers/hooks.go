@@ -58,6 +58,15 @@ type Hooks struct {
 	// BeforeStatusWrite runs right before a run's status is written, on the
 	// very status sent: a test may make it one the apiserver refuses.
 	BeforeStatusWrite func(ctx context.Context, run types.NamespacedName, status *exagentv1.AgentRunStatus)
+	// AgentChecked runs after each check of an Agent, with whether its
+	// status was written.
+	AgentChecked func(agent types.NamespacedName, wrote bool)
+}
+
+func (h Hooks) agentChecked(agent types.NamespacedName, wrote bool) {
+	if h.AgentChecked != nil {
+		h.AgentChecked(agent, wrote)
+	}
 }
 
 func (h Hooks) beforeStatusWrite(ctx context.Context, run types.NamespacedName, status *exagentv1.AgentRunStatus) {

@@ -134,18 +134,22 @@ type Options struct {
 	// ArchiveHTTPClient sends archives (default: its own egress transport
 	// under Egress, like notifications).
 	ArchiveHTTPClient *http.Client
+	// AgentRecheckInterval is how often a Ready Agent's status is checked
+	// again (--agent-recheck-interval; DefaultAgentRecheckInterval when 0).
+	AgentRecheckInterval time.Duration
 }
 
 // Controllers are the wired reconcilers of one manager.
 type Controllers struct {
 	Runs      *AgentRunReconciler
 	Decisions *ApprovalDecisionReconciler
+	Agents    *AgentReconciler
 	Store     *Store
 	Executor  *executor.Executor
 }
 
-// Setup builds the store, the executor, the tools and both reconcilers, and
-// registers them with mgr.
+// Setup builds the store, the executor, the tools and the reconcilers
+// (runs, decisions, Agents), and registers them with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, error) {
 	if o.Holder == "" {
 		o.Holder = NewHolder()
@@ -221,6 +225,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if err := decisions.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ApprovalDecision controller: %w", err)
 	}
+	agents := &AgentReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), MCP: runs.Tools.MCP, Clock: o.Clock,
+		Recheck: o.AgentRecheckInterval, Name: "agent" + o.NameSuffix, Hooks: o.Hooks,
+	}
+	if err := agents.SetupWithManager(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("setting up the Agent controller: %w", err)
+	}
 	n := &notifier{
 		client: mgr.GetClient(), reader: mgr.GetAPIReader(), store: store, informer: mgr.GetCache(),
 		recorder: evq.Recorder("exagent-notifier"), clock: clock.RealClock{}, http: o.NotifyHTTPClient,
@@ -245,7 +256,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 			return nil, fmt.Errorf("registering the run metrics: %w", err)
 		}
 	}
-	return &Controllers{Runs: runs, Decisions: decisions, Store: store, Executor: exec}, nil
+	return &Controllers{Runs: runs, Decisions: decisions, Agents: agents, Store: store, Executor: exec}, nil
 }
 
 // setupRetention registers the reaper (controllers/retention.go) and the

@@ -185,22 +185,13 @@ func (e *Env) fingerprint() error {
 			b.Tools = append(b.Tools, exagentv1.ToolFingerprint{Name: t.Name, Hash: h})
 			continue
 		}
-		params := json.RawMessage(`{}`)
-		if t.Agent != nil {
-			params = json.RawMessage(defaultAgentParameters) // delegate.go
-		}
-		if t.Parameters != nil && len(t.Parameters.Raw) > 0 {
-			params = json.RawMessage(t.Parameters.Raw)
-		}
-		canon, err := CanonicalJSON(params)
+		// Compiled here, once per Env, so that a schema the validator cannot
+		// use is an invalid Agent before any call, not a surprise at one.
+		canon, sch, err := toolParameters(t)
 		if err != nil {
 			return fmt.Errorf("tools[%d] %q parameters: %w", i, t.Name, err)
 		}
-		// Compiled here, once per Env, so that a schema the validator cannot
-		// use is an invalid Agent before any call, not a surprise at one.
-		if e.argSchemas[t.Name], err = CompileArgSchema(canon); err != nil {
-			return fmt.Errorf("tools[%d] %q parameters: %w", i, t.Name, err)
-		}
+		e.argSchemas[t.Name] = sch
 		h, err := hashOf(map[string]any{"name": t.Name, "parameters": json.RawMessage(canon), "effect": effectOf(t)})
 		if err != nil {
 			return fmt.Errorf("tools[%d] %q: %w", i, t.Name, err)
@@ -228,6 +219,28 @@ func (e *Env) fingerprint() error {
 	}
 	e.binding = b
 	return nil
+}
+
+// toolParameters is the canonical parameters schema of a tool that is not
+// of kind mcp (an agent tool's default when it declares none, {} for the
+// others), compiled by the validator every call's arguments go through.
+func toolParameters(t *exagentv1.ToolSpec) ([]byte, *ArgSchema, error) {
+	params := json.RawMessage(`{}`)
+	if t.Agent != nil {
+		params = json.RawMessage(defaultAgentParameters) // delegate.go
+	}
+	if t.Parameters != nil && len(t.Parameters.Raw) > 0 {
+		params = json.RawMessage(t.Parameters.Raw)
+	}
+	canon, err := CanonicalJSON(params)
+	if err != nil {
+		return nil, nil, err
+	}
+	sch, err := CompileArgSchema(canon)
+	if err != nil {
+		return nil, nil, err
+	}
+	return canon, sch, nil
 }
 
 // Binding returns the fingerprints of the current configuration.

@@ -145,21 +145,14 @@ func (e *Env) fingerprintMCP(t *exagentv1.ToolSpec) (string, error) {
 			e.unavailable[x.visible] = unavailableMessage(&x, "does not offer")
 			continue
 		}
-		schema := json.RawMessage(x.info.InputSchema)
-		if len(schema) == 0 || string(schema) == "null" {
-			schema = json.RawMessage(`{"type":"object"}`)
-		}
-		canon, err := CanonicalJSON(schema)
-		if err == nil {
-			e.argSchemas[x.visible], err = CompileArgSchema(canon)
-		}
+		canon, sch, err := mcpInputSchema(x.info)
 		if err != nil {
 			// The server's schema, not the Agent, is at fault: the tool is
 			// unusable, the rest of the Agent is not.
 			e.unavailable[x.visible] = unavailableMessage(&x, fmt.Sprintf("offers an input schema exagent cannot use (%v) for", err))
-			delete(e.argSchemas, x.visible)
 			continue
 		}
+		e.argSchemas[x.visible] = sch
 		desc := x.info.Description
 		if t.MCP.Import == nil && t.Description != "" {
 			desc = t.Description
@@ -175,6 +168,25 @@ func (e *Env) fingerprintMCP(t *exagentv1.ToolSpec) (string, error) {
 		parts = append(parts, x.visible+"="+h)
 	}
 	return hashOf(map[string]any{"name": t.Name, "effect": effectOf(t), "listed": listed, "tools": parts})
+}
+
+// mcpInputSchema is the canonical input schema a server lists for a tool
+// (an object schema when it lists none), compiled by the validator every
+// call's arguments go through.
+func mcpInputSchema(info *MCPToolInfo) ([]byte, *ArgSchema, error) {
+	schema := json.RawMessage(info.InputSchema)
+	if len(schema) == 0 || string(schema) == "null" {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	canon, err := CanonicalJSON(schema)
+	if err != nil {
+		return nil, nil, err
+	}
+	sch, err := CompileArgSchema(canon)
+	if err != nil {
+		return nil, nil, err
+	}
+	return canon, sch, nil
 }
 
 // toolUnavailable says why a call of the visible tool name cannot run now

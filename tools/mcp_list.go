@@ -50,10 +50,24 @@ type MCPCatalog struct {
 
 	once sync.Once
 	r    *mcplist.Refresher
+
+	mu    sync.Mutex
+	wakes map[string]func([]types.NamespacedName)
 }
 
+// Kinds of the waiters a listing wakes (MCPNeed.Waiter.Kind): the run
+// controller waits on listings to claim a run, the Agent controller to
+// say whether an Agent's mcp tools work.
+const (
+	WaiterRun   = "AgentRun"
+	WaiterAgent = "Agent"
+)
+
 func (c *MCPCatalog) refresher() *mcplist.Refresher {
-	c.once.Do(func() { c.r = mcplist.New(c.fetch, c.Clock, c.Options) })
+	c.once.Do(func() {
+		c.r = mcplist.New(c.fetch, c.Clock, c.Options)
+		c.r.SetWake(c.wake)
+	})
 	return c.r
 }
 
@@ -63,9 +77,38 @@ func (c *MCPCatalog) Start(ctx context.Context) error { return c.refresher().Sta
 // NeedLeaderElection is false: the refresher is idle unless asked.
 func (c *MCPCatalog) NeedLeaderElection() bool { return false }
 
-// SetWake sets what is called with the runs that waited for a refresh
-// once it ended (see mcplist.Refresher.SetWake).
-func (c *MCPCatalog) SetWake(wake func([]types.NamespacedName)) { c.refresher().SetWake(wake) }
+// SetWake sets what is called with the waiters of kind (WaiterRun,
+// WaiterAgent) once a refresh they waited for ended (see
+// mcplist.Refresher.SetWake: it must not block for long).
+func (c *MCPCatalog) SetWake(kind string, wake func([]types.NamespacedName)) {
+	c.refresher()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.wakes == nil {
+		c.wakes = map[string]func([]types.NamespacedName){}
+	}
+	c.wakes[kind] = wake
+}
+
+// wake hands each kind's waiters to its wake function; waiters of a kind
+// nobody set are dropped (their own requeue brings them back).
+func (c *MCPCatalog) wake(ws []mcplist.Waiter) {
+	byKind := map[string][]types.NamespacedName{}
+	for _, w := range ws {
+		byKind[w.Kind] = append(byKind[w.Kind], w.NamespacedName)
+	}
+	c.mu.Lock()
+	fns := make(map[string]func([]types.NamespacedName), len(byKind))
+	for k := range byKind {
+		fns[k] = c.wakes[k]
+	}
+	c.mu.Unlock()
+	for k, keys := range byKind {
+		if fn := fns[k]; fn != nil {
+			fn(keys)
+		}
+	}
+}
 
 // Stats are the refresher's counters.
 func (c *MCPCatalog) Stats() mcplist.Stats { return c.refresher().Stats() }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/internal/mcptest"
 )
 
@@ -24,7 +25,7 @@ func TestMCPListings(t *testing.T) {
 	defer srv.Close()
 	cat := &MCPCatalog{Client: loopbackOnly(t)}
 	woken := make(chan types.NamespacedName, 16)
-	cat.SetWake(func(ns []types.NamespacedName) {
+	cat.SetWake(WaiterRun, func(ns []types.NamespacedName) {
 		for _, n := range ns {
 			woken <- n
 		}
@@ -36,7 +37,7 @@ func TestMCPListings(t *testing.T) {
 	reg := &Registry{MCP: cat, Secret: func(context.Context, string, exagentv1.SecretKeySelector) (string, error) { return "Bearer t", nil }}
 	agent := &exagentv1.AgentSpec{Tools: []exagentv1.ToolSpec{{Name: "srv", MCP: &exagentv1.MCPTool{URL: srv.URL,
 		Import: &exagentv1.MCPImport{}, Headers: []exagentv1.SecretHeader{{Name: "Authorization"}}}}}}
-	run := types.NamespacedName{Namespace: "ns", Name: "r"}
+	run := mcplist.Waiter{Kind: WaiterRun, NamespacedName: types.NamespacedName{Namespace: "ns", Name: "r"}}
 	wait := func() {
 		t.Helper()
 		select {
@@ -98,5 +99,51 @@ func TestMCPListings(t *testing.T) {
 	}
 	if st := cat.Stats(); st.Fetches != 3 || st.Failures != 1 {
 		t.Errorf("stats %+v, want 3 fetches (one per need), 1 failure", st)
+	}
+}
+
+// TestMCPCatalogWakesByKind: a run and an Agent of the same name waiting
+// on one server's refresh are each woken through their own kind's wake
+// function (the run and Agent controllers share the catalog), and a kind
+// nobody set a wake for is dropped, not handed to another.
+func TestMCPCatalogWakesByKind(t *testing.T) {
+	srv := mcptest.Start()
+	defer srv.Close()
+	cat := &MCPCatalog{Client: loopbackOnly(t)}
+	runs, agents := make(chan types.NamespacedName, 4), make(chan types.NamespacedName, 4)
+	forward := func(to chan types.NamespacedName) func([]types.NamespacedName) {
+		return func(ns []types.NamespacedName) {
+			for _, n := range ns {
+				to <- n
+			}
+		}
+	}
+	cat.SetWake(WaiterRun, forward(runs))
+	cat.SetWake(WaiterAgent, forward(agents))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { _ = cat.Start(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	reg := &Registry{MCP: cat}
+	agent := &exagentv1.AgentSpec{Tools: []exagentv1.ToolSpec{{Name: "echo", MCP: &exagentv1.MCPTool{URL: srv.URL}}}}
+	key := types.NamespacedName{Namespace: "ns", Name: "same"}
+	asked := time.Now()
+	for _, kind := range []string{WaiterRun, WaiterAgent, "Unknown"} {
+		if _, waits := reg.MCPListings(ctx, "ns", agent, MCPNeed{After: asked, Waiter: mcplist.Waiter{Kind: kind, NamespacedName: key}}); len(waits) != 1 {
+			t.Fatalf("%s: waits %+v, want one refresh under way", kind, waits)
+		}
+	}
+	for name, ch := range map[string]chan types.NamespacedName{"run": runs, "agent": agents} {
+		select {
+		case got := <-ch:
+			if got != key {
+				t.Errorf("%s woken as %v, want %v", name, got, key)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the %s was never woken", name)
+		}
+	}
+	if len(runs)+len(agents) != 0 {
+		t.Errorf("extra wakes: %d run, %d agent (the unknown kind must go to nobody)", len(runs), len(agents))
 	}
 }

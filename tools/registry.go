@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/loop"
@@ -104,8 +102,9 @@ type MCPNeed struct {
 	// became startable, so a server that changed a tool while the run
 	// waited is what the run's calls are bound and re-checked against.
 	After time.Time
-	// Waiter is woken (MCPCatalog.SetWake) when a refresh it waits for ends.
-	Waiter types.NamespacedName
+	// Waiter is woken (MCPCatalog.SetWake, by its Kind) when a refresh it
+	// waits for ends.
+	Waiter mcplist.Waiter
 	// Cached: only what is known; no refresh is asked for (a release).
 	Cached bool
 }

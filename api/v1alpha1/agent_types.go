@@ -546,25 +546,82 @@ func (l *LimitsSpec) TranscriptBytes() int64 {
 	return *l.MaxTranscriptBytes
 }
 
-// AgentStatus is the observed state of an Agent.
+// Bounds of an Agent's status (the markers' values; the code truncates
+// with the same numbers). One status.tools entry per spec.tools entry, so
+// MaxAgentTools is also spec.tools' MaxItems.
+const (
+	MaxAgentTools = 64
+	// MaxAgentStatusMessage bounds a tool's message and the Ready
+	// condition's message: what an Agent author controls (URLs, names,
+	// a server's error text) never grows the status past it.
+	MaxAgentStatusMessage = 1024
+)
+
+// AgentStatus is the observed state of an Agent: whether what it names
+// works (DESIGN.md §15; docs/tools.md, "Is my Agent ready?"). The manager
+// checks it when its spec changes and on a period (--agent-recheck-interval;
+// sooner, with backoff, while it is not Ready) and writes it only when
+// something changed. Ready is information, never a gate: runs of an
+// Agent that is not Ready start as they would anyway.
 type AgentStatus struct {
-	// conditions of the Agent.
+	// conditions of the Agent: Ready (True when every check passed,
+	// False with the first failing check's reason, Unknown while a check
+	// is under way), and the kstatus conditions Reconciling (True while
+	// Ready is Unknown) and Stalled (True while Ready is False).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// observedGeneration is the generation last validated.
+	// observedGeneration is the generation last checked.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// tools is what the last check found of each tool, in spec order.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Tools []AgentToolStatus `json:"tools,omitempty"`
+}
+
+// AgentToolStatus is what the last check found of one tool.
+type AgentToolStatus struct {
+	// name of the tool (spec.tools[].name).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Name string `json:"name"`
+	// kind of the tool: http, mcp, agent or builtin.
+	// +required
+	// +kubebuilder:validation:MaxLength=16
+	Kind string `json:"kind"`
+	// ready is true when every check of the tool passed: the Secrets its
+	// headers name hold their keys, its parameters schema compiles, its
+	// MCP server answers tools/list and offers the tools it names, the
+	// Agent it delegates to exists.
+	// +required
+	Ready bool `json:"ready"`
+	// reason (PascalCase) the tool is not ready — Checking while its MCP
+	// server's first tools/list is under way; empty when it is ready.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason,omitempty"`
+	// message says what is wrong and what to do; for a ready mcp tool,
+	// what its server offers.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 }
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:categories=exagent
+// +kubebuilder:resource:shortName=ag,categories=exagent
 // +kubebuilder:printcolumn:name="PROVIDER",type=string,JSONPath=`.spec.model.provider`
 // +kubebuilder:printcolumn:name="MODEL",type=string,JSONPath=`.spec.model.name`
+// +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="REASON",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="MESSAGE",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 
 // Agent is the trusted template of agent runs: instructions, model, tools,
 // policy and limits.
@@ -574,7 +631,12 @@ type Agent struct {
 
 	// +required
 	Spec AgentSpec `json:"spec"`
+	// status says whether the Agent works. It defaults to
+	// observedGeneration 0, so an Agent not checked yet reads as in
+	// progress to kstatus, Flux and Argo CD (generation 1 not observed)
+	// rather than as a resource without status, which kstatus calls Current.
 	// +optional
+	// +kubebuilder:default={observedGeneration: 0}
 	Status AgentStatus `json:"status,omitempty"`
 }
 

@@ -103,6 +103,46 @@ const (
 	ReasonInvalidConfiguration = "InvalidConfiguration"
 )
 
+// Reasons of an Agent's Ready condition and of its status.tools[].reason
+// (the Agent controller's checks; docs/tools.md, "Is my Agent ready?").
+// Ready=False takes the reason of the first failing check — the Agent's
+// own configuration, the model's, then each tool's in spec order, then the
+// notification sinks' — and its message lists the failures. ReasonMCPServerUnavailable,
+// ReasonToolKindNotSupported and ReasonInvalidConfiguration serve Agents
+// too.
+const (
+	// ReasonAgentReady is Ready=True's reason: every check passed.
+	ReasonAgentReady = "Ready"
+	// ReasonChecking is Ready=Unknown's: a check is under way (an MCP
+	// server's first tools/list has not come back yet).
+	ReasonChecking = "Checking"
+	// ReasonSecretNotFound: a Secret the Agent names (a header's, the
+	// model's API key, a sink's signing key) does not exist in its namespace.
+	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonSecretKeyNotFound: the Secret exists but has no such key.
+	ReasonSecretKeyNotFound = "SecretKeyNotFound"
+	// ReasonSecretNotReadable: the manager may not read the Secret (its
+	// RBAC does not reach the namespace) — runs cannot either.
+	ReasonSecretNotReadable = "SecretNotReadable"
+	// ReasonTooManySecrets: the Agent names more distinct Secrets than
+	// one check reads (MaxAgentSecretReads); the rest are not checked.
+	ReasonTooManySecrets = "TooManySecrets"
+	// ReasonMCPToolNotFound: the MCP server answers tools/list but does
+	// not offer a tool the Agent names (or, for an import of every tool,
+	// offers none it can use).
+	ReasonMCPToolNotFound = "MCPToolNotFound"
+	// ReasonInvalidSchema: a tool's parameters (or the input schema its
+	// MCP server lists) do not compile with the validator runs use.
+	ReasonInvalidSchema = "InvalidSchema"
+	// ReasonDelegateNotFound: an agent tool names an Agent that does not
+	// exist in the namespace.
+	ReasonDelegateNotFound = "DelegateNotFound"
+)
+
+// MaxAgentSecretReads bounds the distinct Secrets one check of an Agent
+// reads (each a GET past the cache: the manager never watches Secrets).
+const MaxAgentSecretReads = 32
+
 // Reasons of a decision that was not applied (ApprovalDecision
 // status.reason, with phase Rejected) and of the engine's refusals.
 const (

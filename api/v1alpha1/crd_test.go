@@ -401,6 +401,7 @@ func TestPrinterColumns(t *testing.T) {
 		"agentruns":         {resource: "agentruns", want: []string{"Name", "AGENT", "PHASE", "STEP", "PENDING", "AGE", "MESSAGE"}},
 		"approvaldecisions": {resource: "approvaldecisions", want: []string{"Name", "DECISION", "RUN", "ACTOR", "PHASE", "AGE", "MESSAGE"}},
 		"agentrunsegments":  {resource: "agentrunsegments", want: []string{"Name", "RUN", "INDEX", "BYTES", "AGE"}},
+		"agents":            {resource: "agents", want: []string{"Name", "PROVIDER", "MODEL", "READY", "REASON", "AGE", "MESSAGE"}},
 	}
 	cfg := rest.CopyConfig(env().Config)
 	cfg.GroupVersion = &exagentv1.GroupVersion
@@ -445,7 +446,7 @@ func TestShortNames(t *testing.T) {
 			got[r.Name] = r.ShortNames
 		}
 	}
-	want := map[string][]string{"agentruns": {"ar"}, "approvaldecisions": {"ad"}, "agentrunsegments": {"ars"}}
+	want := map[string][]string{"agentruns": {"ar"}, "approvaldecisions": {"ad"}, "agentrunsegments": {"ars"}, "agents": {"ag"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("short names (-want +got):\n%s", diff)
 	}

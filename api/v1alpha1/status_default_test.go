@@ -28,3 +28,22 @@ func TestNewRunHasAnUnobservedGeneration(t *testing.T) {
 		t.Errorf("status.observedGeneration = %d (found %v, %v), generation %d; want 0 against 1", og, found, err, u.GetGeneration())
 	}
 }
+
+// TestNewAgentHasAnUnobservedGeneration: an Agent not checked yet is
+// served with status.observedGeneration 0, so GitOps tools wait for the
+// check instead of calling it healthy.
+func TestNewAgentHasAnUnobservedGeneration(t *testing.T) {
+	ns := newNamespace(t)
+	if err := env().Client.Create(context.Background(), sampleAgent(ns, "fresh")); err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("Agent"))
+	if err := env().Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "fresh"}, u); err != nil {
+		t.Fatal(err)
+	}
+	og, found, err := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	if err != nil || !found || og != 0 || u.GetGeneration() != 1 {
+		t.Errorf("status.observedGeneration = %d (found %v, %v), generation %d; want 0 against 1", og, found, err, u.GetGeneration())
+	}
+}

@@ -80,10 +80,11 @@ type flags struct {
 	mcpListTimeout          time.Duration
 	watchNamespaces         string
 	// namespaces is watchNamespaces parsed (every namespace when empty).
-	namespaces served.Namespaces
-	defaultTTLSeconds       int
-	retentionWorkers        int
-	archiveTimeout          time.Duration
+	namespaces           served.Namespaces
+	defaultTTLSeconds    int
+	retentionWorkers     int
+	archiveTimeout       time.Duration
+	agentRecheckInterval time.Duration
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
@@ -135,6 +136,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 		"it is deleted (archived first when its Agent has retention.archive) this many seconds after it ended; 0 keeps such runs (docs/operating.md, Retention).")
 	fs.IntVar(&f.retentionWorkers, "retention-workers", controllers.DefaultRetentionWorkers, "Ended runs archived and deleted at once; each holds its run's transcript in memory while its archive is sent.")
 	fs.DurationVar(&f.archiveTimeout, "archive-timeout", controllers.DefaultArchiveTimeout, "Timeout of one attempt to send a run's archive to its Agent's retention.archive.")
+	fs.DurationVar(&f.agentRecheckInterval, "agent-recheck-interval", controllers.DefaultAgentRecheckInterval, "How often a Ready Agent is checked again "+
+		"(its Secrets read, its MCP servers listed); an Agent that is not Ready is checked sooner, with backoff. Its status is written only when it changed.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -145,6 +148,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	}
 	if err := f.validateRetention(); err != nil {
 		return nil, opts, err
+	}
+	if f.agentRecheckInterval < time.Second {
+		return nil, opts, fmt.Errorf("--agent-recheck-interval=%s: must be at least 1s", f.agentRecheckInterval)
 	}
 	if _, err := f.egressConfig(); err != nil {
 		return nil, opts, err
@@ -420,6 +426,7 @@ func run() error {
 		DefaultTTLAfterFinished: time.Duration(f.defaultTTLSeconds) * time.Second,
 		RetentionWorkers:        f.retentionWorkers,
 		ArchiveTimeout:          f.archiveTimeout,
+		AgentRecheckInterval:    f.agentRecheckInterval,
 	})
 	if err != nil {
 		return err

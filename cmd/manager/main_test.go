@@ -46,19 +46,19 @@ func TestParseFlags(t *testing.T) {
 				maxInFlight: executor.DefaultMaxInFlight, perEndpoint: executor.DefaultPerEndpoint, modelTimeout: 2 * time.Minute, releaseOnStop: true, drainTimeout: 20 * time.Second, leaseSkewGrace: 2 * time.Second,
 				hotStatusBytes: 32 << 10, sealValueBytes: 4 << 10, segmentCacheBytes: 32 << 20, maxTranscriptBytes: 64 << 20,
 				mcpListConcurrency: mcplist.DefaultConcurrency, mcpListTimeout: mcplist.DefaultTimeout,
-				retentionWorkers: controllers.DefaultRetentionWorkers, archiveTimeout: controllers.DefaultArchiveTimeout},
+				retentionWorkers: controllers.DefaultRetentionWorkers, archiveTimeout: controllers.DefaultArchiveTimeout, agentRecheckInterval: controllers.DefaultAgentRecheckInterval},
 		},
 		"a pod's flags": {
 			args: []string{"--leader-elect", "--webhook-host=0.0.0.0", "--webhook-cert-dir=/certs", "--metrics-bind-address=:8443",
 				"--max-concurrent-reconciles=8", "--max-inflight-io=100", "--max-inflight-per-endpoint=4", "--holder-identity=pod-a",
 				"--mcp-list-concurrency=4", "--mcp-list-timeout=5s", "--max-transcript-bytes=16777216",
-				"--default-ttl-seconds-after-finished=86400", "--retention-workers=4", "--archive-timeout=5m"},
+				"--default-ttl-seconds-after-finished=86400", "--retention-workers=4", "--archive-timeout=5m", "--agent-recheck-interval=1m"},
 			want: flags{leaderElect: true, leaderElectionID: "exagent-manager.exagent.io", metricsAddr: ":8443", metricsSecure: true,
 				probeAddr: ":8081", enableWebhooks: true, webhookHost: "0.0.0.0", webhookPort: 9443, webhookCertDir: "/certs",
 				maxConcurrentReconciles: 8, maxConcurrentDecisions: controllers.DefaultMaxConcurrentDecisions, maxInFlight: 100, perEndpoint: 4, modelTimeout: 2 * time.Minute, holder: "pod-a", releaseOnStop: true, drainTimeout: 20 * time.Second, leaseSkewGrace: 2 * time.Second,
 				hotStatusBytes: 32 << 10, sealValueBytes: 4 << 10, segmentCacheBytes: 32 << 20, maxTranscriptBytes: 16 << 20,
 				mcpListConcurrency: 4, mcpListTimeout: 5 * time.Second,
-				defaultTTLSeconds: 86400, retentionWorkers: 4, archiveTimeout: 5 * time.Minute},
+				defaultTTLSeconds: 86400, retentionWorkers: 4, archiveTimeout: 5 * time.Minute, agentRecheckInterval: time.Minute},
 		},
 		"namespace-scoped": {
 			args: []string{"--watch-namespaces=team-b, team-a"},
@@ -67,7 +67,7 @@ func TestParseFlags(t *testing.T) {
 				maxInFlight: executor.DefaultMaxInFlight, perEndpoint: executor.DefaultPerEndpoint, modelTimeout: 2 * time.Minute, releaseOnStop: true, drainTimeout: 20 * time.Second, leaseSkewGrace: 2 * time.Second,
 				hotStatusBytes: 32 << 10, sealValueBytes: 4 << 10, segmentCacheBytes: 32 << 20, maxTranscriptBytes: 64 << 20,
 				mcpListConcurrency: mcplist.DefaultConcurrency, mcpListTimeout: mcplist.DefaultTimeout,
-				retentionWorkers: controllers.DefaultRetentionWorkers, archiveTimeout: controllers.DefaultArchiveTimeout,
+				retentionWorkers: controllers.DefaultRetentionWorkers, archiveTimeout: controllers.DefaultArchiveTimeout, agentRecheckInterval: controllers.DefaultAgentRecheckInterval,
 				watchNamespaces: "team-b, team-a", namespaces: mustNamespaces(t, "team-a,team-b")},
 		},
 	}
@@ -99,6 +99,7 @@ func TestParseFlagsRefusesSealingBudgets(t *testing.T) {
 		{"--default-ttl-seconds-after-finished=4294967296"}, // past what ttlSecondsAfterFinished (int32) can say
 		{"--retention-workers=0"},
 		{"--archive-timeout=0s"},
+		{"--agent-recheck-interval=0"}, // an Agent checked in a loop would read its Secrets in a loop
 	} {
 		fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 		if _, _, err := parseFlags(fs, args); err == nil {

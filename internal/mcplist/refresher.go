@@ -117,7 +117,15 @@ type Request struct {
 	After time.Time
 	// Waiter, when set, is woken (SetWake) once the refresh this request
 	// waits for has ended, well or not.
-	Waiter types.NamespacedName
+	Waiter Waiter
+}
+
+// Waiter is one caller a refresh wakes when it ends: an object of some
+// kind (a run, an Agent whose readiness waits on the listing). Kind is
+// for the wake function to route on; the Refresher never reads it.
+type Waiter struct {
+	Kind string
+	types.NamespacedName
 }
 
 // State is what the Refresher knows of a server, as one caller needs it.
@@ -183,7 +191,7 @@ type entry struct {
 	since   time.Time // queued or begun at
 	tenant  string
 	headers map[string]string // while queued
-	waiters map[types.NamespacedName]struct{}
+	waiters map[Waiter]struct{}
 }
 
 func (e *entry) state(after time.Time) State {
@@ -211,7 +219,7 @@ type Refresher struct {
 	queue    fairQueue
 	inFlight int
 	byTenant map[string]int
-	wake     func([]types.NamespacedName)
+	wake     func([]Waiter)
 	stats    Stats
 	wg       sync.WaitGroup
 }
@@ -232,7 +240,7 @@ func (r *Refresher) Options() Options { return r.o }
 // SetWake sets what is called, off the Refresher's lock, with the waiters
 // of a refresh that ended. It must not block for long: a listing slot
 // waits for it.
-func (r *Refresher) SetWake(wake func([]types.NamespacedName)) {
+func (r *Refresher) SetWake(wake func([]Waiter)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.wake = wake
@@ -272,11 +280,11 @@ func (r *Refresher) Get(req Request) State {
 		r.queue.push(e)
 		r.dispatch()
 	}
-	if e.refresh != idle && req.Waiter != (types.NamespacedName{}) {
+	if e.refresh != idle && req.Waiter != (Waiter{}) {
 		// A refresh running since before after ends with a listing not
 		// fresh for this waiter: woken, it asks again and queues one.
 		if e.waiters == nil {
-			e.waiters = map[types.NamespacedName]struct{}{}
+			e.waiters = map[Waiter]struct{}{}
 		}
 		if len(e.waiters) < r.o.MaxWaiters {
 			e.waiters[req.Waiter] = struct{}{}
@@ -402,7 +410,7 @@ func (r *Refresher) run(ctx context.Context, e *entry, headers map[string]string
 	wake := r.wake
 	r.mu.Unlock()
 	if wake != nil && len(waiters) > 0 && !stopping {
-		out := make([]types.NamespacedName, 0, len(waiters))
+		out := make([]Waiter, 0, len(waiters))
 		for w := range waiters {
 			out = append(out, w)
 		}

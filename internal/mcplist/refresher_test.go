@@ -78,9 +78,9 @@ func (s *servers) set(f func()) {
 // woken collects the waiters the refresher wakes.
 type woken chan types.NamespacedName
 
-func (w woken) wake(ns []types.NamespacedName) {
+func (w woken) wake(ns []Waiter) {
 	for _, n := range ns {
-		w <- n
+		w <- n.NamespacedName
 	}
 }
 
@@ -111,7 +111,7 @@ func start(t *testing.T, s *servers, clk *clocktesting.FakePassiveClock, o Optio
 }
 
 func req(url string, after time.Time, waiter string) Request {
-	return Request{Key: "k:" + url, URL: url, Tenant: "ns", After: after, Waiter: types.NamespacedName{Namespace: "ns", Name: waiter}}
+	return Request{Key: "k:" + url, URL: url, Tenant: "ns", After: after, Waiter: Waiter{NamespacedName: types.NamespacedName{Namespace: "ns", Name: waiter}}}
 }
 
 // TestRefresherFreshness: a listing is fresh for a request only when its

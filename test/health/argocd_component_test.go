@@ -14,8 +14,9 @@ import (
 )
 
 // TestArgoCDComponent: config/argocd, included as a kustomize component in
-// an Argo CD installation, adds health.lua to argocd-cm under the key
-// Argo CD reads, and keeps the ConfigMap's other settings.
+// an Argo CD installation, adds each health script (AgentRun, Agent,
+// ApprovalDecision) to argocd-cm under the key Argo CD reads, and keeps
+// the ConfigMap's other settings.
 func TestArgoCDComponent(t *testing.T) {
 	dir := t.TempDir()
 	component, err := filepath.Rel(dir, filepath.Join(testenv.RepoRoot(), "config", "argocd"))
@@ -41,14 +42,18 @@ func TestArgoCDComponent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "argocd", "health.lua"))
-	if err != nil {
-		t.Fatal(err)
+	want := []string{"url: https://argo.example", "name: argocd-cm\n"}
+	for kind, file := range map[string]string{"AgentRun": "health.lua", "Agent": "health-agent.lua", "ApprovalDecision": "health-approvaldecision.lua"} {
+		script, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "argocd", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		firstLine, _, _ := strings.Cut(string(script), "\n")
+		want = append(want, "resource.customizations.health.exagent.io_"+kind+": |", firstLine)
 	}
-	firstLine, _, _ := strings.Cut(string(script), "\n")
-	for _, want := range []string{"resource.customizations.health.exagent.io_AgentRun: |", firstLine, "url: https://argo.example", "name: argocd-cm\n"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("built argocd-cm lacks %q:\n%s", want, out)
+	for _, w := range want {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("built argocd-cm lacks %q:\n%s", w, out)
 		}
 	}
 }

@@ -236,7 +236,10 @@ type healthCheckExpr struct {
 	Current    string `json:"current"`
 }
 
-func TestFluxHealthCheckExprs(t *testing.T) {
+// fluxExprs reads config/flux/healthcheckexprs.yaml: one entry per kind,
+// each of exagent's API version and with a current expression.
+func fluxExprs(t *testing.T) map[string]healthCheckExpr {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "flux", "healthcheckexprs.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -245,10 +248,21 @@ func TestFluxHealthCheckExprs(t *testing.T) {
 	if err := yaml.UnmarshalStrict(b, &exprs); err != nil {
 		t.Fatal(err)
 	}
-	if len(exprs) != 1 || exprs[0].APIVersion != exagentv1.GroupVersion.String() || exprs[0].Kind != "AgentRun" || exprs[0].Current == "" {
-		t.Fatalf("want one AgentRun entry with a current expression, got %+v", exprs)
+	out := map[string]healthCheckExpr{}
+	for _, e := range exprs {
+		if _, dup := out[e.Kind]; dup || e.APIVersion != exagentv1.GroupVersion.String() || e.Current == "" {
+			t.Fatalf("entry %+v: want one per kind, of %s, with a current expression", e, exagentv1.GroupVersion)
+		}
+		out[e.Kind] = e
 	}
-	e := exprs[0]
+	return out
+}
+
+func TestFluxHealthCheckExprs(t *testing.T) {
+	e, ok := fluxExprs(t)["AgentRun"]
+	if !ok {
+		t.Fatal("no AgentRun entry")
+	}
 	for _, s := range samples {
 		if s.phase == "" {
 			continue // no status at all: Flux reports the evaluation error and retries until the controller wrote one
