@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
 )
 
 // chainHint tells the person reading TranscriptCorrupt what to do.
@@ -141,7 +142,7 @@ func (v Values) Resolve(ref *exagentv1.ValueRef) (string, error) {
 	default:
 		return "", chainf("value %s in segment %s has unknown encoding %q", short(ref.SHA256), ref.Segment, sv.Encoding)
 	}
-	if sha256Hex(d) != ref.SHA256 || int64(len(d)) != ref.Bytes {
+	if canonical.SHA256Hex(d) != ref.SHA256 || int64(len(d)) != ref.Bytes {
 		return "", chainf("value %s in segment %s does not match its ref", short(ref.SHA256), ref.Segment)
 	}
 	return d, nil

@@ -1,9 +1,9 @@
 // Package loop is the pure durable engine of an agent run: the state machine
-// of DESIGN.md §3 as functions over data, policy evaluation, canonical
-// hashing, the ledger and the loop driver. It never does IO, never reads a
-// clock (every function takes now) and never imports a Kubernetes client:
-// controllers read the run, call the engine, and commit what it returns with
-// compare-and-swap.
+// of DESIGN.md §3 as functions over data, policy evaluation, hashing (over
+// internal/canonical's canonical JSON), the ledger and the loop driver. It
+// never does IO, never reads a clock (every function takes now) and never
+// imports a Kubernetes client: controllers read the run, call the engine,
+// and commit what it returns with compare-and-swap.
 //
 // The state is v1alpha1.AgentRunStatus itself, so the JSON a controller
 // stores is exactly the continuation the engine resumes from. Times the
@@ -16,7 +16,6 @@
 //	env.go        the trusted current configuration: fingerprints, durations, payload hash
 //	policy.go     Allow/Ask/Deny rules with CEL `when` over args
 //	authorize.go  who never decides, approvers and forbidSelfApproval (RBAC is the caller's)
-//	canonical.go  RFC 8785 canonical JSON and sha256 hashes
 //	claim.go      Start, Claim, Checkpoint, Release
 //	step.go       the driver: the next action and its intent
 //	model.go      model outcomes: RecordModelResponse, RecordModelFailure
@@ -37,6 +36,7 @@
 //	integrity.go  a status that contradicts itself fails (CorruptStatus), never panics
 //	wakeup.go     the next instant the clock matters
 //	conditions.go Ready / AwaitingApproval / Uncertain computed from the journal
+//	text.go       text made storable: valid UTF-8, byte bounds, its JSON-escaped size
 //	errors.go     the typed errors callers switch on
 //
 // Readings of the design the code commits to (each is documented where it

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
 )
 
 // Defaults of the run's timing fields (DESIGN.md §2).
@@ -192,7 +193,7 @@ func (e *Env) fingerprint() error {
 		if t.Parameters != nil && len(t.Parameters.Raw) > 0 {
 			params = json.RawMessage(t.Parameters.Raw)
 		}
-		canon, err := CanonicalJSON(params)
+		canon, err := canonical.JSON(params)
 		if err != nil {
 			return fmt.Errorf("tools[%d] %q parameters: %w", i, t.Name, err)
 		}
@@ -201,7 +202,7 @@ func (e *Env) fingerprint() error {
 		if e.argSchemas[t.Name], err = CompileArgSchema(canon); err != nil {
 			return fmt.Errorf("tools[%d] %q parameters: %w", i, t.Name, err)
 		}
-		h, err := hashOf(map[string]any{"name": t.Name, "parameters": json.RawMessage(canon), "effect": effectOf(t)})
+		h, err := canonical.HashOf(map[string]any{"name": t.Name, "parameters": json.RawMessage(canon), "effect": effectOf(t)})
 		if err != nil {
 			return fmt.Errorf("tools[%d] %q: %w", i, t.Name, err)
 		}
@@ -211,19 +212,19 @@ func (e *Env) fingerprint() error {
 		e.tools = append(e.tools, ToolDef{Name: t.Name, Description: t.Description, Parameters: canon})
 	}
 	var err error
-	if b.Definition, err = hashOf(def); err != nil {
+	if b.Definition, err = canonical.HashOf(def); err != nil {
 		return fmt.Errorf("definition fingerprint: %w", err)
 	}
 	model := map[string]any{
 		"provider": ag.Model.Provider, "name": ag.Model.Name,
 		"baseURL": ag.Model.BaseURL, "script": ag.Model.Script,
 	}
-	if b.Model, err = hashOf(model); err != nil {
+	if b.Model, err = canonical.HashOf(model); err != nil {
 		return fmt.Errorf("model fingerprint: %w", err)
 	}
 	pol := *ag.Policy.DeepCopy()
 	pol.Default, pol.OnDeny = pol.DefaultAction(), pol.OnDenyAction()
-	if b.Policy, err = hashOf(pol); err != nil {
+	if b.Policy, err = canonical.HashOf(pol); err != nil {
 		return fmt.Errorf("policy fingerprint: %w", err)
 	}
 	e.binding = b
@@ -310,7 +311,7 @@ func (e *Env) payloadHash(tool string, canonicalArgs string) (string, error) {
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	return hashOf(map[string]any{
+	return canonical.HashOf(map[string]any{
 		"tool":            tool,
 		"toolFingerprint": e.toolHashes[tool],
 		"args":            args,

@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
 )
 
 // MCPListing is what an MCP server's tools/list said, as the controller
@@ -149,7 +150,7 @@ func (e *Env) fingerprintMCP(t *exagentv1.ToolSpec) (string, error) {
 		if len(schema) == 0 || string(schema) == "null" {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
-		canon, err := CanonicalJSON(schema)
+		canon, err := canonical.JSON(schema)
 		if err == nil {
 			e.argSchemas[x.visible], err = CompileArgSchema(canon)
 		}
@@ -165,7 +166,7 @@ func (e *Env) fingerprintMCP(t *exagentv1.ToolSpec) (string, error) {
 			desc = t.Description
 		}
 		ann := annotationMap(x.info.Annotations)
-		h, err := hashOf(map[string]any{"name": x.visible, "parameters": json.RawMessage(canon),
+		h, err := canonical.HashOf(map[string]any{"name": x.visible, "parameters": json.RawMessage(canon),
 			"effect": effectOf(&spec), "description": desc, "annotations": ann})
 		if err != nil {
 			return "", err
@@ -174,7 +175,7 @@ func (e *Env) fingerprintMCP(t *exagentv1.ToolSpec) (string, error) {
 		e.tools = append(e.tools, ToolDef{Name: x.visible, Description: desc, Parameters: canon})
 		parts = append(parts, x.visible+"="+h)
 	}
-	return hashOf(map[string]any{"name": t.Name, "effect": effectOf(t), "listed": listed, "tools": parts})
+	return canonical.HashOf(map[string]any{"name": t.Name, "effect": effectOf(t), "listed": listed, "tools": parts})
 }
 
 // toolUnavailable says why a call of the visible tool name cannot run now

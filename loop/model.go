@@ -6,6 +6,7 @@ import (
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
 )
 
 // RecordModelResponse confirms the outcome of the outstanding model request
@@ -92,7 +93,7 @@ func proposeCall(env *Env, id string, step int32, tc exagentv1.MessageToolCall) 
 	if raw == "" {
 		raw = "{}"
 	}
-	canon, err := CanonicalJSON(json.RawMessage(raw))
+	canon, err := canonical.JSON(json.RawMessage(raw))
 	switch {
 	case err != nil:
 		call.Args = bound(raw, maxContent)
@@ -106,7 +107,7 @@ func proposeCall(env *Env, id string, step int32, tc exagentv1.MessageToolCall) 
 		return call, nil
 	}
 	call.Args = string(canon)
-	call.ArgsHash = Hash(canon)
+	call.ArgsHash = canonical.Hash(canon)
 	ph, err := env.payloadHash(call.Tool, call.Args)
 	if err != nil {
 		return call, fmt.Errorf("payload hash of call %q: %w", id, err)

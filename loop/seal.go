@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
 )
 
 // Defaults of the hot status (DESIGN.md §10).
@@ -185,7 +186,7 @@ func (sl *sealer) sealValue(v *string, ref **exagentv1.ValueRef, isOutput bool, 
 	if !sealable(*v, limit) {
 		return
 	}
-	sum := sha256Hex(*v)
+	sum := canonical.SHA256Hex(*v)
 	inline := keep(*v, isOutput, limit)
 	if r := *ref; r != nil && r.SHA256 == sum && r.Segment != "" {
 		*v = inline // a hydrated copy of a sealed value
@@ -437,7 +438,7 @@ func (sl *sealer) emit(spec exagentv1.AgentRunSegmentSpec) (Segment, error) {
 // SegmentName is the name of a segment with this spec: the sha256 (hex) of
 // its canonical JSON, and that JSON's length.
 func SegmentName(spec *exagentv1.AgentRunSegmentSpec) (string, int, error) {
-	b, err := CanonicalJSON(spec)
+	b, err := canonical.JSON(spec)
 	if err != nil {
 		return "", 0, fmt.Errorf("segment content: %w", err)
 	}
@@ -452,11 +453,6 @@ func inlineBytes(m *exagentv1.Message) int64 {
 		n += int64(len(m.ToolCalls[i].Arguments))
 	}
 	return n
-}
-
-func sha256Hex(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
 }
 
 func jsonLen(v any) int {

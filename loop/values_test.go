@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
 )
 
 // TestEscapedLen: escapedLen is what encoding/json (the apiserver's
@@ -52,7 +53,7 @@ func worst(filler string) string { return strings.Repeat(filler, maxContent/len(
 // bytes, its string made of filler.
 func worstArgs(t *testing.T, filler string) string {
 	t.Helper()
-	one, err := CanonicalJSON(json.RawMessage(mustJSON(t, map[string]string{"q": filler})))
+	one, err := canonical.JSON(json.RawMessage(mustJSON(t, map[string]string{"q": filler})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestWorstCaseValuesFitASegment(t *testing.T) {
 					h.seal()
 					r := tools(call(fmt.Sprintf("c%d", i), "read", worstArgs(t, filler)))
 					r.Content = worst(filler)
-					canon, _ := CanonicalJSON(json.RawMessage(r.ToolCalls[0].Arguments))
+					canon, _ := canonical.JSON(json.RawMessage(r.ToolCalls[0].Arguments))
 					args = append(args, string(canon))
 					h.respond(r)
 					h.seal()
@@ -276,7 +277,7 @@ func TestFailUnstorable(t *testing.T) {
 		}
 	}
 	a := got.Calls[findCall(&got, "a")]
-	if a.Outcome == nil || !a.Outcome.Succeeded || !strings.Contains(a.Outcome.Result, "1000 bytes, sha256 "+sha256Hex(out)) {
+	if a.Outcome == nil || !a.Outcome.Succeeded || !strings.Contains(a.Outcome.Result, "1000 bytes, sha256 "+canonical.SHA256Hex(out)) {
 		t.Errorf("outcome of a: %+v", a.Outcome)
 	}
 	other := Fence{Holder: "another", Attempt: 9}
