@@ -26,9 +26,9 @@
 //	decide.go     Decide: Approve, Deny, Cancel, Resolve, idempotent by operationID
 //	end.go        Finish, Fail
 //	unstorable.go FailUnstorable: end a run whose status the store refuses for good
-//	seal.go       Seal: what leaves the hot status for segments (values, old entries, receipts)
+//	seal.go       Seal: what leaves the hot status for segments (values, old entries, receipts);
+//	              the segments' format, names and chain are internal/segment's
 //	transcript.go the transcript's size and its limit (the Agent's, capped by the manager)
-//	chain.go      the segment chain verified, sealed values and receipts read back
 //	expire.go     Expire: deadline and approval expiry
 //	recover.go    Recover after a lost lease
 //	activetime.go reservations and charges of active time

@@ -335,18 +335,10 @@ func CheckDrift(s Status, env *Env) error {
 	case s.Binding.Definition != cur.Definition:
 		return errorf(KindInvalidContinuation, exagentv1.ReasonDefinitionChanged,
 			"the Agent's definition (instructions or tool inventory) changed since the run started (%s → %s)",
-			short(s.Binding.Definition), short(cur.Definition))
+			canonical.Short(s.Binding.Definition), canonical.Short(cur.Definition))
 	case s.Binding.Model != cur.Model:
 		return errorf(KindInvalidContinuation, exagentv1.ReasonDefinitionChanged,
-			"the Agent's model changed since the run started (%s → %s)", short(s.Binding.Model), short(cur.Model))
+			"the Agent's model changed since the run started (%s → %s)", canonical.Short(s.Binding.Model), canonical.Short(cur.Model))
 	}
 	return nil
-}
-
-func short(h string) string {
-	const n = len("sha256:") + 12
-	if len(h) > n {
-		return h[:n]
-	}
-	return h
 }

@@ -7,6 +7,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/canonical"
+	"github.com/exagent-io/exagent/internal/segment"
 )
 
 // RecordModelResponse confirms the outcome of the outstanding model request
@@ -52,7 +53,7 @@ func RecordModelResponse(s Status, env *Env, f Fence, r ModelResponse, now time.
 		st.Calls = append(st.Calls, call)
 		msg.ToolCalls = append(msg.ToolCalls, exagentv1.MessageToolCall{ID: id, Name: call.Tool, Arguments: call.Args})
 	}
-	if n := messageBytes(&msg); !transcriptRoom(&st, env, n) {
+	if n := segment.MessageBytes(&msg); !transcriptRoom(&st, env, n) {
 		// Recorded as the request's answer (its tokens are charged), but its
 		// text never joins the transcript: the limit holds.
 		transcriptTooLarge(&st, env, now, fmt.Sprintf("the model's answer (%d bytes)", n), n)

@@ -67,6 +67,16 @@ func SHA256Hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// Short is the beginning of hash h, for a message a person reads: as
+// long as "sha256:" and 12 hex digits.
+func Short(h string) string {
+	const n = len("sha256:") + 12
+	if len(h) > n {
+		return h[:n]
+	}
+	return h
+}
+
 // HashOf is Hash(JSON(v)).
 func HashOf(v any) (string, error) {
 	b, err := JSON(v)
