@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -266,7 +267,7 @@ func (r *AgentRunReconciler) wholeOutput(ctx context.Context, child *exagentv1.A
 	chain, err := r.Segments.Chain(ctx, child)
 	if err == nil {
 		var v string
-		if v, err = loop.ValuesOf(chain).Resolve(st.OutputRef); err == nil {
+		if v, err = segment.ValuesOf(chain).Resolve(st.OutputRef); err == nil {
 			st.Output = v
 			return nil
 		}

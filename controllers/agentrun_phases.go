@@ -14,6 +14,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/notify"
+	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/tools"
 )
@@ -50,7 +51,7 @@ type scope struct {
 	requeueAfter time.Duration
 	stop         bool
 	// chain is the run's verified segment chain, once read (chainRead).
-	chain     []loop.Segment
+	chain     []segment.Segment
 	chainRead bool
 	// childEnded: the commit records a child's end (its call's outcome and
 	// its usage charged).

@@ -9,6 +9,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -20,7 +21,7 @@ import (
 // before the IO, with TranscriptCorrupt.
 
 // chain returns the run's verified chain, read once per reconcile.
-func (r *AgentRunReconciler) chain(ctx context.Context, sc *scope) ([]loop.Segment, error) {
+func (r *AgentRunReconciler) chain(ctx context.Context, sc *scope) ([]segment.Segment, error) {
 	if sc.chainRead {
 		return sc.chain, nil
 	}
@@ -59,7 +60,7 @@ func (r *AgentRunReconciler) hydrate(ctx context.Context, sc *scope) error {
 	if err != nil {
 		return r.failPermanent(sc, err)
 	}
-	values := loop.ValuesOf(chain)
+	values := segment.ValuesOf(chain)
 	st := *sc.status.DeepCopy()
 	for i := range st.Calls {
 		c := &st.Calls[i]
@@ -100,7 +101,7 @@ func (r *AgentRunReconciler) prepareIO(ctx context.Context, sc *scope, before lo
 	chain, err := r.chain(ctx, sc)
 	if err == nil && act.Model != nil {
 		var msgs []exagentv1.Message
-		if msgs, err = loop.Transcript(chain, act.Model.Messages); err == nil {
+		if msgs, err = segment.Transcript(chain, act.Model.Messages); err == nil {
 			m := *act.Model
 			m.Messages, m.Sealed = msgs, nil
 			act.Model = &m

@@ -15,6 +15,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/clip"
+	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -298,7 +299,7 @@ func (r *ApprovalDecisionReconciler) sealedReceipts(ctx context.Context, run *ex
 	if err != nil {
 		return nil, fmt.Errorf("reading the sealed receipts of run %s: %w", run.Name, err)
 	}
-	return loop.SealedReceipts(chain), nil
+	return segment.SealedReceipts(chain), nil
 }
 
 func commandOf(d *exagentv1.ApprovalDecision) loop.DecisionCmd {

@@ -16,7 +16,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
-	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/internal/segment"
 )
 
 // A byte budget an operator can state (issue 20, item 1): a ResourceQuota
@@ -185,7 +185,7 @@ func TestSegmentBytesMetrics(t *testing.T) {
 	held := run.Status.Transcript.SegmentBytes
 	var stored int64
 	for _, s := range segmentsOf(t, h, run) {
-		_, n, err := loop.SegmentName(&s.Spec)
+		_, n, err := segment.Name(&s.Spec)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -36,7 +37,7 @@ type Hooks struct {
 	AfterModelResponse func(ctx context.Context, run types.NamespacedName)
 	// AfterSegmentsCreated runs when a commit's segments were created, before
 	// the commit that references them.
-	AfterSegmentsCreated func(ctx context.Context, run types.NamespacedName, segs []loop.Segment)
+	AfterSegmentsCreated func(ctx context.Context, run types.NamespacedName, segs []segment.Segment)
 	// BeforeChildCreate runs when a delegation call's child is about to be
 	// created: the Create is sent after it even if the parent's claim was
 	// lost meanwhile (a request on the wire is not called back).
@@ -93,7 +94,7 @@ func (h Hooks) afterEffect(ctx context.Context, run types.NamespacedName, r loop
 	}
 }
 
-func (h Hooks) afterSegmentsCreated(ctx context.Context, run types.NamespacedName, segs []loop.Segment) {
+func (h Hooks) afterSegmentsCreated(ctx context.Context, run types.NamespacedName, segs []segment.Segment) {
 	if h.AfterSegmentsCreated != nil {
 		h.AfterSegmentsCreated(ctx, run, segs)
 	}

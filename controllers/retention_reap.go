@@ -16,6 +16,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/archive"
 	"github.com/exagent-io/exagent/internal/secrets"
+	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -170,7 +171,7 @@ var errRunChanged = errors.New("looking again")
 
 // send makes one attempt to deliver run's archive to sink.
 func (r *reaper) send(ctx context.Context, run *exagentv1.AgentRun, sink *exagentv1.NotifySink, now time.Time) error {
-	var chain []loop.Segment
+	var chain []segment.Segment
 	if r.segments != nil {
 		c, err := r.segments.ChainOnce(ctx, run)
 		if err != nil {

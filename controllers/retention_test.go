@@ -26,7 +26,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/archive"
-	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/internal/segment"
 )
 
 // bigResult is what the retention tests' tool answers: past the default
@@ -223,7 +223,7 @@ func TestRetentionArchive(t *testing.T) {
 	if len(chain) == 0 {
 		t.Fatal("the run sealed no segment: the test would not read one back")
 	}
-	calls, err := loop.SealedCalls(chain, stored.Status.Calls)
+	calls, err := segment.SealedCalls(chain, stored.Status.Calls)
 	if err != nil {
 		t.Fatal(err)
 	}

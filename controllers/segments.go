@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/internal/segment"
 )
 
 // +kubebuilder:rbac:groups=exagent.io,resources=agentrunsegments,verbs=get;list;create;delete;deletecollection
@@ -40,7 +40,7 @@ type Segments struct {
 
 type cachedSegment struct {
 	uid  types.UID
-	seg  loop.Segment
+	seg  segment.Segment
 	size int
 }
 
@@ -57,18 +57,18 @@ func NewSegments(c client.Client, reader client.Reader, maxBytes int) *Segments 
 
 // segmentSize is the length of seg's canonical content (what
 // status.transcript.segmentBytes counts); 0 when it cannot be encoded.
-func segmentSize(seg loop.Segment) int {
+func segmentSize(seg segment.Segment) int {
 	if seg.Size > 0 {
 		return seg.Size
 	}
-	_, n, err := loop.SegmentName(&seg.Spec)
+	_, n, err := segment.Name(&seg.Spec)
 	if err != nil {
 		return 0
 	}
 	return n
 }
 
-func (s *Segments) put(uid types.UID, seg loop.Segment) {
+func (s *Segments) put(uid types.UID, seg segment.Segment) {
 	size := segmentSize(seg)
 	if size <= 0 {
 		return
@@ -95,7 +95,7 @@ func (s *Segments) get(name string) (cachedSegment, bool) {
 // them. A segment that already exists with the same content is success
 // (a retried commit, or one whose owner crashed after creating it); one
 // with the same name and other content is refused.
-func (s *Segments) Create(ctx context.Context, run *exagentv1.AgentRun, segs []loop.Segment) error {
+func (s *Segments) Create(ctx context.Context, run *exagentv1.AgentRun, segs []segment.Segment) error {
 	for _, seg := range segs {
 		obj := &exagentv1.AgentRunSegment{
 			ObjectMeta: metav1.ObjectMeta{
@@ -118,7 +118,7 @@ func (s *Segments) Create(ctx context.Context, run *exagentv1.AgentRun, segs []l
 			if err := s.reader.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
 				return fmt.Errorf("reading existing segment %s of run %s: %w", seg.Name, run.Name, err)
 			}
-			if got, _, _ := loop.SegmentName(&existing.Spec); got != seg.Name || existing.Spec.RunUID != string(run.UID) {
+			if got, _, _ := segment.Name(&existing.Spec); got != seg.Name || existing.Spec.RunUID != string(run.UID) {
 				return fmt.Errorf("segment %s of run %s exists with other content", seg.Name, run.Name)
 			}
 			obj = existing
@@ -133,10 +133,11 @@ func (s *Segments) Create(ctx context.Context, run *exagentv1.AgentRun, segs []l
 }
 
 // Chain reads and verifies the chain the run's status.transcript names,
-// index 0 first. A link that is missing, edited, of another run or out of
-// order is a loop error of reason TranscriptCorrupt (loop.IsPermanent);
-// anything else (the apiserver unreachable) is transient.
-func (s *Segments) Chain(ctx context.Context, run *exagentv1.AgentRun) ([]loop.Segment, error) {
+// index 0 first (segment.Walk). A link that is missing, edited, of another
+// run or out of order is a segment.CorruptError, which the engine reads as
+// reason TranscriptCorrupt (loop.IsPermanent); anything else (the
+// apiserver unreachable) is transient.
+func (s *Segments) Chain(ctx context.Context, run *exagentv1.AgentRun) ([]segment.Segment, error) {
 	return s.chain(ctx, run)
 }
 
@@ -145,31 +146,17 @@ func (s *Segments) Chain(ctx context.Context, run *exagentv1.AgentRun) ([]loop.S
 // cached, so one run's whole transcript never evicts the segments the
 // live runs use. Reading each one from the apiserver is also the proof
 // that it is stored, so no list of the run's segments is made.
-func (s *Segments) ChainOnce(ctx context.Context, run *exagentv1.AgentRun) ([]loop.Segment, error) {
+func (s *Segments) ChainOnce(ctx context.Context, run *exagentv1.AgentRun) ([]segment.Segment, error) {
 	head := run.Status.Transcript
 	if head == nil || head.Segments == 0 {
 		return nil, nil
 	}
-	chain := make([]loop.Segment, head.Segments)
-	name := head.Head
-	for i := head.Segments - 1; i >= 0; i-- {
-		if name == "" {
-			return nil, loop.ChainError("segment %d of run %s has no name in the chain", i, run.Name)
-		}
-		seg, err := s.fetch(ctx, run.Namespace, name)
-		if err != nil {
-			return nil, err
-		}
-		chain[i] = seg
-		name = seg.Spec.Previous
-	}
-	if err := loop.VerifyLinks(*head, string(run.UID), chain); err != nil {
-		return nil, err
-	}
-	return chain, nil
+	return segment.Walk(*head, string(run.UID), func(name string, _ int32) (segment.Segment, error) {
+		return s.fetch(ctx, run.Namespace, name)
+	})
 }
 
-func (s *Segments) chain(ctx context.Context, run *exagentv1.AgentRun) ([]loop.Segment, error) {
+func (s *Segments) chain(ctx context.Context, run *exagentv1.AgentRun) ([]segment.Segment, error) {
 	head := run.Status.Transcript
 	if head == nil || head.Segments == 0 {
 		return nil, nil
@@ -178,27 +165,13 @@ func (s *Segments) chain(ctx context.Context, run *exagentv1.AgentRun) ([]loop.S
 	if err != nil {
 		return nil, err
 	}
-	chain := make([]loop.Segment, head.Segments)
-	name := head.Head
-	for i := head.Segments - 1; i >= 0; i-- {
-		if name == "" {
-			return nil, loop.ChainError("segment %d of run %s has no name in the chain", i, run.Name)
-		}
+	return segment.Walk(*head, string(run.UID), func(name string, index int32) (segment.Segment, error) {
 		uid, ok := stored[name]
 		if !ok {
-			return nil, loop.ChainError("segment %s (index %d) of run %s is missing", name, i, run.Name)
+			return segment.Segment{}, segment.Corruptf("segment %s (index %d) of run %s is missing", name, index, run.Name)
 		}
-		seg, err := s.read(ctx, run.Namespace, name, uid)
-		if err != nil {
-			return nil, err
-		}
-		chain[i] = seg
-		name = seg.Spec.Previous
-	}
-	if err := loop.VerifyLinks(*head, string(run.UID), chain); err != nil {
-		return nil, err
-	}
-	return chain, nil
+		return s.read(ctx, run.Namespace, name, uid)
+	})
 }
 
 // storedUIDs lists the run's segments' names and UIDs (metadata only).
@@ -219,35 +192,35 @@ func (s *Segments) storedUIDs(ctx context.Context, run *exagentv1.AgentRun) (map
 // read returns segment name with its content verified (its hash is its
 // name): from the cache when the cached copy is the stored object (same
 // UID), else from the apiserver. Only verified copies are cached.
-func (s *Segments) read(ctx context.Context, ns, name string, uid types.UID) (loop.Segment, error) {
+func (s *Segments) read(ctx context.Context, ns, name string, uid types.UID) (segment.Segment, error) {
 	if c, ok := s.get(name); ok && c.uid == uid {
 		return c.seg, nil
 	}
 	seg, uid, err := s.fetchObject(ctx, ns, name)
 	if err != nil {
-		return loop.Segment{}, err
+		return segment.Segment{}, err
 	}
 	s.put(uid, seg)
 	return seg, nil
 }
 
 // fetch reads segment name past the cache, verified, without caching it.
-func (s *Segments) fetch(ctx context.Context, ns, name string) (loop.Segment, error) {
+func (s *Segments) fetch(ctx context.Context, ns, name string) (segment.Segment, error) {
 	seg, _, err := s.fetchObject(ctx, ns, name)
 	return seg, err
 }
 
-func (s *Segments) fetchObject(ctx context.Context, ns, name string) (loop.Segment, types.UID, error) {
+func (s *Segments) fetchObject(ctx context.Context, ns, name string) (segment.Segment, types.UID, error) {
 	obj := &exagentv1.AgentRunSegment{}
 	if err := s.reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return loop.Segment{}, "", loop.ChainError("segment %s is missing", name)
+			return segment.Segment{}, "", segment.Corruptf("segment %s is missing", name)
 		}
-		return loop.Segment{}, "", fmt.Errorf("reading segment %s: %w", name, err)
+		return segment.Segment{}, "", fmt.Errorf("reading segment %s: %w", name, err)
 	}
-	seg := loop.Segment{Name: obj.Name, Spec: obj.Spec}
-	if err := loop.VerifySegment(seg, name, seg.Spec.Index, seg.Spec.RunUID); err != nil {
-		return loop.Segment{}, "", err
+	seg := segment.Segment{Name: obj.Name, Spec: obj.Spec}
+	if err := segment.Check(seg); err != nil {
+		return segment.Segment{}, "", err
 	}
 	return seg, obj.UID, nil
 }

@@ -24,6 +24,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/served"
+	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -213,13 +214,13 @@ func (s *statusSizes) of(name string) (largest, writes int) {
 }
 
 // transcriptOf reads the whole logical transcript of run through its segments.
-func transcriptOf(t *testing.T, run *exagentv1.AgentRun) ([]exagentv1.Message, []loop.Segment) {
+func transcriptOf(t *testing.T, run *exagentv1.AgentRun) ([]exagentv1.Message, []segment.Segment) {
 	t.Helper()
 	chain, err := controllers.NewSegments(env().Client, env().Client, 0).Chain(context.Background(), run)
 	if err != nil {
 		t.Fatalf("reading the chain of %s: %v", run.Name, err)
 	}
-	msgs, err := loop.Transcript(chain, run.Status.History)
+	msgs, err := segment.Transcript(chain, run.Status.History)
 	if err != nil {
 		t.Fatalf("transcript of %s: %v", run.Name, err)
 	}
@@ -293,7 +294,7 @@ func TestCrashBetweenSegmentsAndCommit(t *testing.T) {
 	var once sync.Once
 	killed := make(chan struct{})
 	first := h.startManagerWith(controllers.Options{}, func(kill func()) controllers.Hooks {
-		return controllers.Hooks{AfterSegmentsCreated: func(_ context.Context, run types.NamespacedName, _ []loop.Segment) {
+		return controllers.Hooks{AfterSegmentsCreated: func(_ context.Context, run types.NamespacedName, _ []segment.Segment) {
 			if run == key {
 				once.Do(func() { kill(); close(killed) })
 			}

@@ -10,6 +10,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
+
+	"github.com/exagent-io/exagent/internal/canonical"
 )
 
 // Tool arguments are checked against the tool's `parameters` JSON Schema
@@ -121,7 +123,7 @@ var compiled = struct {
 // document is an error: only references within the schema and the
 // embedded meta-schemas resolve. Errors are *SchemaError.
 func CompileArgSchema(raw []byte) (*ArgSchema, error) {
-	key := Hash(raw)
+	key := canonical.Hash(raw)
 	compiled.Lock()
 	s := compiled.m[key]
 	compiled.Unlock()

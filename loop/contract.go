@@ -141,9 +141,10 @@ type DecisionCmd struct {
 	// decision must pass each one's policy too (AuthorizeAncestors).
 	Ancestors          []Ancestor
 	AncestorIdentities []Identities
-	// Sealed are the receipts the run's segments hold (SealedReceipts of
-	// its chain): the caller reads them when NeedSealedReceipts says the
-	// operation may be among them, so a repeated decision whose receipt was
-	// sealed still returns it instead of being judged as a new one.
+	// Sealed are the receipts the run's segments hold
+	// (segment.SealedReceipts of its chain): the caller reads them when
+	// NeedSealedReceipts says the operation may be among them, so a
+	// repeated decision whose receipt was sealed still returns it instead
+	// of being judged as a new one.
 	Sealed []exagentv1.Receipt
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
 )
 
 // Decide applies one ApprovalDecision: it dispatches on d.Decision to
@@ -176,7 +177,7 @@ func findPendingApproval(s *Status, env *Env, d DecisionCmd, now time.Time) (int
 			d.Revision, a.ID, a.Revision, s.Revision)
 	}
 	if d.PayloadHash != a.PayloadHash {
-		return -1, conflictf("the decision's payloadHash %s is not the approval's %s", short(d.PayloadHash), short(a.PayloadHash))
+		return -1, conflictf("the decision's payloadHash %s is not the approval's %s", canonical.Short(d.PayloadHash), canonical.Short(a.PayloadHash))
 	}
 	if a.ExpiresAt != nil && !now.Before(a.ExpiresAt.Time) {
 		return -1, errorf(KindExpired, exagentv1.ReasonApprovalExpired,
@@ -381,7 +382,7 @@ func Resolve(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv
 	}
 	if d.PayloadHash != s.Calls[i].PayloadHash {
 		return s, exagentv1.Receipt{}, conflictf("the decision's payloadHash %s is not the call's %s",
-			short(d.PayloadHash), short(s.Calls[i].PayloadHash))
+			canonical.Short(d.PayloadHash), canonical.Short(s.Calls[i].PayloadHash))
 	}
 	st := clone(s)
 	c := &st.Calls[i]

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
 )
 
 // Delegation (DESIGN.md §5). A call of an agent tool goes through the
@@ -42,7 +43,7 @@ const childHashLen = 10
 // it also fits a label value. The UID is hashed so that two parents whose
 // long names share the part that is kept never name the same child.
 func ChildName(parent, parentUID, callID string) string {
-	h := Hash([]byte(parentUID + "/" + callID))[len("sha256:"):][:childHashLen]
+	h := canonical.Hash([]byte(parentUID + "/" + callID))[len("sha256:"):][:childHashLen]
 	return shorten(parent, 63-childHashLen-1) + "-" + h
 }
 
@@ -52,7 +53,7 @@ func ChildName(parent, parentUID, callID string) string {
 // child's name: that call keeps it when it is begun again (childNameFor),
 // so an upgrade mid-delegation finds the child instead of making a second.
 func LegacyChildName(parent, callID string) string {
-	h := Hash([]byte(callID))[len("sha256:"):][:childHashLen]
+	h := canonical.Hash([]byte(callID))[len("sha256:"):][:childHashLen]
 	return shorten(parent, 63-childHashLen-1) + "-" + h
 }
 

@@ -1,9 +1,9 @@
 // Package loop is the pure durable engine of an agent run: the state machine
-// of DESIGN.md §3 as functions over data, policy evaluation, canonical
-// hashing, the ledger and the loop driver. It never does IO, never reads a
-// clock (every function takes now) and never imports a Kubernetes client:
-// controllers read the run, call the engine, and commit what it returns with
-// compare-and-swap.
+// of DESIGN.md §3 as functions over data, policy evaluation, hashing (over
+// internal/canonical's canonical JSON), the ledger and the loop driver. It
+// never does IO, never reads a clock (every function takes now) and never
+// imports a Kubernetes client: controllers read the run, call the engine,
+// and commit what it returns with compare-and-swap.
 //
 // The state is v1alpha1.AgentRunStatus itself, so the JSON a controller
 // stores is exactly the continuation the engine resumes from. Times the
@@ -16,7 +16,6 @@
 //	env.go        the trusted current configuration: fingerprints, durations, payload hash
 //	policy.go     Allow/Ask/Deny rules with CEL `when` over args
 //	authorize.go  who never decides, approvers and forbidSelfApproval (RBAC is the caller's)
-//	canonical.go  RFC 8785 canonical JSON and sha256 hashes
 //	claim.go      Start, Claim, Checkpoint, Release
 //	step.go       the driver: the next action and its intent
 //	model.go      model outcomes: RecordModelResponse, RecordModelFailure
@@ -27,9 +26,9 @@
 //	decide.go     Decide: Approve, Deny, Cancel, Resolve, idempotent by operationID
 //	end.go        Finish, Fail
 //	unstorable.go FailUnstorable: end a run whose status the store refuses for good
-//	seal.go       Seal: what leaves the hot status for segments (values, old entries, receipts)
+//	seal.go       Seal: what leaves the hot status for segments (values, old entries, receipts);
+//	              the segments' format, names and chain are internal/segment's
 //	transcript.go the transcript's size and its limit (the Agent's, capped by the manager)
-//	chain.go      the segment chain verified, sealed values and receipts read back
 //	expire.go     Expire: deadline and approval expiry
 //	recover.go    Recover after a lost lease
 //	activetime.go reservations and charges of active time
@@ -38,7 +37,16 @@
 //	wakeup.go     the next instant the clock matters
 //	retention.go  when an ended run may be deleted (TTL, keepLast) and its archive's journal
 //	conditions.go Ready / AwaitingApproval / Uncertain / Ended / Archived computed from the journal
+//	text.go       text made storable: valid UTF-8, byte bounds, its JSON-escaped size
 //	errors.go     the typed errors callers switch on
+//	state.go      the fence on an owner transition's input (lease still valid)
+//	keep.go       Extend (the one lease renewal), CheckOwner, NotStarted
+//	bounds.go     the API's string and list bounds every stored value is cut to
+//	mcp.go        MCP tools from their servers' listings: schemas, annotations, binding
+//	toolcheck.go  a tool's parameters (and an MCP tool's schema) checked as NewEnv checks them
+//	delegate.go   delegation: the child's plan and name, its record, its end as the call's outcome
+//	reserve.go    a child's budget reserved out of its parent's (the tree's sum never passes the root's)
+//	withdraw.go   children a parent no longer awaits: withdrawn, ended, charged
 //
 // Readings of the design the code commits to (each is documented where it
 // is implemented):

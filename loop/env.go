@@ -6,6 +6,7 @@ import (
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
 )
 
 // Defaults of the run's timing fields (DESIGN.md §2).
@@ -192,7 +193,7 @@ func (e *Env) fingerprint() error {
 			return fmt.Errorf("tools[%d] %q parameters: %w", i, t.Name, err)
 		}
 		e.argSchemas[t.Name] = sch
-		h, err := hashOf(map[string]any{"name": t.Name, "parameters": json.RawMessage(canon), "effect": effectOf(t)})
+		h, err := canonical.HashOf(map[string]any{"name": t.Name, "parameters": json.RawMessage(canon), "effect": effectOf(t)})
 		if err != nil {
 			return fmt.Errorf("tools[%d] %q: %w", i, t.Name, err)
 		}
@@ -202,19 +203,19 @@ func (e *Env) fingerprint() error {
 		e.tools = append(e.tools, ToolDef{Name: t.Name, Description: t.Description, Parameters: canon})
 	}
 	var err error
-	if b.Definition, err = hashOf(def); err != nil {
+	if b.Definition, err = canonical.HashOf(def); err != nil {
 		return fmt.Errorf("definition fingerprint: %w", err)
 	}
 	model := map[string]any{
 		"provider": ag.Model.Provider, "name": ag.Model.Name,
 		"baseURL": ag.Model.BaseURL, "script": ag.Model.Script,
 	}
-	if b.Model, err = hashOf(model); err != nil {
+	if b.Model, err = canonical.HashOf(model); err != nil {
 		return fmt.Errorf("model fingerprint: %w", err)
 	}
 	pol := *ag.Policy.DeepCopy()
 	pol.Default, pol.OnDeny = pol.DefaultAction(), pol.OnDenyAction()
-	if b.Policy, err = hashOf(pol); err != nil {
+	if b.Policy, err = canonical.HashOf(pol); err != nil {
 		return fmt.Errorf("policy fingerprint: %w", err)
 	}
 	e.binding = b
@@ -232,7 +233,7 @@ func toolParameters(t *exagentv1.ToolSpec) ([]byte, *ArgSchema, error) {
 	if t.Parameters != nil && len(t.Parameters.Raw) > 0 {
 		params = json.RawMessage(t.Parameters.Raw)
 	}
-	canon, err := CanonicalJSON(params)
+	canon, err := canonical.JSON(params)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -323,7 +324,7 @@ func (e *Env) payloadHash(tool string, canonicalArgs string) (string, error) {
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	return hashOf(map[string]any{
+	return canonical.HashOf(map[string]any{
 		"tool":            tool,
 		"toolFingerprint": e.toolHashes[tool],
 		"args":            args,
@@ -347,18 +348,10 @@ func CheckDrift(s Status, env *Env) error {
 	case s.Binding.Definition != cur.Definition:
 		return errorf(KindInvalidContinuation, exagentv1.ReasonDefinitionChanged,
 			"the Agent's definition (instructions or tool inventory) changed since the run started (%s → %s)",
-			short(s.Binding.Definition), short(cur.Definition))
+			canonical.Short(s.Binding.Definition), canonical.Short(cur.Definition))
 	case s.Binding.Model != cur.Model:
 		return errorf(KindInvalidContinuation, exagentv1.ReasonDefinitionChanged,
-			"the Agent's model changed since the run started (%s → %s)", short(s.Binding.Model), short(cur.Model))
+			"the Agent's model changed since the run started (%s → %s)", canonical.Short(s.Binding.Model), canonical.Short(cur.Model))
 	}
 	return nil
-}
-
-func short(h string) string {
-	const n = len("sha256:") + 12
-	if len(h) > n {
-		return h[:n]
-	}
-	return h
 }

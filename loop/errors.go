@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/segment"
 )
 
 // ErrorKind classifies why a transition refused. Callers switch on it:
@@ -66,8 +67,8 @@ var (
 
 // IsKind reports whether err (or anything it wraps) is an *Error of kind k.
 func IsKind(err error, k ErrorKind) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Kind == k
+	e, ok := AsError(err)
+	return ok && e.Kind == k
 }
 
 // IsPermanent reports whether err means the run cannot go on and the caller
@@ -76,11 +77,21 @@ func IsPermanent(err error) bool {
 	return IsKind(err, KindInvalidContinuation) || IsKind(err, KindTooLarge) || IsKind(err, KindLimitExceeded)
 }
 
-// AsError returns err as *Error when it is one.
+// AsError returns err as *Error when it is one. A chain that does not
+// hold (*segment.CorruptError, from the segment format the engine shares
+// with its readers) is one too: KindInvalidContinuation, reason
+// TranscriptCorrupt, its message as it is — so IsKind and IsPermanent
+// see it, and the caller ends the run with Fail(s, e.Reason, e.Message, now).
+// (errors.Is against the sentinels does not: match chain errors by kind.)
 func AsError(err error) (*Error, bool) {
 	var e *Error
-	ok := errors.As(err, &e)
-	return e, ok
+	if errors.As(err, &e) {
+		return e, true
+	}
+	if c, ok := segment.AsCorrupt(err); ok {
+		return &Error{Kind: KindInvalidContinuation, Reason: exagentv1.ReasonTranscriptCorrupt, Message: c.Message}, true
+	}
+	return nil, false
 }
 
 func errorf(kind ErrorKind, reason, format string, args ...any) *Error {

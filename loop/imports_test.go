@@ -10,13 +10,25 @@ import (
 	"testing"
 )
 
+// pureDirs are the engine and the packages it builds on: each is held to
+// the engine's rule, so that nothing the engine imports can do what the
+// engine may not.
+var pureDirs = []string{".", "../internal/canonical", "../internal/segment"}
+
 // TestPurity keeps the engine pure: no Kubernetes client, no network, no
 // files or processes, and no clock — time is always passed in.
 func TestPurity(t *testing.T) {
 	forbidden := []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime", "net/http", "os", "os/exec", "net", "math/rand", "crypto/rand"}
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
+	var files []string
+	for _, dir := range pureDirs {
+		found, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(found) == 0 {
+			t.Fatalf("no Go files in %s: the purity check would check nothing", dir)
+		}
+		files = append(files, found...)
 	}
 	fset := token.NewFileSet()
 	for _, name := range files {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
 )
 
 // MCPListing is what an MCP server's tools/list said, as the controller
@@ -158,7 +159,7 @@ func (e *Env) fingerprintMCP(t *exagentv1.ToolSpec) (string, error) {
 			desc = t.Description
 		}
 		ann := annotationMap(x.info.Annotations)
-		h, err := hashOf(map[string]any{"name": x.visible, "parameters": json.RawMessage(canon),
+		h, err := canonical.HashOf(map[string]any{"name": x.visible, "parameters": json.RawMessage(canon),
 			"effect": effectOf(&spec), "description": desc, "annotations": ann})
 		if err != nil {
 			return "", err
@@ -167,7 +168,7 @@ func (e *Env) fingerprintMCP(t *exagentv1.ToolSpec) (string, error) {
 		e.tools = append(e.tools, ToolDef{Name: x.visible, Description: desc, Parameters: canon})
 		parts = append(parts, x.visible+"="+h)
 	}
-	return hashOf(map[string]any{"name": t.Name, "effect": effectOf(t), "listed": listed, "tools": parts})
+	return canonical.HashOf(map[string]any{"name": t.Name, "effect": effectOf(t), "listed": listed, "tools": parts})
 }
 
 // mcpInputSchema is the canonical input schema a server lists for a tool
@@ -178,7 +179,7 @@ func mcpInputSchema(info *MCPToolInfo) ([]byte, *ArgSchema, error) {
 	if len(schema) == 0 || string(schema) == "null" {
 		schema = json.RawMessage(`{"type":"object"}`)
 	}
-	canon, err := CanonicalJSON(schema)
+	canon, err := canonical.JSON(schema)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
+	"github.com/exagent-io/exagent/internal/segment"
 )
 
 // RecordModelResponse confirms the outcome of the outstanding model request
@@ -51,7 +53,7 @@ func RecordModelResponse(s Status, env *Env, f Fence, r ModelResponse, now time.
 		st.Calls = append(st.Calls, call)
 		msg.ToolCalls = append(msg.ToolCalls, exagentv1.MessageToolCall{ID: id, Name: call.Tool, Arguments: call.Args})
 	}
-	if n := messageBytes(&msg); !transcriptRoom(&st, env, n) {
+	if n := segment.MessageBytes(&msg); !transcriptRoom(&st, env, n) {
 		// Recorded as the request's answer (its tokens are charged), but its
 		// text never joins the transcript: the limit holds.
 		transcriptTooLarge(&st, env, now, fmt.Sprintf("the model's answer (%d bytes)", n), n)
@@ -92,7 +94,7 @@ func proposeCall(env *Env, id string, step int32, tc exagentv1.MessageToolCall) 
 	if raw == "" {
 		raw = "{}"
 	}
-	canon, err := CanonicalJSON(json.RawMessage(raw))
+	canon, err := canonical.JSON(json.RawMessage(raw))
 	switch {
 	case err != nil:
 		call.Args = bound(raw, maxContent)
@@ -106,7 +108,7 @@ func proposeCall(env *Env, id string, step int32, tc exagentv1.MessageToolCall) 
 		return call, nil
 	}
 	call.Args = string(canon)
-	call.ArgsHash = Hash(canon)
+	call.ArgsHash = canonical.Hash(canon)
 	ph, err := env.payloadHash(call.Tool, call.Args)
 	if err != nil {
 		return call, fmt.Errorf("payload hash of call %q: %w", id, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
 )
 
 func TestRecordModelResponse(t *testing.T) {
@@ -23,7 +24,7 @@ func TestRecordModelResponse(t *testing.T) {
 		return h
 	}
 	proposed := func(id, tool, args string) exagentv1.ToolCall {
-		return exagentv1.ToolCall{ID: id, Tool: tool, Args: args, ArgsHash: Hash([]byte(args)), PayloadHash: ph(tool, args), State: exagentv1.CallProposed}
+		return exagentv1.ToolCall{ID: id, Tool: tool, Args: args, ArgsHash: canonical.Hash([]byte(args)), PayloadHash: ph(tool, args), State: exagentv1.CallProposed}
 	}
 	cases := map[string]struct {
 		s    Status

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
 )
 
 // Pause stops the run for the human decisions its batch needs. It runs
@@ -87,5 +88,5 @@ func approvalID(callID string, revision int64) string {
 	if len(id) <= maxID {
 		return id
 	}
-	return fmt.Sprintf("%s-r%d", Hash([]byte(callID))[len("sha256:"):len("sha256:")+16], revision)
+	return fmt.Sprintf("%s-r%d", canonical.Hash([]byte(callID))[len("sha256:"):len("sha256:")+16], revision)
 }

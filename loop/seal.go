@@ -1,14 +1,13 @@
 package loop
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
+	"github.com/exagent-io/exagent/internal/segment"
 )
 
 // Defaults of the hot status (DESIGN.md §10).
@@ -67,15 +66,6 @@ func sealable(v string, limit int) bool {
 	return len(v) > limit || escapedLen(v) > limit
 }
 
-// Segment is one AgentRunSegment to create: its name is the sha256 (hex)
-// of its spec's canonical JSON.
-type Segment struct {
-	Name string
-	Spec exagentv1.AgentRunSegmentSpec
-	// Size is the length of the spec's canonical JSON (0 when unknown).
-	Size int
-}
-
 // Seal moves out of the status what it no longer needs hot, into new
 // segments chained after status.transcript.head, and returns the status
 // that references them. The caller creates the segments (idempotently:
@@ -104,7 +94,7 @@ type Segment struct {
 //
 // Seal is deterministic: the same status and config give the same
 // segments, so a retried commit re-creates exactly what a crashed one did.
-func Seal(s Status, cfg SealConfig) (Status, []Segment, error) {
+func Seal(s Status, cfg SealConfig) (Status, []segment.Segment, error) {
 	st := clone(s)
 	if st.Transcript == nil {
 		st.Transcript = &exagentv1.TranscriptHead{}
@@ -142,7 +132,7 @@ type sealer struct {
 	// the name of the segment each lands in.
 	pending []exagentv1.SegmentValue
 	waiting map[string][]*exagentv1.ValueRef
-	out     []Segment
+	out     []segment.Segment
 }
 
 func (sl *sealer) collectRefs() {
@@ -185,7 +175,7 @@ func (sl *sealer) sealValue(v *string, ref **exagentv1.ValueRef, isOutput bool, 
 	if !sealable(*v, limit) {
 		return
 	}
-	sum := sha256Hex(*v)
+	sum := canonical.SHA256Hex(*v)
 	inline := keep(*v, isOutput, limit)
 	if r := *ref; r != nil && r.SHA256 == sum && r.Segment != "" {
 		*v = inline // a hydrated copy of a sealed value
@@ -371,7 +361,7 @@ func (sl *sealer) emitJournal(j journal) error {
 		}
 		sl.head.Messages += int64(len(spec.Messages))
 		for i := range spec.Messages {
-			sl.head.Bytes += messageBytes(&spec.Messages[i])
+			sl.head.Bytes += segment.MessageBytes(&spec.Messages[i])
 		}
 		sl.head.Calls += int64(len(spec.Calls))
 		sl.head.Receipts += int64(len(spec.Receipts))
@@ -414,35 +404,24 @@ func (sl *sealer) emitJournal(j journal) error {
 }
 
 // emit chains spec after the head and names it by its content hash.
-func (sl *sealer) emit(spec exagentv1.AgentRunSegmentSpec) (Segment, error) {
+func (sl *sealer) emit(spec exagentv1.AgentRunSegmentSpec) (segment.Segment, error) {
 	spec.RunName, spec.RunUID = sl.cfg.RunName, sl.cfg.RunUID
 	spec.Index = sl.head.Segments
 	spec.Previous = sl.head.Head
-	name, size, err := SegmentName(&spec)
+	name, size, err := segment.Name(&spec)
 	if err != nil {
-		return Segment{}, err
+		return segment.Segment{}, err
 	}
 	if size+segmentOverhead > exagentv1.MaxSegmentBytes {
-		return Segment{}, errorf(KindTooLarge, exagentv1.ReasonStatusTooLarge,
+		return segment.Segment{}, errorf(KindTooLarge, exagentv1.ReasonStatusTooLarge,
 			"a transcript segment would take %d bytes, over %d", size, exagentv1.MaxSegmentBytes)
 	}
-	seg := Segment{Name: name, Spec: spec, Size: size}
+	seg := segment.Segment{Name: name, Spec: spec, Size: size}
 	sl.out = append(sl.out, seg)
 	sl.head.Head = name
 	sl.head.Segments++
 	sl.head.SegmentBytes += int64(size)
 	return seg, nil
-}
-
-// SegmentName is the name of a segment with this spec: the sha256 (hex) of
-// its canonical JSON, and that JSON's length.
-func SegmentName(spec *exagentv1.AgentRunSegmentSpec) (string, int, error) {
-	b, err := CanonicalJSON(spec)
-	if err != nil {
-		return "", 0, fmt.Errorf("segment content: %w", err)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:]), len(b), nil
 }
 
 // inlineBytes is the transcript content a sealed message carries inline.
@@ -452,11 +431,6 @@ func inlineBytes(m *exagentv1.Message) int64 {
 		n += int64(len(m.ToolCalls[i].Arguments))
 	}
 	return n
-}
-
-func sha256Hex(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
 }
 
 func jsonLen(v any) int {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/segment"
 )
 
 // sealingHarness runs the engine like a controller with segments: after
@@ -16,8 +17,8 @@ import (
 type sealingHarness struct {
 	*harness
 	cfg   SealConfig
-	store map[string]Segment
-	chain []Segment
+	store map[string]segment.Segment
+	chain []segment.Segment
 	// writes are the encoded sizes of every sealed status.
 	writes []int
 	// segmentBytes written.
@@ -26,7 +27,7 @@ type sealingHarness struct {
 
 func newSealingHarness(t *testing.T, env *Env) *sealingHarness {
 	h := &sealingHarness{harness: newHarness(t, env), cfg: SealConfig{RunName: "run", RunUID: runUID},
-		store: map[string]Segment{}}
+		store: map[string]segment.Segment{}}
 	h.seal()
 	return h
 }
@@ -43,7 +44,7 @@ func (h *sealingHarness) seal() {
 		}
 		h.store[s.Name] = s
 		h.chain = append(h.chain, s)
-		_, n, _ := SegmentName(&s.Spec)
+		_, n, _ := segment.Name(&s.Spec)
 		h.segmentBytes += n
 	}
 	h.s = st
@@ -71,7 +72,7 @@ func TestSealLongRun(t *testing.T) {
 			t.Fatalf("turn %d: %s, want CallModel", i, act.Kind)
 		}
 		if i%50 == 0 || i == turns {
-			got, err := Transcript(h.chain, act.Model.Messages)
+			got, err := segment.Transcript(h.chain, act.Model.Messages)
 			if err != nil {
 				t.Fatalf("turn %d: transcript: %v", i, err)
 			}
@@ -89,7 +90,7 @@ func TestSealLongRun(t *testing.T) {
 		h.outcome(fmt.Sprintf("c%d", i), ResultSucceeded, page(i))
 		h.seal()
 	}
-	if err := VerifyChain(*h.s.Transcript, runUID, h.chain); err != nil {
+	if err := segment.Verify(*h.s.Transcript, runUID, h.chain); err != nil {
 		t.Fatalf("chain: %v", err)
 	}
 	// The last request carried the whole transcript, in order.
@@ -105,7 +106,7 @@ func TestSealLongRun(t *testing.T) {
 		}
 	}
 	for i := range last {
-		total += messageBytes(&last[i])
+		total += segment.MessageBytes(&last[i])
 	}
 	for i, n := range h.writes {
 		if n > DefaultHotBytes {
@@ -119,7 +120,7 @@ func TestSealLongRun(t *testing.T) {
 	if ratio := float64(h.segmentBytes) / float64(total); ratio > 1.1 {
 		t.Errorf("segment bytes %d for %d transcript bytes: ratio %.2f > 1.1", h.segmentBytes, total, ratio)
 	}
-	calls, err := SealedCalls(h.chain, h.s.Calls)
+	calls, err := segment.SealedCalls(h.chain, h.s.Calls)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,8 @@ func TestSealIsDeterministic(t *testing.T) {
 	}
 }
 
-// TestVerifyChain: a chain that does not hold is TranscriptCorrupt.
+// TestVerifyChain: a chain of sealed segments that does not hold is, to the
+// engine, TranscriptCorrupt (segment.Verify's error, as AsError maps it).
 func TestVerifyChain(t *testing.T) {
 	env := mustEnv(t, MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).Obj(), MakeRun().Obj())
 	h := newSealingHarness(t, env)
@@ -183,24 +185,24 @@ func TestVerifyChain(t *testing.T) {
 		t.Fatalf("only %d segments", len(h.chain))
 	}
 	head := *h.s.Transcript
-	if err := VerifyChain(head, runUID, h.chain); err != nil {
+	if err := segment.Verify(head, runUID, h.chain); err != nil {
 		t.Fatal(err)
 	}
-	edited := append([]Segment(nil), h.chain...)
-	edited[1] = Segment{Name: edited[1].Name, Spec: *edited[1].Spec.DeepCopy()}
+	edited := append([]segment.Segment(nil), h.chain...)
+	edited[1] = segment.Segment{Name: edited[1].Name, Spec: *edited[1].Spec.DeepCopy()}
 	if len(edited[1].Spec.Values) > 0 {
 		edited[1].Spec.Values[0].Data = "forged"
 	} else {
 		edited[1].Spec.Messages[0].Content = "forged"
 	}
-	swapped := append([]Segment(nil), h.chain...)
+	swapped := append([]segment.Segment(nil), h.chain...)
 	swapped[0], swapped[1] = swapped[1], swapped[0]
-	other := append([]Segment(nil), h.chain...)
-	other[0] = Segment{Name: other[0].Name, Spec: *other[0].Spec.DeepCopy()}
+	other := append([]segment.Segment(nil), h.chain...)
+	other[0] = segment.Segment{Name: other[0].Name, Spec: *other[0].Spec.DeepCopy()}
 	other[0].Spec.RunUID = "another"
 	cases := map[string]struct {
 		head  exagentv1.TranscriptHead
-		chain []Segment
+		chain []segment.Segment
 		want  string
 	}{
 		"missing":      {head: head, chain: h.chain[1:], want: "counts"},
@@ -212,7 +214,7 @@ func TestVerifyChain(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			err := VerifyChain(tc.head, runUID, tc.chain)
+			err := segment.Verify(tc.head, runUID, tc.chain)
 			e, ok := AsError(err)
 			if !ok || e.Reason != exagentv1.ReasonTranscriptCorrupt || !strings.Contains(e.Message, tc.want) {
 				t.Fatalf("got %v, want TranscriptCorrupt mentioning %q", err, tc.want)
@@ -246,7 +248,7 @@ func TestOldShapeCompacts(t *testing.T) {
 	if encodedLen(&sealed) > DefaultHotBytes || len(segs) == 0 {
 		t.Fatalf("compacted to %d bytes with %d segments", encodedLen(&sealed), len(segs))
 	}
-	got, err := Transcript(segs, sealed.History)
+	got, err := segment.Transcript(segs, sealed.History)
 	if err != nil {
 		t.Fatal(err)
 	}

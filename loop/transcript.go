@@ -5,6 +5,7 @@ import (
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/segment"
 )
 
 // The logical transcript is status.history preceded by the messages sealed
@@ -14,24 +15,6 @@ import (
 // before every IO with room for what the IO can add, so the limit is
 // never passed.
 
-// messageBytes is what one message adds to the transcript: its content
-// and its tool calls' arguments (sealed or inline).
-func messageBytes(m *exagentv1.Message) int64 {
-	n := int64(len(m.Content))
-	if m.ContentRef != nil {
-		n = m.ContentRef.Bytes
-	}
-	for i := range m.ToolCalls {
-		tc := &m.ToolCalls[i]
-		if tc.ArgumentsRef != nil {
-			n += tc.ArgumentsRef.Bytes
-		} else {
-			n += int64(len(tc.Arguments))
-		}
-	}
-	return n
-}
-
 // transcriptBytes is the size of the whole logical transcript: what the
 // segments hold (transcript.bytes) and the tail in history.
 func transcriptBytes(s *Status) int64 {
@@ -40,7 +23,7 @@ func transcriptBytes(s *Status) int64 {
 		n = s.Transcript.Bytes
 	}
 	for i := range s.History {
-		n += messageBytes(&s.History[i])
+		n += segment.MessageBytes(&s.History[i])
 	}
 	return n
 }

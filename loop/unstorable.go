@@ -5,6 +5,7 @@ import (
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
 )
 
 // FailUnstorable ends a run whose next status the store refuses for good:
@@ -61,5 +62,5 @@ func FailUnstorable(s Status, f *Fence, results []ToolResult, reason, message st
 
 // unstoredNote stands in for a result the store could not take.
 func unstoredNote(out, reason string) string {
-	return fmt.Sprintf("[result not stored (%s): %d bytes, sha256 %s]", reason, len(out), sha256Hex(out))
+	return fmt.Sprintf("[result not stored (%s): %d bytes, sha256 %s]", reason, len(out), canonical.SHA256Hex(out))
 }

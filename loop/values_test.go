@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
+	"github.com/exagent-io/exagent/internal/segment"
 )
 
 // TestEscapedLen: escapedLen is what encoding/json (the apiserver's
@@ -52,7 +54,7 @@ func worst(filler string) string { return strings.Repeat(filler, maxContent/len(
 // bytes, its string made of filler.
 func worstArgs(t *testing.T, filler string) string {
 	t.Helper()
-	one, err := CanonicalJSON(json.RawMessage(mustJSON(t, map[string]string{"q": filler})))
+	one, err := canonical.JSON(json.RawMessage(mustJSON(t, map[string]string{"q": filler})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func worstArgs(t *testing.T, filler string) string {
 // checkSegments: every segment's stored form (encoding/json, as the
 // apiserver writes it) is within MaxSegmentBytes, and every value's data
 // within the CRD's maxLength of characters.
-func checkSegments(t *testing.T, segs []Segment) {
+func checkSegments(t *testing.T, segs []segment.Segment) {
 	t.Helper()
 	for _, s := range segs {
 		b, err := json.Marshal(s.Spec)
@@ -110,7 +112,7 @@ func TestWorstCaseValuesFitASegment(t *testing.T) {
 					h.seal()
 					r := tools(call(fmt.Sprintf("c%d", i), "read", worstArgs(t, filler)))
 					r.Content = worst(filler)
-					canon, _ := CanonicalJSON(json.RawMessage(r.ToolCalls[0].Arguments))
+					canon, _ := canonical.JSON(json.RawMessage(r.ToolCalls[0].Arguments))
 					args = append(args, string(canon))
 					h.respond(r)
 					h.seal()
@@ -125,7 +127,7 @@ func TestWorstCaseValuesFitASegment(t *testing.T) {
 				if act.Kind != ActCallModel {
 					t.Fatalf("last turn: %s %s", act.Kind, h.s.Message)
 				}
-				sent, err := Transcript(h.chain, act.Model.Messages) // what the model is sent
+				sent, err := segment.Transcript(h.chain, act.Model.Messages) // what the model is sent
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -140,10 +142,10 @@ func TestWorstCaseValuesFitASegment(t *testing.T) {
 				if len(h.chain) == 0 {
 					t.Fatal("nothing was sealed")
 				}
-				if err := VerifyChain(*h.s.Transcript, runUID, h.chain); err != nil {
+				if err := segment.Verify(*h.s.Transcript, runUID, h.chain); err != nil {
 					t.Fatal(err)
 				}
-				got, err := Transcript(h.chain, h.s.History)
+				got, err := segment.Transcript(h.chain, h.s.History)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -165,7 +167,7 @@ func TestWorstCaseValuesFitASegment(t *testing.T) {
 				if last := got[len(got)-1]; last.Content != whole {
 					t.Fatalf("the final answer was not kept whole: %d bytes", len(last.Content))
 				}
-				calls, err := SealedCalls(h.chain, h.s.Calls)
+				calls, err := segment.SealedCalls(h.chain, h.s.Calls)
 				if err != nil || len(calls) != 3 || calls[2].Outcome.Result != whole {
 					t.Fatalf("journal read back: %d calls, %v", len(calls), err)
 				}
@@ -228,17 +230,17 @@ func TestWorstCaseEntriesFitASegment(t *testing.T) {
 				t.Fatalf("Seal: %v", err)
 			}
 			checkSegments(t, segs)
-			if err := VerifyChain(*sealed.Transcript, runUID, segs); err != nil {
+			if err := segment.Verify(*sealed.Transcript, runUID, segs); err != nil {
 				t.Fatal(err)
 			}
-			if len(sealed.Receipts) != 0 || len(SealedReceipts(segs)) != 3 || sealed.Transcript.Receipts != 3 {
-				t.Fatalf("receipts of revision 1 at revision 2: %d hot, %d sealed", len(sealed.Receipts), len(SealedReceipts(segs)))
+			if len(sealed.Receipts) != 0 || len(segment.SealedReceipts(segs)) != 3 || sealed.Transcript.Receipts != 3 {
+				t.Fatalf("receipts of revision 1 at revision 2: %d hot, %d sealed", len(sealed.Receipts), len(segment.SealedReceipts(segs)))
 			}
-			msgs, err := Transcript(segs, sealed.History)
+			msgs, err := segment.Transcript(segs, sealed.History)
 			if err != nil || len(msgs) != 3 || msgs[0].Content != big || msgs[1].ToolCalls[31].Arguments != msg.ToolCalls[31].Arguments {
 				t.Fatalf("transcript read back: %d messages, %v", len(msgs), err)
 			}
-			calls, err := SealedCalls(segs, sealed.Calls)
+			calls, err := segment.SealedCalls(segs, sealed.Calls)
 			if err != nil || len(calls) != 1 || calls[0].Outcome.Result != c.Outcome.Result || calls[0].Outcome.Evidence != c.Outcome.Evidence {
 				t.Fatalf("journal read back: %v", err)
 			}
@@ -276,7 +278,7 @@ func TestFailUnstorable(t *testing.T) {
 		}
 	}
 	a := got.Calls[findCall(&got, "a")]
-	if a.Outcome == nil || !a.Outcome.Succeeded || !strings.Contains(a.Outcome.Result, "1000 bytes, sha256 "+sha256Hex(out)) {
+	if a.Outcome == nil || !a.Outcome.Succeeded || !strings.Contains(a.Outcome.Result, "1000 bytes, sha256 "+canonical.SHA256Hex(out)) {
 		t.Errorf("outcome of a: %+v", a.Outcome)
 	}
 	other := Fence{Holder: "another", Attempt: 9}
@@ -390,7 +392,7 @@ func TestReceiptsAreSealed(t *testing.T) {
 	if h.s.Transcript == nil || h.s.Transcript.Receipts < approvals-2 || len(h.s.Receipts) > 2 {
 		t.Fatalf("receipts: %d hot, head counts %v sealed", len(h.s.Receipts), h.s.Transcript)
 	}
-	if err := VerifyChain(*h.s.Transcript, runUID, h.chain); err != nil {
+	if err := segment.Verify(*h.s.Transcript, runUID, h.chain); err != nil {
 		t.Fatal(err)
 	}
 	if !NeedSealedReceipts(h.s, first) {
@@ -399,7 +401,7 @@ func TestReceiptsAreSealed(t *testing.T) {
 	if _, _, err := Decide(h.s, env, first, h.now); err == nil {
 		t.Fatal("without its sealed receipt a repeated decision was applied as new")
 	}
-	first.Sealed = SealedReceipts(h.chain)
+	first.Sealed = segment.SealedReceipts(h.chain)
 	st, r, err := Decide(h.s, env, first, h.now)
 	if err != nil || mustJSON(t, r) != mustJSON(t, firstReceipt) || diffState(h.s, st) != "" {
 		t.Fatalf("repeated decision: err %v, receipt %+v (want the stored one)", err, r.OperationID)

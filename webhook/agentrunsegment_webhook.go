@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/internal/segment"
 )
 
 // Only CREATE is intercepted: UPDATE is refused by the CRD's CEL rule (a
@@ -63,7 +63,7 @@ func (w *AgentRunSegmentWebhook) ValidateDelete(context.Context, *exagentv1.Agen
 func ValidateAgentRunSegment(seg *exagentv1.AgentRunSegment) field.ErrorList {
 	var errs field.ErrorList
 	meta := field.NewPath("metadata")
-	name, size, err := loop.SegmentName(&seg.Spec)
+	name, size, err := segment.Name(&seg.Spec)
 	switch {
 	case err != nil:
 		errs = append(errs, field.Invalid(field.NewPath("spec"), "<content>", err.Error()))

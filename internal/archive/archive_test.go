@@ -22,6 +22,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/egress"
+	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -29,7 +30,7 @@ var t0 = time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
 
 // sealedRun is an ended run whose transcript, calls and answer were sealed
 // into a chain by the engine's own Seal, with what it held before.
-func sealedRun(t *testing.T) (*exagentv1.AgentRun, []loop.Segment, loop.Status) {
+func sealedRun(t *testing.T) (*exagentv1.AgentRun, []segment.Segment, loop.Status) {
 	t.Helper()
 	st := loop.Status{Phase: exagentv1.PhaseSucceeded}
 	st.History = append(st.History, exagentv1.Message{Role: exagentv1.RoleUser, Content: "start"})

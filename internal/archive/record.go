@@ -8,7 +8,7 @@ import (
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/internal/segment"
 )
 
 // Record is the data of an io.exagent.run.archived CloudEvent: what a
@@ -53,7 +53,7 @@ type Event struct {
 // (whole status), its verified chain, index 0 first, and its decisions.
 type Input struct {
 	Run       *exagentv1.AgentRun
-	Chain     []loop.Segment
+	Chain     []segment.Segment
 	Decisions []exagentv1.ApprovalDecision
 	// ID of the CloudEvent (loop.ArchiveID) and At, its time.
 	ID string
@@ -74,7 +74,7 @@ func Write(w io.Writer, in Input) error {
 	run.ManagedFields = nil
 	run.APIVersion, run.Kind = exagentv1.GroupVersion.String(), "AgentRun"
 	st := &run.Status
-	values := loop.ValuesOf(in.Chain)
+	values := segment.ValuesOf(in.Chain)
 
 	e.raw(`{"specversion":"1.0","id":`)
 	e.value(in.ID)
@@ -184,7 +184,7 @@ func Write(w io.Writer, in Input) error {
 }
 
 // resolveCall is c with its sealed arguments and result inline.
-func resolveCall(values loop.Values, c *exagentv1.ToolCall) (*exagentv1.ToolCall, error) {
+func resolveCall(values segment.Values, c *exagentv1.ToolCall) (*exagentv1.ToolCall, error) {
 	if c.ArgsRef == nil && (c.Outcome == nil || c.Outcome.ResultRef == nil) {
 		return c, nil
 	}
@@ -207,7 +207,7 @@ func resolveCall(values loop.Values, c *exagentv1.ToolCall) (*exagentv1.ToolCall
 }
 
 // output is the whole final answer: status.output, or the value its ref names.
-func output(values loop.Values, st *exagentv1.AgentRunStatus) (string, error) {
+func output(values segment.Values, st *exagentv1.AgentRunStatus) (string, error) {
 	if st.OutputRef == nil {
 		return st.Output, nil
 	}

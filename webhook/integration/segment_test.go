@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/internal/segment"
 )
 
 // segmentOf is the segment the manager would create for run: index 0,
@@ -23,7 +23,7 @@ func segmentOf(t *testing.T, run *exagentv1.AgentRun, content string) *exagentv1
 		Messages: []exagentv1.Message{{Role: exagentv1.RoleUser, Content: content}},
 		Bytes:    int64(len(content)),
 	}
-	name, _, err := loop.SegmentName(&spec)
+	name, _, err := segment.Name(&spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,16 +2,14 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/internal/segment"
 )
 
 // segmentReader reads a run's sealed transcript (DESIGN.md §10) with the
@@ -22,13 +20,13 @@ import (
 type segmentReader struct {
 	c client.Reader
 	// byName holds the segments read so far, each proven by its name.
-	byName map[string]loop.Segment
+	byName map[string]segment.Segment
 	// listed is the run UID whose segments were listed once.
 	listed types.UID
 }
 
 func newSegmentReader(c client.Reader) *segmentReader {
-	return &segmentReader{c: c, byName: map[string]loop.Segment{}}
+	return &segmentReader{c: c, byName: map[string]segment.Segment{}}
 }
 
 // sealed tells whether part of run's transcript is in segments.
@@ -37,10 +35,11 @@ func sealed(run *exagentv1.AgentRun) bool {
 }
 
 // chain returns run's verified chain, index 0 first: one List by the
-// run-uid label the first time, then a Get per segment not yet read,
-// walking back from status.transcript.head. A segment that is missing,
-// edited, of another run or out of place is an error naming it and why.
-func (r *segmentReader) chain(ctx context.Context, run *exagentv1.AgentRun) ([]loop.Segment, error) {
+// run-uid label the first time, then a Get per segment not yet read, as
+// segment.Walk follows the chain back from status.transcript.head. A
+// segment that is missing, edited, of another run or out of place is an
+// error naming it and why.
+func (r *segmentReader) chain(ctx context.Context, run *exagentv1.AgentRun) ([]segment.Segment, error) {
 	if !sealed(run) {
 		return nil, nil
 	}
@@ -50,26 +49,13 @@ func (r *segmentReader) chain(ctx context.Context, run *exagentv1.AgentRun) ([]l
 			return nil, err
 		}
 	}
-	chain := make([]loop.Segment, head.Segments)
-	name := head.Head
-	for i := head.Segments - 1; i >= 0; i-- {
-		if name == "" {
-			return nil, chainError(run, fmt.Errorf("segment %d has no name: the segment after it records no previous", i))
-		}
-		seg, err := r.segment(ctx, run, name, i)
-		if err != nil {
-			return nil, err
-		}
-		if err := loop.VerifySegment(seg, name, i, string(run.UID)); err != nil {
-			return nil, chainError(run, err)
-		}
-		chain[i] = seg
-		name = seg.Spec.Previous
+	chain, err := segment.Walk(*head, string(run.UID), func(name string, index int32) (segment.Segment, error) {
+		return r.proven(ctx, run, name, index)
+	})
+	if _, bad := segment.AsCorrupt(err); bad {
+		return nil, chainError(run, err) // what the walk found; read errors are worded already
 	}
-	if err := loop.VerifyChain(*head, string(run.UID), chain); err != nil {
-		return nil, chainError(run, err)
-	}
-	return chain, nil
+	return chain, err
 }
 
 // list reads every segment of run at once (the common case: a whole
@@ -81,26 +67,53 @@ func (r *segmentReader) list(ctx context.Context, run *exagentv1.AgentRun) error
 		return readError(run, "list", err)
 	}
 	for i := range list.Items {
-		r.keep(loop.Segment{Name: list.Items[i].Name, Spec: list.Items[i].Spec})
+		_ = r.keep(segment.Segment{Name: list.Items[i].Name, Spec: list.Items[i].Spec}) // an edited one is read again by the walk, which says why
 	}
 	r.listed = run.UID
 	return nil
 }
 
-// keep caches seg if its content hashes to its name; an edited one is
-// left out, so that segment() reads it again and VerifySegment says why.
-func (r *segmentReader) keep(seg loop.Segment) {
-	if got, _, err := loop.SegmentName(&seg.Spec); err == nil && got == seg.Name {
-		r.byName[seg.Name] = seg
+// keep caches seg if its content hashes to its name, and says why not:
+// an edited one is left out, so that the next read of it says so again.
+func (r *segmentReader) keep(seg segment.Segment) error {
+	if err := segment.Check(seg); err != nil {
+		return err
 	}
+	r.byName[seg.Name] = seg
+	return nil
 }
 
-// segment returns segment name of run (at index in the chain, for the
-// message; -1 when read for one value).
-func (r *segmentReader) segment(ctx context.Context, run *exagentv1.AgentRun, name string, index int32) (loop.Segment, error) {
+// proven returns segment name of run, at index in its chain, with its
+// content proven, as the chain walk needs it (a cached copy was proven
+// when it was kept).
+func (r *segmentReader) proven(ctx context.Context, run *exagentv1.AgentRun, name string, index int32) (segment.Segment, error) {
 	if seg, ok := r.byName[name]; ok {
 		return seg, nil
 	}
+	seg, err := r.get(ctx, run, name, index)
+	if err != nil {
+		return segment.Segment{}, err
+	}
+	return seg, r.keep(seg)
+}
+
+// segment returns segment name of run for one value a ref names: its
+// content is not proven here — the ref's sha256 proves the value.
+func (r *segmentReader) segment(ctx context.Context, run *exagentv1.AgentRun, name string) (segment.Segment, error) {
+	if seg, ok := r.byName[name]; ok {
+		return seg, nil
+	}
+	seg, err := r.get(ctx, run, name, -1)
+	if err != nil {
+		return segment.Segment{}, err
+	}
+	_ = r.keep(seg) // cached only if proven; Resolve checks the value either way
+	return seg, nil
+}
+
+// get reads segment name of run from the store (at index in the chain,
+// for the message; -1 when read for one value).
+func (r *segmentReader) get(ctx context.Context, run *exagentv1.AgentRun, name string, index int32) (segment.Segment, error) {
 	obj := &exagentv1.AgentRunSegment{}
 	if err := r.c.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -108,27 +121,25 @@ func (r *segmentReader) segment(ctx context.Context, run *exagentv1.AgentRun, na
 			if index >= 0 {
 				at = fmt.Sprintf(" (index %d)", index)
 			}
-			return loop.Segment{}, chainError(run, fmt.Errorf("segment %s%s is missing: deleted, or the run's status names a segment never stored", name, at))
+			return segment.Segment{}, chainError(run, fmt.Errorf("segment %s%s is missing: deleted, or the run's status names a segment never stored", name, at))
 		}
-		return loop.Segment{}, readError(run, "get", err)
+		return segment.Segment{}, readError(run, "get", err)
 	}
-	seg := loop.Segment{Name: obj.Name, Spec: obj.Spec}
-	r.keep(seg)
-	return seg, nil
+	return segment.Segment{Name: obj.Name, Spec: obj.Spec}, nil
 }
 
 // named returns the segments of run the given names point to (refs of
 // the hot status), reading only those: a value's ref carries its sha256,
-// so loop.Values.Resolve proves the value without the chain.
-func (r *segmentReader) named(ctx context.Context, run *exagentv1.AgentRun, names []string) ([]loop.Segment, error) {
-	var out []loop.Segment
+// so segment.Values.Resolve proves the value without the chain.
+func (r *segmentReader) named(ctx context.Context, run *exagentv1.AgentRun, names []string) ([]segment.Segment, error) {
+	var out []segment.Segment
 	seen := map[string]bool{}
 	for _, name := range names {
 		if seen[name] {
 			continue
 		}
 		seen[name] = true
-		seg, err := r.segment(ctx, run, name, -1)
+		seg, err := r.segment(ctx, run, name)
 		if err != nil {
 			return nil, err
 		}
@@ -168,9 +179,9 @@ func refNames(run *exagentv1.AgentRun, msgs []exagentv1.Message) []string {
 
 // withValues returns a copy of run whose hot calls and output carry their
 // sealed values inline, resolved from segs.
-func withValues(run *exagentv1.AgentRun, segs []loop.Segment) (*exagentv1.AgentRun, error) {
+func withValues(run *exagentv1.AgentRun, segs []segment.Segment) (*exagentv1.AgentRun, error) {
 	out := run.DeepCopy()
-	values := loop.ValuesOf(segs)
+	values := segment.ValuesOf(segs)
 	st := &out.Status
 	for i := range st.Calls {
 		c := &st.Calls[i]
@@ -209,13 +220,13 @@ type journal struct {
 
 // journalOf is run's journal: its chain's (index 0 first, verified)
 // messages, calls and approvals, then the hot status's, every value inline.
-func journalOf(run *exagentv1.AgentRun, chain []loop.Segment) (*journal, error) {
+func journalOf(run *exagentv1.AgentRun, chain []segment.Segment) (*journal, error) {
 	st := &run.Status
-	msgs, err := loop.Transcript(chain, st.History)
+	msgs, err := segment.Transcript(chain, st.History)
 	if err != nil {
 		return nil, chainError(run, err)
 	}
-	calls, err := loop.SealedCalls(chain, st.Calls)
+	calls, err := segment.SealedCalls(chain, st.Calls)
 	if err != nil {
 		return nil, chainError(run, err)
 	}
@@ -236,15 +247,11 @@ func (j *journal) call(id string) *exagentv1.ToolCall {
 	return nil
 }
 
-// chainError says which run's sealed transcript does not hold, and why
-// (the engine's message, without its error kind: people read this).
+// chainError says which run's sealed transcript does not hold, and why:
+// the segment format's own words (segment.CorruptError carries no error
+// kind: people read this). Not wrapped: the message is the whole story.
 func chainError(run *exagentv1.AgentRun, err error) error {
-	msg := err.Error()
-	var le *loop.Error
-	if errors.As(err, &le) && le.Message != "" {
-		msg = strings.Replace(msg, le.Error(), le.Message, 1)
-	}
-	return fmt.Errorf("the sealed transcript of run %q cannot be read: %s", run.Name, msg)
+	return fmt.Errorf("the sealed transcript of run %q cannot be read: %v", run.Name, err)
 }
 
 // readError explains a failed read of segments; a Forbidden one names the

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -27,7 +28,7 @@ var bigArgs = `{"text":"` + strings.Repeat("a long report. ", 200) + `"}`
 // paused on a write with 3 KiB of arguments, twice: plain (everything
 // inline, as an old status) and sealed step by step with loop.Seal as the
 // manager commits it, with the chain the manager would have created.
-func sealedRun(t *testing.T) (plain, sealed *exagentv1.AgentRun, chain []loop.Segment) {
+func sealedRun(t *testing.T) (plain, sealed *exagentv1.AgentRun, chain []segment.Segment) {
 	t.Helper()
 	plain = makeRun("reader", "docs").phase(exagentv1.PhaseRunning).obj()
 	plain.UID = "0b1d-uid"
@@ -87,7 +88,7 @@ func sealedRun(t *testing.T) (plain, sealed *exagentv1.AgentRun, chain []loop.Se
 	if st.Approval("read-0") != nil {
 		t.Fatal("the first step's approval is still hot")
 	}
-	if err := loop.VerifyChain(*st.Transcript, string(sealed.UID), chain); err != nil {
+	if err := segment.Verify(*st.Transcript, string(sealed.UID), chain); err != nil {
 		t.Fatalf("the fixture's chain: %v", err)
 	}
 	return plain, sealed, chain
@@ -135,7 +136,7 @@ func TestShowSealedTranscript(t *testing.T) {
 	}
 
 	// A tail within the hot history needs only the segments its refs name.
-	var named []loop.Segment
+	var named []segment.Segment
 	wantNames := map[string]bool{}
 	for _, n := range refNames(sealed, sealed.Status.History[len(sealed.Status.History)-1:]) {
 		wantNames[n] = true

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/internal/segment"
 )
 
 const defaultTranscriptTail = 10
@@ -148,7 +148,7 @@ func (o *showOptions) canDecide(ctx context.Context, run *exagentv1.AgentRun, ki
 // readForShow reads what show needs of run's sealed transcript: the whole
 // chain when the transcript tail asked for goes past status.history (whole
 // is then true), else only the segments the hot status's refs name.
-func readForShow(ctx context.Context, r *segmentReader, run *exagentv1.AgentRun, tail int) ([]loop.Segment, bool, error) {
+func readForShow(ctx context.Context, r *segmentReader, run *exagentv1.AgentRun, tail int) ([]segment.Segment, bool, error) {
 	if !sealed(run) {
 		return nil, false, nil
 	}
@@ -186,7 +186,7 @@ func transcriptTotal(run *exagentv1.AgentRun) int {
 // (whole: the verified chain; else the segments the hot refs name), every
 // value shown inline: the arguments of the calls decided on, the output
 // and the transcript's messages.
-func resolveShow(run *exagentv1.AgentRun, segs []loop.Segment, whole bool, tail int) (showView, error) {
+func resolveShow(run *exagentv1.AgentRun, segs []segment.Segment, whole bool, tail int) (showView, error) {
 	resolved, err := withValues(run, segs)
 	if err != nil {
 		return showView{}, err
@@ -194,13 +194,13 @@ func resolveShow(run *exagentv1.AgentRun, segs []loop.Segment, whole bool, tail 
 	v := showView{Run: resolved, Tail: tail, TranscriptTotal: transcriptTotal(run)}
 	history := run.Status.History
 	if whole {
-		if v.Transcript, err = loop.Transcript(segs, history); err != nil {
+		if v.Transcript, err = segment.Transcript(segs, history); err != nil {
 			return showView{}, chainError(run, err)
 		}
 		return v, nil
 	}
 	shown := history[len(history)-min(shownCount(run, tail), len(history)):]
-	if v.Transcript, err = loop.ValuesOf(segs).ResolveMessages(shown); err != nil {
+	if v.Transcript, err = segment.ValuesOf(segs).ResolveMessages(shown); err != nil {
 		return showView{}, chainError(run, err)
 	}
 	return v, nil

@@ -1,4 +1,4 @@
-package loop
+package canonical
 
 import (
 	"bytes"
@@ -12,12 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf16"
-	"unicode/utf8"
-
-	"github.com/exagent-io/exagent/internal/clip"
 )
 
-// CanonicalJSON returns the RFC 8785 (JCS) form of v: object members sorted
+// JSON returns the RFC 8785 (JCS) form of v: object members sorted
 // by their UTF-16 code units, no insignificant whitespace, strings escaped
 // minimally, numbers in ECMAScript form. v may be a Go value or JSON text
 // (json.RawMessage or []byte).
@@ -27,7 +24,7 @@ import (
 // exact decimal digits instead of being rounded through float64. For every
 // integer |n| < 2^53 that is exactly what JCS writes too; beyond it JCS
 // would silently alter an id like 12345678901234567890.
-func CanonicalJSON(v any) ([]byte, error) {
+func JSON(v any) ([]byte, error) {
 	var raw []byte
 	switch t := v.(type) {
 	case json.RawMessage:
@@ -63,9 +60,26 @@ func Hash(b []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// hashOf is Hash(CanonicalJSON(v)).
-func hashOf(v any) (string, error) {
-	b, err := CanonicalJSON(v)
+// SHA256Hex is the sha256 of s in hex, without a prefix: the form a
+// ValueRef and a segment's name carry.
+func SHA256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// Short is the beginning of hash h, for a message a person reads: as
+// long as "sha256:" and 12 hex digits.
+func Short(h string) string {
+	const n = len("sha256:") + 12
+	if len(h) > n {
+		return h[:n]
+	}
+	return h
+}
+
+// HashOf is Hash(JSON(v)).
+func HashOf(v any) (string, error) {
+	b, err := JSON(v)
 	if err != nil {
 		return "", err
 	}
@@ -168,7 +182,7 @@ func writeCanonicalString(buf *bytes.Buffer, s string) {
 
 // canonicalNumber writes a JSON number literal in ECMAScript
 // Number.prototype.toString form (JCS §3.2.2.3), except integer literals,
-// which keep their exact digits (see CanonicalJSON).
+// which keep their exact digits (see JSON).
 func canonicalNumber(lit string) (string, error) {
 	if !strings.ContainsAny(lit, ".eE") {
 		n, ok := new(big.Int).SetString(lit, 10)
@@ -197,56 +211,4 @@ func canonicalNumber(lit string) (string, error) {
 		s = s[:i+2] + s[i+3:] // Go writes 1e+09, ECMAScript 1e+9
 	}
 	return sign + s, nil
-}
-
-// truncateUTF8 bounds s to max bytes without splitting a rune; the CRD's
-// maxLength counts characters, so a byte bound is always within it. Bytes
-// that are not UTF-8 become U+FFFD first: the apiserver's JSON would
-// replace them anyway, and a value must read back as it was hashed.
-func truncateUTF8(s string, max int) string {
-	return clip.Bytes(validUTF8(s), max, "")
-}
-
-// validUTF8 returns s with every run of bytes that is not UTF-8 replaced
-// by U+FFFD, as the apiserver's JSON encoding would store it.
-func validUTF8(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	return strings.ToValidUTF8(s, string(utf8.RuneError))
-}
-
-// escapedLen is the length of s once encoding/json writes it as a JSON
-// string, quotes included: what a value costs in the stored status (the
-// apiserver writes custom resources with encoding/json). Control
-// characters and the HTML-sensitive <, > and & take 6 bytes each, so a
-// value's escaped size can be six times its length.
-func escapedLen(s string) int {
-	n := 2
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			switch {
-			case b == '"' || b == '\\' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
-				n += 2
-			case b < 0x20 || b == '<' || b == '>' || b == '&':
-				n += 6
-			default:
-				n++
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			n += 6 // \ufffd
-		case r == '\u2028' || r == '\u2029':
-			n += 6
-		default:
-			n += size
-		}
-		i += size
-	}
-	return n
 }

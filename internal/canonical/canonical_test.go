@@ -1,4 +1,4 @@
-package loop
+package canonical
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestCanonicalJSON(t *testing.T) {
+func TestJSON(t *testing.T) {
 	cases := map[string]struct {
 		in      any
 		want    string
@@ -38,7 +38,7 @@ func TestCanonicalJSON(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := CanonicalJSON(tc.in)
+			got, err := JSON(tc.in)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tc.wantErr)
@@ -51,7 +51,7 @@ func TestCanonicalJSON(t *testing.T) {
 			if diff := cmp.Diff(tc.want, string(got)); diff != "" {
 				t.Errorf("canonical form (-want +got):\n%s", diff)
 			}
-			again, err := CanonicalJSON(got)
+			again, err := JSON(got)
 			if err != nil || string(again) != string(got) {
 				t.Errorf("canonical form is not a fixed point: %s → %s (%v)", got, again, err)
 			}
@@ -65,35 +65,9 @@ func TestHash(t *testing.T) {
 	if got != want {
 		t.Errorf("Hash = %s, want %s", got, want)
 	}
-	a, _ := hashOf(json.RawMessage(`{"x":1,"y":[1,2]}`))
-	b, _ := hashOf(json.RawMessage(`{ "y":[1, 2], "x":1.0 }`))
+	a, _ := HashOf(json.RawMessage(`{"x":1,"y":[1,2]}`))
+	b, _ := HashOf(json.RawMessage(`{ "y":[1, 2], "x":1.0 }`))
 	if a != b {
 		t.Errorf("equal documents hash differently: %s vs %s", a, b)
-	}
-}
-
-func TestTruncate(t *testing.T) {
-	cases := map[string]struct {
-		in   string
-		max  int
-		want string
-	}{
-		"fits":           {in: "abc", max: 3, want: "abc"},
-		"rune boundary":  {in: "aé", max: 2, want: "a"},
-		"zero":           {in: "abc", max: 0, want: ""},
-		"negative":       {in: "abc", max: -1, want: ""},
-		"bound marks":    {in: strings.Repeat("x", 40), max: 30, want: strings.Repeat("x", 30-len(truncatedMark)) + truncatedMark},
-		"bound tiny cut": {in: strings.Repeat("x", 40), max: 5, want: "xxxxx"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := truncateUTF8(tc.in, tc.max)
-			if strings.HasPrefix(name, "bound") {
-				got = bound(tc.in, tc.max)
-			}
-			if got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
 	}
 }

@@ -1,0 +1,21 @@
+// Package segment owns the AgentRunSegment format (DESIGN.md §10): what a
+// segment's content is and how it is named (the sha256 of its canonical
+// JSON), the hash chain a run's status.transcript head closes, and reading
+// a sealed transcript back (values by their ref, the whole transcript, the
+// journal entries and receipts a chain holds).
+//
+// Everything that reads segments uses it — the engine (loop, which decides
+// what to seal), the manager's segment store, the admission webhook and the
+// kubectl plugin — so the chain is verified by one walk, Walk, whatever
+// store the segments come from. It is pure: no Kubernetes client, no IO,
+// no clock (guarded by loop's TestPurity); a caller reads segments and
+// hands them to Walk through a Fetch. It imports neither the engine nor
+// its CEL and JSON Schema libraries, so the plugin does not link them.
+//
+// Files:
+//
+//	segment.go  the Segment, its content-hash Name, Check, what a message counts
+//	chain.go    Walk: the one chain walk; Verify for a chain already in hand
+//	values.go   sealed values by ref, the transcript, calls and receipts read back
+//	errors.go   CorruptError: a chain that does not hold, worded for a person
+package segment
