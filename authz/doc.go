@@ -1,5 +1,5 @@
 // Package authz decides whether the author of an ApprovalDecision may decide
-// on a run (DESIGN.md §2 "Who may decide", §13). The admission webhook and
+// on a run (docs/architecture.md §2 "Who may decide", §13). The admission webhook and
 // the controller call the same VerifyDecision, so a webhook bypassed by a
 // misconfiguration cannot let a decision through: the controller asks again.
 //

@@ -14,7 +14,7 @@ const (
 	// CheckAgent: the run's Agent (whose policy decides) does not exist.
 	CheckAgent Check = "AgentNotFound"
 	// CheckNeverDecider: the actor is the run's own ServiceAccount or the
-	// manager's identity, which never decide (DESIGN.md §13).
+	// manager's identity, which never decide (docs/architecture.md §13).
 	CheckNeverDecider Check = "NeverADecider"
 	// CheckApprovers: the actor is not in the Agent's policy.approvers.
 	CheckApprovers Check = "Approvers"

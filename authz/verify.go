@@ -47,7 +47,7 @@ func WithSeal(s *Seal) Option {
 }
 
 // WithManager names the manager's own identity (its username): it never
-// decides on a run (DESIGN.md §13). Empty names are ignored.
+// decides on a run (docs/architecture.md §13). Empty names are ignored.
 func WithManager(usernames ...string) Option {
 	return func(o *options) {
 		for _, u := range usernames {
@@ -85,7 +85,7 @@ func RunIdentities(run *exagentv1.AgentRun, opts ...Option) loop.Identities {
 // denied after the RBAC check, because the policy that says who may decide
 // is unknown — except a Cancel, which only ever stops work: RBAC on the
 // Agent's name and the identities that never decide are enough for it
-// (DESIGN.md §4.7: a run whose Agent is gone can still be cancelled). A *DeniedError (see IsDenied) means reject; any other error
+// (docs/architecture.md §4.7: a run whose Agent is gone can still be cancelled). A *DeniedError (see IsDenied) means reject; any other error
 // means the apiserver could not be asked — retry, never allow.
 func VerifyDecision(ctx context.Context, c client.Client, d *exagentv1.ApprovalDecision,
 	run *exagentv1.AgentRun, agent *exagentv1.Agent, opts ...Option) error {
@@ -123,7 +123,7 @@ func VerifyDecision(ctx context.Context, c client.Client, d *exagentv1.ApprovalD
 		return nil
 	}
 	// A child run's decision must also pass every ancestor's approvers and
-	// forbidSelfApproval (DESIGN.md §5: authority only narrows).
+	// forbidSelfApproval (docs/architecture.md §5: authority only narrows).
 	reader := o.reader
 	if reader == nil {
 		reader = c

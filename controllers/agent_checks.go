@@ -256,7 +256,7 @@ func quoteNames(names []string) string {
 }
 
 // secretReads reads the Secrets one check needs, past the cache (the
-// manager never caches or watches Secrets cluster-wide: DESIGN.md §8) and
+// manager never caches or watches Secrets cluster-wide: docs/architecture.md §8) and
 // each at most once, and at most exagentv1.MaxAgentSecretReads of them:
 // an Agent naming a thousand Secrets costs a bounded number of GETs.
 // It lives for one check; values never outlive it.

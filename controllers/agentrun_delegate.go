@@ -20,7 +20,7 @@ import (
 	"github.com/exagent-io/exagent/loop"
 )
 
-// Delegation's IO (DESIGN.md §5, §14; the decisions are loop/delegate.go's,
+// Delegation's IO (docs/architecture.md §5, §14; the decisions are loop/delegate.go's,
 // loop/reserve.go's and loop/withdraw.go's): creating a delegation call's
 // child after its intent's commit, reading a waiting parent's children,
 // ending the children a run withdrew or left by ending (found by the names

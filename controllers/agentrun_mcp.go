@@ -23,7 +23,7 @@ import (
 const mcpRetry = 5 * time.Second
 
 // mcpListings gives the engine the tools/list of the run's Agent's mcp
-// tools (DESIGN.md §11) without any network IO on this worker (§14): the
+// tools (docs/architecture.md §11) without any network IO on this worker (§14): the
 // catalog's refresher lists servers beside the workers, and this reads
 // what it has.
 //

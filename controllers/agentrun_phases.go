@@ -101,7 +101,7 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName,
 // was deleted), has a tool kind this version cannot run, or an invalid
 // configuration. The run shows Ready=False with the reason, and the
 // Agent's watch wakes it when that changes. Without a usable Agent the
-// run keeps its clocks and its results (DESIGN.md §4.7): deadline and
+// run keeps its clocks and its results (docs/architecture.md §4.7): deadline and
 // approval expiry still fire, an owner still commits the results of IO in
 // flight and renews its lease while it waits for them, then hands the run
 // back; no new IO starts. The run's own spec is all those need, so an

@@ -16,7 +16,7 @@ import (
 
 // ownerPriority is the work-queue priority of a run this process owns:
 // results to commit and leases to renew go ahead of runs nobody owns yet
-// (DESIGN.md §8: under load the work queue, not the lease, must give). A
+// (docs/architecture.md §8: under load the work queue, not the lease, must give). A
 // busy process then claims new runs only once its own are served.
 const ownerPriority = 100
 

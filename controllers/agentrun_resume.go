@@ -16,7 +16,7 @@ import (
 // resumeDecided commits a decision's transition of a run together with
 // the run's next turn — the claim and the first intent — in one CAS write,
 // then dispatches that intent's IO: the approve → intent path costs one
-// write and no watch hop between the decision and the resume (DESIGN.md
+// write and no watch hop between the decision and the resume (docs/architecture.md
 // §8). decided is loop.Decide's status computed from run at now. The turn
 // is the run controller's own (turn): the Agent's drift check at the
 // claim and begin-effect's re-check of the approval against the call run

@@ -13,7 +13,7 @@ import (
 	"github.com/exagent-io/exagent/loop"
 )
 
-// The run controller's side of the sealed transcript (DESIGN.md §10): the
+// The run controller's side of the sealed transcript (docs/architecture.md §10): the
 // engine works on the hot status; before it needs a sealed value (a call's
 // arguments, which policy and the schema check read) the value is put back
 // inline, and before any IO the chain is read and verified — the model is

@@ -153,7 +153,7 @@ func casCost(b *testing.B, h *harness, st exagentv1.AgentRunStatus, n int) time.
 	return d[len(d)/2]
 }
 
-// rawStatus is a ~2 KiB status: the unit of DESIGN.md §8.
+// rawStatus is a ~2 KiB status: the unit of docs/architecture.md §8.
 func rawStatus() exagentv1.AgentRunStatus {
 	return exagentv1.AgentRunStatus{Phase: exagentv1.PhaseRunning, Message: strings.Repeat("x", 1900),
 		Cursor: exagentv1.Cursor{Stage: exagentv1.StageRequest}}

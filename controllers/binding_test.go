@@ -14,7 +14,7 @@ import (
 )
 
 // TestBindingCoversWhatTheCallDoes: an approval binds what the call does
-// (DESIGN.md §13), and arguments are checked against the tool's schema
+// (docs/architecture.md §13), and arguments are checked against the tool's schema
 // before policy and before any IO.
 func TestBindingCoversWhatTheCallDoes(t *testing.T) {
 	h := newHarness(t)

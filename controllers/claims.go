@@ -22,7 +22,7 @@ var (
 // claims remembers, per run, the claim this process holds as of its own
 // last commit: the run's UID, the fence, and the lease that commit wrote.
 // Jobs ask it, at the moment they would start, whether the claim they were
-// dispatched under still holds with time to spare (DESIGN.md §4.1: no IO
+// dispatched under still holds with time to spare (docs/architecture.md §4.1: no IO
 // on a claim known to be stale); losing the claim or the run cancels the
 // context every job of that claim runs with.
 //

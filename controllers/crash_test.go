@@ -93,7 +93,7 @@ func TestCrashWindows(t *testing.T) {
 				}
 			})
 			// A dead owner's active-time reservation is charged whole
-			// (DESIGN.md §4.7), which with the default limit would end the
+			// (docs/architecture.md §4.7), which with the default limit would end the
 			// run at its recovery: these runs have no active-time limit.
 			t.Cleanup(first.stop)
 			sub.createRun(id, id, func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "2s"; r.ActiveTimeLimit = exagentv1.Never })

@@ -21,7 +21,7 @@ import (
 // DefaultSegmentCacheBytes bounds the segments kept in memory.
 const DefaultSegmentCacheBytes = 32 << 20
 
-// Segments creates and reads the AgentRunSegments of runs (DESIGN.md §10).
+// Segments creates and reads the AgentRunSegments of runs (docs/architecture.md §10).
 // Segments are never watched: they are read past the informer cache, by
 // name, and kept in a bounded LRU keyed by name — a name is the content's
 // hash, so a cached copy is never stale. What a cached copy cannot tell is

@@ -350,7 +350,7 @@ func NewHolder() string {
 
 // CacheOptions are the informer cache settings of the manager: managedFields
 // are stripped from every object, and the bulk of ended and waiting runs —
-// the transcript, each call's arguments and result — is dropped (DESIGN.md
+// the transcript, each call's arguments and result — is dropped (docs/architecture.md
 // §8: size is speed; thousands of runs waiting for a human must not cost
 // the manager their transcripts). The run controller never reads or writes
 // an ended run; the one write an ended run takes (a Resolve of a Cancelled

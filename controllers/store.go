@@ -22,7 +22,7 @@ import (
 
 // ErrFenceLost means this process no longer owns the run: the commit was
 // not made and must not be retried. What the caller learned is dropped;
-// the run goes on from what is stored (DESIGN.md §4.3, §4.6).
+// the run goes on from what is stored (docs/architecture.md §4.3, §4.6).
 var ErrFenceLost = errors.New("fence lost: the run is no longer owned by this attempt")
 
 // errSummary means a status was computed from the cache's summary of a
@@ -130,7 +130,7 @@ type Store struct {
 	observer *commitObserver
 
 	// segments, when set, receives what Seal moves out of each status
-	// before the commit that references it (DESIGN.md §10).
+	// before the commit that references it (docs/architecture.md §10).
 	segments *Segments
 	seal     SealOptions
 	// life is the manager's context: a stop at the segments hook stops the commit.

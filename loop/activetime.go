@@ -6,7 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Active time (DESIGN.md §4.7): a claim reserves the whole remaining
+// Active time (docs/architecture.md §4.7): a claim reserves the whole remaining
 // balance in the same write that claims; only the owner's own checkpoint
 // or hand-back returns the unused part; a dead or revoked owner's
 // reservation is charged whole, never refunded. Human waiting has no claim

@@ -15,7 +15,7 @@ import (
 )
 
 // Tool arguments are checked against the tool's `parameters` JSON Schema
-// before policy and before any IO (DESIGN.md §13), with a maintained
+// before policy and before any IO (docs/architecture.md §13), with a maintained
 // validator rather than a hand-written one. The Agent webhook compiles the
 // schemas with the same function, so what admission accepts is exactly
 // what the engine can enforce.

@@ -18,7 +18,7 @@ const (
 	// maxModelFailures consecutive failed model requests end the run (ModelError).
 	maxModelFailures = 3
 	// maxResends bounds the automatic re-sends of an idempotent tool whose
-	// outcome was lost (DESIGN.md §4.4, the one opt-in exception).
+	// outcome was lost (docs/architecture.md §4.4, the one opt-in exception).
 	maxResends = 3
 
 	// ioReserveDivisor: before an IO, the state must leave budget/ioReserveDivisor

@@ -10,7 +10,7 @@ import (
 	"github.com/exagent-io/exagent/internal/canonical"
 )
 
-// Delegation (DESIGN.md §5). A call of an agent tool goes through the
+// Delegation (docs/architecture.md §5). A call of an agent tool goes through the
 // journal like any other — policy, approval, intent — and its effect is
 // the creation of a child AgentRun, made by the controller after the
 // intent's commit (PlanChild says what to create). Creating the child
@@ -588,7 +588,7 @@ type Ancestor struct {
 // identities): the identities that never decide, the approvers, and
 // forbidSelfApproval against the ancestor's requester — the root's, which
 // every child carries. A decision must pass all of them besides the
-// child's own Agent (DESIGN.md §5: authority only narrows). An ancestor
+// child's own Agent (docs/architecture.md §5: authority only narrows). An ancestor
 // without an Agent adds only the identities that never decide (the
 // caller refuses anything but a Cancel on such a run).
 func AuthorizeAncestors(ancestors []Ancestor, ids []Identities, actor exagentv1.Actor) error {

@@ -1,5 +1,5 @@
 // Package loop is the pure durable engine of an agent run: the state machine
-// of DESIGN.md §3 as functions over data, policy evaluation, hashing (over
+// of docs/architecture.md §3 as functions over data, policy evaluation, hashing (over
 // internal/canonical's canonical JSON), the ledger and the loop driver. It
 // never does IO, never reads a clock (every function takes now) and never
 // imports a Kubernetes client: controllers read the run, call the engine,

@@ -82,7 +82,7 @@ func refuse(c *exagentv1.ToolCall, rule string) {
 	c.Outcome = &exagentv1.CallOutcome{Result: fmt.Sprintf("Refused by policy (rule %s): the call was not run.", rule)}
 }
 
-// BeginEffect records the intents of the given calls (DESIGN.md §4.1:
+// BeginEffect records the intents of the given calls (docs/architecture.md §4.1:
 // intent before IO). Each call is first re-evaluated against the *current*
 // policy and tool schema:
 //
@@ -237,7 +237,7 @@ func invocation(c *exagentv1.ToolCall) ToolInvocation {
 	}
 }
 
-// RecordOutcome confirms what a started call did (DESIGN.md §4.2). An
+// RecordOutcome confirms what a started call did (docs/architecture.md §4.2). An
 // Unknown result means the effect may have happened: the call becomes
 // Uncertain and only a Resolve moves it on. A result too large for the
 // budget is shortened (the model sees the mark); if not even an empty

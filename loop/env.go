@@ -9,7 +9,7 @@ import (
 	"github.com/exagent-io/exagent/internal/canonical"
 )
 
-// Defaults of the run's timing fields (DESIGN.md §2).
+// Defaults of the run's timing fields (docs/architecture.md §2).
 const (
 	DefaultApprovalTimeout = 24 * time.Hour
 	DefaultLeaseDuration   = 30 * time.Second
@@ -134,7 +134,7 @@ func NewEnv(in EnvInput) (*Env, error) {
 // is no active-time limit (maxSteps, maxToolCalls and maxTokens still
 // bound the run): a finite limit is a hard cap that even a crash cannot
 // overrun, so a claim reserves the whole balance and a dead owner's
-// reservation is charged whole (DESIGN.md §4.7) — a cost a user opts into by
+// reservation is charged whole (docs/architecture.md §4.7) — a cost a user opts into by
 // setting a limit, not one every crash of an unconfigured run should pay.
 func activeTimeLimit(run, agent exagentv1.Duration) (time.Duration, bool, error) {
 	a, aNever, err := agent.Parse(0)

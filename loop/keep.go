@@ -6,7 +6,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// Extend is what every owner commit does to the claim (DESIGN.md §8: a live
+// Extend is what every owner commit does to the claim (docs/architecture.md §8: a live
 // owner keeps what it owns): the lease runs for a whole leaseDuration from
 // now. It is the only renewal: it does not require the stored lease to
 // be still valid: an owner that is alive, whose lease lapsed while its results
@@ -47,7 +47,7 @@ func CheckOwner(s *Status, f Fence) error {
 
 // NotStarted takes back an intent whose IO provably never began: the
 // owner's executor refused to start the job because, when its turn came,
-// the lease it was dispatched under had too little time left (DESIGN.md
+// the lease it was dispatched under had too little time left (docs/architecture.md
 // §4.1: no IO on a claim known to be stale). The tool call goes back to
 // Allowed (or Approved, when an approval covers its payload) with its
 // idempotency key and its place in the ledger, so the next Step begins it
@@ -95,7 +95,7 @@ func NotStarted(s Status, env *Env, f Fence, callID string, now time.Time) (Stat
 }
 
 // RecordLateOutcome journals what a call in flight did after its run was
-// cancelled (DESIGN.md §4.4: the record is worth keeping; nothing runs
+// cancelled (docs/architecture.md §4.4: the record is worth keeping; nothing runs
 // again). Cancel leaves such a call Uncertain; when the attempt that began
 // it answers, its outcome is recorded and the call is closed. An Unknown
 // result leaves it Uncertain, for a Resolve "for the record".

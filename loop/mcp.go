@@ -13,7 +13,7 @@ import (
 // read it (the engine does no IO): the input to the tools of one Agent
 // tool of kind mcp. Its schemas and annotations enter the tools'
 // fingerprints, so a server that changes a tool while a run waits gets the
-// approval asked again (DESIGN.md §11).
+// approval asked again (docs/architecture.md §11).
 type MCPListing struct {
 	Tools []MCPToolInfo `json:"tools"`
 }

@@ -6,7 +6,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// Budgets that hold across a delegation tree (DESIGN.md §5, §14). A run
+// Budgets that hold across a delegation tree (docs/architecture.md §5, §14). A run
 // reserves what a child may spend — model requests (maxSteps), tool calls,
 // tokens, and runs of the tree (maxRuns) — out of what is left of its own
 // limits after its usage and the reservations its other children hold, in

@@ -10,7 +10,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// Retention of ended runs (DESIGN.md §15): when an ended run may be
+// Retention of ended runs (docs/architecture.md §15): when an ended run may be
 // deleted, which runs an Agent's history limit lets go, and the journal of
 // the run's archive. The controller lists, archives and deletes; these
 // functions only decide, over data, with now passed in.

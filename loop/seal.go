@@ -10,7 +10,7 @@ import (
 	"github.com/exagent-io/exagent/internal/segment"
 )
 
-// Defaults of the hot status (DESIGN.md §10).
+// Defaults of the hot status (docs/architecture.md §10).
 const (
 	// DefaultHotBytes is the budget of the encoded status Seal keeps to.
 	DefaultHotBytes = 32 << 10
@@ -83,7 +83,7 @@ func sealable(v string, limit int) bool {
 //     every closed call of a past step with its approvals, and the
 //     receipts of decisions at past revisions. Sealing early keeps every
 //     write of a long run about the size of its first ones (a write costs
-//     more the bigger the object, DESIGN.md §8); HotBytes is the ceiling,
+//     more the bigger the object, docs/architecture.md §8); HotBytes is the ceiling,
 //     not the working size.
 //
 // Everything fits a segment by construction: a value of up to

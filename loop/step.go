@@ -11,7 +11,7 @@ import (
 // Step is the loop driver. Given the owned state, it advances to the next
 // action and records that action's intent in the returned state: the
 // caller commits the state by compare-and-swap and only then performs the
-// action's IO (DESIGN.md §4.1). In order:
+// action's IO (docs/architecture.md §4.1). In order:
 //
 //  1. Tool calls of this attempt in flight → ActWait (nothing else may
 //     happen while an effect is open; a call started by an older attempt is

@@ -9,7 +9,7 @@ import (
 // toolEffect is what a tool's calls do, as far as the Agent configures it:
 // where the call goes and how an unknown outcome is treated. It enters each
 // tool's fingerprint and so the payload hash, because an approval binds
-// what a call does, not only what it is called (DESIGN.md §13): an
+// what a call does, not only what it is called (docs/architecture.md §13): an
 // approval given for "POST to payments-staging" must not cover a POST to
 // payments-prod after someone edits the Agent while the run waits.
 //
@@ -53,7 +53,7 @@ type builtinEffect struct {
 // mcpEffect: the server, the server's name for the tool (or the import's
 // selection), idempotency and header Secrets. The schema, description and
 // annotations the server advertises are fingerprinted beside it, per
-// model-visible tool (fingerprintMCP, DESIGN.md §11). mcp.timeout is left
+// model-visible tool (fingerprintMCP, docs/architecture.md §11). mcp.timeout is left
 // out for the reason http.timeout is.
 type mcpEffect struct {
 	URL        string      `json:"url"`

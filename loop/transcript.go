@@ -9,7 +9,7 @@ import (
 )
 
 // The logical transcript is status.history preceded by the messages sealed
-// into the run's AgentRunSegments (status.transcript, DESIGN.md §10).
+// into the run's AgentRunSegments (status.transcript, docs/architecture.md §10).
 // The engine only ever appends to it; limits.maxTranscriptBytes bounds its
 // total (the sealed bytes the head counts plus the tail), checked
 // before every IO with room for what the IO can add, so the limit is

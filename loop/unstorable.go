@@ -10,7 +10,7 @@ import (
 
 // FailUnstorable ends a run whose next status the store refuses for good:
 // the apiserver answers that it is invalid or too large, so retrying the
-// same commit can only fail again (DESIGN.md §4.6 says what a failed
+// same commit can only fail again (docs/architecture.md §4.6 says what a failed
 // commit means; this is the one failure that is not transient). From s —
 // the status last stored, which the store did accept — it journals what
 // the fence's attempt learned that safety needs, and nothing that could be

@@ -5,7 +5,7 @@ import (
 )
 
 // validateContinuation checks that the stored state holds everything the
-// next step needs (DESIGN.md §4.8): the binding, the transcript, the
+// next step needs (docs/architecture.md §4.8): the binding, the transcript, the
 // pending model response of a batch, and a confirmed outcome for every
 // closed call. It fails before any action is returned, and nothing is
 // ever rebuilt from an empty value: a Succeeded call without its outcome is

@@ -7,7 +7,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// No run escapes its parent (DESIGN.md §5, §14). A delegation call's child
+// No run escapes its parent (docs/architecture.md §5, §14). A delegation call's child
 // is journaled in status.children with the call's intent, before it is
 // created, so whatever becomes of the call the parent knows which run may
 // exist. When the parent no longer awaits that child — it ended, or the

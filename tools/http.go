@@ -16,7 +16,7 @@ import (
 	"github.com/exagent-io/exagent/loop"
 )
 
-// Headers the http tool sends with every call (DESIGN.md §2).
+// Headers the http tool sends with every call (docs/architecture.md §2).
 const (
 	HeaderIdempotencyKey = "Idempotency-Key"
 	HeaderRun            = "X-Exagent-Run"

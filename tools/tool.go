@@ -34,7 +34,7 @@ type Tool interface {
 
 // Result limits. A result is bounded by what one transcript value may hold
 // (64 KiB); a large one costs the hot status nothing, since it is sealed
-// into a segment at its commit (DESIGN.md §10). Failure excerpts stay
+// into a segment at its commit (docs/architecture.md §10). Failure excerpts stay
 // small: the model needs the gist, not the body.
 const (
 	MaxResultBytes  = 64 << 10

@@ -525,7 +525,7 @@ func (l *LimitsSpec) Runs() int32 {
 	return *l.MaxRuns
 }
 
-// Bounds of limits.maxTranscriptBytes (DESIGN.md §15, docs/operating.md
+// Bounds of limits.maxTranscriptBytes (docs/architecture.md §15, docs/operating.md
 // "The etcd budget"). The default is what a run of an Agent that says
 // nothing may put in etcd; MaxTranscriptBytesLimit is the marker's Maximum
 // and the most --max-transcript-bytes may allow; MinTranscriptBytes is the
@@ -558,7 +558,7 @@ const (
 )
 
 // AgentStatus is the observed state of an Agent: whether what it names
-// works (DESIGN.md §15; docs/tools.md, "Is my Agent ready?"). The manager
+// works (docs/architecture.md §15; docs/tools.md, "Is my Agent ready?"). The manager
 // checks it when its spec changes and on a period (--agent-recheck-interval;
 // sooner, with backoff, while it is not Ready) and writes it only when
 // something changed. Ready is information, never a gate: runs of an

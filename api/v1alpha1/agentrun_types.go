@@ -6,7 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// RunPhase is where a run is in its state machine (DESIGN.md §3).
+// RunPhase is where a run is in its state machine (docs/architecture.md §3).
 // +kubebuilder:validation:Enum=Queued;Running;AwaitingApproval;Approved;Succeeded;Failed;Denied;Cancelled;Expired;Uncertain
 type RunPhase string
 
@@ -223,7 +223,7 @@ type AgentRunStatus struct {
 
 	// transcript is the head of the run's sealed transcript: what is no
 	// longer in history (older messages, past steps' calls and approvals,
-	// large values) lives in AgentRunSegments chained from it (DESIGN.md §10).
+	// large values) lives in AgentRunSegments chained from it (docs/architecture.md §10).
 	// +optional
 	Transcript *TranscriptHead `json:"transcript,omitempty"`
 

@@ -5,7 +5,7 @@ import (
 )
 
 // MaxSegmentBytes bounds the encoded content of one AgentRunSegment
-// (DESIGN.md §10): far below etcd's object limit, and small enough to read
+// (docs/architecture.md §10): far below etcd's object limit, and small enough to read
 // on demand.
 const MaxSegmentBytes = 256 << 10
 

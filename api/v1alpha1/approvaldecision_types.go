@@ -138,7 +138,7 @@ type ApprovalDecisionList struct {
 	Items           []ApprovalDecision `json:"items"`
 }
 
-// Who may decide (DESIGN.md §2): a decision is authorized by RBAC on a
+// Who may decide (docs/architecture.md §2): a decision is authorized by RBAC on a
 // virtual subresource of the run's Agent, like a CSR's "approve" on
 // signers — no endpoint serves it, RBAC alone grants it, and a Role can
 // name one Agent with resourceNames.

@@ -83,7 +83,7 @@ const (
 	ReasonStatusRejected = "StatusRejected"
 	// ReasonSegmentQuotaExceeded: a transcript segment the run must seal
 	// was refused by a ResourceQuota of its namespace (count of
-	// agentrunsegments.exagent.io, DESIGN.md §15); the run ends after
+	// agentrunsegments.exagent.io, docs/architecture.md §15); the run ends after
 	// journaling what is known, instead of retrying until someone raises
 	// the quota. The message names the quota.
 	ReasonSegmentQuotaExceeded = "SegmentQuotaExceeded"

@@ -14,7 +14,7 @@ const (
 	LabelRun = "exagent.io/run"
 	// LabelRunUID is set on an AgentRunSegment to its run's UID.
 	LabelRunUID = "exagent.io/run-uid"
-	// LabelParentRun is set on a child run to its parent's name (DESIGN.md §5).
+	// LabelParentRun is set on a child run to its parent's name (docs/architecture.md §5).
 	LabelParentRun = "exagent.io/parent-run"
 	// LabelRootRun is set on a child run to its tree's root run's name.
 	LabelRootRun = "exagent.io/root-run"

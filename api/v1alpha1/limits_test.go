@@ -9,7 +9,7 @@ import (
 )
 
 // TestTranscriptBytesDefault: an Agent that sets no transcript limit gets
-// 8 MiB (DESIGN.md §15); an explicit value is its own.
+// 8 MiB (docs/architecture.md §15); an explicit value is its own.
 func TestTranscriptBytesDefault(t *testing.T) {
 	tests := map[string]struct {
 		limits exagentv1.LimitsSpec

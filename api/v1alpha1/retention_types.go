@@ -8,7 +8,7 @@ import (
 const MaxKeepLast = 10000
 
 // RetentionSpec says how long the ended runs of an Agent are kept and where
-// their record goes before they are deleted (DESIGN.md §15). A run is
+// their record goes before they are deleted (docs/architecture.md §15). A run is
 // deleted when its TTL has passed or when it is no longer among the
 // keepLast newest ended runs of its Agent, whichever comes first, and, with
 // an archive, only once the archive sink answered 2xx. A child run

@@ -1,4 +1,4 @@
-// Command devcluster is exagent's local control plane (DESIGN.md §9): it
+// Command devcluster is exagent's local control plane (docs/architecture.md §9): it
 // starts the real kube-apiserver and etcd built by hack/k8s-binaries.sh on
 // loopback, installs the CRDs, the shipped ClusterRoles and the admission
 // webhook configuration (pointed at the manager on 127.0.0.1 with a

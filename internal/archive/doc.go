@@ -1,7 +1,7 @@
 // Package archive owns a run's archive: its whole record — spec, final
 // status, the whole transcript read back from its segments, every call,
 // approval, receipt and decision — written as one CloudEvent
-// io.exagent.run.archived, and the POST that delivers it (DESIGN.md §15,
+// io.exagent.run.archived, and the POST that delivers it (docs/architecture.md §15,
 // docs/operating.md "Retention").
 //
 // A record is as large as the run's transcript (limits.maxTranscriptBytes,

@@ -1,5 +1,5 @@
 // Package mcplist keeps MCP servers' tools/list off the reconcile workers
-// (DESIGN.md §14: no network IO on the shared workers). The run and
+// (docs/architecture.md §14: no network IO on the shared workers). The run and
 // decision workers are shared by every tenant; a server an Agent author
 // controls may accept a connection and never answer. So a reconcile never
 // lists a server itself: it reads what the Refresher has (Get), and when

@@ -5,5 +5,5 @@
 // (CloudEvents 1.0 structured JSON or a Slack incoming-webhook message),
 // Standard Webhooks signatures, and the bounded delivery worker with its
 // retries. What is due is decided from committed status alone, so a crash
-// re-sends and never forgets (DESIGN.md §12).
+// re-sends and never forgets (docs/architecture.md §12).
 package notify

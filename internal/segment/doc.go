@@ -1,4 +1,4 @@
-// Package segment owns the AgentRunSegment format (DESIGN.md §10): what a
+// Package segment owns the AgentRunSegment format (docs/architecture.md §10): what a
 // segment's content is and how it is named (the sha256 of its canonical
 // JSON), the hash chain a run's status.transcript head closes, and reading
 // a sealed transcript back (values by their ref, the whole transcript, the

@@ -124,7 +124,7 @@ func (v Violation) String() string {
 	return s
 }
 
-// Check judges a recorded history offline (DESIGN.md §3, §4; issue 9 R4):
+// Check judges a recorded history offline (docs/architecture.md §3, §4; issue 9 R4):
 //
 //   - intent before IO: every request had a committed intent — a version at
 //     or below the request's StoreRV (strictly below for a builtin) where
@@ -246,7 +246,7 @@ func checkRun(uid types.UID, all []Version, h History) []Violation {
 				if reason := intentWriter(prev, st, c.Attempt); reason != "" {
 					bad(RuleStaleCommit, i, "intent of call %s (attempt %d) %s", c.ID, c.Attempt, reason)
 				}
-				// The fence is the commit's CAS (DESIGN.md §4.3 as refined by the
+				// The fence is the commit's CAS (docs/architecture.md §4.3 as refined by the
 				// live-owner rule): a live owner whose lease lapsed may take it back
 				// in the very write that carries the intent, with a new lease valid
 				// at the intent — the CAS on the version it read proves nobody

@@ -144,7 +144,7 @@ func testThreeManagersKilledAtRandom(t *testing.T) {
 		case r.Status.Phase == exagentv1.PhaseFailed && r.Status.Reason == exagentv1.ReasonModelRequestRetriesExhausted:
 			// The bound on re-sent model requests doing its job: this run's
 			// owners were killed while its model request was out more often
-			// than a step may pay for (DESIGN.md §4, item 7). Terminal and
+			// than a step may pay for (docs/architecture.md §4, item 7). Terminal and
 			// explained; nothing was duplicated.
 			exhausted++
 		default:

@@ -18,7 +18,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// Headers the http tool sends (DESIGN.md §2).
+// Headers the http tool sends (docs/architecture.md §2).
 const (
 	headerKey  = "Idempotency-Key"
 	headerRun  = "X-Exagent-Run"

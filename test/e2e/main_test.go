@@ -125,7 +125,7 @@ func (st *suite) startDevcluster() error {
 		return err
 	}
 	st.devcluster = p
-	// The ready line is the contract (DESIGN.md §9): wait for it, nothing else.
+	// The ready line is the contract (docs/architecture.md §9): wait for it, nothing else.
 	want := "ready: KUBECONFIG=" + filepath.Join(st.dir, "kubeconfig")
 	err = pollUntil(3*time.Minute, func() (bool, error) {
 		if p.exited() {
@@ -140,7 +140,7 @@ func (st *suite) startDevcluster() error {
 	return nil
 }
 
-// startManager starts bin/manager against the admin kubeconfig, as DESIGN.md
+// startManager starts bin/manager against the admin kubeconfig, as docs/architecture.md
 // §9 runs it, and waits until its webhook server accepts connections.
 func (st *suite) startManager() error {
 	st.managers++

@@ -28,7 +28,7 @@ const listPageSize = 500
 // phase AwaitingApproval has pending approvals (loop.Pause creates them
 // with the phase; every way out of it decides or closes them), and a
 // delegation tree's ancestors show AwaitingApproval while a descendant
-// waits (DESIGN.md §5), so the rows of a child keep their paths.
+// waits (docs/architecture.md §5), so the rows of a child keep their paths.
 func awaitingApproval() fields.Selector {
 	return fields.OneTermEqualSelector(exagentv1.FieldStatusPhase, string(exagentv1.PhaseAwaitingApproval))
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/exagent-io/exagent/internal/segment"
 )
 
-// segmentReader reads a run's sealed transcript (DESIGN.md §10) with the
+// segmentReader reads a run's sealed transcript (docs/architecture.md §10) with the
 // user's own credentials: AgentRunSegments are ordinary objects under
 // RBAC, never a side channel. Segments are immutable and named by their
 // content hash, so a copy read once is kept for the command's life (a

@@ -12,7 +12,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// Delegation trees (DESIGN.md §5): a child run's approvals are listed with
+// Delegation trees (docs/architecture.md §5): a child run's approvals are listed with
 // its root and its path from the root; `show ROOT` prints the tree; and a
 // decision named after a run with nothing pending of its own goes to the
 // one approval pending anywhere below it.
