@@ -9,15 +9,11 @@ import (
 	"os"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/eventqueue"
@@ -346,96 +342,4 @@ func NewHolder() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return host + "-" + hex.EncodeToString(b)
-}
-
-// CacheOptions are the informer cache settings of the manager: managedFields
-// are stripped from every object, and the bulk of ended and waiting runs —
-// the transcript, each call's arguments and result — is dropped (docs/architecture.md
-// §8: size is speed; thousands of runs waiting for a human must not cost
-// the manager their transcripts). The run controller never reads or writes
-// an ended run; the one write an ended run takes (a Resolve of a Cancelled
-// run's Uncertain call, for the record) is made on the run read past the
-// cache. A waiting run's cached copy is marked a summary (isSummary): the
-// controllers see from it that nothing is due, and whatever they write is
-// computed from the run read past the cache — the decision controller reads
-// it anyway, and Store.Commit refuses a summary — so a stripped copy is
-// never stored back.
-func CacheOptions() cache.Options {
-	strip := cache.TransformStripManagedFields()
-	return cache.Options{
-		DefaultTransform: strip,
-		ByObject: map[client.Object]cache.ByObject{
-			&exagentv1.AgentRun{}: {Transform: func(in any) (any, error) {
-				out, err := strip(in)
-				if err != nil {
-					return out, err
-				}
-				if run, ok := out.(*exagentv1.AgentRun); ok {
-					switch {
-					case run.Status.Phase.IsTerminal():
-						stripEnded(&run.Status)
-					case waiting(run.Status.Phase):
-						summarize(run)
-					}
-				}
-				return out, nil
-			}},
-		},
-	}
-}
-
-// waiting phases wait for a human: nothing of the transcript is needed
-// until a decision arrives.
-func waiting(p exagentv1.RunPhase) bool {
-	return p == exagentv1.PhaseAwaitingApproval || p == exagentv1.PhaseUncertain
-}
-
-// summaryManager marks a cached copy of a run whose journal the cache
-// stripped: a managedFields entry of that manager with no operation, which
-// the apiserver never returns (every entry it writes has one, and the
-// cache strips managedFields before the mark). It exists only in this
-// process's cache, and Store.Commit refuses such a copy.
-const summaryManager = "exagent.io/cached-summary"
-
-// summaryMark is the managedFields of every summary (shared: read only).
-var summaryMark = []metav1.ManagedFieldsEntry{{Manager: summaryManager}}
-
-// summarize keeps of a waiting run what the controllers read while it
-// waits — phase, approvals (their expiry), calls' ids, states and hashes,
-// claim, notifications, the Ready condition their overrides compare with
-// — and marks it a summary. The rest (transcript, arguments, results, the
-// other conditions, the binding, receipts) is read past the cache by
-// whatever writes the run.
-func summarize(run *exagentv1.AgentRun) {
-	s := &run.Status
-	stripEnded(s)
-	s.Binding, s.Receipts = nil, nil
-	var ready []metav1.Condition
-	for _, c := range s.Conditions {
-		if c.Type == exagentv1.ConditionReady {
-			ready = []metav1.Condition{c}
-		}
-	}
-	s.Conditions = ready
-	run.ManagedFields = summaryMark
-}
-
-// isSummary reports whether run is the cache's summary of a waiting run.
-func isSummary(run *exagentv1.AgentRun) bool {
-	mf := run.ManagedFields
-	return len(mf) == 1 && mf[0].Manager == summaryManager && mf[0].Operation == ""
-}
-
-// stripEnded drops what an ended run keeps only for people and audits,
-// never for the controllers: the transcript, and every call's arguments and
-// result (ids, states, hashes and who resolved what stay).
-func stripEnded(s *exagentv1.AgentRunStatus) {
-	s.History = nil
-	for i := range s.Calls {
-		c := &s.Calls[i]
-		c.Args = ""
-		if c.Outcome != nil {
-			c.Outcome.Result = ""
-		}
-	}
 }
