@@ -333,21 +333,14 @@ func mergeRecords(st *exagentv1.AgentRunStatus, ours *exagentv1.AgentRunStatus) 
 // per event and sink that wants it, and supersedes what the commit
 // settled. Called by Store.Commit on every status write.
 func (n *notifier) stamp(ctx context.Context, run *exagentv1.AgentRun, next *loop.Status, now time.Time) {
-	for i := range next.Notifications {
-		if next.Notifications[i].State == exagentv1.NotificationPending {
-			notify.Supersede(next, nil, false) // first: what it settles makes room
-			break
-		}
+	var sinks []exagentv1.NotifySink
+	if len(notify.Transitions(&run.Status, next)) > 0 {
+		agent := &exagentv1.Agent{}
+		if err := n.client.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.AgentRef.Name}, agent); err == nil {
+			sinks = agent.Spec.Notify
+		} // else: an approval not marked notified is still due, and the notifier journals it
 	}
-	events := notify.Transitions(&run.Status, next)
-	if len(events) == 0 {
-		return
-	}
-	agent := &exagentv1.Agent{}
-	if err := n.client.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.AgentRef.Name}, agent); err != nil || len(agent.Spec.Notify) == 0 {
-		return // an approval not marked notified is still due: the notifier journals it
-	}
-	_, left := notify.Add(next, string(run.UID), events, agent.Spec.Notify, now)
+	left := notify.Stamp(&run.Status, next, string(run.UID), sinks, now) // the one journaling rule (internal/notify)
 	for _, e := range left {
 		if e.Kind == exagentv1.NotifyApprovalRequested || e.Kind == exagentv1.NotifyApprovalExpiring {
 			continue // still due (notify.Due): journaled as room is made

@@ -278,12 +278,25 @@ func droppable(st *exagentv1.AgentRunStatus, r *exagentv1.NotificationRecord) bo
 // Supersede comes first: what the commit settled makes room for what it
 // makes true. It returns the events left for later (Add).
 func Stamp(old, next *exagentv1.AgentRunStatus, runUID string, sinks []exagentv1.NotifySink, now time.Time) []Event {
-	Supersede(next, nil, false)
+	if hasPending(next) {
+		Supersede(next, nil, false) // first: what it settles makes room
+	}
 	if events := Transitions(old, next); len(events) > 0 && len(sinks) > 0 {
 		_, left := Add(next, runUID, events, sinks, now)
 		return left
 	}
 	return nil
+}
+
+// hasPending reports whether any record is still Pending (only those can
+// be superseded).
+func hasPending(st *exagentv1.AgentRunStatus) bool {
+	for i := range st.Notifications {
+		if st.Notifications[i].State == exagentv1.NotificationPending {
+			return true
+		}
+	}
+	return false
 }
 
 // Pending returns the indexes of the pending records.
