@@ -4,7 +4,7 @@
 // misconfiguration cannot let a decision through: the controller asks again.
 //
 // The checks, in order: the decision carries an actor stamped by admission
-// (and, with a Seal, the webhook's HMAC over its namespace, spec and the
+// (and, with a Signer, the webhook's HMAC over its namespace, spec and the
 // UID of the run it was admitted for, so that an actor written by a client
 // past a bypassed webhook is refused, and a decision never carries over to
 // a run re-created under the same name); a SubjectAccessReview for that
@@ -12,7 +12,7 @@
 // agents/approval named after the run's Agent; the identities that never
 // decide (the run's own ServiceAccount, the manager's identity — see Self);
 // the Agent's policy.approvers when set; forbidSelfApproval against the
-// run's spec.requestedBy, which with a Seal counts only when the webhook
+// run's spec.requestedBy, which with a Signer counts only when the webhook
 // sealed it too. A failed check is a *DeniedError naming what is missing;
 // any other error is transient (the apiserver could not be asked) and must
 // never be read as "allowed".

@@ -16,7 +16,7 @@ type Option func(*options)
 
 type options struct {
 	extra   map[string]authenticationv1.ExtraValue
-	seal    *Seal
+	seal    *Signer
 	manager []string
 	reader  client.Reader
 }
@@ -36,13 +36,13 @@ func WithExtra(extra map[string]authenticationv1.ExtraValue) Option {
 	return func(o *options) { o.extra = extra }
 }
 
-// WithSeal makes VerifyDecision reject a decision that does not carry its
-// seal from the admission webhook for this very run (see Seal): the defence
+// WithSigner makes VerifyDecision reject a decision that does not carry its
+// seal from the admission webhook for this very run (see Signer): the defence
 // against a webhook bypassed while clients write spec.actor themselves. It
 // also makes a run's spec.requestedBy count only when sealed, so that
 // forbidSelfApproval fails closed on a requester nobody stamped. A nil seal
 // is ignored: spec.actor and spec.requestedBy are then trusted as stored.
-func WithSeal(s *Seal) Option {
+func WithSigner(s *Signer) Option {
 	return func(o *options) { o.seal = s }
 }
 
@@ -60,7 +60,7 @@ func WithManager(usernames ...string) Option {
 
 // RunIdentities is what "who may decide" knows of run beyond its Agent's
 // policy: its namespace (which names its own ServiceAccount), the manager's
-// identity (WithManager) and, with a seal (WithSeal), whether
+// identity (WithManager) and, with a seal (WithSigner), whether
 // spec.requestedBy carries the admission webhook's seal. The engine's
 // Authorize takes it (loop.DecisionCmd.Identities).
 func RunIdentities(run *exagentv1.AgentRun, opts ...Option) loop.Identities {
@@ -75,7 +75,7 @@ func RunIdentities(run *exagentv1.AgentRun, opts ...Option) loop.Identities {
 }
 
 // VerifyDecision decides whether d's stamped actor may decide on run:
-// the seal (WithSeal) for this run, a SubjectAccessReview for verb approve
+// the seal (WithSigner) for this run, a SubjectAccessReview for verb approve
 // (Approve, Deny, Cancel) or resolve (Resolve) on agents/approval named
 // after run.spec.agentRef.name in the run's namespace, then the identities
 // that never decide (the run's own ServiceAccount, the manager — see

@@ -31,12 +31,12 @@ type DecisionVerifier interface {
 // SARVerifier is the production verifier: authz.VerifyDecision, i.e. a
 // SubjectAccessReview for the approve/resolve verb on agents/approval plus
 // the identities that never decide (the run's own ServiceAccount, Manager)
-// and the Agent's policy (approvers, forbidSelfApproval). With a Seal, a
+// and the Agent's policy (approvers, forbidSelfApproval). With a Signer, a
 // decision that did not go through the admission webhook for this very run
 // is rejected too, and a run's spec.requestedBy counts only when sealed.
 type SARVerifier struct {
 	Client client.Client
-	Seal   *authz.Seal
+	Signer   *authz.Signer
 	// Manager is the manager's own identity (username).
 	Manager string
 	// Reader reads a child run's ancestors (past the cache); Client when nil.
@@ -45,7 +45,7 @@ type SARVerifier struct {
 
 // Verify implements DecisionVerifier.
 func (v SARVerifier) Verify(ctx context.Context, d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun, agent *exagentv1.Agent) error {
-	return authz.VerifyDecision(ctx, v.Client, d, run, agent, authz.WithSeal(v.Seal), authz.WithManager(v.Manager), authz.WithReader(v.Reader))
+	return authz.VerifyDecision(ctx, v.Client, d, run, agent, authz.WithSigner(v.Signer), authz.WithManager(v.Manager), authz.WithReader(v.Reader))
 }
 
 // ApprovalDecisionReconciler applies decisions to runs. It re-verifies the
@@ -59,9 +59,9 @@ type ApprovalDecisionReconciler struct {
 	APIReader client.Reader
 	Store     *Store
 	Verifier  DecisionVerifier
-	// Seal, when set, is the admission webhook's seal: the engine then
+	// Signer, when set, is the admission webhook's seal: the engine then
 	// trusts a run's spec.requestedBy only when sealed.
-	Seal *authz.Seal
+	Signer *authz.Signer
 	// Manager is the manager's own identity, which never decides; asked of
 	// the apiserver (authz.Self) at setup when empty.
 	Manager  string
@@ -99,7 +99,7 @@ func (r *ApprovalDecisionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Manager = self
 	}
 	if r.Verifier == nil {
-		r.Verifier = SARVerifier{Client: r.Client, Seal: r.Seal, Manager: r.Manager, Reader: r.APIReader}
+		r.Verifier = SARVerifier{Client: r.Client, Signer: r.Signer, Manager: r.Manager, Reader: r.APIReader}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.Name).

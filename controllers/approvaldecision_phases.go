@@ -170,7 +170,7 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 		return nil
 	}
 	cmd := commandOf(dsc.d)
-	cmd.Identities = authz.RunIdentities(dsc.run, authz.WithSeal(r.Seal), authz.WithManager(r.Manager))
+	cmd.Identities = authz.RunIdentities(dsc.run, authz.WithSigner(r.Signer), authz.WithManager(r.Manager))
 	if dsc.run.Spec.Delegation != nil {
 		// The engine checks every ancestor's policy too (loop.AuthorizeAncestors).
 		ancestors, err := authz.Ancestors(ctx, r.APIReader, dsc.run)
@@ -184,7 +184,7 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 		cmd.Ancestors = ancestors
 		for _, a := range ancestors {
 			cmd.AncestorIdentities = append(cmd.AncestorIdentities,
-				authz.RunIdentities(a.Run, authz.WithSeal(r.Seal), authz.WithManager(r.Manager)))
+				authz.RunIdentities(a.Run, authz.WithSigner(r.Signer), authz.WithManager(r.Manager)))
 		}
 	}
 	if loop.NeedSealedReceipts(dsc.run.Status, cmd) {

@@ -133,7 +133,7 @@ func TestNeverDeciders(t *testing.T) {
 func TestRequesterSeal(t *testing.T) {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	seal, err := authz.NewSeal(key)
+	seal, err := authz.NewSigner(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestRequesterSeal(t *testing.T) {
 			Spec: exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: "refunds"}, Input: "please do it",
 				RequestedBy: &exagentv1.Actor{Username: "bob", Groups: []string{"system:authenticated"}}}}
 		if sealed {
-			if err := seal.StampRequester(r); err != nil {
+			if err := seal.SignRequester(r); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -166,7 +166,7 @@ func TestRequesterSeal(t *testing.T) {
 			Spec: exagentv1.ApprovalDecisionSpec{RunRef: exagentv1.LocalObjectReference{Name: run.Name}, Decision: exagentv1.DecisionApprove,
 				ApprovalID: a.ID, PayloadHash: a.PayloadHash, Revision: a.Revision, Actor: &actor, OperationID: run.Name + "-" + name},
 		}
-		if err := seal.Stamp(d, run.UID); err != nil {
+		if err := seal.Sign(d, run.UID); err != nil {
 			t.Fatal(err)
 		}
 		if err := users[alice].client.Create(ctx, d); err != nil {
@@ -180,7 +180,7 @@ func TestRequesterSeal(t *testing.T) {
 		h.createAgent("refunds", agent)
 		newRun(h, "forged", false)
 		newRun(h, "stamped", true)
-		h.startManager(controllers.Options{Seal: seal})
+		h.startManager(controllers.Options{Signer: seal})
 
 		forged := h.waitPhase("forged", exagentv1.PhaseAwaitingApproval)
 		d := decideSealed(h, forged, "alice")

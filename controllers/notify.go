@@ -329,10 +329,10 @@ func mergeRecords(st *exagentv1.AgentRunStatus, ours *exagentv1.AgentRunStatus) 
 	notify.Supersede(st, nil, false)
 }
 
-// stamp journals, in the commit that makes them true, one Pending record
+// journalTransitions journals, in the commit that makes them true, one Pending record
 // per event and sink that wants it, and supersedes what the commit
 // settled. Called by Store.Commit on every status write.
-func (n *notifier) stamp(ctx context.Context, run *exagentv1.AgentRun, next *loop.Status, now time.Time) {
+func (n *notifier) journalTransitions(ctx context.Context, run *exagentv1.AgentRun, next *loop.Status, now time.Time) {
 	var sinks []exagentv1.NotifySink
 	if len(notify.Transitions(&run.Status, next)) > 0 {
 		agent := &exagentv1.Agent{}
@@ -340,7 +340,7 @@ func (n *notifier) stamp(ctx context.Context, run *exagentv1.AgentRun, next *loo
 			sinks = agent.Spec.Notify
 		} // else: an approval not marked notified is still due, and the notifier journals it
 	}
-	left := notify.Stamp(&run.Status, next, string(run.UID), sinks, now) // the one journaling rule (internal/notify)
+	left := notify.Journal(&run.Status, next, string(run.UID), sinks, now) // the one journaling rule (internal/notify)
 	for _, e := range left {
 		if e.Kind == exagentv1.NotifyApprovalRequested || e.Kind == exagentv1.NotifyApprovalExpiring {
 			continue // still due (notify.Due): journaled as room is made

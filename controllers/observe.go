@@ -14,7 +14,7 @@ import (
 // commitObserver is what every status write tells the rest of the
 // process, in the one place all writes go through (Store.Commit): before
 // the write, the notifications the commit makes true are journaled in it
-// and a new trace's traceparent is stamped; after it landed, the metrics
+// and a new trace's traceparent is set (Tracer.SetTraceparent); after it landed, the metrics
 // and the attempt spans follow it.
 type commitObserver struct {
 	notifier *notifier
@@ -28,9 +28,9 @@ func (s *Store) beforeWrite(ctx context.Context, run *exagentv1.AgentRun, next *
 		return
 	}
 	if o.notifier != nil {
-		o.notifier.stamp(ctx, run, next, now)
+		o.notifier.journalTransitions(ctx, run, next, now)
 	}
-	o.tracer.Stamp(&run.Status, next, o.holder)
+	o.tracer.SetTraceparent(&run.Status, next, o.holder)
 }
 
 func (s *Store) afterWrite(old, written *exagentv1.AgentRun, now time.Time) {

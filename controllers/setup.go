@@ -54,9 +54,9 @@ type Options struct {
 	EgressAllowLists egress.AllowLists
 	// Verifier overrides the SubjectAccessReview verifier (tests only).
 	Verifier DecisionVerifier
-	// Seal, when set, makes the decision re-check require the admission
-	// webhook's seal (authz.Seal).
-	Seal *authz.Seal
+	// Signer, when set, makes the decision re-check require the admission
+	// webhook's seal (authz.Signer).
+	Signer *authz.Signer
 	// ManagerIdentity is the manager's own username, which never decides;
 	// asked of the apiserver (authz.Self) when empty.
 	ManagerIdentity string
@@ -210,7 +210,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		APIReader:               mgr.GetAPIReader(),
 		Store:                   store,
 		Verifier:                o.Verifier,
-		Seal:                    o.Seal,
+		Signer:                    o.Signer,
 		Manager:                 o.ManagerIdentity,
 		Recorder:                evq.Recorder("exagent-controller"),
 		MaxConcurrentReconciles: o.MaxConcurrentDecisions,

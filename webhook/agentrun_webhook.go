@@ -22,10 +22,10 @@ import (
 
 // AgentRunWebhook stamps spec.requestedBy and validates AgentRuns.
 type AgentRunWebhook struct {
-	// Seal, when set, seals the stamped spec.requestedBy (with the rest of
+	// Signer, when set, seals the stamped spec.requestedBy (with the rest of
 	// the spec), so that the controller can tell a requester admission
 	// stamped from one a client wrote past a bypassed webhook.
-	Seal *authz.Seal
+	Signer *authz.Signer
 	// Manager is the manager's own identity: the only creator of runs with
 	// spec.delegation (child runs), which carry their root's requestedBy.
 	Manager string
@@ -46,8 +46,8 @@ var (
 
 // Default stamps spec.requestedBy from the creating user: forbidSelfApproval
 // compares deciders against it, so a client must not be able to name
-// someone else as the requester. With a Seal, the stamp is sealed
-// (authz.Seal.StampRequester, annotation exagent.io/requester-seal).
+// someone else as the requester. With a Signer, the stamp is sealed
+// (authz.Signer.SignRequester, annotation exagent.io/requester-seal).
 // Every admitted run, child runs included, is stamped
 // exagent.io/admitted-by with the manager's identity (overwriting what a
 // client wrote): the sign kubectl approve reads that an exagent manager
@@ -68,8 +68,8 @@ func (w *AgentRunWebhook) Default(ctx context.Context, run *exagentv1.AgentRun) 
 		}
 		// A child run carries its root's requester, copied by the manager
 		// (forbidSelfApproval compares deciders with the root's requester).
-		if w.Seal != nil {
-			return w.Seal.StampRequester(run)
+		if w.Signer != nil {
+			return w.Signer.SignRequester(run)
 		}
 		return nil
 	}
@@ -79,9 +79,9 @@ func (w *AgentRunWebhook) Default(ctx context.Context, run *exagentv1.AgentRun) 
 		}
 	}
 	run.Spec.RequestedBy = &stamped
-	if w.Seal != nil {
+	if w.Signer != nil {
 		// Last: the seal covers the spec as it will be stored.
-		return w.Seal.StampRequester(run)
+		return w.Signer.SignRequester(run)
 	}
 	return nil
 }
@@ -119,8 +119,8 @@ func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.Age
 		}
 	}
 	var warnings admission.Warnings
-	if w.Seal != nil {
-		if err := w.Seal.VerifyRequester(run); err != nil {
+	if w.Signer != nil {
+		if err := w.Signer.VerifyRequester(run); err != nil {
 			warnings = append(warnings, fmt.Sprintf("%v (did another mutating webhook change the spec after exagent's?): "+
 				"if the run's Agent sets forbidSelfApproval, nobody will be able to decide on it", err))
 		}

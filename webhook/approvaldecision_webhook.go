@@ -34,9 +34,9 @@ type ApprovalDecisionWebhook struct {
 	Reader client.Reader
 	// Client creates SubjectAccessReviews.
 	Client client.Client
-	// Seal, when set, seals admitted decisions (for the run they name) and
+	// Signer, when set, seals admitted decisions (for the run they name) and
 	// is verified on create.
-	Seal *authz.Seal
+	Signer *authz.Signer
 	// Manager is the manager's own identity: it never decides.
 	Manager string
 	// Namespaces are those the manager serves; a decision elsewhere is
@@ -52,7 +52,7 @@ var (
 // Default stamps spec.actor from the authenticated user, defaults
 // spec.operationID to the object's name (or, with metadata.generateName,
 // where admission runs before the name exists, to one derived from the
-// admission request's UID) and, with a Seal, seals the result for the run
+// admission request's UID) and, with a Signer, seals the result for the run
 // it names as it exists now (its UID): a decision never carries over to a
 // run deleted and re-created under the same name.
 // A client-written actor that differs is refused here, before anything else
@@ -75,7 +75,7 @@ func (w *ApprovalDecisionWebhook) Default(ctx context.Context, d *exagentv1.Appr
 	if d.Spec.OperationID == "" {
 		d.Spec.OperationID = defaultOperationID(d, req)
 	}
-	if w.Seal == nil {
+	if w.Signer == nil {
 		return nil
 	}
 	// A missing run is sealed with no UID: validation refuses the decision
@@ -85,7 +85,7 @@ func (w *ApprovalDecisionWebhook) Default(ctx context.Context, d *exagentv1.Appr
 		return apierrors.NewInternalError(fmt.Errorf("reading AgentRun %s/%s to seal the decision: %w", d.Namespace, d.Spec.RunRef.Name, err))
 	}
 	// Last: the seal covers the spec as it will be stored.
-	return w.Seal.Stamp(d, run.UID)
+	return w.Signer.Sign(d, run.UID)
 }
 
 // ValidateCreate admits a decision only when its author may decide on its
@@ -126,7 +126,7 @@ func (w *ApprovalDecisionWebhook) ValidateCreate(ctx context.Context, d *exagent
 	// Who may decide comes before whether the target is decidable, so that
 	// someone without the verb learns nothing about the run's approvals.
 	err = authz.VerifyDecision(ctx, w.Client, d, run, agent,
-		authz.WithExtra(req.UserInfo.Extra), authz.WithSeal(w.Seal), authz.WithManager(w.Manager), authz.WithReader(w.Reader))
+		authz.WithExtra(req.UserInfo.Extra), authz.WithSigner(w.Signer), authz.WithManager(w.Manager), authz.WithReader(w.Reader))
 	if err != nil {
 		if authz.IsDenied(err) {
 			logf.FromContext(ctx).Info("decision denied", "decision", d.Name, "run", run.Name,

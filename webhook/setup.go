@@ -16,18 +16,18 @@ import (
 type Option func(*settings)
 
 type settings struct {
-	seal       *authz.Seal
+	seal       *authz.Signer
 	manager    string
 	namespaces served.Namespaces
 }
 
-// WithSeal makes the mutating webhooks seal what they stamp (see
-// authz.Seal): every admitted decision, for the run it names, and every
-// created run's spec.requestedBy. Pass the same Seal to the controller
-// (authz.WithSeal) so that a decision that did not go through this webhook
+// WithSigner makes the mutating webhooks seal what they stamp (see
+// authz.Signer): every admitted decision, for the run it names, and every
+// created run's spec.requestedBy. Pass the same Signer to the controller
+// (authz.WithSigner) so that a decision that did not go through this webhook
 // is rejected even if its spec.actor names a real approver, and so that
 // forbidSelfApproval refuses a requester nobody stamped.
-func WithSeal(s *authz.Seal) Option {
+func WithSigner(s *authz.Signer) Option {
 	return func(o *settings) { o.seal = s }
 }
 
@@ -67,14 +67,14 @@ func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
 		}
 		o.manager = self
 	}
-	decisions := &ApprovalDecisionWebhook{Reader: mgr.GetAPIReader(), Client: mgr.GetClient(), Seal: o.seal, Manager: o.manager, Namespaces: o.namespaces}
+	decisions := &ApprovalDecisionWebhook{Reader: mgr.GetAPIReader(), Client: mgr.GetClient(), Signer: o.seal, Manager: o.manager, Namespaces: o.namespaces}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.ApprovalDecision{}).
 		WithDefaulter(decisions).
 		WithValidator(decisions).
 		Complete(); err != nil {
 		return fmt.Errorf("registering ApprovalDecision webhooks: %w", err)
 	}
-	runs := &AgentRunWebhook{Seal: o.seal, Manager: o.manager, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespaces: o.namespaces}
+	runs := &AgentRunWebhook{Signer: o.seal, Manager: o.manager, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespaces: o.namespaces}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentRun{}).
 		WithDefaulter(runs).
 		WithValidator(runs).

@@ -24,7 +24,7 @@ const (
 // client sent under these keys).
 const (
 	// AnnotationActorSeal carries the webhook's seal of a decision's
-	// actor (authz.Seal).
+	// actor (authz.Signer).
 	AnnotationActorSeal = "exagent.io/actor-seal"
 	// AnnotationBoundRunUID records, on an admitted decision, the UID of
 	// the run it was admitted for. The seal covers that UID; the
@@ -32,7 +32,7 @@ const (
 	// v0.1.0 it was exagent.io/run-uid, the segments' label key.)
 	AnnotationBoundRunUID = "exagent.io/bound-run-uid"
 	// AnnotationRequesterSeal carries the webhook's seal of a run's
-	// spec.requestedBy (authz.Seal.StampRequester).
+	// spec.requestedBy (authz.Signer.SignRequester).
 	AnnotationRequesterSeal = "exagent.io/requester-seal"
 	// AnnotationAdmittedBy is stamped on every AgentRun the webhook admits:
 	// the username of the manager whose webhook admitted it. A

@@ -403,7 +403,7 @@ func run() error {
 		Egress:                  policy,
 		EgressAllowLists:        allowLists,
 		Tracer:                  tracer,
-		Seal:                    seal,
+		Signer:                    seal,
 		ManagerIdentity:         self,
 		ReleaseOnStop:           f.releaseOnStop,
 		DrainTimeout:            f.drainTimeout,
@@ -434,7 +434,7 @@ func run() error {
 	if f.enableWebhooks {
 		wopts := []exagentwebhook.Option{exagentwebhook.WithManagerIdentity(self), exagentwebhook.WithNamespaces(f.namespaces)}
 		if seal != nil {
-			wopts = append(wopts, exagentwebhook.WithSeal(seal))
+			wopts = append(wopts, exagentwebhook.WithSigner(seal))
 		}
 		if err := exagentwebhook.SetupWithManager(mgr, wopts...); err != nil {
 			return fmt.Errorf("webhooks: %w", err)
@@ -461,7 +461,7 @@ func run() error {
 // loadSeal reads (or creates) the decision seal key. Every replica uses the
 // same Secret, so a decision sealed by one replica's webhook verifies in
 // another's controller.
-func loadSeal(ctx context.Context, mgr ctrl.Manager, flagValue string) (*authz.Seal, error) {
+func loadSeal(ctx context.Context, mgr ctrl.Manager, flagValue string) (*authz.Signer, error) {
 	ref := flagValue
 	if ref == "" {
 		if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
@@ -476,7 +476,7 @@ func loadSeal(ctx context.Context, mgr ctrl.Manager, flagValue string) (*authz.S
 	if !ok || ns == "" || name == "" {
 		return nil, fmt.Errorf("--decision-seal-secret %q: want namespace/name", ref)
 	}
-	seal, err := authz.LoadSeal(ctx, mgr.GetAPIReader(), mgr.GetClient(), types.NamespacedName{Namespace: ns, Name: name})
+	seal, err := authz.LoadSigner(ctx, mgr.GetAPIReader(), mgr.GetClient(), types.NamespacedName{Namespace: ns, Name: name})
 	if err != nil {
 		return nil, fmt.Errorf("decision seal: %w", err)
 	}

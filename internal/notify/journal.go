@@ -271,13 +271,13 @@ func droppable(st *exagentv1.AgentRunStatus, r *exagentv1.NotificationRecord) bo
 	return a == nil || a.State != exagentv1.ApprovalPending || Notified(a, r.Event)
 }
 
-// Stamp is what a status commit does to the journal: it records the
+// Journal is what a status commit does to the journal: it records the
 // events the commit makes true (for the sinks that want them) and
 // supersedes what it settled. The delivery worker sends what is Pending.
 //
 // Supersede comes first: what the commit settled makes room for what it
 // makes true. It returns the events left for later (Add).
-func Stamp(old, next *exagentv1.AgentRunStatus, runUID string, sinks []exagentv1.NotifySink, now time.Time) []Event {
+func Journal(old, next *exagentv1.AgentRunStatus, runUID string, sinks []exagentv1.NotifySink, now time.Time) []Event {
 	if hasPending(next) {
 		Supersede(next, nil, false) // first: what it settles makes room
 	}

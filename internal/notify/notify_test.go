@@ -59,19 +59,19 @@ func TestStampAndSupersede(t *testing.T) {
 	sinks := []exagentv1.NotifySink{{Name: "all"}, {Name: "ends", Events: []exagentv1.NotifyEvent{exagentv1.NotifyRunEnded}}}
 	old := exagentv1.AgentRunStatus{Phase: exagentv1.PhaseRunning}
 	next := exagentv1.AgentRunStatus{Phase: exagentv1.PhaseAwaitingApproval, Approvals: []exagentv1.Approval{pending("a1")}}
-	Stamp(&old, &next, "uid", sinks, t0)
+	Journal(&old, &next, "uid", sinks, t0)
 	if len(next.Notifications) != 1 || next.Notifications[0].Sink != "all" || next.Notifications[0].ID != "uid.approval-requested.a1" {
 		t.Fatalf("records = %+v", next.Notifications)
 	}
 	again := *next.DeepCopy()
-	Stamp(&next, &again, "uid", sinks, t0.Add(time.Minute))
+	Journal(&next, &again, "uid", sinks, t0.Add(time.Minute))
 	if len(again.Notifications) != 1 {
 		t.Fatalf("a commit that changes nothing adds records: %+v", again.Notifications)
 	}
 	decided := *again.DeepCopy()
 	decided.Approvals[0].State = exagentv1.ApprovalDenied
 	decided.Phase = exagentv1.PhaseDenied
-	Stamp(&again, &decided, "uid", sinks, t0.Add(time.Hour))
+	Journal(&again, &decided, "uid", sinks, t0.Add(time.Hour))
 	got := map[string]exagentv1.NotificationState{}
 	for _, r := range decided.Notifications {
 		got[r.Sink+"/"+string(r.Event)] = r.State
@@ -213,7 +213,7 @@ func TestJournalBeyondItsBound(t *testing.T) {
 	for i := range 24 {
 		next.Approvals = append(next.Approvals, pending(fmt.Sprintf("a%02d", i)))
 	}
-	left := Stamp(&old, &next, "uid", sinks, t0)
+	left := Journal(&old, &next, "uid", sinks, t0)
 	if len(next.Notifications) > exagentv1.MaxNotificationRecords || len(left) == 0 {
 		t.Fatalf("the pause journaled %d records and left %d events", len(next.Notifications), len(left))
 	}

@@ -78,10 +78,10 @@ func newTracer(tp trace.TracerProvider, maxOpen int) *Tracer {
 	return &Tracer{tracer: tp.Tracer("github.com/exagent-io/exagent"), attempts: attempts, maxOpen: maxOpen}
 }
 
-// Stamp gives next a traceparent when this commit makes holder the owner
+// SetTraceparent gives next a traceparent when this commit makes holder the owner
 // of a run that has none: the run's trace starts with this attempt, whose
 // span will take the announced span id.
-func (t *Tracer) Stamp(old, next *exagentv1.AgentRunStatus, holder string) {
+func (t *Tracer) SetTraceparent(old, next *exagentv1.AgentRunStatus, holder string) {
 	if t == nil || next.Traceparent != "" || !startsAttempt(old, next, holder) {
 		return
 	}

@@ -153,12 +153,12 @@ func (c *cluster) serveWebhooks() error {
 		return fmt.Errorf("webhook server: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	seal, err := authz.LoadSeal(ctx, mgr.GetAPIReader(), mgr.GetClient(), sealSecret)
+	seal, err := authz.LoadSigner(ctx, mgr.GetAPIReader(), mgr.GetClient(), sealSecret)
 	if err != nil {
 		cancel()
 		return fmt.Errorf("decision seal: %w", err)
 	}
-	if err := exagentwebhook.SetupWithManager(mgr, exagentwebhook.WithSeal(seal)); err != nil {
+	if err := exagentwebhook.SetupWithManager(mgr, exagentwebhook.WithSigner(seal)); err != nil {
 		cancel()
 		return err
 	}

@@ -69,11 +69,11 @@ func testApiserverFaults(t *testing.T) {
 	// The seal key is read past the faults: it is setup, not the protocol.
 	clean, _ := ctrl.NewManager(rest.CopyConfig(cl.admin), ctrl.Options{Scheme: testenv.Scheme(),
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
-	seal, err := authz.LoadSeal(ctx, clean.GetAPIReader(), clean.GetClient(), sealSecret)
+	seal, err := authz.LoadSigner(ctx, clean.GetAPIReader(), clean.GetClient(), sealSecret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := controllers.Setup(ctx, mgr, controllers.Options{Holder: "r3-faulty", Seal: seal,
+	if _, err := controllers.Setup(ctx, mgr, controllers.Options{Holder: "r3-faulty", Signer: seal,
 		MaxConcurrentReconciles: 4, NameSuffix: "-r3",
 		// The suite's servers are on 127.0.0.1 (--egress-allow-cidrs=127.0.0.1/32).
 		Egress: egress.New(egress.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})}); err != nil {

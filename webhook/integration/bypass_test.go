@@ -124,7 +124,7 @@ func TestWebhookBypassed(t *testing.T) {
 			if diff := cmp.Diff(tc.wantRBAC, authz.DeniedCheck(err)); diff != "" {
 				t.Errorf("re-check without the seal (-want +got):\n%s\nerror: %v", diff, err)
 			}
-			err = authz.VerifyDecision(t.Context(), admin, stored, paid, agent, authz.WithSeal(seal))
+			err = authz.VerifyDecision(t.Context(), admin, stored, paid, agent, authz.WithSigner(seal))
 			if diff := cmp.Diff(tc.wantSealed, authz.DeniedCheck(err)); diff != "" {
 				t.Errorf("re-check with the seal (-want +got):\n%s\nerror: %v", diff, err)
 			}
@@ -132,7 +132,7 @@ func TestWebhookBypassed(t *testing.T) {
 	}
 	t.Run("a decision admitted before the bypass", func(t *testing.T) {
 		stored := get(t, s.ns, admitted.Name, &exagentv1.ApprovalDecision{})
-		if err := authz.VerifyDecision(t.Context(), admin, stored, paid, agent, authz.WithSeal(seal)); err != nil {
+		if err := authz.VerifyDecision(t.Context(), admin, stored, paid, agent, authz.WithSigner(seal)); err != nil {
 			t.Errorf("re-check: %v", err)
 		}
 	})

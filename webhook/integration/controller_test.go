@@ -21,11 +21,11 @@ import (
 // it: authz.VerifyDecision with the manager's seal.
 type sealedVerifier struct {
 	client client.Client
-	seal   *authz.Seal
+	seal   *authz.Signer
 }
 
 func (v sealedVerifier) Verify(ctx context.Context, d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun, agent *exagentv1.Agent) error {
-	return authz.VerifyDecision(ctx, v.client, d, run, agent, authz.WithSeal(v.seal))
+	return authz.VerifyDecision(ctx, v.client, d, run, agent, authz.WithSigner(v.seal))
 }
 
 // startDecisionController runs the ApprovalDecision controller — only it:

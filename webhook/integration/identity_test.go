@@ -181,7 +181,7 @@ func TestDecisionSealBindsTheRun(t *testing.T) {
 	})
 	second := createPausedRun(t, as(t, "dave"), s.ns, runPayments, "payments", false)
 	agent := get(t, s.ns, "payments", &exagentv1.Agent{})
-	err := authz.VerifyDecision(t.Context(), admin, stored, second, agent, authz.WithSeal(seal))
+	err := authz.VerifyDecision(t.Context(), admin, stored, second, agent, authz.WithSigner(seal))
 	if authz.DeniedCheck(err) != authz.CheckActor || !strings.Contains(err.Error(), "admitted for an earlier run") {
 		t.Fatalf("re-check on the re-created run: %v, want the decision refused", err)
 	}

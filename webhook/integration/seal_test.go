@@ -9,12 +9,12 @@ import (
 	"github.com/exagent-io/exagent/authz"
 )
 
-// TestLoadSeal: every replica loads the same key — the first one creates
+// TestLoadSigner: every replica loads the same key — the first one creates
 // the Secret, the others read it — so a decision sealed by one replica's
 // webhook verifies in another replica's controller.
-func TestLoadSeal(t *testing.T) {
+func TestLoadSigner(t *testing.T) {
 	ref := types.NamespacedName{Namespace: managerNamespace, Name: authz.DefaultSealSecretName}
-	again, err := authz.LoadSeal(t.Context(), admin, admin, ref)
+	again, err := authz.LoadSigner(t.Context(), admin, admin, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestLoadSeal(t *testing.T) {
 // operationID of its own and verifies in the controller.
 func TestSealWithGenerateName(t *testing.T) {
 	ref := types.NamespacedName{Namespace: managerNamespace, Name: authz.DefaultSealSecretName}
-	seal, err := authz.LoadSeal(t.Context(), admin, admin, ref)
+	seal, err := authz.LoadSigner(t.Context(), admin, admin, ref)
 	if err != nil {
 		t.Fatal(err)
 	}

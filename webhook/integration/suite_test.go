@@ -35,7 +35,7 @@ var (
 	env   *testenv.Env
 	admin client.Client
 	// seal is the manager's decision seal, loaded as cmd/manager does.
-	seal *authz.Seal
+	seal *authz.Signer
 )
 
 const managerNamespace = "exagent-system"
@@ -98,7 +98,7 @@ func setup(ctx context.Context) error {
 	}
 	sealRef := types.NamespacedName{Namespace: managerNamespace, Name: authz.DefaultSealSecretName}
 	var err error
-	if seal, err = authz.LoadSeal(ctx, admin, admin, sealRef); err != nil {
+	if seal, err = authz.LoadSigner(ctx, admin, admin, sealRef); err != nil {
 		return err
 	}
 
@@ -114,7 +114,7 @@ func setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	if err := webhook.SetupWithManager(mgr, webhook.WithSeal(seal)); err != nil {
+	if err := webhook.SetupWithManager(mgr, webhook.WithSigner(seal)); err != nil {
 		return err
 	}
 	go func() {

@@ -15,7 +15,7 @@ import (
 
 const runUID = types.UID("0b5c-run-1")
 
-func sealedDecision(t *testing.T, s *authz.Seal) *exagentv1.ApprovalDecision {
+func sealedDecision(t *testing.T, s *authz.Signer) *exagentv1.ApprovalDecision {
 	t.Helper()
 	d := &exagentv1.ApprovalDecision{
 		ObjectMeta: metav1.ObjectMeta{Name: "d1", Namespace: "ns"},
@@ -25,19 +25,19 @@ func sealedDecision(t *testing.T, s *authz.Seal) *exagentv1.ApprovalDecision {
 			Actor: &exagentv1.Actor{Username: "alice", Groups: []string{"g", "system:authenticated"}},
 		},
 	}
-	if err := s.Stamp(d, runUID); err != nil {
+	if err := s.Sign(d, runUID); err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func seals(t *testing.T) (*authz.Seal, *authz.Seal) {
+func seals(t *testing.T) (*authz.Signer, *authz.Signer) {
 	t.Helper()
-	seal, err := authz.NewSeal(bytes.Repeat([]byte{7}, 32))
+	seal, err := authz.NewSigner(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := authz.NewSeal(bytes.Repeat([]byte{8}, 32))
+	other, err := authz.NewSigner(bytes.Repeat([]byte{8}, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestSeal(t *testing.T) {
 	run := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: runUID}}
 	cases := map[string]struct {
 		mut       func(*exagentv1.ApprovalDecision, *exagentv1.AgentRun)
-		verifier  *authz.Seal
+		verifier  *authz.Signer
 		wantCheck authz.Check
 		wantMsg   string
 	}{
@@ -117,14 +117,14 @@ func TestRequesterSeal(t *testing.T) {
 		}
 	}
 	stamped := func(r *exagentv1.AgentRun) *exagentv1.AgentRun {
-		if err := seal.StampRequester(r); err != nil {
+		if err := seal.SignRequester(r); err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
 	cases := map[string]struct {
 		run      func() *exagentv1.AgentRun
-		verifier *authz.Seal
+		verifier *authz.Signer
 		wantErr  string
 	}{
 		"as admitted": {run: func() *exagentv1.AgentRun { return stamped(newRun("r1", "")) }},
@@ -182,19 +182,19 @@ func TestRunIdentities(t *testing.T) {
 		!cmp.Equal(ids.Manager, []string{"mgr"}) {
 		t.Errorf("no seal: %+v", ids)
 	}
-	if ids := authz.RunIdentities(run, authz.WithSeal(seal)); ids.RequesterUnverified == "" {
+	if ids := authz.RunIdentities(run, authz.WithSigner(seal)); ids.RequesterUnverified == "" {
 		t.Errorf("with a seal, an unsealed requester must be unverified: %+v", ids)
 	}
-	if err := seal.StampRequester(run); err != nil {
+	if err := seal.SignRequester(run); err != nil {
 		t.Fatal(err)
 	}
-	if ids := authz.RunIdentities(run, authz.WithSeal(seal)); ids.RequesterUnverified != "" {
+	if ids := authz.RunIdentities(run, authz.WithSigner(seal)); ids.RequesterUnverified != "" {
 		t.Errorf("a sealed requester: %+v", ids)
 	}
 }
 
-func TestNewSealNeedsAKey(t *testing.T) {
-	if _, err := authz.NewSeal(make([]byte, 16)); err == nil {
+func TestNewSignerNeedsAKey(t *testing.T) {
+	if _, err := authz.NewSigner(make([]byte, 16)); err == nil {
 		t.Error("a 16-byte key was accepted")
 	}
 }

@@ -21,12 +21,12 @@ const DefaultSealSecretName = "exagent-decision-seal"
 
 // +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;create
 
-// LoadSeal returns the Seal whose key is in Secret ref, creating the Secret
+// LoadSigner returns the Signer whose key is in Secret ref, creating the Secret
 // with a random 32-byte key when it does not exist. Replicas racing to
 // create it converge on whichever was created first. r must read the
 // apiserver directly (the manager's APIReader): a cached client would watch
 // every Secret of the cluster.
-func LoadSeal(ctx context.Context, r client.Reader, w client.Writer, ref types.NamespacedName) (*Seal, error) {
+func LoadSigner(ctx context.Context, r client.Reader, w client.Writer, ref types.NamespacedName) (*Signer, error) {
 	secret := &corev1.Secret{}
 	err := r.Get(ctx, ref, secret)
 	if apierrors.IsNotFound(err) {
@@ -52,7 +52,7 @@ func LoadSeal(ctx context.Context, r client.Reader, w client.Writer, ref types.N
 	if err != nil {
 		return nil, fmt.Errorf("loading the decision seal key from Secret %s: %w", ref, err)
 	}
-	s, err := NewSeal(secret.Data[SealKeyDataKey])
+	s, err := NewSigner(secret.Data[SealKeyDataKey])
 	if err != nil {
 		return nil, fmt.Errorf("seal key in Secret %s: %w", ref, err)
 	}

@@ -30,14 +30,14 @@ const (
 	purposeRunner = "AgentRun.spec.requestedBy"
 )
 
-// Seal proves that an object went through the exagent admission webhook.
+// Signer proves that an object went through the exagent admission webhook.
 //
 // The controller's re-check (VerifyDecision) asks RBAC about the decision's
 // spec.actor and applies forbidSelfApproval against the run's
 // spec.requestedBy. If the webhook were bypassed (its configuration deleted
 // or misconfigured), both would be whatever the client wrote: a client
 // naming a real approver as actor, or someone else as requester, would pass
-// that re-check. With a Seal, the mutating webhook signs (HMAC-SHA256, a key
+// that re-check. With a Signer, the mutating webhook signs (HMAC-SHA256, a key
 // only the manager holds) what it stamped:
 //
 //   - a decision's namespace, spec (actor and operationID included) and the
@@ -47,16 +47,16 @@ const (
 //   - a run's namespace, name (or generateName) and spec (requestedBy
 //     included), into RequesterSealAnnotation: a requester nobody stamped is
 //     unknown, and forbidSelfApproval fails closed on it.
-type Seal struct {
+type Signer struct {
 	key []byte
 }
 
-// NewSeal returns a Seal with key, which must be at least 32 bytes.
-func NewSeal(key []byte) (*Seal, error) {
+// NewSigner returns a Signer with key, which must be at least 32 bytes.
+func NewSigner(key []byte) (*Signer, error) {
 	if len(key) < minKeyBytes {
 		return nil, fmt.Errorf("seal key: %d bytes, want at least %d", len(key), minKeyBytes)
 	}
-	return &Seal{key: append([]byte(nil), key...)}, nil
+	return &Signer{key: append([]byte(nil), key...)}, nil
 }
 
 // sealedDecision is what a decision's seal covers. A decision is immutable,
@@ -88,7 +88,7 @@ type sealedRequester struct {
 	Spec         exagentv1.AgentRunSpec `json:"spec"`
 }
 
-func (s *Seal) mac(v any) (string, error) {
+func (s *Signer) mac(v any) (string, error) {
 	// encoding/json writes struct fields in declaration order and sorts
 	// map keys, so the bytes are a function of the values.
 	data, err := json.Marshal(v)
@@ -100,8 +100,8 @@ func (s *Seal) mac(v any) (string, error) {
 	return sealVersion + base64.RawURLEncoding.EncodeToString(m.Sum(nil)), nil
 }
 
-// Sign returns the seal of d, admitted for the run whose UID is runUID.
-func (s *Seal) Sign(d *exagentv1.ApprovalDecision, runUID types.UID) (string, error) {
+// Signature returns the seal of d, admitted for the run whose UID is runUID.
+func (s *Signer) Signature(d *exagentv1.ApprovalDecision, runUID types.UID) (string, error) {
 	v, err := s.mac(sealedDecision{Purpose: purposeActor, Namespace: d.Namespace, RunUID: runUID, Spec: d.Spec})
 	if err != nil {
 		return "", fmt.Errorf("sealing decision %s/%s: %w", d.Namespace, d.Name, err)
@@ -109,10 +109,10 @@ func (s *Seal) Sign(d *exagentv1.ApprovalDecision, runUID types.UID) (string, er
 	return v, nil
 }
 
-// Stamp writes d's seal, for the run whose UID is runUID, into its
+// Sign writes d's seal, for the run whose UID is runUID, into its
 // annotations (and the UID, for the refusal's message).
-func (s *Seal) Stamp(d *exagentv1.ApprovalDecision, runUID types.UID) error {
-	v, err := s.Sign(d, runUID)
+func (s *Signer) Sign(d *exagentv1.ApprovalDecision, runUID types.UID) error {
+	v, err := s.Signature(d, runUID)
 	if err != nil {
 		return err
 	}
@@ -126,13 +126,13 @@ func (s *Seal) Stamp(d *exagentv1.ApprovalDecision, runUID types.UID) error {
 
 // Verify returns a *DeniedError (CheckActor) unless d carries its own seal
 // for run (the run as it is now: its UID must be the one d was admitted for).
-func (s *Seal) Verify(d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun) error {
+func (s *Signer) Verify(d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun) error {
 	got, ok := d.Annotations[SealAnnotation]
 	if !ok {
 		return denied(CheckActor, fmt.Sprintf(
 			"the decision has no %s annotation: it was not admitted by the exagent admission webhook", SealAnnotation))
 	}
-	want, err := s.Sign(d, run.UID)
+	want, err := s.Signature(d, run.UID)
 	if err != nil {
 		return err
 	}
@@ -160,11 +160,11 @@ func requesterSealed(run *exagentv1.AgentRun, byGenerateName bool) sealedRequest
 	return v
 }
 
-// StampRequester writes the seal of run's spec.requestedBy into its
+// SignRequester writes the seal of run's spec.requestedBy into its
 // annotations. It runs at admission, where a run created with
 // metadata.generateName has no name yet: the seal then covers the
 // generateName.
-func (s *Seal) StampRequester(run *exagentv1.AgentRun) error {
+func (s *Signer) SignRequester(run *exagentv1.AgentRun) error {
 	v, err := s.mac(requesterSealed(run, run.Name == ""))
 	if err != nil {
 		return fmt.Errorf("sealing the requester of run %s/%s: %w", run.Namespace, run.Name, err)
@@ -179,7 +179,7 @@ func (s *Seal) StampRequester(run *exagentv1.AgentRun) error {
 // VerifyRequester returns nil when run's spec.requestedBy carries the
 // admission webhook's seal, and otherwise an error that says why the
 // requester is unknown.
-func (s *Seal) VerifyRequester(run *exagentv1.AgentRun) error {
+func (s *Signer) VerifyRequester(run *exagentv1.AgentRun) error {
 	got, ok := run.Annotations[RequesterSealAnnotation]
 	if !ok {
 		return fmt.Errorf("the run has no %s annotation: it was created past the exagent admission webhook, "+
