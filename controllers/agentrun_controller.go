@@ -91,9 +91,11 @@ type AgentRunReconciler struct {
 	// ends at the stop, before the controllers' own context does.
 	life context.Context
 	// mem is all this process keeps per run (runmemory.go).
-	mem     *runMemory
-	workers workers
-	events  chan event.GenericEvent
+	mem *runMemory
+	// dependents deletes deleted runs' segments and decisions (dependents.go).
+	dependents *dependents
+	workers    workers
+	events     chan event.GenericEvent
 	// listed wakes the runs that waited for an MCP listing (mcpWakeSource).
 	listed chan event.GenericEvent
 }
@@ -111,6 +113,10 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	r.events = make(chan event.GenericEvent, 1024)
 	if err := mgr.Add(r.Executor); err != nil {
 		return fmt.Errorf("adding the executor: %w", err)
+	}
+	r.dependents = newDependents(r)
+	if err := mgr.Add(r.dependents); err != nil {
+		return fmt.Errorf("adding the deletion of deleted runs' dependents: %w", err)
 	}
 	if err := mgr.Add(orphanSweep{r: r}); err != nil {
 		return fmt.Errorf("adding the orphan sweep: %w", err)

@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/loop"
@@ -115,26 +111,6 @@ func (r *AgentRunReconciler) prepareIO(ctx context.Context, sc *scope, before lo
 	}
 	sc.status = before
 	return r.failPermanent(sc, err)
-}
-
-// deleteDependents removes a deleted run's segments and decisions, off
-// the informer's goroutine. On a cluster the garbage collector does it
-// too (their ownerReferences); the local control plane has none.
-func (r *AgentRunReconciler) deleteDependents(ns, name string, uid types.UID) {
-	if r.life == nil {
-		return
-	}
-	go func() {
-		if r.Segments != nil {
-			if err := r.Segments.DeleteOf(r.life, ns, uid); err != nil && r.life.Err() == nil {
-				logf.FromContext(r.life).Error(err, "deleting the segments of a deleted run", "namespace", ns, "uid", uid)
-			}
-		}
-		gone := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid}}
-		if err := deleteDecisionsOf(r.life, r.Client, gone); err != nil && r.life.Err() == nil {
-			logf.FromContext(r.life).Error(err, "deleting the decisions of a deleted run", "namespace", ns, "run", name, "uid", uid)
-		}
-	}()
 }
 
 // priorCallIDs are the tool-call ids of a whole transcript.

@@ -36,7 +36,7 @@ type DecisionVerifier interface {
 // is rejected too, and a run's spec.requestedBy counts only when sealed.
 type SARVerifier struct {
 	Client client.Client
-	Signer   *authz.Signer
+	Signer *authz.Signer
 	// Manager is the manager's own identity (username).
 	Manager string
 	// Reader reads a child run's ancestors (past the cache); Client when nil.

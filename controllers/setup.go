@@ -210,7 +210,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		APIReader:               mgr.GetAPIReader(),
 		Store:                   store,
 		Verifier:                o.Verifier,
-		Signer:                    o.Signer,
+		Signer:                  o.Signer,
 		Manager:                 o.ManagerIdentity,
 		Recorder:                evq.Recorder("exagent-controller"),
 		MaxConcurrentReconciles: o.MaxConcurrentDecisions,
