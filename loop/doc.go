@@ -40,7 +40,7 @@
 //	text.go       text made storable: valid UTF-8, byte bounds, its JSON-escaped size
 //	errors.go     the typed errors callers switch on
 //	state.go      the fence on an owner transition's input (lease still valid)
-//	keep.go       Extend (the one lease renewal), CheckOwner, NotStarted
+//	owner.go      what a live owner does: Extend (the one lease renewal), CheckOwner, NotStarted, late outcomes
 //	bounds.go     the API's string and list bounds every stored value is cut to
 //	mcp.go        MCP tools from their servers' listings: schemas, annotations, binding
 //	toolcheck.go  a tool's parameters (and an MCP tool's schema) checked as NewEnv checks them
