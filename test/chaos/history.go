@@ -194,142 +194,201 @@ func runName(vs []Version) string {
 	return "?"
 }
 
-// checkRun walks one run's writes in resourceVersion order.
+// checkRun walks one run's writes in resourceVersion order, each version
+// against the one before it, through one check per invariant.
 func checkRun(uid types.UID, all []Version, h History) []Violation {
 	vs := objects(all)
 	if len(vs) == 0 {
 		return nil
 	}
-	name := runName(vs)
-	var out []Violation
-	bad := func(rule string, i int, format string, a ...any) {
-		out = append(out, Violation{Rule: rule, Run: name, UID: uid, RV: vs[i].RV,
-			Detail: fmt.Sprintf(format, a...), Timeline: Timeline(vs, i)})
-	}
-	var maxAttempts, maxClaim int64
-	type confirmed struct {
-		state     exagentv1.CallState
-		succeeded bool
-		result    string
-		rv        int64
-	}
-	outcomes := map[string]confirmed{}
-	for i, v := range vs {
-		st := &v.Run.Status
+	w := &runWalk{name: runName(vs), uid: uid, vs: vs, h: h, outcomes: map[string]confirmed{}}
+	for i := range vs {
+		st := &vs[i].Run.Status
 		var prev *exagentv1.AgentRunStatus
 		if i > 0 {
 			prev = &vs[i-1].Run.Status
 		}
-		// Attempts never go back.
-		if st.Attempts < maxAttempts {
-			bad(RuleAttemptRegressed, i, "status.attempts went from %d to %d", maxAttempts, st.Attempts)
-		}
-		maxAttempts = max(maxAttempts, st.Attempts)
-		if c := st.Claim; c != nil {
-			if c.Attempt < maxClaim {
-				bad(RuleAttemptRegressed, i, "claim attempt %d (holder %s) written after attempt %d was seen", c.Attempt, c.Holder, maxClaim)
-			}
-			if c.Attempt > st.Attempts {
-				bad(RuleAttemptRegressed, i, "claim attempt %d is above status.attempts %d", c.Attempt, st.Attempts)
-			}
-			maxClaim = max(maxClaim, c.Attempt)
-		}
-
+		w.attemptsNeverGoBack(i, st)
 		for ci := range st.Calls {
 			c := &st.Calls[ci]
 			var p *exagentv1.ToolCall
 			if prev != nil {
 				p = prev.Call(c.ID)
 			}
-			// A new intent: the call became Started (or was re-started by another attempt).
-			if c.State == exagentv1.CallStarted && (p == nil || p.State != exagentv1.CallStarted || p.Attempt != c.Attempt) {
-				if reason := intentWriter(prev, st, c.Attempt); reason != "" {
-					bad(RuleStaleCommit, i, "intent of call %s (attempt %d) %s", c.ID, c.Attempt, reason)
-				}
-				// The fence is the commit's CAS (docs/architecture.md §4.3 as refined by the
-				// live-owner rule): a live owner whose lease lapsed may take it back
-				// in the very write that carries the intent, with a new lease valid
-				// at the intent — the CAS on the version it read proves nobody
-				// recovered the run meanwhile. An intent outside any lease it wrote
-				// is a violation.
-				if prev != nil && prev.Claim != nil && prev.Claim.Attempt == c.Attempt && c.StartedAt != nil &&
-					!c.StartedAt.Time.Before(prev.Claim.LeaseExpiresAt.Time) {
-					takenBack := st.Claim != nil && st.Claim.Attempt == c.Attempt &&
-						c.StartedAt.Time.Before(st.Claim.LeaseExpiresAt.Time) && st.Claim.LeaseExpiresAt.After(prev.Claim.LeaseExpiresAt.Time)
-					if !takenBack {
-						bad(RuleExpiredLeaseIntent, i, "intent of call %s made at %s on the lease of attempt %d that expired at %s",
-							c.ID, stamp(c.StartedAt.Time), c.Attempt, stamp(prev.Claim.LeaseExpiresAt.Time))
-					}
-				}
-			}
-			// An owner's confirmation: Started → Succeeded/Failed, not from a Resolve.
-			if p != nil && p.State == exagentv1.CallStarted && closedState(c.State) && c.State != exagentv1.CallRefused &&
-				(c.Outcome == nil || c.Outcome.ResolvedBy == "") {
-				switch {
-				case prev.Claim == nil:
-					bad(RuleStaleCommit, i, "outcome %s of call %s (started by attempt %d) committed while the run had no claim", c.State, c.ID, p.Attempt)
-				case prev.Claim.Attempt != p.Attempt:
-					bad(RuleStaleCommit, i, "outcome %s of call %s (started by attempt %d) committed on top of the claim of attempt %d",
-						c.State, c.ID, p.Attempt, prev.Claim.Attempt)
-				}
-			}
-			// A closed call stays closed with one outcome.
-			if p != nil && closedState(p.State) && c.State != p.State {
-				bad(RuleTwoOutcomes, i, "call %s went from %s to %s", c.ID, p.State, c.State)
-			}
-			if closedState(c.State) && c.Outcome != nil {
-				now := confirmed{state: c.State, succeeded: c.Outcome.Succeeded, result: c.Outcome.Result, rv: v.RV}
-				if was, ok := outcomes[c.ID]; ok && (was.state != now.state || was.succeeded != now.succeeded || was.result != now.result) {
-					bad(RuleTwoOutcomes, i, "call %s had outcome %s %q (rv %d), now %s %q",
-						c.ID, was.state, excerpt(was.result), was.rv, now.state, excerpt(now.result))
-				} else if !ok {
-					outcomes[c.ID] = now
-				}
-			}
+			w.intentByItsAttempt(i, prev, st, c, p)
+			w.confirmedByItsOwner(i, prev, c, p)
+			w.oneOutcome(i, c, p)
 		}
+		w.modelIntentByItsAttempt(i, prev, st)
+		w.approvalsDecidedOnce(i, prev, st)
+		w.receiptsByDeciders(i, prev, st)
+	}
+	w.endsTerminal(all)
+	return append(w.out, checkReceipts(w.name, uid, vs, h)...)
+}
 
-		// A new model request intent is written by the attempt it names.
-		if m := st.Cursor.ModelRequest; m != nil && (prev == nil || prev.Cursor.ModelRequest == nil || *prev.Cursor.ModelRequest != *m) {
-			if reason := intentWriter(prev, st, m.Attempt); reason != "" {
-				bad(RuleStaleCommit, i, "model request %d of step %d (attempt %d) %s", m.Request, st.Cursor.Step, m.Attempt, reason)
-			}
-		}
+// runWalk is the state of checkRun's walk over one run's versions.
+type runWalk struct {
+	name string
+	uid  types.UID
+	vs   []Version
+	h    History
+	out  []Violation
+	// maxAttempts and maxClaim are the highest attempt counts seen so far.
+	maxAttempts, maxClaim int64
+	// outcomes are the calls' first confirmed outcomes.
+	outcomes map[string]confirmed
+}
 
-		// Approvals: decided once, by a decider.
-		for ai := range st.Approvals {
-			a := &st.Approvals[ai]
-			var p *exagentv1.Approval
-			if prev != nil {
-				p = prev.Approval(a.ID)
-			}
-			if p != nil && p.State != exagentv1.ApprovalPending && a.State != p.State {
-				bad(RuleApprovalRegressed, i, "approval %s went from %s to %s", a.ID, p.State, a.State)
-			}
-			decided := a.State == exagentv1.ApprovalApproved || a.State == exagentv1.ApprovalDenied || a.State == exagentv1.ApprovalCancelled
-			if decided && (p == nil || p.State == exagentv1.ApprovalPending) {
-				if a.Actor == nil || !h.Deciders[a.Actor.Username] {
-					bad(RuleUnauthorized, i, "approval %s %s by %s, who is not a decider", a.ID, a.State, actorName(a.Actor))
-				}
-			}
+// confirmed is a call's outcome as first seen, with the version it was seen at.
+type confirmed struct {
+	state     exagentv1.CallState
+	succeeded bool
+	result    string
+	rv        int64
+}
+
+func (w *runWalk) bad(rule string, i int, format string, a ...any) {
+	w.out = append(w.out, Violation{Rule: rule, Run: w.name, UID: w.uid, RV: w.vs[i].RV,
+		Detail: fmt.Sprintf(format, a...), Timeline: Timeline(w.vs, i)})
+}
+
+// attemptsNeverGoBack: status.attempts and the claim's attempt never
+// decrease, and a claim's attempt is never above status.attempts.
+func (w *runWalk) attemptsNeverGoBack(i int, st *exagentv1.AgentRunStatus) {
+	if st.Attempts < w.maxAttempts {
+		w.bad(RuleAttemptRegressed, i, "status.attempts went from %d to %d", w.maxAttempts, st.Attempts)
+	}
+	w.maxAttempts = max(w.maxAttempts, st.Attempts)
+	if c := st.Claim; c != nil {
+		if c.Attempt < w.maxClaim {
+			w.bad(RuleAttemptRegressed, i, "claim attempt %d (holder %s) written after attempt %d was seen", c.Attempt, c.Holder, w.maxClaim)
 		}
-		for ri := range st.Receipts {
-			r := &st.Receipts[ri]
-			if prev != nil && hasReceipt(prev, r.OperationID) {
-				continue
-			}
-			if r.Actor == nil || !h.Deciders[r.Actor.Username] {
-				bad(RuleUnauthorized, i, "decision %s (%s of %s) applied for %s, who is not a decider", r.OperationID, r.Decision, r.Target, actorName(r.Actor))
+		if c.Attempt > st.Attempts {
+			w.bad(RuleAttemptRegressed, i, "claim attempt %d is above status.attempts %d", c.Attempt, st.Attempts)
+		}
+		w.maxClaim = max(w.maxClaim, c.Attempt)
+	}
+}
+
+// intentByItsAttempt: a new intent (the call became Started, or was
+// re-started by another attempt) is written by the attempt it names,
+// within a lease that attempt holds.
+func (w *runWalk) intentByItsAttempt(i int, prev, st *exagentv1.AgentRunStatus, c, p *exagentv1.ToolCall) {
+	if c.State != exagentv1.CallStarted || (p != nil && p.State == exagentv1.CallStarted && p.Attempt == c.Attempt) {
+		return
+	}
+	if reason := intentWriter(prev, st, c.Attempt); reason != "" {
+		w.bad(RuleStaleCommit, i, "intent of call %s (attempt %d) %s", c.ID, c.Attempt, reason)
+	}
+	// The fence is the commit's CAS (docs/architecture.md §4.3 as refined by the
+	// live-owner rule): a live owner whose lease lapsed may take it back
+	// in the very write that carries the intent, with a new lease valid
+	// at the intent — the CAS on the version it read proves nobody
+	// recovered the run meanwhile. An intent outside any lease it wrote
+	// is a violation.
+	if prev != nil && prev.Claim != nil && prev.Claim.Attempt == c.Attempt && c.StartedAt != nil &&
+		!c.StartedAt.Time.Before(prev.Claim.LeaseExpiresAt.Time) {
+		takenBack := st.Claim != nil && st.Claim.Attempt == c.Attempt &&
+			c.StartedAt.Time.Before(st.Claim.LeaseExpiresAt.Time) && st.Claim.LeaseExpiresAt.After(prev.Claim.LeaseExpiresAt.Time)
+		if !takenBack {
+			w.bad(RuleExpiredLeaseIntent, i, "intent of call %s made at %s on the lease of attempt %d that expired at %s",
+				c.ID, stamp(c.StartedAt.Time), c.Attempt, stamp(prev.Claim.LeaseExpiresAt.Time))
+		}
+	}
+}
+
+// confirmedByItsOwner: an owner's confirmation (Started → Succeeded or
+// Failed, not from a Resolve) is committed on the claim of the attempt
+// that started the call.
+func (w *runWalk) confirmedByItsOwner(i int, prev *exagentv1.AgentRunStatus, c, p *exagentv1.ToolCall) {
+	if p == nil || p.State != exagentv1.CallStarted || !closedState(c.State) || c.State == exagentv1.CallRefused ||
+		(c.Outcome != nil && c.Outcome.ResolvedBy != "") {
+		return
+	}
+	switch {
+	case prev.Claim == nil:
+		w.bad(RuleStaleCommit, i, "outcome %s of call %s (started by attempt %d) committed while the run had no claim", c.State, c.ID, p.Attempt)
+	case prev.Claim.Attempt != p.Attempt:
+		w.bad(RuleStaleCommit, i, "outcome %s of call %s (started by attempt %d) committed on top of the claim of attempt %d",
+			c.State, c.ID, p.Attempt, prev.Claim.Attempt)
+	}
+}
+
+// oneOutcome: a closed call stays closed, with the one outcome it was
+// first confirmed with.
+func (w *runWalk) oneOutcome(i int, c, p *exagentv1.ToolCall) {
+	if p != nil && closedState(p.State) && c.State != p.State {
+		w.bad(RuleTwoOutcomes, i, "call %s went from %s to %s", c.ID, p.State, c.State)
+	}
+	if !closedState(c.State) || c.Outcome == nil {
+		return
+	}
+	now := confirmed{state: c.State, succeeded: c.Outcome.Succeeded, result: c.Outcome.Result, rv: w.vs[i].RV}
+	was, ok := w.outcomes[c.ID]
+	switch {
+	case !ok:
+		w.outcomes[c.ID] = now
+	case was.state != now.state || was.succeeded != now.succeeded || was.result != now.result:
+		w.bad(RuleTwoOutcomes, i, "call %s had outcome %s %q (rv %d), now %s %q",
+			c.ID, was.state, excerpt(was.result), was.rv, now.state, excerpt(now.result))
+	}
+}
+
+// modelIntentByItsAttempt: a new model request intent is written by the
+// attempt it names.
+func (w *runWalk) modelIntentByItsAttempt(i int, prev, st *exagentv1.AgentRunStatus) {
+	m := st.Cursor.ModelRequest
+	if m == nil || (prev != nil && prev.Cursor.ModelRequest != nil && *prev.Cursor.ModelRequest == *m) {
+		return
+	}
+	if reason := intentWriter(prev, st, m.Attempt); reason != "" {
+		w.bad(RuleStaleCommit, i, "model request %d of step %d (attempt %d) %s", m.Request, st.Cursor.Step, m.Attempt, reason)
+	}
+}
+
+// approvalsDecidedOnce: an approval is decided once, by a decider, and
+// never changes after.
+func (w *runWalk) approvalsDecidedOnce(i int, prev, st *exagentv1.AgentRunStatus) {
+	for ai := range st.Approvals {
+		a := &st.Approvals[ai]
+		var p *exagentv1.Approval
+		if prev != nil {
+			p = prev.Approval(a.ID)
+		}
+		if p != nil && p.State != exagentv1.ApprovalPending && a.State != p.State {
+			w.bad(RuleApprovalRegressed, i, "approval %s went from %s to %s", a.ID, p.State, a.State)
+		}
+		decided := a.State == exagentv1.ApprovalApproved || a.State == exagentv1.ApprovalDenied || a.State == exagentv1.ApprovalCancelled
+		if decided && (p == nil || p.State == exagentv1.ApprovalPending) {
+			if a.Actor == nil || !w.h.Deciders[a.Actor.Username] {
+				w.bad(RuleUnauthorized, i, "approval %s %s by %s, who is not a decider", a.ID, a.State, actorName(a.Actor))
 			}
 		}
 	}
+}
 
-	last := len(vs) - 1
-	final := &vs[last].Run.Status
+// receiptsByDeciders: every new receipt is a decider's.
+func (w *runWalk) receiptsByDeciders(i int, prev, st *exagentv1.AgentRunStatus) {
+	for ri := range st.Receipts {
+		r := &st.Receipts[ri]
+		if prev != nil && hasReceipt(prev, r.OperationID) {
+			continue
+		}
+		if r.Actor == nil || !w.h.Deciders[r.Actor.Username] {
+			w.bad(RuleUnauthorized, i, "decision %s (%s of %s) applied for %s, who is not a decider", r.OperationID, r.Decision, r.Target, actorName(r.Actor))
+		}
+	}
+}
+
+// endsTerminal: a run that was not deleted ended the scenario in a
+// terminal phase.
+func (w *runWalk) endsTerminal(all []Version) {
+	last := len(w.vs) - 1
+	final := &w.vs[last].Run.Status
 	if lastDeleted := all[len(all)-1].Deleted; !lastDeleted && !final.Phase.IsTerminal() {
-		bad(RuleNonTerminal, last, "the run ended the scenario %s (%s: %s)", phaseOrNew(final.Phase), final.Reason, final.Message)
+		w.bad(RuleNonTerminal, last, "the run ended the scenario %s (%s: %s)", phaseOrNew(final.Phase), final.Reason, final.Message)
 	}
-	out = append(out, checkReceipts(name, uid, vs, h)...)
-	return out
 }
 
 // intentWriter explains why a write recording an intent of attempt could
