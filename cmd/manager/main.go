@@ -403,7 +403,7 @@ func run() error {
 		Egress:                  policy,
 		EgressAllowLists:        allowLists,
 		Tracer:                  tracer,
-		Signer:                    seal,
+		Signer:                  seal,
 		ManagerIdentity:         self,
 		ReleaseOnStop:           f.releaseOnStop,
 		DrainTimeout:            f.drainTimeout,
