@@ -47,10 +47,9 @@ import (
 
 // flags are the manager's command line.
 type flags struct {
-	hotStatusBytes          int
-	sealValueBytes          int
-	segmentCacheBytes       int
-	maxTranscriptBytes      int64
+	// opts are the controllers' settings, bound to their flags directly
+	// (the rest of controllers.Options is wired in run).
+	opts                    controllers.Options
 	leaderElect             bool
 	leaderElectionID        string
 	leaderElectionNamespace string
@@ -61,30 +60,14 @@ type flags struct {
 	webhookHost             string
 	webhookPort             int
 	webhookCertDir          string
-	maxConcurrentReconciles int
-	maxConcurrentDecisions  int
-	maxInFlight             int
-	perEndpoint             int
-	modelTimeout            time.Duration
-	holder                  string
 	sealSecret              string
-	releaseOnStop           bool
-	drainTimeout            time.Duration
-	leaseSkewGrace          time.Duration
 	egressAllowCIDRs        string
 	egressDenyCIDRs         string
 	clusterPodCIDRs         string
 	clusterServiceCIDRs     string
 	egressNamespaceConfig   string
-	mcpListConcurrency      int
-	mcpListTimeout          time.Duration
 	watchNamespaces         string
-	// namespaces is watchNamespaces parsed (every namespace when empty).
-	namespaces           served.Namespaces
-	defaultTTLSeconds    int
-	retentionWorkers     int
-	archiveTimeout       time.Duration
-	agentRecheckInterval time.Duration
+	defaultTTLSeconds       int
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
@@ -99,26 +82,26 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.StringVar(&f.webhookHost, "webhook-host", "127.0.0.1", "Address the webhook server listens on (0.0.0.0 in a pod).")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key of the webhook server.")
-	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles,
+	fs.IntVar(&f.opts.MaxConcurrentReconciles, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles,
 		"Workers of the run controller: how many status writes the manager keeps in flight (docs/operating.md, Sizing).")
-	fs.IntVar(&f.maxConcurrentDecisions, "max-concurrent-decisions", controllers.DefaultMaxConcurrentDecisions,
+	fs.IntVar(&f.opts.MaxConcurrentDecisions, "max-concurrent-decisions", controllers.DefaultMaxConcurrentDecisions,
 		"Workers of the decision controller: how many approvals are reviewed and applied at once.")
-	fs.IntVar(&f.maxInFlight, "max-inflight-io", executor.DefaultMaxInFlight, "Model and tool calls running at once, in total (docs/operating.md, Sizing).")
-	fs.IntVar(&f.perEndpoint, "max-inflight-per-endpoint", executor.DefaultPerEndpoint, "Model and tool calls running at once against one endpoint (host); "+
+	fs.IntVar(&f.opts.MaxInFlight, "max-inflight-io", executor.DefaultMaxInFlight, "Model and tool calls running at once, in total (docs/operating.md, Sizing).")
+	fs.IntVar(&f.opts.PerEndpoint, "max-inflight-per-endpoint", executor.DefaultPerEndpoint, "Model and tool calls running at once against one endpoint (host); "+
 		"at least the runs that share one model endpoint at once, at most a share of --max-inflight-io so one slow endpoint cannot starve the others.")
-	fs.IntVar(&f.hotStatusBytes, "hot-status-bytes", loop.DefaultHotBytes, "Budget of a run's encoded status: older messages, past steps' calls and large values are sealed into AgentRunSegments beyond it.")
-	fs.IntVar(&f.sealValueBytes, "seal-value-bytes", loop.DefaultValueBytes, "A single message content, tool argument or result larger than this is sealed into a segment at once (at least 512).")
-	fs.IntVar(&f.segmentCacheBytes, "segment-cache-bytes", controllers.DefaultSegmentCacheBytes, "Bytes of AgentRunSegments kept in memory (an LRU by content hash).")
-	fs.Int64Var(&f.maxTranscriptBytes, "max-transcript-bytes", exagentv1.MaxTranscriptBytesLimit, "Cap on every run's transcript: a run gets the lower of this and its Agent's "+
+	fs.IntVar(&f.opts.HotStatusBytes, "hot-status-bytes", loop.DefaultHotBytes, "Budget of a run's encoded status: older messages, past steps' calls and large values are sealed into AgentRunSegments beyond it.")
+	fs.IntVar(&f.opts.SealValueBytes, "seal-value-bytes", loop.DefaultValueBytes, "A single message content, tool argument or result larger than this is sealed into a segment at once (at least 512).")
+	fs.IntVar(&f.opts.SegmentCacheBytes, "segment-cache-bytes", controllers.DefaultSegmentCacheBytes, "Bytes of AgentRunSegments kept in memory (an LRU by content hash).")
+	fs.Int64Var(&f.opts.MaxTranscriptBytes, "max-transcript-bytes", exagentv1.MaxTranscriptBytesLimit, "Cap on every run's transcript: a run gets the lower of this and its Agent's "+
 		"limits.maxTranscriptBytes (default 8 MiB); between 1 MiB and 64 MiB (docs/operating.md, The etcd budget).")
-	fs.DurationVar(&f.modelTimeout, "model-timeout", 2*time.Minute, "Timeout of one model request.")
-	fs.StringVar(&f.holder, "holder-identity", "", "Identity of this process in run claims (default: hostname plus a random suffix; must be unique per process).")
+	fs.DurationVar(&f.opts.ModelTimeout, "model-timeout", 2*time.Minute, "Timeout of one model request.")
+	fs.StringVar(&f.opts.Holder, "holder-identity", "", "Identity of this process in run claims (default: hostname plus a random suffix; must be unique per process).")
 	fs.StringVar(&f.sealSecret, "decision-seal-secret", "", "namespace/name of the Secret holding the key that seals admitted decisions "+
 		"(created when missing); default POD_NAMESPACE/"+authz.DefaultSealSecretName+" when POD_NAMESPACE is set, otherwise no seal; \"none\" disables it.")
-	fs.BoolVar(&f.releaseOnStop, "release-on-stop", true, "On SIGTERM, hand back owned runs with no tool call left in flight (after the drain) so another replica claims them at once.")
-	fs.DurationVar(&f.drainTimeout, "drain-timeout", 20*time.Second, "On SIGTERM, how long model and tool calls already running go on; "+
+	fs.BoolVar(&f.opts.ReleaseOnStop, "release-on-stop", true, "On SIGTERM, hand back owned runs with no tool call left in flight (after the drain) so another replica claims them at once.")
+	fs.DurationVar(&f.opts.DrainTimeout, "drain-timeout", 20*time.Second, "On SIGTERM, how long model and tool calls already running go on; "+
 		"with --release-on-stop their results are committed and the runs handed back (0: cancel them at once).")
-	fs.DurationVar(&f.leaseSkewGrace, "lease-skew-grace", controllers.DefaultLeaseSkewGrace, "How long past another process's lease expiry a run is left alone before it is recovered "+
+	fs.DurationVar(&f.opts.LeaseSkewGrace, "lease-skew-grace", controllers.DefaultLeaseSkewGrace, "How long past another process's lease expiry a run is left alone before it is recovered "+
 		"(clock skew between hosts; a negative value: none).")
 	fs.StringVar(&f.egressAllowCIDRs, "egress-allow-cidrs", "", "Comma-separated CIDRs that model, tool, MCP and notification connections may reach although a default deny covers them "+
 		"(loopback, private ranges, link-local and metadata addresses, the cluster's ranges); docs/operating.md, Egress.")
@@ -127,16 +110,16 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.StringVar(&f.clusterServiceCIDRs, "cluster-service-cidrs", "", "The cluster's service CIDRs (comma-separated), denied to those connections unless allowed.")
 	fs.StringVar(&f.egressNamespaceConfig, "egress-namespace-config", "", "NAMESPACE/NAME of a ConfigMap, in a namespace tenants cannot write (the manager's own), whose data maps a tenant namespace "+
 		"to the comma-separated CIDRs its runs may reach beyond the policy; empty: no namespace is widened.")
-	fs.IntVar(&f.mcpListConcurrency, "mcp-list-concurrency", mcplist.DefaultConcurrency, "MCP tools/list running at once, in all (one per server; one namespace takes at most half): "+
+	fs.IntVar(&f.opts.MCPListConcurrency, "mcp-list-concurrency", mcplist.DefaultConcurrency, "MCP tools/list running at once, in all (one per server; one namespace takes at most half): "+
 		"listings run beside the reconcile workers, so a server that never answers holds a slot, never a worker (docs/operating.md, Sizing).")
-	fs.DurationVar(&f.mcpListTimeout, "mcp-list-timeout", mcplist.DefaultTimeout, "Timeout of one MCP tools/list; a server that fails is asked again with backoff.")
+	fs.DurationVar(&f.opts.MCPListTimeout, "mcp-list-timeout", mcplist.DefaultTimeout, "Timeout of one MCP tools/list; a server that fails is asked again with backoff.")
 	fs.StringVar(&f.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces this manager serves (ns1,ns2): it watches, reads Secrets, impersonates and writes in those only, "+
 		"under Roles there (config/namespaced-install); empty: every namespace (docs/install.md, Namespace-scoped install).")
 	fs.IntVar(&f.defaultTTLSeconds, "default-ttl-seconds-after-finished", 0, "TTL of an ended run whose spec.ttlSecondsAfterFinished and Agent's retention.ttlSecondsAfterFinished are unset: "+
 		"it is deleted (archived first when its Agent has retention.archive) this many seconds after it ended; 0 keeps such runs (docs/operating.md, Retention).")
-	fs.IntVar(&f.retentionWorkers, "retention-workers", controllers.DefaultRetentionWorkers, "Ended runs archived and deleted at once; each holds its run's transcript in memory while its archive is sent.")
-	fs.DurationVar(&f.archiveTimeout, "archive-timeout", controllers.DefaultArchiveTimeout, "Timeout of one attempt to send a run's archive to its Agent's retention.archive.")
-	fs.DurationVar(&f.agentRecheckInterval, "agent-recheck-interval", controllers.DefaultAgentRecheckInterval, "How often a Ready Agent is checked again "+
+	fs.IntVar(&f.opts.RetentionWorkers, "retention-workers", controllers.DefaultRetentionWorkers, "Ended runs archived and deleted at once; each holds its run's transcript in memory while its archive is sent.")
+	fs.DurationVar(&f.opts.ArchiveTimeout, "archive-timeout", controllers.DefaultArchiveTimeout, "Timeout of one attempt to send a run's archive to its Agent's retention.archive.")
+	fs.DurationVar(&f.opts.AgentRecheckInterval, "agent-recheck-interval", controllers.DefaultAgentRecheckInterval, "How often a Ready Agent is checked again "+
 		"(its Secrets read, its MCP servers listed); an Agent that is not Ready is checked sooner, with backoff. Its status is written only when it changed.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
@@ -149,8 +132,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	if err := f.validateRetention(); err != nil {
 		return nil, opts, err
 	}
-	if f.agentRecheckInterval < time.Second {
-		return nil, opts, fmt.Errorf("--agent-recheck-interval=%s: must be at least 1s", f.agentRecheckInterval)
+	if f.opts.AgentRecheckInterval < time.Second {
+		return nil, opts, fmt.Errorf("--agent-recheck-interval=%s: must be at least 1s", f.opts.AgentRecheckInterval)
 	}
 	if _, err := f.egressConfig(); err != nil {
 		return nil, opts, err
@@ -162,7 +145,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	if err != nil {
 		return nil, opts, err
 	}
-	f.namespaces = namespaces
+	f.opts.Namespaces = namespaces
 	return f, opts, nil
 }
 
@@ -174,16 +157,16 @@ const MinTranscriptCap = 1 << 20
 // a transcript cap outside what limits.maxTranscriptBytes means.
 func (f *flags) validateSealing() error {
 	switch {
-	case f.hotStatusBytes < 8<<10:
-		return fmt.Errorf("--hot-status-bytes=%d: must be at least 8192 (the current step's calls and approvals stay hot)", f.hotStatusBytes)
-	case f.sealValueBytes < loop.MinValueBytes || f.sealValueBytes > f.hotStatusBytes/4:
+	case f.opts.HotStatusBytes < 8<<10:
+		return fmt.Errorf("--hot-status-bytes=%d: must be at least 8192 (the current step's calls and approvals stay hot)", f.opts.HotStatusBytes)
+	case f.opts.SealValueBytes < loop.MinValueBytes || f.opts.SealValueBytes > f.opts.HotStatusBytes/4:
 		return fmt.Errorf("--seal-value-bytes=%d: must be between %d and a quarter of --hot-status-bytes (%d)",
-			f.sealValueBytes, loop.MinValueBytes, f.hotStatusBytes/4)
-	case f.segmentCacheBytes < exagentv1.MaxSegmentBytes:
-		return fmt.Errorf("--segment-cache-bytes=%d: must hold at least one segment (%d bytes)", f.segmentCacheBytes, exagentv1.MaxSegmentBytes)
-	case f.maxTranscriptBytes < MinTranscriptCap || f.maxTranscriptBytes > exagentv1.MaxTranscriptBytesLimit:
+			f.opts.SealValueBytes, loop.MinValueBytes, f.opts.HotStatusBytes/4)
+	case f.opts.SegmentCacheBytes < exagentv1.MaxSegmentBytes:
+		return fmt.Errorf("--segment-cache-bytes=%d: must hold at least one segment (%d bytes)", f.opts.SegmentCacheBytes, exagentv1.MaxSegmentBytes)
+	case f.opts.MaxTranscriptBytes < MinTranscriptCap || f.opts.MaxTranscriptBytes > exagentv1.MaxTranscriptBytesLimit:
 		return fmt.Errorf("--max-transcript-bytes=%d: must be between %d (1 MiB) and %d (64 MiB, the most limits.maxTranscriptBytes admits)",
-			f.maxTranscriptBytes, MinTranscriptCap, exagentv1.MaxTranscriptBytesLimit)
+			f.opts.MaxTranscriptBytes, MinTranscriptCap, exagentv1.MaxTranscriptBytesLimit)
 	}
 	return nil
 }
@@ -193,10 +176,10 @@ func (f *flags) validateRetention() error {
 	switch {
 	case f.defaultTTLSeconds < 0 || f.defaultTTLSeconds > math.MaxInt32:
 		return fmt.Errorf("--default-ttl-seconds-after-finished=%d: must be between 0 (runs with no TTL of their own are kept) and %d", f.defaultTTLSeconds, math.MaxInt32)
-	case f.retentionWorkers < 1:
-		return fmt.Errorf("--retention-workers=%d: must be at least 1", f.retentionWorkers)
-	case f.archiveTimeout <= 0:
-		return fmt.Errorf("--archive-timeout=%s: must be positive", f.archiveTimeout)
+	case f.opts.RetentionWorkers < 1:
+		return fmt.Errorf("--retention-workers=%d: must be at least 1", f.opts.RetentionWorkers)
+	case f.opts.ArchiveTimeout <= 0:
+		return fmt.Errorf("--archive-timeout=%s: must be positive", f.opts.ArchiveTimeout)
 	}
 	return nil
 }
@@ -326,7 +309,7 @@ func run() error {
 	cacheOpts := controllers.CacheOptions()
 	// Every informer covers the served namespaces only (the egress
 	// ConfigMap keeps its own namespace, the manager's).
-	cacheOpts.DefaultNamespaces = f.namespaces.CacheNamespaces()
+	cacheOpts.DefaultNamespaces = f.opts.Namespaces.CacheNamespaces()
 	if nsKey != nil {
 		// Only that one ConfigMap is watched.
 		cacheOpts.ByObject[&corev1.ConfigMap{}] = egress.CacheByObject(*nsKey)
@@ -362,15 +345,15 @@ func run() error {
 		return fmt.Errorf("the manager's identity: %w", err)
 	}
 	log.Info("the manager's identity never decides on a run", "user", self)
-	if !f.namespaces.All() {
+	if !f.opts.Namespaces.All() {
 		// Fail now, naming the namespace, rather than with informers that
 		// never sync.
-		if err := served.CheckRights(ctx, mgr.GetClient(), f.namespaces); err != nil {
+		if err := served.CheckRights(ctx, mgr.GetClient(), f.opts.Namespaces); err != nil {
 			return err
 		}
-		log.Info("serving only the namespaces of --watch-namespaces: nothing elsewhere is read, written or admitted", "namespaces", f.namespaces.Names())
+		log.Info("serving only the namespaces of --watch-namespaces: nothing elsewhere is read, written or admitted", "namespaces", f.opts.Namespaces.Names())
 	}
-	holder := f.holder
+	holder := f.opts.Holder
 	if holder == "" {
 		holder = controllers.NewHolder()
 	}
@@ -399,40 +382,17 @@ func run() error {
 		"allow", egress.String(egressCfg.Allow), "deny", egress.String(egressCfg.Deny),
 		"clusterPods", egress.String(egressCfg.ClusterPods), "clusterServices", egress.String(egressCfg.ClusterServices),
 		"ownPorts", egressCfg.OwnPorts, "namespaceConfig", f.egressNamespaceConfig)
-	c, err := controllers.Setup(ctx, mgr, controllers.Options{
-		Egress:                  policy,
-		EgressAllowLists:        allowLists,
-		Tracer:                  tracer,
-		Signer:                  seal,
-		ManagerIdentity:         self,
-		ReleaseOnStop:           f.releaseOnStop,
-		DrainTimeout:            f.drainTimeout,
-		LeaseSkewGrace:          f.leaseSkewGrace,
-		Holder:                  holder,
-		MaxConcurrentReconciles: f.maxConcurrentReconciles,
-		MaxConcurrentDecisions:  f.maxConcurrentDecisions,
-		MaxInFlight:             f.maxInFlight,
-		PerEndpoint:             f.perEndpoint,
-		ModelTimeout:            f.modelTimeout,
-		HotStatusBytes:          f.hotStatusBytes,
-		SealValueBytes:          f.sealValueBytes,
-		SegmentCacheBytes:       f.segmentCacheBytes,
-		MaxTranscriptBytes:      f.maxTranscriptBytes,
-		Hooks:                   hooks,
-		RunMetrics:              true,
-		MCPListConcurrency:      f.mcpListConcurrency,
-		MCPListTimeout:          f.mcpListTimeout,
-		Namespaces:              f.namespaces,
-		DefaultTTLAfterFinished: time.Duration(f.defaultTTLSeconds) * time.Second,
-		RetentionWorkers:        f.retentionWorkers,
-		ArchiveTimeout:          f.archiveTimeout,
-		AgentRecheckInterval:    f.agentRecheckInterval,
-	})
+	o := f.opts
+	o.Egress, o.EgressAllowLists = policy, allowLists
+	o.Tracer, o.Signer, o.ManagerIdentity = tracer, seal, self
+	o.Holder, o.Hooks, o.RunMetrics = holder, hooks, true
+	o.DefaultTTLAfterFinished = time.Duration(f.defaultTTLSeconds) * time.Second
+	c, err := controllers.Setup(ctx, mgr, o)
 	if err != nil {
 		return err
 	}
 	if f.enableWebhooks {
-		wopts := []exagentwebhook.Option{exagentwebhook.WithManagerIdentity(self), exagentwebhook.WithNamespaces(f.namespaces)}
+		wopts := []exagentwebhook.Option{exagentwebhook.WithManagerIdentity(self), exagentwebhook.WithNamespaces(f.opts.Namespaces)}
 		if seal != nil {
 			wopts = append(wopts, exagentwebhook.WithSigner(seal))
 		}
@@ -451,7 +411,7 @@ func run() error {
 		return fmt.Errorf("ready check: %w", err)
 	}
 	log.Info("starting the manager", "holder", c.Runs.Holder, "leaderElection", f.leaderElect, "traces", tracer != nil,
-		"maxConcurrentReconciles", f.maxConcurrentReconciles, "maxInFlight", f.maxInFlight, "perEndpoint", f.perEndpoint)
+		"maxConcurrentReconciles", f.opts.MaxConcurrentReconciles, "maxInFlight", f.opts.MaxInFlight, "perEndpoint", f.opts.PerEndpoint)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}
