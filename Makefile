@@ -6,10 +6,12 @@ SHELL := /usr/bin/env bash -o pipefail
 LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
 
 # Pinned tool versions (see README "Development").
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION ?= v5.8.2
+GOLANGCI_LINT_VERSION ?= v2.15.0
 
 GO_TEST_FLAGS ?= -count=1 -timeout 20m
 
@@ -42,8 +44,12 @@ fmt: ## Run gofmt on the code.
 vet: ## Run go vet.
 	go vet ./...
 
+.PHONY: lint
+lint: golangci-lint ## Run the linters of .golangci.yml (errcheck, govet, ineffassign, staticcheck, unused).
+	$(GOLANGCI_LINT) run ./...
+
 .PHONY: verify
-verify: generate manifests ## Regenerate everything and fail on any difference from what is committed.
+verify: generate manifests lint ## Regenerate everything, lint, and fail on any difference from what is committed.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config)" || { echo "untracked generated files:"; git status --porcelain -- api config; exit 1; }
@@ -95,6 +101,11 @@ build: ## Build bin/manager and bin/kubectl-approve.
 controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into ./bin.
 $(CONTROLLER_GEN): | $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into ./bin.
+$(GOLANGCI_LINT): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 .PHONY: kustomize
 kustomize: $(KUSTOMIZE) ## Install kustomize into ./bin.

@@ -89,7 +89,7 @@ func (w *AgentWrapper) ActiveTime(d exagentv1.Duration) *AgentWrapper {
 }
 func (w *AgentWrapper) ModelName(n string) *AgentWrapper { w.Model.Name = n; return w }
 
-func (w *AgentWrapper) Obj() *exagentv1.AgentSpec { return w.AgentSpec.DeepCopy() }
+func (w *AgentWrapper) Obj() *exagentv1.AgentSpec { return w.DeepCopy() }
 
 // RunWrapper builds an AgentRunSpec fluently.
 type RunWrapper struct{ exagentv1.AgentRunSpec }
@@ -119,7 +119,7 @@ func (w *RunWrapper) ActiveTimeLimit(d exagentv1.Duration) *RunWrapper {
 	return w
 }
 func (w *RunWrapper) Lease(d exagentv1.Duration) *RunWrapper { w.LeaseDuration = d; return w }
-func (w *RunWrapper) Obj() *exagentv1.AgentRunSpec           { return w.AgentRunSpec.DeepCopy() }
+func (w *RunWrapper) Obj() *exagentv1.AgentRunSpec           { return w.DeepCopy() }
 
 // mustEnv builds an Env or fails the test.
 func mustEnv(t testing.TB, agent *exagentv1.AgentSpec, run *exagentv1.AgentRunSpec) *Env {

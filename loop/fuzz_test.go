@@ -213,7 +213,6 @@ func (r *fuzzRun) apply(op, arg byte, next func() byte) {
 	)
 	switch op {
 	case 0:
-		name = "advance"
 		// Mostly short steps (work within a lease); sometimes a lost lease,
 		// an expired approval, or a day towards the 48h deadline.
 		steps := []time.Duration{time.Second, time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 10 * time.Second,

@@ -80,31 +80,31 @@ func (d dataDir) configure(env *envtest.Environment, st state) error {
 	api := env.ControlPlane.GetAPIServer()
 	api.CertDir = d.path("apiserver")
 	if st.APIServerPort != 0 {
-		api.SecureServing.ListenAddr = envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(st.APIServerPort)}
+		api.ListenAddr = envtest.ListenAddr{Address: "127.0.0.1", Port: strconv.Itoa(st.APIServerPort)}
 		ca, err := os.ReadFile(d.path("apiserver", "serving-ca.crt"))
 		if err != nil {
 			return fmt.Errorf("the data directory has an apiserver port but no serving CA: %w", err)
 		}
 		// envtest generates the serving pair only when apiserver.crt is
 		// missing, and then keeps its CA in memory only: give it back.
-		api.SecureServing.CA = ca
+		api.CA = ca
 	}
 	authn, err := loadClientCA(d.path("client-ca.crt"), d.path("client-ca.key"))
 	if err != nil {
 		return err
 	}
-	api.SecureServing.Authn = authn
+	api.Authn = authn
 	return nil
 }
 
 // remember saves what the first start chose.
 func (d dataDir) remember(env *envtest.Environment) error {
 	api := env.ControlPlane.GetAPIServer()
-	port, err := strconv.Atoi(api.SecureServing.Port)
+	port, err := strconv.Atoi(api.Port)
 	if err != nil {
-		return fmt.Errorf("apiserver port %q: %w", api.SecureServing.Port, err)
+		return fmt.Errorf("apiserver port %q: %w", api.Port, err)
 	}
-	if err := os.WriteFile(d.path("apiserver", "serving-ca.crt"), api.SecureServing.CA, 0o600); err != nil {
+	if err := os.WriteFile(d.path("apiserver", "serving-ca.crt"), api.CA, 0o600); err != nil {
 		return err
 	}
 	return d.saveState(state{APIServerPort: port})

@@ -55,11 +55,12 @@ func Send(ctx context.Context, c *http.Client, r Request) error {
 	}
 
 	pr, pw := io.Pipe()
-	wrote := make(chan error, 1)
+	wrote := make(chan struct{})
 	go func() {
-		err := r.Write(pw)
-		pw.CloseWithError(err) // nil: EOF to the reader
-		wrote <- err
+		defer close(wrote)
+		// The writer's error reaches the request through the pipe (nil:
+		// EOF to the reader), and fails it.
+		pw.CloseWithError(r.Write(pw))
 	}()
 	defer func() {
 		_ = pr.Close() // a sink that answered early stops the writer

@@ -73,7 +73,6 @@ type FaultInjector struct {
 
 	mu      sync.Mutex
 	rng     *rand.Rand
-	rt      http.RoundTripper
 	faults  []Fault
 	commits []Commit
 	count   int

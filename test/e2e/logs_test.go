@@ -31,7 +31,7 @@ func TestLogsFollow(t *testing.T) {
 	must(t, "alice", "", "approve", "charge-1", "-n", ns, "--reason", "logs test")
 	out := scanLines(must(t, "alice", "", "approve", "logs", "-f", "charge-1", "-n", ns, "--timeout=2m"))
 	pause, decision, end := index(out, "paused: approval "), index(out, "decision: approval "), index(out, "run ended Succeeded")
-	if pause < 0 || decision < 0 || end < 0 || !(pause < decision && decision < end) {
+	if pause < 0 || decision < 0 || end < 0 || pause >= decision || decision >= end {
 		t.Fatalf("want the pause, the decision and the end in order (at %d, %d, %d):\n%s", pause, decision, end, strings.Join(out, "\n"))
 	}
 	if !strings.Contains(out[decision], "Approved by alice: logs test") {

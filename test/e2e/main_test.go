@@ -52,7 +52,9 @@ func runSuite(m *testing.M) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e setup:", err)
 		if s != nil {
-			s.teardown()
+			if err := s.teardown(); err != nil {
+				fmt.Fprintln(os.Stderr, "e2e teardown:", err)
+			}
 		}
 		return 1
 	}

@@ -128,8 +128,8 @@ func TestParseDryRun(t *testing.T) {
 		"none":   {in: "none", want: dryRunNone},
 		"client": {in: "client", want: dryRunClient},
 		"server": {in: "server", want: dryRunServer},
-		"bare":   {in: dryRunUnset, wantErr: `--dry-run flag without a value was specified. A value must be set: "none", "server", or "client".`},
-		"bad":    {in: "true", wantErr: `invalid dry-run value (true). Must be "none", "server", or "client".`},
+		"bare":   {in: dryRunUnset, wantErr: `--dry-run flag without a value was specified. A value must be set: "none", "server", or "client"`},
+		"bad":    {in: "true", wantErr: `invalid dry-run value (true). Must be "none", "server", or "client"`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

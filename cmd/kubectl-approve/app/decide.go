@@ -93,7 +93,9 @@ func (o *decideOptions) Complete(f *factory, cmd *cobra.Command, args []string) 
 	}
 	if o.PrintFlags.OutputFormat != nil && *o.PrintFlags.OutputFormat != "" {
 		if o.dryRun != dryRunNone {
-			o.PrintFlags.Complete("%s (" + string(o.dryRun) + " dry run)")
+			if err := o.PrintFlags.Complete("%s (" + string(o.dryRun) + " dry run)"); err != nil {
+				return fmt.Errorf("the output format with --dry-run: %w", err)
+			}
 		}
 		if o.printer, err = o.PrintFlags.ToPrinter(); err != nil {
 			return err

@@ -33,7 +33,9 @@ func parseDryRun(v string) (dryRun, error) {
 		return dryRunServer, nil
 	}
 	if v == dryRunUnset {
-		return "", fmt.Errorf(`--dry-run flag without a value was specified. A value must be set: "none", "server", or "client".`)
+		// kubectl's own words (cmdutil), without the final period Go
+		// error strings do not end with.
+		return "", fmt.Errorf(`--dry-run flag without a value was specified. A value must be set: "none", "server", or "client"`)
 	}
-	return "", fmt.Errorf(`invalid dry-run value (%v). Must be "none", "server", or "client".`, v)
+	return "", fmt.Errorf(`invalid dry-run value (%v). Must be "none", "server", or "client"`, v)
 }

@@ -123,8 +123,8 @@ func renderShow(w io.Writer, v showView) error {
 		exagentv1.VerbResolve)
 	field("  Never", "system:serviceaccount:%s:%s (the run's own ServiceAccount) and the exagent manager's identity",
 		run.Namespace, run.Spec.ServiceAccount())
-	switch {
-	case v.Agent == nil:
+	switch v.Agent {
+	case nil:
 		field("  Approvers", "<unknown: agent %s>", v.AgentNote)
 	default:
 		field("  Approvers", "%s", approversLine(v.Agent.Spec.Policy.Approvers))

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -33,9 +32,6 @@ func (f *factory) WatchClient() (client.WithWatch, error) {
 	}
 	return c, nil
 }
-
-// errStopWatch ends watchRun without an error.
-var errStopWatch = errors.New("stop")
 
 // watchRun calls fn with the run as it is now and again at every change,
 // from a watch (list, then watch from that resourceVersion, resumed after
