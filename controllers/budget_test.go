@@ -232,15 +232,18 @@ func segmentCounter(t *testing.T, ns, event string) float64 {
 	return 0
 }
 
-// segmentGauge is exagent_segment_bytes of ns, collected over the
-// apiserver's runs (the collector the manager registers reads its cache).
-func segmentGauge(t *testing.T, ns string) float64 {
+// segmentGauge is exagent_segment_bytes of ns.
+func segmentGauge(t *testing.T, ns string) float64 { return runsGauge(t, "exagent_segment_bytes", ns) }
+
+// runsGauge is the run gauge name of ns, collected over the apiserver's
+// runs (the collector the manager registers reads its cache).
+func runsGauge(t *testing.T, name, ns string) float64 {
 	t.Helper()
 	ch := make(chan prometheus.Metric, 256)
 	go func() { controllers.NewRunsCollector(env().Client).Collect(ch); close(ch) }()
 	var v float64
 	for m := range ch {
-		if !strings.Contains(m.Desc().String(), `"exagent_segment_bytes"`) {
+		if !strings.Contains(m.Desc().String(), `"`+name+`"`) {
 			continue
 		}
 		var pb dto.Metric

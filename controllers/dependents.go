@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,16 +55,7 @@ func (d *dependents) NeedLeaderElection() bool { return false }
 
 // Start runs the workers until the manager stops.
 func (d *dependents) Start(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for range dependentsWorkers {
-		wg.Go(func() {
-			for d.work(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	d.queue.ShutDown()
-	wg.Wait()
+	runWorkers(ctx, dependentsWorkers, d.queue.ShutDown, d.work)
 	return nil
 }
 

@@ -78,19 +78,7 @@ func (n *notifier) Start(ctx context.Context) error {
 		return fmt.Errorf("notifier: watching AgentRuns: %w", err)
 	}
 	defer func() { _ = inf.RemoveEventHandler(reg) }()
-	done := make(chan struct{}, n.workers)
-	for range n.workers {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for n.work(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	n.queue.ShutDown()
-	for range n.workers {
-		<-done
-	}
+	runWorkers(ctx, n.workers, n.queue.ShutDown, n.work)
 	return nil
 }
 

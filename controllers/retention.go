@@ -151,19 +151,7 @@ func (r *reaper) Start(ctx context.Context) error {
 		return fmt.Errorf("retention: watching Agents: %w", err)
 	}
 	defer func() { _ = agents.RemoveEventHandler(agentReg) }()
-	done := make(chan struct{}, r.workers)
-	for range r.workers {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for r.work(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	r.queue.ShutDown()
-	for range r.workers {
-		<-done
-	}
+	runWorkers(ctx, r.workers, r.queue.ShutDown, r.work)
 	return nil
 }
 

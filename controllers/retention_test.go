@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -416,26 +414,9 @@ func TestRetentionFailingSinkHoldsTheRun(t *testing.T) {
 	}
 }
 
-// heldGauge is exagent_retention_held_runs of ns, collected over the
-// apiserver's runs.
+// heldGauge is exagent_retention_held_runs of ns.
 func heldGauge(t *testing.T, ns string) float64 {
-	t.Helper()
-	ch := make(chan prometheus.Metric, 256)
-	go func() { controllers.NewRunsCollector(env().Client).Collect(ch); close(ch) }()
-	var v float64
-	for m := range ch {
-		if !strings.Contains(m.Desc().String(), `"exagent_retention_held_runs"`) {
-			continue
-		}
-		var pb dto.Metric
-		if err := m.Write(&pb); err != nil {
-			t.Fatal(err)
-		}
-		if label(&pb, "namespace") == ns {
-			v = pb.GetGauge().GetValue()
-		}
-	}
-	return v
+	return runsGauge(t, "exagent_retention_held_runs", ns)
 }
 
 // TestRetentionKeepLast: an Agent with keepLast 2 keeps exactly its two
