@@ -54,6 +54,8 @@ type AgentRunReconciler struct {
 	// APIReader reads Secrets past the cache.
 	APIReader client.Reader
 	Store     *Store
+	// Steps shape every status write (Write.Steps).
+	Steps *CommitSteps
 	// Segments reads the runs' sealed transcripts (nil: runs never seal).
 	Segments *Segments
 	Recorder events.EventRecorder
@@ -278,7 +280,8 @@ func (r *AgentRunReconciler) commit(ctx context.Context, sc *scope) error {
 		}
 		sc.status = next
 	}
-	written, err := r.Store.Commit(ctx, sc.run, sc.status, sc.ownedFence, sc.now, sc.overrides...)
+	written, err := r.Store.Commit(ctx, Write{Run: sc.run, Status: sc.status, Fence: sc.ownedFence, Now: sc.now,
+		Overrides: sc.overrides, Steps: r.Steps.All(HeldSinks(sc.agent))})
 	if err != nil {
 		return err
 	}

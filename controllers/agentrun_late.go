@@ -61,7 +61,7 @@ func (r *AgentRunReconciler) settleEnded(ctx context.Context, key types.Namespac
 	if !changed {
 		return nil
 	}
-	if _, err := r.Store.Commit(ctx, run, *next, nil, now); err != nil {
+	if _, err := r.Store.Commit(ctx, Write{Run: run, Status: *next, Now: now, Steps: r.Steps.All(r.Steps.AgentSinks(ctx, run))}); err != nil {
 		r.mem.inbox.putBack(key, results)
 		return fmt.Errorf("journaling late outcomes into cancelled run %s: %w", key, err)
 	}

@@ -164,22 +164,23 @@ func (r *AgentRunReconciler) releaseOwned(ctx, wait context.Context) {
 // releaseOne waits (bounded by wait and the lease) for the run's calls in
 // flight, then records their results and releases the run in one commit.
 func (r *AgentRunReconciler) releaseOne(ctx, wait context.Context, key types.NamespacedName) error {
-	run, env, fence, err := r.ownedRun(ctx, key)
-	if err != nil || run == nil {
+	o, err := r.ownedRun(ctx, key)
+	if err != nil || o == nil {
 		return err
 	}
-	lease := run.Status.Claim.LeaseExpiresAt.Time
+	lease := o.run.Status.Claim.LeaseExpiresAt.Time
 	lctx, cancel := context.WithTimeout(wait, lease.Sub(r.Clock.Now())-releaseMargin)
 	r.mem.inbox.settled(lctx, key)
 	cancel()
 	for i := 0; ; i++ {
 		if i > 0 {
-			if run, env, fence, err = r.ownedRun(ctx, key); err != nil || run == nil {
+			if o, err = r.ownedRun(ctx, key); err != nil || o == nil {
 				return err
 			}
 		}
+		run, env, fence := o.run, o.env, o.fence
 		results, _ := r.mem.inbox.take(key)
-		sc := &scope{key: key, now: r.Clock.Now(), run: run, env: env, fence: &fence, status: *run.Status.DeepCopy()}
+		sc := &scope{key: key, now: r.Clock.Now(), run: run, agent: o.agent, env: env, fence: &fence, status: *run.Status.DeepCopy()}
 		if _, err := r.applyResults(ctx, sc, results); err != nil {
 			return err
 		}
@@ -199,7 +200,7 @@ func (r *AgentRunReconciler) releaseOne(ctx, wait context.Context, key types.Nam
 		if equalStatus(next, run.Status) {
 			return errCallsInFlight
 		}
-		written, err := r.Store.Commit(ctx, run, next, &fence, sc.now)
+		written, err := r.Store.Commit(ctx, Write{Run: run, Status: next, Fence: &fence, Now: sc.now, Steps: r.Steps.All(HeldSinks(o.agent))})
 		if errors.Is(err, ErrConflict) && i+1 < releaseAttempts {
 			r.mem.inbox.putBack(key, results)
 			continue
@@ -232,24 +233,33 @@ func (r *AgentRunReconciler) keepOutcomes(sc *scope, env *loop.Env, fence loop.F
 	return loop.Extend(next, env, fence, sc.now)
 }
 
+// ownedRead is a run this process owns, read past the cache with its
+// Agent, ready for a release.
+type ownedRead struct {
+	run   *exagentv1.AgentRun
+	agent *exagentv1.Agent
+	env   *loop.Env
+	fence loop.Fence
+}
+
 // ownedRun reads the run past the cache; nil when this process no longer
 // holds its claim.
-func (r *AgentRunReconciler) ownedRun(ctx context.Context, key types.NamespacedName) (*exagentv1.AgentRun, *loop.Env, loop.Fence, error) {
+func (r *AgentRunReconciler) ownedRun(ctx context.Context, key types.NamespacedName) (*ownedRead, error) {
 	run := &exagentv1.AgentRun{}
 	if err := r.APIReader.Get(ctx, key, run); err != nil {
-		return nil, nil, loop.Fence{}, err
+		return nil, err
 	}
 	c := run.Status.Claim
 	if run.Status.Phase != exagentv1.PhaseRunning || c == nil || c.Holder != r.Holder {
-		return nil, nil, loop.Fence{}, nil // not ours any more
+		return nil, nil // not ours any more
 	}
 	agent := &exagentv1.Agent{}
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: run.Spec.AgentRef.Name}, agent); err != nil {
-		return nil, nil, loop.Fence{}, err
+		return nil, err
 	}
 	env, err := r.envConfig().env(run, agent, envExtras{mcp: r.releaseListings(ctx, run.Namespace, &agent.Spec)})
 	if err != nil {
-		return nil, nil, loop.Fence{}, err
+		return nil, err
 	}
-	return run, env, loop.Fence{Holder: c.Holder, Attempt: c.Attempt}, nil
+	return &ownedRead{run: run, agent: agent, env: env, fence: loop.Fence{Holder: c.Holder, Attempt: c.Attempt}}, nil
 }

@@ -48,14 +48,13 @@ func (r *AgentRunReconciler) endUnstorable(ctx context.Context, sc *scope, cause
 	if err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("ending run %s after %v: %w", sc.key, cause, err))
 	}
-	var written *exagentv1.AgentRun
+	steps := r.Steps.All(HeldSinks(sc.agent))
 	if cause.Segment {
 		// A segment was refused: the stored status is sealed already, and
 		// sealing its end could only meet the same refusal.
-		written, err = r.Store.CommitUnsealed(ctx, run, next, sc.ownedFence, sc.now)
-	} else {
-		written, err = r.Store.Commit(ctx, run, next, sc.ownedFence, sc.now)
+		steps = r.Steps.Unsealed(HeldSinks(sc.agent))
 	}
+	written, err := r.Store.Commit(ctx, Write{Run: run, Status: next, Fence: sc.ownedFence, Now: sc.now, Steps: steps})
 	if err != nil {
 		if again, ok := AsUnstorable(err); ok {
 			log.Error(again, "the run's status cannot be written, not even to end the run; leaving it to its lease",

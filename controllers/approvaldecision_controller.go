@@ -58,7 +58,9 @@ type ApprovalDecisionReconciler struct {
 	// the run as it is now.
 	APIReader client.Reader
 	Store     *Store
-	Verifier  DecisionVerifier
+	// Steps shape every status write (Write.Steps).
+	Steps    *CommitSteps
+	Verifier DecisionVerifier
 	// Signer, when set, is the admission webhook's seal: the engine then
 	// trusts a run's spec.requestedBy only when sealed.
 	Signer *authz.Signer

@@ -164,7 +164,7 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 			dsc.run.Spec.AgentRef.Name, dsc.run.Namespace)
 		return nil
 	}
-	env, err := decisionEnv(dsc, envConfig{valueBytes: r.Store.ValueBytes(), maxTranscriptBytes: r.MaxTranscriptBytes})
+	env, err := decisionEnv(dsc, envConfig{valueBytes: r.Steps.ValueBytes(), maxTranscriptBytes: r.MaxTranscriptBytes})
 	if err != nil {
 		dsc.reject("the run's configuration is invalid: %v", err)
 		return nil
@@ -256,7 +256,7 @@ func (r *ApprovalDecisionReconciler) commitDecided(ctx context.Context, dsc *dec
 		// decision is committed alone, and the run's own turn meets (and
 		// ends the run on) that refusal.
 	}
-	written, err := r.Store.Commit(ctx, dsc.run, next, nil, dsc.now)
+	written, err := r.Store.Commit(ctx, Write{Run: dsc.run, Status: next, Now: dsc.now, Steps: r.Steps.All(HeldSinks(dsc.agent))})
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +276,7 @@ func (r *ApprovalDecisionReconciler) failCorrupt(ctx context.Context, dsc *decis
 	if err != nil {
 		return fmt.Errorf("failing run %s with a corrupt status: %w", dsc.run.Name, err)
 	}
-	written, err := r.Store.Commit(ctx, dsc.run, failed, nil, dsc.now)
+	written, err := r.Store.Commit(ctx, Write{Run: dsc.run, Status: failed, Now: dsc.now, Steps: r.Steps.All(HeldSinks(dsc.agent))})
 	if err != nil {
 		return err
 	}

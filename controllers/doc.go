@@ -6,8 +6,9 @@
 // reconciler (check what an Agent names — Secrets, schemas, MCP listings
 // through the shared catalog, delegates — and write Ready and
 // status.tools when they changed; information, never a gate). Every status
-// write of a run goes through Store, which fences owner commits on the
-// claim's attempt and lease. Model and tool IO never runs on a reconcile
+// write of a run is one Store.Commit of a Write whose caller lists the
+// steps that shape it (commit.go: seal, notify, trace); the store fences
+// owner commits on the claim's attempt and lease. Model and tool IO never runs on a reconcile
 // worker: it is dispatched to internal/executor and comes back through a
 // channel source into an in-memory inbox.
 package controllers

@@ -43,5 +43,5 @@ func (c envConfig) env(run *exagentv1.AgentRun, agent *exagentv1.Agent, x envExt
 
 // envConfig is the run controller's share of every Env.
 func (r *AgentRunReconciler) envConfig() envConfig {
-	return envConfig{valueBytes: r.Store.ValueBytes(), maxTranscriptBytes: r.MaxTranscriptBytes}
+	return envConfig{valueBytes: r.Steps.ValueBytes(), maxTranscriptBytes: r.MaxTranscriptBytes}
 }

@@ -148,7 +148,7 @@ func TestCacheSummarizesWaitingRuns(t *testing.T) {
 		if len(run.Status.Approvals) != 1 || run.Status.Calls[0].PayloadHash != "sha256:p" || run.Annotations["team"] != "a" {
 			t.Errorf("%s: the summary lost what the controllers read: %+v", phase, run)
 		}
-		if _, err := controllers.NewStore(nil, nil).Commit(context.Background(), run, run.Status, nil, time.Now()); err == nil {
+		if _, err := controllers.NewStore(nil, nil).Commit(context.Background(), controllers.Write{Run: run, Status: run.Status, Now: time.Now()}); err == nil {
 			t.Errorf("%s: a status computed from the summary was written", phase)
 		}
 	}

@@ -47,6 +47,7 @@ type notifier struct {
 	client   client.Client // the cache: Agents
 	reader   client.Reader // past the cache: the run as stored, Secrets
 	store    *Store
+	steps    *CommitSteps
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
 	http     *http.Client
@@ -186,7 +187,7 @@ func (n *notifier) process(ctx context.Context, key types.NamespacedName) (time.
 		wake = earliest(wake, now) // the settled records make room for what waits
 	}
 	if changed {
-		if err := n.journal(ctx, run, next, now); err != nil {
+		if err := n.journal(ctx, run, agent, next, now); err != nil {
 			return 0, err
 		}
 	}
@@ -265,9 +266,9 @@ func (n *notifier) event(run *exagentv1.AgentRun, format string, args ...any) {
 // journal writes the records of next with CAS. A conflict re-reads the
 // run and carries this process's records over onto the newer status, so
 // what was delivered is never forgotten by a write that lost the race.
-func (n *notifier) journal(ctx context.Context, run *exagentv1.AgentRun, next *exagentv1.AgentRunStatus, now time.Time) error {
+func (n *notifier) journal(ctx context.Context, run *exagentv1.AgentRun, agent *exagentv1.Agent, next *exagentv1.AgentRunStatus, now time.Time) error {
 	for attempt := 0; ; attempt++ {
-		_, err := n.store.Commit(ctx, run, *next, nil, now)
+		_, err := n.store.Commit(ctx, Write{Run: run, Status: *next, Now: now, Steps: n.steps.All(HeldSinks(agent))})
 		if u, ok := AsUnstorable(err); ok {
 			// Retrying the same write would re-send every delivery it
 			// journals each time: the run's next change brings it back.
@@ -317,24 +318,16 @@ func mergeRecords(st *exagentv1.AgentRunStatus, ours *exagentv1.AgentRunStatus) 
 	notify.Supersede(st, nil, false)
 }
 
-// journalTransitions journals, in the commit that makes them true, one Pending record
-// per event and sink that wants it, and supersedes what the commit
-// settled. Called by Store.Commit on every status write.
-func (n *notifier) journalTransitions(ctx context.Context, run *exagentv1.AgentRun, next *loop.Status, now time.Time) {
-	var sinks []exagentv1.NotifySink
-	if len(notify.Transitions(&run.Status, next)) > 0 {
-		agent := &exagentv1.Agent{}
-		if err := n.client.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.AgentRef.Name}, agent); err == nil {
-			sinks = agent.Spec.Notify
-		} // else: an approval not marked notified is still due, and the notifier journals it
-	}
-	left := notify.Journal(&run.Status, next, string(run.UID), sinks, now) // the one journaling rule (internal/notify)
+// reportDropped tells of the notifications a commit could not journal
+// (CommitSteps.Notify). An approval's event is still due (notify.Due) and
+// journaled as room is made; the run's own events always have room
+// (notify's approvalRecords) — should one not, it is counted and said,
+// never silently lost.
+func (n *notifier) reportDropped(ctx context.Context, run *exagentv1.AgentRun, next *loop.Status, left []notify.Event) {
 	for _, e := range left {
 		if e.Kind == exagentv1.NotifyApprovalRequested || e.Kind == exagentv1.NotifyApprovalExpiring {
-			continue // still due (notify.Due): journaled as room is made
+			continue
 		}
-		// The run's own events always have room (notify's approvalRecords);
-		// should one not, it is counted and said, never silently lost.
 		notificationDeliveriesTotal.WithLabelValues(string(e.Kind), "Dropped").Inc()
 		logf.FromContext(ctx).Error(errors.New("notification journal full"), "a notification could not be journaled",
 			"run", run.Name, "event", e.Kind, "subject", e.Subject)

@@ -73,6 +73,7 @@ type reaper struct {
 	client     client.Client // the cache: runs, Agents, decisions
 	reader     client.Reader // past the cache: the run as stored, its children, Secrets
 	store      *Store
+	steps      *CommitSteps
 	segments   *Segments
 	recorder   events.EventRecorder
 	clock      clock.PassiveClock

@@ -207,7 +207,7 @@ func (r *reaper) journal(ctx context.Context, run *exagentv1.AgentRun, sink stri
 	}
 	for attempt := 0; ; attempt++ {
 		next := loop.RecordArchiveAttempt(run.Status, string(run.UID), sink, failure, now)
-		written, err := r.store.CommitUnsealed(ctx, run, next, nil, now)
+		written, err := r.store.Commit(ctx, Write{Run: run, Status: next, Now: now, Steps: r.steps.Unsealed(r.steps.AgentSinks(ctx, run))})
 		if err == nil {
 			return written, nil
 		}

@@ -161,8 +161,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		o.HTTPClient = newOutboundClient(o, limits)
 	}
 	segments := NewSegments(mgr.GetClient(), mgr.GetAPIReader(), o.SegmentCacheBytes)
-	store := NewStore(mgr.GetClient(), mgr.GetAPIReader()).WithSegments(ctx, segments,
-		SealOptions{HotBytes: o.HotStatusBytes, ValueBytes: o.SealValueBytes}, o.Hooks)
+	store := NewStore(mgr.GetClient(), mgr.GetAPIReader()).WithSegments(ctx, segments, o.Hooks).WithTracer(o.Tracer, o.Holder)
+	steps := &CommitSteps{agents: mgr.GetClient(), seal: true, tracer: o.Tracer, holder: o.Holder,
+		sealOpts: SealOptions{HotBytes: o.HotStatusBytes, ValueBytes: o.SealValueBytes}}
 	exec := executor.New(limits)
 	// Events go through a bounded queue with a few writers (eventqueue's
 	// doc says why not client-go's broadcaster). controller-runtime stops
@@ -177,6 +178,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Store:     store,
+		Steps:     steps,
 		Segments:  segments,
 		Recorder:  evq.Recorder("exagent-controller"),
 		Executor:  exec,
@@ -209,6 +211,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
 		Store:                   store,
+		Steps:                   steps,
 		Verifier:                o.Verifier,
 		Signer:                  o.Signer,
 		Manager:                 o.ManagerIdentity,
@@ -229,7 +232,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		return nil, fmt.Errorf("setting up the Agent controller: %w", err)
 	}
 	n := &notifier{
-		client: mgr.GetClient(), reader: mgr.GetAPIReader(), store: store, informer: mgr.GetCache(),
+		client: mgr.GetClient(), reader: mgr.GetAPIReader(), store: store, steps: steps, informer: mgr.GetCache(),
 		recorder: evq.Recorder("exagent-notifier"), clock: clock.RealClock{}, http: o.NotifyHTTPClient,
 		retry: o.NotifyRetry.WithDefaults(), workers: o.NotifyWorkers, hooks: o.Hooks, life: ctx,
 		queue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[types.NamespacedName]{Name: "notify" + o.NameSuffix}),
@@ -240,11 +243,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if n.workers <= 0 {
 		n.workers = 4
 	}
-	store.observer = &commitObserver{notifier: n, tracer: o.Tracer, holder: o.Holder}
+	steps.dropped = n.reportDropped
 	if err := mgr.Add(n); err != nil {
 		return nil, fmt.Errorf("adding the notifier: %w", err)
 	}
-	if err := setupRetention(ctx, mgr, o, store, segments, evq); err != nil {
+	if err := setupRetention(ctx, mgr, o, store, steps, segments, evq); err != nil {
 		return nil, err
 	}
 	if o.RunMetrics {
@@ -257,7 +260,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 
 // setupRetention registers the reaper (controllers/retention.go) and the
 // index that lists a run's decisions.
-func setupRetention(ctx context.Context, mgr ctrl.Manager, o Options, store *Store, segments *Segments, evq *eventqueue.Queue) error {
+func setupRetention(ctx context.Context, mgr ctrl.Manager, o Options, store *Store, steps *CommitSteps, segments *Segments, evq *eventqueue.Queue) error {
 	if err := indexDecisions(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -266,7 +269,7 @@ func setupRetention(ctx context.Context, mgr ctrl.Manager, o Options, store *Sto
 		c = clock.RealClock{}
 	}
 	r := &reaper{
-		client: mgr.GetClient(), reader: mgr.GetAPIReader(), store: store, segments: segments,
+		client: mgr.GetClient(), reader: mgr.GetAPIReader(), store: store, steps: steps, segments: segments,
 		recorder: evq.Recorder("exagent-retention"), clock: c, http: o.ArchiveHTTPClient,
 		retry: o.ArchiveRetry.WithDefaults(), defaultTTL: o.DefaultTTLAfterFinished, timeout: o.ArchiveTimeout,
 		workers: o.RetentionWorkers, hooks: o.Hooks, informer: mgr.GetCache(), life: ctx,

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/segment"
+	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -126,29 +127,30 @@ type Store struct {
 	conflicts atomic.Int64
 	refused   atomic.Int64
 
-	// observer sees every commit: notifications, traces, metrics (controllers/observe.go).
-	observer *commitObserver
+	// tracer and holder follow every write that landed with the
+	// attempt's spans (the metrics are package-level: controllers/metrics.go).
+	tracer *telemetry.Tracer
+	holder string
 
-	// segments, when set, receives what Seal moves out of each status
-	// before the commit that references it (docs/architecture.md §10).
+	// segments creates what the seal step moved out of a status, before
+	// the write that references it (docs/architecture.md §10).
 	segments *Segments
-	seal     SealOptions
 	// life is the manager's context: a stop at the segments hook stops the commit.
 	life  context.Context
 	hooks Hooks
 }
 
-// SealOptions are the hot-status budgets (loop.SealConfig without the run).
-type SealOptions struct {
-	// HotBytes is the target size of a run's encoded status (loop.DefaultHotBytes when 0).
-	HotBytes int
-	// ValueBytes is the size past which one value is sealed (loop.DefaultValueBytes when 0).
-	ValueBytes int
+// WithSegments makes the store create the segments a write's steps ask
+// for (CommitSteps.Seal).
+func (s *Store) WithSegments(life context.Context, segs *Segments, hooks Hooks) *Store {
+	s.life, s.segments, s.hooks = life, segs, hooks
+	return s
 }
 
-// WithSegments makes every commit seal the status first.
-func (s *Store) WithSegments(life context.Context, segs *Segments, o SealOptions, hooks Hooks) *Store {
-	s.life, s.segments, s.seal, s.hooks = life, segs, o, hooks
+// WithTracer makes every write that landed end and start the attempts'
+// spans (Tracer.Committed).
+func (s *Store) WithTracer(t *telemetry.Tracer, holder string) *Store {
+	s.tracer, s.holder = t, holder
 	return s
 }
 
@@ -180,10 +182,6 @@ func (s *Store) Conflicts() int64 { return s.conflicts.Load() }
 // Refused is the number of writes the apiserver refused for good
 // (UnstorableError): each ends its run, so it stays small.
 func (s *Store) Refused() int64 { return s.refused.Load() }
-
-// ValueBytes is the size past which Seal moves one value out of a status:
-// what the engine's size checks count as a ref (loop.EnvInput.ValueBytes).
-func (s *Store) ValueBytes() int { return s.seal.ValueBytes }
 
 // Fresher returns the newer of the cached run and the last run this store
 // wrote: when the cache still holds a version this store's own chain of
@@ -231,12 +229,14 @@ func (s *Store) Forget(key types.NamespacedName) {
 	delete(s.written, key)
 }
 
-// Commit writes next as the status of run with CAS on run's
-// resourceVersion. Conditions are recomputed from next (a view of the
-// journal, plus the given overrides) and observedGeneration is set.
+// Commit writes w.Status, shaped by w.Steps in their order, as the
+// status of w.Run with CAS on w.Run's resourceVersion: the one place a
+// run's status is written. Conditions are recomputed from the status (a
+// view of the journal, plus w.Overrides) and observedGeneration is set.
+// The segments the steps ask for are created first.
 //
-// With a fence, the commit is an owner's: the claim of run (the object the
-// transition was computed from) must be the fence's attempt, and the
+// With a fence, the commit is an owner's: the claim of w.Run (the object
+// the transition was computed from) must be the fence's attempt, and the
 // status written must carry a lease valid now (every owner commit extends
 // it, loop.Extend). The read object's lease may have lapsed — a live owner
 // whose results waited in a queue takes its claim back — because the CAS
@@ -244,31 +244,16 @@ func (s *Store) Forget(key types.NamespacedName) {
 // run since. After a conflict the fresh object is read to tell which case
 // it is — the fence still holds (ErrConflict: recompute and retry) or it
 // does not (ErrFenceLost: drop everything).
-func (s *Store) Commit(ctx context.Context, run *exagentv1.AgentRun, next loop.Status, fence *loop.Fence,
-	now time.Time, overrides ...metav1.Condition) (*exagentv1.AgentRun, error) {
-	return s.commit(ctx, run, next, fence, now, true, overrides)
-}
-
-// CommitUnsealed is Commit without the seal: next is written as it is, and
-// no segment is created. It is for the one commit that ends a run after a
-// segment was refused (endUnstorable): next is then the status last
-// stored — already sealed, accepted by the apiserver — with the run's end
-// added, and sealing it could only meet the same refusal.
-func (s *Store) CommitUnsealed(ctx context.Context, run *exagentv1.AgentRun, next loop.Status, fence *loop.Fence,
-	now time.Time) (*exagentv1.AgentRun, error) {
-	return s.commit(ctx, run, next, fence, now, false, nil)
-}
-
-func (s *Store) commit(ctx context.Context, run *exagentv1.AgentRun, next loop.Status, fence *loop.Fence,
-	now time.Time, seal bool, overrides []metav1.Condition) (*exagentv1.AgentRun, error) {
+func (s *Store) Commit(ctx context.Context, w Write) (*exagentv1.AgentRun, error) {
+	run, next, now := w.Run, w.Status, w.Now
 	if isSummary(run) {
 		// The cache's summary of a waiting run lacks its journal: a status
 		// computed from it would erase the transcript. Callers read the run
 		// past the cache first (errSummary); this is the last guard.
 		return nil, fmt.Errorf("run %s/%s: %w", run.Namespace, run.Name, errSummary)
 	}
-	if fence != nil {
-		if err := loop.CheckOwner(&run.Status, *fence); err != nil {
+	if w.Fence != nil {
+		if err := loop.CheckOwner(&run.Status, *w.Fence); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrFenceLost, err)
 		}
 		if c := next.Claim; next.Phase == exagentv1.PhaseRunning && !loop.AwaitingChildren(next) &&
@@ -276,17 +261,21 @@ func (s *Store) commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 			return nil, fmt.Errorf("%w: the status to write carries no valid lease", ErrFenceLost)
 		}
 	}
-	if s.segments != nil && seal {
-		sealed, err := s.sealFirst(ctx, run, next)
-		if err != nil {
+	d := &Draft{Run: run, Status: &next, Now: now}
+	for _, step := range w.Steps {
+		if err := step(ctx, d); err != nil {
+			if _, ok := AsUnstorable(err); ok {
+				s.refused.Add(1)
+			}
 			return nil, err
 		}
-		next = sealed
 	}
-	s.beforeWrite(ctx, run, &next, now) // journal notifications, stamp the traceparent (controllers/observe.go)
+	if err := s.createSegments(ctx, run, d.Segments); err != nil {
+		return nil, err
+	}
 	out := run.DeepCopy()
 	next.DeepCopyInto(&out.Status)
-	out.Status.Conditions = mergeConditions(run.Status.Conditions, loop.Conditions(next, run.Generation, now), overrides)
+	out.Status.Conditions = mergeConditions(run.Status.Conditions, loop.Conditions(next, run.Generation, now), w.Overrides)
 	out.Status.ObservedGeneration = run.Generation
 	prevRV := run.ResourceVersion
 	s.hooks.beforeStatusWrite(ctx, client.ObjectKeyFromObject(run), &out.Status)
@@ -302,47 +291,41 @@ func (s *Store) commit(ctx context.Context, run *exagentv1.AgentRun, next loop.S
 		if !apierrors.IsConflict(err) {
 			return nil, fmt.Errorf("updating status of run %s/%s: %w", run.Namespace, run.Name, err)
 		}
-		if fence == nil {
+		if w.Fence == nil {
 			return nil, fmt.Errorf("%w: %v", ErrConflict, err)
 		}
-		return nil, s.recheckFence(ctx, run, *fence, err)
+		return nil, s.recheckFence(ctx, run, *w.Fence, err)
 	}
 	s.writes.Add(1)
-	s.afterWrite(run, out, now) // metrics, traces (controllers/observe.go)
+	observeCommit(run, out, now) // metrics (controllers/metrics.go)
+	s.tracer.Committed(client.ObjectKeyFromObject(out), out.Spec.AgentRef.Name, &run.Status, &out.Status, s.holder, now)
 	s.remember(prevRV, out)
 	return out, nil
 }
 
-// sealFirst seals next and creates the segments it returns: the commit
+// createSegments creates the segments the steps asked for. The commit
 // that references them comes after, so a crash in between leaves only
 // segments nobody references (same content, same name next time).
-func (s *Store) sealFirst(ctx context.Context, run *exagentv1.AgentRun, next loop.Status) (loop.Status, error) {
-	sealed, segs, err := loop.Seal(next, loop.SealConfig{RunName: run.Name, RunUID: string(run.UID),
-		HotBytes: s.seal.HotBytes, ValueBytes: s.seal.ValueBytes})
-	if err != nil {
-		err = fmt.Errorf("sealing the transcript of run %s/%s: %w", run.Namespace, run.Name, err)
-		if loop.IsKind(err, loop.KindTooLarge) {
-			s.refused.Add(1)
-			return next, &UnstorableError{Reason: exagentv1.ReasonStatusTooLarge, Err: err}
-		}
-		return next, err
-	}
+func (s *Store) createSegments(ctx context.Context, run *exagentv1.AgentRun, segs []segment.Segment) error {
 	if len(segs) == 0 {
-		return sealed, nil
+		return nil
+	}
+	if s.segments == nil {
+		return fmt.Errorf("run %s/%s: a step sealed segments but the store writes none", run.Namespace, run.Name)
 	}
 	if err := s.segments.Create(ctx, run, segs); err != nil {
 		if u := unstorableSegment(err, fmt.Sprintf("a transcript segment of run %s/%s", run.Namespace, run.Name)); u != nil {
 			s.refused.Add(1)
-			return next, u
+			return u
 		}
-		return next, err
+		return err
 	}
 	key := client.ObjectKeyFromObject(run)
 	s.hooks.afterSegmentsCreated(ctx, key, segs)
 	if ctx.Err() != nil || (s.life != nil && s.life.Err() != nil) {
-		return next, fmt.Errorf("%w: stopped after creating the segments of run %s", ErrFenceLost, key)
+		return fmt.Errorf("%w: stopped after creating the segments of run %s", ErrFenceLost, key)
 	}
-	return sealed, nil
+	return nil
 }
 
 // recheckFence reads the run past the cache after a conflict.

@@ -70,7 +70,7 @@ func TestStoreFence(t *testing.T) {
 			}
 			next := *read.Status.DeepCopy()
 			next.Message = "owner's outcome"
-			written, err := store.Commit(ctx, read, next, tc.fence, now)
+			written, err := store.Commit(ctx, controllers.Write{Run: read, Status: next, Fence: tc.fence, Now: now})
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("Commit error = %v, want %v", err, tc.wantErr)
 			}
