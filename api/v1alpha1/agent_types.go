@@ -382,7 +382,7 @@ type PolicySpec struct {
 	// +listType=atomic
 	Rules []PolicyRule `json:"rules,omitempty"`
 
-	// approvers, when set, narrows who may decide beyond RBAC. An empty
+	// approvers narrows, when set, who may decide beyond RBAC. An empty
 	// list means RBAC alone, never "everyone".
 	// +optional
 	Approvers *Approvers `json:"approvers,omitempty"`
@@ -627,8 +627,11 @@ type AgentToolStatus struct {
 // policy and limits.
 type Agent struct {
 	metav1.TypeMeta   `json:",inline"`
+	// metadata is the Agent's object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// spec is the template every run of this Agent follows.
 	// +required
 	Spec AgentSpec `json:"spec"`
 	// status says whether the Agent works. It defaults to
@@ -637,7 +640,7 @@ type Agent struct {
 	// rather than as a resource without status, which kstatus calls Current.
 	// +optional
 	// +kubebuilder:default={observedGeneration: 0}
-	Status AgentStatus `json:"status,omitempty"`
+	Status AgentStatus `json:"status,omitempty,omitzero"`
 }
 
 // +kubebuilder:object:root=true

@@ -170,6 +170,15 @@ type AgentRunSpec struct {
 // AgentRunStatus is the single durable record of a run: snapshot, journal
 // and receipts. It is written only by compare-and-swap.
 type AgentRunStatus struct {
+	// conditions are a view computed from the journal, one per type. The
+	// status around them is atomic for server-side apply (see Status), so
+	// no field ownership is tracked per condition.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
 	// phase of the run.
 	// +optional
 	Phase RunPhase `json:"phase,omitempty"`
@@ -183,14 +192,6 @@ type AgentRunStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Message string `json:"message,omitempty"`
-
-	// conditions are a view computed from the journal. Atomic like the
-	// rest of the status: only the manager writes it, and per-condition
-	// field ownership made every write dearer (see Status).
-	// +optional
-	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=16
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
@@ -368,9 +369,11 @@ type Binding struct {
 
 // ToolFingerprint is the fingerprint of one tool's schema and effect configuration.
 type ToolFingerprint struct {
+	// name is the tool's name.
 	// +required
 	// +kubebuilder:validation:MaxLength=64
 	Name string `json:"name"`
+	// hash is the fingerprint of the tool's schema and effect configuration.
 	// +required
 	// +kubebuilder:validation:MaxLength=128
 	Hash string `json:"hash"`
@@ -452,9 +455,11 @@ type Message struct {
 
 // MessageToolCall is a tool call inside an assistant message.
 type MessageToolCall struct {
+	// id is the call's id, as the model gave it.
 	// +required
 	// +kubebuilder:validation:MaxLength=64
 	ID string `json:"id"`
+	// name is the tool called.
 	// +required
 	// +kubebuilder:validation:MaxLength=64
 	Name string `json:"name"`
@@ -551,12 +556,21 @@ type CallMCP struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	Title string `json:"title,omitempty"`
-	// readOnlyHint, destructiveHint, idempotentHint and openWorldHint, with
-	// the MCP spec's defaults where the server gave none.
-	ReadOnlyHint    bool `json:"readOnlyHint"`
+	// The four hints below carry the MCP spec's defaults where the server
+	// gave none.
+
+	// readOnlyHint is the tool's readOnlyHint annotation.
+	// +required
+	ReadOnlyHint bool `json:"readOnlyHint"`
+	// destructiveHint is the tool's destructiveHint annotation.
+	// +required
 	DestructiveHint bool `json:"destructiveHint"`
-	IdempotentHint  bool `json:"idempotentHint"`
-	OpenWorldHint   bool `json:"openWorldHint"`
+	// idempotentHint is the tool's idempotentHint annotation.
+	// +required
+	IdempotentHint bool `json:"idempotentHint"`
+	// openWorldHint is the tool's openWorldHint annotation.
+	// +required
+	OpenWorldHint bool `json:"openWorldHint"`
 }
 
 // CallOutcome is the confirmed result of a tool call.
@@ -650,7 +664,7 @@ type Receipt struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=16
 	Decision string `json:"decision"`
-	// approvalID or callID the decision targeted.
+	// target is the approvalID or callID the decision targeted.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Target string `json:"target,omitempty"`
@@ -720,8 +734,11 @@ type Ledger struct {
 // instead of reading every run of a namespace.
 type AgentRun struct {
 	metav1.TypeMeta   `json:",inline"`
+	// metadata is the run's object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// spec is what the run does: its Agent, its input, its limits. Immutable.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: create a new AgentRun instead"
 	Spec AgentRunSpec `json:"spec"`
@@ -738,7 +755,7 @@ type AgentRun struct {
 	// +optional
 	// +structType=atomic
 	// +kubebuilder:default={observedGeneration: 0}
-	Status AgentRunStatus `json:"status,omitempty"`
+	Status AgentRunStatus `json:"status,omitempty,omitzero"`
 }
 
 // Field selector labels of AgentRun (the selectablefield markers above).

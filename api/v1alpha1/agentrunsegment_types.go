@@ -119,8 +119,11 @@ type SegmentValue struct {
 // owned by the run (deleted with it) and created only by the manager.
 type AgentRunSegment struct {
 	metav1.TypeMeta   `json:",inline"`
+	// metadata is the segment's object metadata; its name is its content's hash.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// spec is the segment's content. Immutable.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a segment is immutable: its name is the hash of its content"
 	Spec AgentRunSegmentSpec `json:"spec"`

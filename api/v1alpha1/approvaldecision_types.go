@@ -120,11 +120,15 @@ type ApprovalDecisionStatus struct {
 // ApprovalDecision is one immutable human (or GitOps) decision on a run.
 type ApprovalDecision struct {
 	metav1.TypeMeta   `json:",inline"`
+	// metadata is the decision's object metadata.
+	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// spec is the decision: its run, its target, its verdict. Immutable.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: create a new ApprovalDecision instead"
 	Spec ApprovalDecisionSpec `json:"spec"`
+	// status says whether the decision was applied, and why not.
 	// +optional
 	Status ApprovalDecisionStatus `json:"status,omitempty"`
 }

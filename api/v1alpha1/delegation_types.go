@@ -95,9 +95,11 @@ type DelegatedLimits struct {
 
 // RunReference names a run and pins its UID.
 type RunReference struct {
+	// name is the run's name.
 	// +required
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
+	// uid is the run's UID.
 	// +required
 	// +kubebuilder:validation:MaxLength=64
 	UID string `json:"uid"`

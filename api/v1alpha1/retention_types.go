@@ -32,7 +32,7 @@ type RetentionSpec struct {
 	// +kubebuilder:validation:Maximum=10000
 	KeepLast *int32 `json:"keepLast,omitempty"`
 
-	// archive, when set, is sent the run's whole record — spec, final
+	// archive is, when set, sent the run's whole record — spec, final
 	// status, the whole transcript read back from its segments, every
 	// decision with its actor, reason and receipt — as one CloudEvent
 	// io.exagent.run.archived before the run is deleted; the run is
