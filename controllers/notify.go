@@ -22,6 +22,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/notify"
+	"github.com/exagent-io/exagent/internal/pool"
 	"github.com/exagent-io/exagent/internal/secrets"
 	"github.com/exagent-io/exagent/loop"
 )
@@ -78,7 +79,7 @@ func (n *notifier) Start(ctx context.Context) error {
 		return fmt.Errorf("notifier: watching AgentRuns: %w", err)
 	}
 	defer func() { _ = inf.RemoveEventHandler(reg) }()
-	runWorkers(ctx, n.workers, n.queue.ShutDown, n.work)
+	pool.Run(ctx, n.workers, n.queue.ShutDown, n.work)
 	return nil
 }
 

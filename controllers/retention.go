@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/pool"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -151,7 +152,7 @@ func (r *reaper) Start(ctx context.Context) error {
 		return fmt.Errorf("retention: watching Agents: %w", err)
 	}
 	defer func() { _ = agents.RemoveEventHandler(agentReg) }()
-	runWorkers(ctx, r.workers, r.queue.ShutDown, r.work)
+	pool.Run(ctx, r.workers, r.queue.ShutDown, r.work)
 	return nil
 }
 
