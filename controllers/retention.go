@@ -62,9 +62,10 @@ const retentionErrorRetry = 2 * time.Second
 // reaper deletes the ended runs whose retention says so — past their TTL,
 // or no longer among their Agent's keepLast newest — with their segments
 // and decisions, archiving each first when its Agent has
-// retention.archive. Like the notifier it is its own bounded pool with
-// its own queue: an archive is network IO that may be large, so it never
-// runs on a reconcile worker, and a failing sink holds only its runs.
+// retention.archive. Like the notification Deliverer (internal/notify)
+// it is its own bounded pool with its own queue: an archive is network
+// IO that may be large, so it never runs on a reconcile worker, and a
+// failing sink holds only its runs.
 //
 // Every decision is made from the stored run (read past the cache before
 // anything is sent or deleted) and the clock the controllers share; what
