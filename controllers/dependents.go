@@ -9,6 +9,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/pool"
 )
 
 // dependentsWorkers is how many deleted runs' segments and decisions are
@@ -55,7 +56,7 @@ func (d *dependents) NeedLeaderElection() bool { return false }
 
 // Start runs the workers until the manager stops.
 func (d *dependents) Start(ctx context.Context) error {
-	runWorkers(ctx, dependentsWorkers, d.queue.ShutDown, d.work)
+	pool.Run(ctx, dependentsWorkers, d.queue.ShutDown, d.work)
 	return nil
 }
 

@@ -10,5 +10,7 @@
 // steps that shape it (commit.go: seal, notify, trace); the store fences
 // owner commits on the claim's attempt and lease. Model and tool IO never runs on a reconcile
 // worker: it is dispatched to internal/executor and comes back through a
-// channel source into an in-memory inbox.
+// channel source into an in-memory inbox. Every status write journals the
+// notifications it makes true (CommitSteps.Notify, commit.go); sending them
+// is internal/notify's Deliverer, which Setup adds to the manager.
 package controllers

@@ -112,12 +112,6 @@ func (h Hooks) afterModelResponse(ctx context.Context, run types.NamespacedName)
 	}
 }
 
-func (h Hooks) beforeNotify(ctx context.Context, run types.NamespacedName, rec exagentv1.NotificationRecord) {
-	if h.BeforeNotify != nil {
-		h.BeforeNotify(ctx, run, rec)
-	}
-}
-
 func (h Hooks) beforeChildCreate(ctx context.Context, run types.NamespacedName, child string) {
 	if h.BeforeChildCreate != nil {
 		h.BeforeChildCreate(ctx, run, child)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/pool"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -61,9 +62,10 @@ const retentionErrorRetry = 2 * time.Second
 // reaper deletes the ended runs whose retention says so — past their TTL,
 // or no longer among their Agent's keepLast newest — with their segments
 // and decisions, archiving each first when its Agent has
-// retention.archive. Like the notifier it is its own bounded pool with
-// its own queue: an archive is network IO that may be large, so it never
-// runs on a reconcile worker, and a failing sink holds only its runs.
+// retention.archive. Like the notification Deliverer (internal/notify)
+// it is its own bounded pool with its own queue: an archive is network
+// IO that may be large, so it never runs on a reconcile worker, and a
+// failing sink holds only its runs.
 //
 // Every decision is made from the stored run (read past the cache before
 // anything is sent or deleted) and the clock the controllers share; what
@@ -152,7 +154,7 @@ func (r *reaper) Start(ctx context.Context) error {
 		return fmt.Errorf("retention: watching Agents: %w", err)
 	}
 	defer func() { _ = agents.RemoveEventHandler(agentReg) }()
-	runWorkers(ctx, r.workers, r.queue.ShutDown, r.work)
+	pool.Run(ctx, r.workers, r.queue.ShutDown, r.work)
 	return nil
 }
 

@@ -52,7 +52,7 @@ func (r *reaper) reap(ctx context.Context, cached *exagentv1.AgentRun, reason st
 		return 0, nil // re-created: the new run is looked at on its own
 	}
 	if ok, why := loop.Reapable(&root.Status); !ok {
-		// Its own next write (the notifier's journal) brings it back.
+		// Its own next write (the notification Deliverer's journal) brings it back.
 		logf.FromContext(ctx).V(1).Info("retention: the run is due but kept for now", "run", key, "why", why)
 		return 0, nil
 	}
@@ -62,7 +62,7 @@ func (r *reaper) reap(ctx context.Context, cached *exagentv1.AgentRun, reason st
 	}
 	for i := range tree {
 		if ok, why := loop.Reapable(&tree[i].Status); !ok {
-			// The child's end (or its notifier's journal) brings the root back.
+			// The child's end (or the notification Deliverer's journal of it) brings the root back.
 			logf.FromContext(ctx).V(1).Info("retention: the run is due but its tree is not done", "run", key, "child", tree[i].Name, "why", why)
 			return 0, nil
 		}

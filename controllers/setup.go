@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -231,21 +230,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if err := agents.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Agent controller: %w", err)
 	}
-	n := &notifier{
-		client: mgr.GetClient(), reader: mgr.GetAPIReader(), store: store, steps: steps, informer: mgr.GetCache(),
-		recorder: evq.Recorder("exagent-notifier"), clock: clock.RealClock{}, http: o.NotifyHTTPClient,
-		retry: o.NotifyRetry.WithDefaults(), workers: o.NotifyWorkers, hooks: o.Hooks, life: ctx,
-		queue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[types.NamespacedName]{Name: "notify" + o.NameSuffix}),
-	}
-	if n.http == nil {
-		n.http = egress.NewClient(egress.TransportOptions{Policy: o.Egress, AllowLists: o.EgressAllowLists})
-	}
-	if n.workers <= 0 {
-		n.workers = 4
-	}
-	steps.dropped = n.reportDropped
-	if err := mgr.Add(n); err != nil {
-		return nil, fmt.Errorf("adding the notifier: %w", err)
+	if err := setupNotifier(ctx, mgr, o, store, steps, evq); err != nil {
+		return nil, err
 	}
 	if err := setupRetention(ctx, mgr, o, store, steps, segments, evq); err != nil {
 		return nil, err
@@ -256,6 +242,26 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		}
 	}
 	return &Controllers{Runs: runs, Decisions: decisions, Agents: agents, Store: store, Executor: exec}, nil
+}
+
+// setupNotifier registers the notification Deliverer (internal/notify) as a
+// leader-only runnable and makes every commit journal what it makes true
+// (controllers/notify.go).
+func setupNotifier(ctx context.Context, mgr ctrl.Manager, o Options, store *Store, steps *CommitSteps, evq *eventqueue.Queue) error {
+	hc := o.NotifyHTTPClient
+	if hc == nil {
+		hc = egress.NewClient(egress.TransportOptions{Policy: o.Egress, AllowLists: o.EgressAllowLists})
+	}
+	d := notify.NewDeliverer(notify.Config{
+		Cache: mgr.GetClient(), Reader: mgr.GetAPIReader(), Informers: mgr.GetCache(), Writer: notifyJournal{store: store, steps: steps},
+		Recorder: evq.Recorder("exagent-notifier"), Clock: clock.RealClock{}, HTTP: hc, Retry: o.NotifyRetry,
+		Workers: o.NotifyWorkers, QueueName: "notify" + o.NameSuffix, BeforeNotify: o.Hooks.BeforeNotify, Life: ctx,
+	})
+	steps.dropped = (&notifier{deliverer: d}).reportDropped
+	if err := mgr.Add(d); err != nil {
+		return fmt.Errorf("adding the notifier: %w", err)
+	}
+	return nil
 }
 
 // setupRetention registers the reaper (controllers/retention.go) and the

@@ -55,7 +55,7 @@ func TestTransitions(t *testing.T) {
 	}
 }
 
-func TestStampAndSupersede(t *testing.T) {
+func TestJournalAndSupersede(t *testing.T) {
 	sinks := []exagentv1.NotifySink{{Name: "all"}, {Name: "ends", Events: []exagentv1.NotifyEvent{exagentv1.NotifyRunEnded}}}
 	old := exagentv1.AgentRunStatus{Phase: exagentv1.PhaseRunning}
 	next := exagentv1.AgentRunStatus{Phase: exagentv1.PhaseAwaitingApproval, Approvals: []exagentv1.Approval{pending("a1")}}
@@ -205,7 +205,7 @@ func deliverAll(st *exagentv1.AgentRunStatus, sent map[string]int) {
 // for later and journaled as delivered records leave; each sink is sent
 // each notification once, however often the worker looks again (the
 // ApprovalExpiring of an approval whose delivered record left the journal
-// is not stamped again).
+// is not journaled again).
 func TestJournalBeyondItsBound(t *testing.T) {
 	sinks := []exagentv1.NotifySink{{Name: "a"}, {Name: "b"}, {Name: "c"}}
 	old := exagentv1.AgentRunStatus{Phase: exagentv1.PhaseRunning}
