@@ -65,7 +65,7 @@ func ancestorChecks(d *exagentv1.ApprovalDecision, ancestors []loop.Ancestor, o 
 			return denied(CheckAgent, fmt.Sprintf("agent %q of run %s, an ancestor of this run, not found: its policy says who may decide",
 				a.Run.Spec.AgentRef.Name, a.Run.Name))
 		}
-		ids[i] = RunIdentities(a.Run, WithSigner(o.seal), WithManager(o.manager...))
+		ids[i] = RunIdentities(a.Run, WithSigner(o.signer), WithManager(o.manager...))
 	}
 	err := loop.AuthorizeAncestors(ancestors, ids, actor)
 	e, ok := loop.AsError(err)

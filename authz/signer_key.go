@@ -12,12 +12,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// SealKeyDataKey is the key of the seal key in its Secret.
-const SealKeyDataKey = "key"
+// SigningKeyDataKey is the key of the signing key in its Secret.
+const SigningKeyDataKey = "key"
 
-// DefaultSealSecretName is the Secret, in the manager's namespace, that
-// holds the key every manager replica seals and verifies decisions with.
-const DefaultSealSecretName = "exagent-decision-seal"
+// DefaultSigningSecretName is the Secret, in the manager's namespace, that
+// holds the key every manager replica signs and verifies decisions with.
+// Its name is the one first deployed, so an upgraded manager keeps the key
+// that signed what is stored.
+const DefaultSigningSecretName = "exagent-decision-seal"
 
 // +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;create
 
@@ -32,7 +34,7 @@ func LoadSigner(ctx context.Context, r client.Reader, w client.Writer, ref types
 	if apierrors.IsNotFound(err) {
 		key := make([]byte, minKeyBytes)
 		if _, err := rand.Read(key); err != nil {
-			return nil, fmt.Errorf("generating the decision seal key: %w", err)
+			return nil, fmt.Errorf("generating the decision signing key: %w", err)
 		}
 		secret = &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
@@ -41,7 +43,7 @@ func LoadSigner(ctx context.Context, r client.Reader, w client.Writer, ref types
 			},
 			Immutable: ptrTo(true),
 			Type:      corev1.SecretTypeOpaque,
-			Data:      map[string][]byte{SealKeyDataKey: key},
+			Data:      map[string][]byte{SigningKeyDataKey: key},
 		}
 		err = w.Create(ctx, secret)
 		if apierrors.IsAlreadyExists(err) {
@@ -50,11 +52,11 @@ func LoadSigner(ctx context.Context, r client.Reader, w client.Writer, ref types
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("loading the decision seal key from Secret %s: %w", ref, err)
+		return nil, fmt.Errorf("loading the decision signing key from Secret %s: %w", ref, err)
 	}
-	s, err := NewSigner(secret.Data[SealKeyDataKey])
+	s, err := NewSigner(secret.Data[SigningKeyDataKey])
 	if err != nil {
-		return nil, fmt.Errorf("seal key in Secret %s: %w", ref, err)
+		return nil, fmt.Errorf("signing key in Secret %s: %w", ref, err)
 	}
 	return s, nil
 }

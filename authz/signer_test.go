@@ -31,9 +31,9 @@ func sealedDecision(t *testing.T, s *authz.Signer) *exagentv1.ApprovalDecision {
 	return d
 }
 
-func seals(t *testing.T) (*authz.Signer, *authz.Signer) {
+func signers(t *testing.T) (*authz.Signer, *authz.Signer) {
 	t.Helper()
-	seal, err := authz.NewSigner(bytes.Repeat([]byte{7}, 32))
+	signer, err := authz.NewSigner(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +41,11 @@ func seals(t *testing.T) (*authz.Signer, *authz.Signer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return seal, other
+	return signer, other
 }
 
-func TestSeal(t *testing.T) {
-	seal, other := seals(t)
+func TestDecisionSignature(t *testing.T) {
+	signer, other := signers(t)
 	run := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns", UID: runUID}}
 	cases := map[string]struct {
 		mut       func(*exagentv1.ApprovalDecision, *exagentv1.AgentRun)
@@ -57,8 +57,8 @@ func TestSeal(t *testing.T) {
 		"other metadata may change": {mut: func(d *exagentv1.ApprovalDecision, _ *exagentv1.AgentRun) {
 			d.Labels = map[string]string{"a": "b"}
 		}},
-		"no seal": {mut: func(d *exagentv1.ApprovalDecision, _ *exagentv1.AgentRun) {
-			delete(d.Annotations, authz.SealAnnotation)
+		"no signature": {mut: func(d *exagentv1.ApprovalDecision, _ *exagentv1.AgentRun) {
+			delete(d.Annotations, authz.SignatureAnnotation)
 		}, wantCheck: authz.CheckActor, wantMsg: "not admitted by the exagent admission webhook"},
 		"forged actor": {mut: func(d *exagentv1.ApprovalDecision, _ *exagentv1.AgentRun) {
 			d.Spec.Actor.Username = "mallory"
@@ -80,17 +80,17 @@ func TestSeal(t *testing.T) {
 			r.UID = "77aa-run-2"
 			d.Annotations[authz.RunUIDAnnotation] = "77aa-run-2"
 		}, wantCheck: authz.CheckActor, wantMsg: "does not match its spec"},
-		"a seal of an older manager": {mut: func(d *exagentv1.ApprovalDecision, _ *exagentv1.AgentRun) {
-			d.Annotations[authz.SealAnnotation] = "v1.abc"
+		"a signature of an older manager": {mut: func(d *exagentv1.ApprovalDecision, _ *exagentv1.AgentRun) {
+			d.Annotations[authz.SignatureAnnotation] = "v1.abc"
 		}, wantCheck: authz.CheckActor, wantMsg: "made by an older exagent manager"},
 		"another key": {mut: func(*exagentv1.ApprovalDecision, *exagentv1.AgentRun) {}, verifier: other, wantCheck: authz.CheckActor},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d := sealedDecision(t, seal)
+			d := sealedDecision(t, signer)
 			r := run.DeepCopy()
 			tc.mut(d, r)
-			v := seal
+			v := signer
 			if tc.verifier != nil {
 				v = tc.verifier
 			}
@@ -105,10 +105,10 @@ func TestSeal(t *testing.T) {
 	}
 }
 
-// TestRequesterSeal: spec.requestedBy counts only with the webhook's seal
+// TestRequesterSignature: spec.requestedBy counts only with the webhook's signature
 // over the run's namespace, name (or generateName) and spec.
-func TestRequesterSeal(t *testing.T) {
-	seal, other := seals(t)
+func TestRequesterSignature(t *testing.T) {
+	signer, other := signers(t)
 	newRun := func(name, generateName string) *exagentv1.AgentRun {
 		return &exagentv1.AgentRun{
 			ObjectMeta: metav1.ObjectMeta{Name: name, GenerateName: generateName, Namespace: "ns"},
@@ -117,7 +117,7 @@ func TestRequesterSeal(t *testing.T) {
 		}
 	}
 	stamped := func(r *exagentv1.AgentRun) *exagentv1.AgentRun {
-		if err := seal.SignRequester(r); err != nil {
+		if err := signer.SignRequester(r); err != nil {
 			t.Fatal(err)
 		}
 		return r
@@ -133,19 +133,19 @@ func TestRequesterSeal(t *testing.T) {
 			r.Name = "pay-x7k2q"
 			return r
 		}},
-		"no seal: created past the webhook": {run: func() *exagentv1.AgentRun { return newRun("r1", "") },
+		"no signature: created past the webhook": {run: func() *exagentv1.AgentRun { return newRun("r1", "") },
 			wantErr: "the run has no exagent.io/requester-seal annotation"},
 		"a forged requester": {run: func() *exagentv1.AgentRun {
 			r := stamped(newRun("r1", ""))
 			r.Spec.RequestedBy.Username = "alice"
 			return r
 		}, wantErr: "does not match its spec"},
-		"a seal copied onto a run that asks for something else": {run: func() *exagentv1.AgentRun {
+		"a signature copied onto a run that asks for something else": {run: func() *exagentv1.AgentRun {
 			r := stamped(newRun("r1", ""))
 			r.Spec.Input = "pay 4200"
 			return r
 		}, wantErr: "does not match its spec"},
-		"a seal copied onto another name": {run: func() *exagentv1.AgentRun {
+		"a signature copied onto another name": {run: func() *exagentv1.AgentRun {
 			r := stamped(newRun("r1", ""))
 			r.Name = "r2"
 			return r
@@ -154,7 +154,7 @@ func TestRequesterSeal(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			v := seal
+			v := signer
 			if tc.verifier != nil {
 				v = tc.verifier
 			}
@@ -172,23 +172,23 @@ func TestRequesterSeal(t *testing.T) {
 	}
 }
 
-// TestRunIdentities: without a seal ("none") spec.requestedBy is trusted as
+// TestRunIdentities: without a signature ("none") spec.requestedBy is trusted as
 // stored; with one, an unsealed requester is unknown.
 func TestRunIdentities(t *testing.T) {
-	seal, _ := seals(t)
+	signer, _ := signers(t)
 	run := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "ns"},
 		Spec: exagentv1.AgentRunSpec{RequestedBy: &exagentv1.Actor{Username: "dave"}}}
 	if ids := authz.RunIdentities(run, authz.WithManager("mgr", "")); ids.Namespace != "ns" || ids.RequesterUnverified != "" ||
 		!cmp.Equal(ids.Manager, []string{"mgr"}) {
-		t.Errorf("no seal: %+v", ids)
+		t.Errorf("no signature: %+v", ids)
 	}
-	if ids := authz.RunIdentities(run, authz.WithSigner(seal)); ids.RequesterUnverified == "" {
-		t.Errorf("with a seal, an unsealed requester must be unverified: %+v", ids)
+	if ids := authz.RunIdentities(run, authz.WithSigner(signer)); ids.RequesterUnverified == "" {
+		t.Errorf("with a signature, an unsealed requester must be unverified: %+v", ids)
 	}
-	if err := seal.SignRequester(run); err != nil {
+	if err := signer.SignRequester(run); err != nil {
 		t.Fatal(err)
 	}
-	if ids := authz.RunIdentities(run, authz.WithSigner(seal)); ids.RequesterUnverified != "" {
+	if ids := authz.RunIdentities(run, authz.WithSigner(signer)); ids.RequesterUnverified != "" {
 		t.Errorf("a sealed requester: %+v", ids)
 	}
 }

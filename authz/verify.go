@@ -16,7 +16,7 @@ type Option func(*options)
 
 type options struct {
 	extra   map[string]authenticationv1.ExtraValue
-	seal    *Signer
+	signer    *Signer
 	manager []string
 	reader  client.Reader
 }
@@ -37,13 +37,13 @@ func WithExtra(extra map[string]authenticationv1.ExtraValue) Option {
 }
 
 // WithSigner makes VerifyDecision reject a decision that does not carry its
-// seal from the admission webhook for this very run (see Signer): the defence
+// signature from the admission webhook for this very run (see Signer): the defence
 // against a webhook bypassed while clients write spec.actor themselves. It
 // also makes a run's spec.requestedBy count only when sealed, so that
-// forbidSelfApproval fails closed on a requester nobody stamped. A nil seal
+// forbidSelfApproval fails closed on a requester nobody stamped. A nil signer
 // is ignored: spec.actor and spec.requestedBy are then trusted as stored.
 func WithSigner(s *Signer) Option {
-	return func(o *options) { o.seal = s }
+	return func(o *options) { o.signer = s }
 }
 
 // WithManager names the manager's own identity (its username): it never
@@ -60,14 +60,14 @@ func WithManager(usernames ...string) Option {
 
 // RunIdentities is what "who may decide" knows of run beyond its Agent's
 // policy: its namespace (which names its own ServiceAccount), the manager's
-// identity (WithManager) and, with a seal (WithSigner), whether
-// spec.requestedBy carries the admission webhook's seal. The engine's
+// identity (WithManager) and, with a signer (WithSigner), whether
+// spec.requestedBy carries the admission webhook's signature. The engine's
 // Authorize takes it (loop.DecisionCmd.Identities).
 func RunIdentities(run *exagentv1.AgentRun, opts ...Option) loop.Identities {
 	o := collect(opts)
 	ids := loop.Identities{Namespace: run.Namespace, Manager: o.manager}
-	if o.seal != nil {
-		if err := o.seal.VerifyRequester(run); err != nil {
+	if o.signer != nil {
+		if err := o.signer.VerifyRequester(run); err != nil {
 			ids.RequesterUnverified = err.Error()
 		}
 	}
@@ -75,7 +75,7 @@ func RunIdentities(run *exagentv1.AgentRun, opts ...Option) loop.Identities {
 }
 
 // VerifyDecision decides whether d's stamped actor may decide on run:
-// the seal (WithSigner) for this run, a SubjectAccessReview for verb approve
+// the signature (WithSigner) for this run, a SubjectAccessReview for verb approve
 // (Approve, Deny, Cancel) or resolve (Resolve) on agents/approval named
 // after run.spec.agentRef.name in the run's namespace, then the identities
 // that never decide (the run's own ServiceAccount, the manager — see
@@ -98,8 +98,8 @@ func VerifyDecision(ctx context.Context, c client.Client, d *exagentv1.ApprovalD
 		return denied(CheckActor, fmt.Sprintf("the decision names run %s/%s, not %s/%s",
 			d.Namespace, d.Spec.RunRef.Name, run.Namespace, run.Name))
 	}
-	if o.seal != nil {
-		if err := o.seal.Verify(d, run); err != nil {
+	if o.signer != nil {
+		if err := o.signer.Verify(d, run); err != nil {
 			return err
 		}
 	}

@@ -125,15 +125,15 @@ func TestNeverDeciders(t *testing.T) {
 	h.waitPhase("own", exagentv1.PhaseSucceeded)
 }
 
-// TestRequesterSeal: with the decision seal configured, forbidSelfApproval
+// TestRequesterSignature: with the decision signing key configured, forbidSelfApproval
 // trusts spec.requestedBy only when the admission webhook sealed it. A run
 // stored past a bypassed webhook naming someone else as its requester has
 // an unknown requester: nobody decides on it. A sealed run works as
-// always; without a seal ("none") spec.requestedBy is trusted as stored.
-func TestRequesterSeal(t *testing.T) {
+// always; without a signature ("none") spec.requestedBy is trusted as stored.
+func TestRequesterSignature(t *testing.T) {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	seal, err := authz.NewSigner(key)
+	signer, err := authz.NewSigner(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,13 +143,13 @@ func TestRequesterSeal(t *testing.T) {
 	ctx := context.Background()
 
 	// newRun creates, as the admin and past any webhook, a run "requested
-	// by" bob; sealed says whether the webhook's seal is on it.
+	// by" bob; sealed says whether the webhook's signature is on it.
 	newRun := func(h *harness, name string, sealed bool) {
 		r := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
 			Spec: exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: "refunds"}, Input: "please do it",
 				RequestedBy: &exagentv1.Actor{Username: "bob", Groups: []string{"system:authenticated"}}}}
 		if sealed {
-			if err := seal.SignRequester(r); err != nil {
+			if err := signer.SignRequester(r); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -166,7 +166,7 @@ func TestRequesterSeal(t *testing.T) {
 			Spec: exagentv1.ApprovalDecisionSpec{RunRef: exagentv1.LocalObjectReference{Name: run.Name}, Decision: exagentv1.DecisionApprove,
 				ApprovalID: a.ID, PayloadHash: a.PayloadHash, Revision: a.Revision, Actor: &actor, OperationID: run.Name + "-" + name},
 		}
-		if err := seal.Sign(d, run.UID); err != nil {
+		if err := signer.Sign(d, run.UID); err != nil {
 			t.Fatal(err)
 		}
 		if err := users[alice].client.Create(ctx, d); err != nil {
@@ -180,12 +180,12 @@ func TestRequesterSeal(t *testing.T) {
 		h.createAgent("refunds", agent)
 		newRun(h, "forged", false)
 		newRun(h, "stamped", true)
-		h.startManager(controllers.Options{Signer: seal})
+		h.startManager(controllers.Options{Signer: signer})
 
 		forged := h.waitPhase("forged", exagentv1.PhaseAwaitingApproval)
 		d := decideSealed(h, forged, "alice")
 		if d.Status.Phase != exagentv1.DecisionRejected || !strings.Contains(d.Status.Message, "forbidSelfApproval: the run's requester is unknown") ||
-			!strings.Contains(d.Status.Message, authz.RequesterSealAnnotation) {
+			!strings.Contains(d.Status.Message, authz.RequesterSignatureAnnotation) {
 			t.Errorf("decision on a run with an unsealed requester = %s (%s), want Rejected: requester unknown", d.Status.Phase, d.Status.Message)
 		}
 		stamped := h.waitPhase("stamped", exagentv1.PhaseAwaitingApproval)
@@ -194,14 +194,14 @@ func TestRequesterSeal(t *testing.T) {
 		}
 		h.waitPhase("stamped", exagentv1.PhaseSucceeded)
 	})
-	t.Run("no seal configured", func(t *testing.T) {
+	t.Run("no signature configured", func(t *testing.T) {
 		h := newHarness(t)
 		h.createAgent("refunds", agent)
 		newRun(h, "plain", false)
 		h.startManager(controllers.Options{})
 		plain := h.waitPhase("plain", exagentv1.PhaseAwaitingApproval)
 		if d := h.waitDecision(h.approve(plain, "alice").Name); d.Status.Phase != exagentv1.DecisionApplied {
-			t.Errorf("without a seal, spec.requestedBy is trusted as stored: %s (%s)", d.Status.Phase, d.Status.Message)
+			t.Errorf("without a signature, spec.requestedBy is trusted as stored: %s (%s)", d.Status.Phase, d.Status.Message)
 		}
 	})
 }

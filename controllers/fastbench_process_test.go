@@ -209,7 +209,7 @@ func startManagerProcess(b *testing.B) *managerProcess {
 }
 
 // childEnv is this process's environment without what would change the
-// manager's defaults: another cluster, a decision seal, traces.
+// manager's defaults: another cluster, a decision signing key, traces.
 func childEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {

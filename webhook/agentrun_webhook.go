@@ -22,7 +22,7 @@ import (
 
 // AgentRunWebhook stamps spec.requestedBy and validates AgentRuns.
 type AgentRunWebhook struct {
-	// Signer, when set, seals the stamped spec.requestedBy (with the rest of
+	// Signer, when set, signs the stamped spec.requestedBy (with the rest of
 	// the spec), so that the controller can tell a requester admission
 	// stamped from one a client wrote past a bypassed webhook.
 	Signer *authz.Signer
@@ -80,7 +80,7 @@ func (w *AgentRunWebhook) Default(ctx context.Context, run *exagentv1.AgentRun) 
 	}
 	run.Spec.RequestedBy = &stamped
 	if w.Signer != nil {
-		// Last: the seal covers the spec as it will be stored.
+		// Last: the signature covers the spec as it will be stored.
 		return w.Signer.SignRequester(run)
 	}
 	return nil
@@ -88,7 +88,7 @@ func (w *AgentRunWebhook) Default(ctx context.Context, run *exagentv1.AgentRun) 
 
 // ValidateCreate validates the run, that requestedBy is the creating user
 // and that the creator may have the run act as its ServiceAccount
-// (checkServiceAccount). A requester seal that no longer matches (another mutating webhook
+// (checkServiceAccount). A requester signature that no longer matches (another mutating webhook
 // changed the spec after ours) is only a warning: the run works, but
 // forbidSelfApproval will refuse every decider on it.
 func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.AgentRun) (admission.Warnings, error) {

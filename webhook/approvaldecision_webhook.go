@@ -34,7 +34,7 @@ type ApprovalDecisionWebhook struct {
 	Reader client.Reader
 	// Client creates SubjectAccessReviews.
 	Client client.Client
-	// Signer, when set, seals admitted decisions (for the run they name) and
+	// Signer, when set, signs admitted decisions (for the run they name) and
 	// is verified on create.
 	Signer *authz.Signer
 	// Manager is the manager's own identity: it never decides.
@@ -52,7 +52,7 @@ var (
 // Default stamps spec.actor from the authenticated user, defaults
 // spec.operationID to the object's name (or, with metadata.generateName,
 // where admission runs before the name exists, to one derived from the
-// admission request's UID) and, with a Signer, seals the result for the run
+// admission request's UID) and, with a Signer, signs the result for the run
 // it names as it exists now (its UID): a decision never carries over to a
 // run deleted and re-created under the same name.
 // A client-written actor that differs is refused here, before anything else
@@ -82,9 +82,9 @@ func (w *ApprovalDecisionWebhook) Default(ctx context.Context, d *exagentv1.Appr
 	// (spec.runRef.name not found), and no run has an empty UID.
 	run := &exagentv1.AgentRun{}
 	if err := w.Reader.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Spec.RunRef.Name}, run); err != nil && !apierrors.IsNotFound(err) {
-		return apierrors.NewInternalError(fmt.Errorf("reading AgentRun %s/%s to seal the decision: %w", d.Namespace, d.Spec.RunRef.Name, err))
+		return apierrors.NewInternalError(fmt.Errorf("reading AgentRun %s/%s to sign the decision: %w", d.Namespace, d.Spec.RunRef.Name, err))
 	}
-	// Last: the seal covers the spec as it will be stored.
+	// Last: the signature covers the spec as it will be stored.
 	return w.Signer.Sign(d, run.UID)
 }
 

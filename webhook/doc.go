@@ -7,7 +7,7 @@
 // What is checked where:
 //   - ApprovalDecision: mutating stamps spec.actor from the authenticated
 //     user, defaults spec.operationID to the object's name and, with
-//     WithSigner, seals the decision (authz.Signer); validating
+//     WithSigner, signs the decision (authz.Signer); validating
 //     re-checks the actor, the target (run and approval exist and are
 //     pending, or the call is Uncertain for Resolve) and who may decide.
 //     Spec updates are denied; deletes are not intercepted (the receipt

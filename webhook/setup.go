@@ -16,19 +16,19 @@ import (
 type Option func(*settings)
 
 type settings struct {
-	seal       *authz.Signer
+	signer       *authz.Signer
 	manager    string
 	namespaces served.Namespaces
 }
 
-// WithSigner makes the mutating webhooks seal what they stamp (see
+// WithSigner makes the mutating webhooks sign what they stamp (see
 // authz.Signer): every admitted decision, for the run it names, and every
 // created run's spec.requestedBy. Pass the same Signer to the controller
 // (authz.WithSigner) so that a decision that did not go through this webhook
 // is rejected even if its spec.actor names a real approver, and so that
 // forbidSelfApproval refuses a requester nobody stamped.
 func WithSigner(s *authz.Signer) Option {
-	return func(o *settings) { o.seal = s }
+	return func(o *settings) { o.signer = s }
 }
 
 // WithManagerIdentity names the manager's own identity (its username),
@@ -67,14 +67,14 @@ func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
 		}
 		o.manager = self
 	}
-	decisions := &ApprovalDecisionWebhook{Reader: mgr.GetAPIReader(), Client: mgr.GetClient(), Signer: o.seal, Manager: o.manager, Namespaces: o.namespaces}
+	decisions := &ApprovalDecisionWebhook{Reader: mgr.GetAPIReader(), Client: mgr.GetClient(), Signer: o.signer, Manager: o.manager, Namespaces: o.namespaces}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.ApprovalDecision{}).
 		WithDefaulter(decisions).
 		WithValidator(decisions).
 		Complete(); err != nil {
 		return fmt.Errorf("registering ApprovalDecision webhooks: %w", err)
 	}
-	runs := &AgentRunWebhook{Signer: o.seal, Manager: o.manager, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespaces: o.namespaces}
+	runs := &AgentRunWebhook{Signer: o.signer, Manager: o.manager, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespaces: o.namespaces}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentRun{}).
 		WithDefaulter(runs).
 		WithValidator(runs).

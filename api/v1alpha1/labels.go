@@ -21,19 +21,22 @@ const (
 )
 
 // Annotations the admission webhook sets (and overwrites whatever a
-// client sent under these keys).
+// client sent under these keys). The two signature annotations keep the
+// names they were first stored under ("-seal"): decisions and runs admitted
+// by an older manager still verify. In the code "seal" means only the
+// transcript's move into segments.
 const (
-	// AnnotationActorSeal carries the webhook's seal of a decision's
+	// AnnotationActorSignature carries the webhook's signature of a decision's
 	// actor (authz.Signer).
-	AnnotationActorSeal = "exagent.io/actor-seal"
+	AnnotationActorSignature = "exagent.io/actor-seal"
 	// AnnotationBoundRunUID records, on an admitted decision, the UID of
-	// the run it was admitted for. The seal covers that UID; the
+	// the run it was admitted for. The signature covers that UID; the
 	// annotation only lets a refusal say which run it was. (Before
 	// v0.1.0 it was exagent.io/run-uid, the segments' label key.)
 	AnnotationBoundRunUID = "exagent.io/bound-run-uid"
-	// AnnotationRequesterSeal carries the webhook's seal of a run's
+	// AnnotationRequesterSignature carries the webhook's signature of a run's
 	// spec.requestedBy (authz.Signer.SignRequester).
-	AnnotationRequesterSeal = "exagent.io/requester-seal"
+	AnnotationRequesterSignature = "exagent.io/requester-seal"
 	// AnnotationAdmittedBy is stamped on every AgentRun the webhook admits:
 	// the username of the manager whose webhook admitted it. A
 	// namespace-scoped install's webhooks are called only in the namespaces

@@ -60,7 +60,7 @@ type flags struct {
 	webhookHost             string
 	webhookPort             int
 	webhookCertDir          string
-	sealSecret              string
+	signingSecret              string
 	egressAllowCIDRs        string
 	egressDenyCIDRs         string
 	clusterPodCIDRs         string
@@ -96,8 +96,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 		"limits.maxTranscriptBytes (default 8 MiB); between 1 MiB and 64 MiB (docs/operating.md, The etcd budget).")
 	fs.DurationVar(&f.opts.ModelTimeout, "model-timeout", 2*time.Minute, "Timeout of one model request.")
 	fs.StringVar(&f.opts.Holder, "holder-identity", "", "Identity of this process in run claims (default: hostname plus a random suffix; must be unique per process).")
-	fs.StringVar(&f.sealSecret, "decision-seal-secret", "", "namespace/name of the Secret holding the key that seals admitted decisions "+
-		"(created when missing); default POD_NAMESPACE/"+authz.DefaultSealSecretName+" when POD_NAMESPACE is set, otherwise no seal; \"none\" disables it.")
+	fs.StringVar(&f.signingSecret, "decision-signing-secret", "", "namespace/name of the Secret holding the key that signs admitted decisions and requesters "+
+		"(created when missing); default POD_NAMESPACE/"+authz.DefaultSigningSecretName+" when POD_NAMESPACE is set, otherwise none; \"none\" disables signing.")
+	fs.StringVar(&f.signingSecret, "decision-seal-secret", "", "Deprecated: the former name of --decision-signing-secret.")
 	fs.BoolVar(&f.opts.ReleaseOnStop, "release-on-stop", true, "On SIGTERM, hand back owned runs with no tool call left in flight (after the drain) so another replica claims them at once.")
 	fs.DurationVar(&f.opts.DrainTimeout, "drain-timeout", 20*time.Second, "On SIGTERM, how long model and tool calls already running go on; "+
 		"with --release-on-stop their results are committed and the runs handed back (0: cancel them at once).")
@@ -333,7 +334,7 @@ func run() error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	seal, err := loadSeal(ctx, mgr, f.sealSecret)
+	signer, err := loadSigner(ctx, mgr, f.signingSecret)
 	if err != nil {
 		return err
 	}
@@ -384,7 +385,7 @@ func run() error {
 		"ownPorts", egressCfg.OwnPorts, "namespaceConfig", f.egressNamespaceConfig)
 	o := f.opts
 	o.Egress, o.EgressAllowLists = policy, allowLists
-	o.Tracer, o.Signer, o.ManagerIdentity = tracer, seal, self
+	o.Tracer, o.Signer, o.ManagerIdentity = tracer, signer, self
 	o.Holder, o.Hooks, o.RunMetrics = holder, hooks, true
 	o.DefaultTTLAfterFinished = time.Duration(f.defaultTTLSeconds) * time.Second
 	c, err := controllers.Setup(ctx, mgr, o)
@@ -393,8 +394,8 @@ func run() error {
 	}
 	if f.enableWebhooks {
 		wopts := []exagentwebhook.Option{exagentwebhook.WithManagerIdentity(self), exagentwebhook.WithNamespaces(f.opts.Namespaces)}
-		if seal != nil {
-			wopts = append(wopts, exagentwebhook.WithSigner(seal))
+		if signer != nil {
+			wopts = append(wopts, exagentwebhook.WithSigner(signer))
 		}
 		if err := exagentwebhook.SetupWithManager(mgr, wopts...); err != nil {
 			return fmt.Errorf("webhooks: %w", err)
@@ -418,14 +419,14 @@ func run() error {
 	return nil
 }
 
-// loadSeal reads (or creates) the decision seal key. Every replica uses the
-// same Secret, so a decision sealed by one replica's webhook verifies in
+// loadSigner reads (or creates) the decision signing key. Every replica uses the
+// same Secret, so a decision signing keyed by one replica's webhook verifies in
 // another's controller.
-func loadSeal(ctx context.Context, mgr ctrl.Manager, flagValue string) (*authz.Signer, error) {
+func loadSigner(ctx context.Context, mgr ctrl.Manager, flagValue string) (*authz.Signer, error) {
 	ref := flagValue
 	if ref == "" {
 		if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
-			ref = ns + "/" + authz.DefaultSealSecretName
+			ref = ns + "/" + authz.DefaultSigningSecretName
 		}
 	}
 	if ref == "" || ref == "none" {
@@ -434,11 +435,11 @@ func loadSeal(ctx context.Context, mgr ctrl.Manager, flagValue string) (*authz.S
 	}
 	ns, name, ok := strings.Cut(ref, "/")
 	if !ok || ns == "" || name == "" {
-		return nil, fmt.Errorf("--decision-seal-secret %q: want namespace/name", ref)
+		return nil, fmt.Errorf("--decision-signing-secret %q: want namespace/name", ref)
 	}
-	seal, err := authz.LoadSigner(ctx, mgr.GetAPIReader(), mgr.GetClient(), types.NamespacedName{Namespace: ns, Name: name})
+	signer, err := authz.LoadSigner(ctx, mgr.GetAPIReader(), mgr.GetClient(), types.NamespacedName{Namespace: ns, Name: name})
 	if err != nil {
-		return nil, fmt.Errorf("decision seal: %w", err)
+		return nil, fmt.Errorf("decision signing key: %w", err)
 	}
-	return seal, nil
+	return signer, nil
 }

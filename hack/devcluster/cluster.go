@@ -135,7 +135,7 @@ func (c *cluster) install(ctx context.Context, cfg *rest.Config, o options) erro
 		return err
 	}
 	// The manager's namespace, as on a real cluster: the manager keeps the
-	// Secret with its decision-seal key there (--decision-seal-secret).
+	// Secret with its decision signing key there (--decision-signing-secret).
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.ManagerNamespace}}
 	if err := cl.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", o.ManagerNamespace, err)

@@ -74,7 +74,7 @@ func run() error {
 	flag.Var(&users, "user", "Provision a client-certificate user: NAME[:GROUP,…], repeatable; writes DIR/NAME.kubeconfig.")
 	flag.StringVar(&opts.WebhookHost, "webhook-host", "127.0.0.1", "Host the manager serves the admission webhooks on.")
 	flag.IntVar(&opts.WebhookPort, "webhook-port", 9443, "Port the manager serves the admission webhooks on (the manager's --webhook-port).")
-	flag.StringVar(&opts.ManagerNamespace, "manager-namespace", "exagent-system", "Namespace created for the manager's own objects (its decision-seal Secret).")
+	flag.StringVar(&opts.ManagerNamespace, "manager-namespace", "exagent-system", "Namespace created for the manager's own objects (its decision-signing Secret).")
 	flag.StringVar(&opts.DataDir, "data-dir", "", "Keep etcd's data, the apiserver's address and certificates, the client CA and the webhook serving pair in this folder: "+
 		"started again on it, the control plane serves the same objects to the same kubeconfigs and webhook (default: nothing is kept).")
 	flag.StringVar(&opts.Root, "root", "", "Repository root holding config/ (default: found from the working directory).")

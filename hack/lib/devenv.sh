@@ -60,7 +60,7 @@ start_manager() {
   "$BIN/manager" --kubeconfig "$dir/kubeconfig" \
     --webhook-cert-dir "$dir/webhook" --webhook-port "$WEBHOOK_PORT" \
     --metrics-bind-address 0 --health-probe-bind-address 0 \
-    --decision-seal-secret exagent-system/exagent-decision-seal \
+    --decision-signing-secret exagent-system/exagent-decision-seal \
     --egress-allow-cidrs 127.0.0.1/32 \
     >>"$dir/logs/manager.log" 2>&1 &
   MANAGER_PID=$!

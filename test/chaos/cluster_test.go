@@ -36,8 +36,8 @@ const (
 
 var clusterUsers = []string{alice, bob, carol + ":resolvers"}
 
-// sealSecret is the decision-seal Secret every manager and webhook shares.
-var sealSecret = types.NamespacedName{Namespace: "exagent-system", Name: authz.DefaultSealSecretName}
+// signingSecret is the decision-signing Secret every manager and webhook shares.
+var signingSecret = types.NamespacedName{Namespace: "exagent-system", Name: authz.DefaultSigningSecretName}
 
 // cluster is one hack/devcluster process: kube-apiserver and etcd.
 type cluster struct {
@@ -153,12 +153,12 @@ func (c *cluster) serveWebhooks() error {
 		return fmt.Errorf("webhook server: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	seal, err := authz.LoadSigner(ctx, mgr.GetAPIReader(), mgr.GetClient(), sealSecret)
+	signer, err := authz.LoadSigner(ctx, mgr.GetAPIReader(), mgr.GetClient(), signingSecret)
 	if err != nil {
 		cancel()
-		return fmt.Errorf("decision seal: %w", err)
+		return fmt.Errorf("decision signing key: %w", err)
 	}
-	if err := exagentwebhook.SetupWithManager(mgr, exagentwebhook.WithSigner(seal)); err != nil {
+	if err := exagentwebhook.SetupWithManager(mgr, exagentwebhook.WithSigner(signer)); err != nil {
 		cancel()
 		return err
 	}
@@ -194,7 +194,7 @@ func (c *cluster) startManager(o managerOpts) (*process, error) {
 	args := []string{
 		"--kubeconfig", filepath.Join(c.dir, "kubeconfig"),
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-		"--decision-seal-secret", sealSecret.String(),
+		"--decision-signing-secret", signingSecret.String(),
 		"--holder-identity", fmt.Sprintf("%s-%d", o.name, c.managers),
 		// The suite's tool and model servers are on 127.0.0.1, which the
 		// egress policy denies by default.

@@ -121,7 +121,7 @@ func NewFaultInjector(seed uint64, rate float64) *FaultInjector {
 	return &FaultInjector{Rate: rate, Delay: 300 * time.Millisecond, rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
 }
 
-// Arm starts the faults (setup — discovery, the seal key — goes through clean).
+// Arm starts the faults (setup — discovery, the signing key — goes through clean).
 func (f *FaultInjector) Arm() { f.armed.Store(true) }
 
 // Wrap is the rest.Config wrapper.

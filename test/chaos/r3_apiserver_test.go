@@ -66,10 +66,10 @@ func testApiserverFaults(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// The seal key is read past the faults: it is setup, not the protocol.
+	// The signing key is read past the faults: it is setup, not the protocol.
 	clean, _ := ctrl.NewManager(rest.CopyConfig(cl.admin), ctrl.Options{Scheme: testenv.Scheme(),
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
-	seal, err := authz.LoadSigner(ctx, clean.GetAPIReader(), clean.GetClient(), sealSecret)
+	seal, err := authz.LoadSigner(ctx, clean.GetAPIReader(), clean.GetClient(), signingSecret)
 	if err != nil {
 		t.Fatal(err)
 	}

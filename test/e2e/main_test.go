@@ -155,7 +155,7 @@ func (st *suite) startManager() error {
 		"--health-probe-bind-address", "0",
 		// As in a pod (POD_NAMESPACE): admitted decisions are sealed, and
 		// the controller rejects a decision that skipped the webhook.
-		"--decision-seal-secret", "exagent-system/exagent-decision-seal",
+		"--decision-signing-secret", "exagent-system/exagent-decision-seal",
 		// The tests' tool and model servers are on 127.0.0.1, which the
 		// egress policy denies by default.
 		"--egress-allow-cidrs", "127.0.0.1/32",

@@ -387,7 +387,7 @@ func (c *nsCluster) managerArgs(objs []*unstructured.Unstructured, watch string)
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", "0",
 		"--leader-elect", "--leader-election-namespace", managerNamespace,
-		"--decision-seal-secret", managerNamespace + "/exagent-decision-seal",
+		"--decision-signing-secret", managerNamespace + "/exagent-decision-seal",
 		// The tests' tool endpoint and sink are on 127.0.0.1.
 		"--egress-allow-cidrs", "127.0.0.1/32",
 	}

@@ -300,7 +300,7 @@ func checkManagerDeployment(t *testing.T, o *unstructured.Unstructured) {
 		podNamespace = podNamespace || (e.Name == "POD_NAMESPACE" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace")
 	}
 	if !podNamespace {
-		t.Error("the manager needs POD_NAMESPACE from the downward API (decision seal Secret)")
+		t.Error("the manager needs POD_NAMESPACE from the downward API (decision signing Secret)")
 	}
 	if c.LivenessProbe == nil || c.ReadinessProbe == nil {
 		t.Error("the manager needs liveness and readiness probes")

@@ -78,7 +78,7 @@ func TestWebhookBypassed(t *testing.T) {
 	if err := as(t, "alice").Create(t.Context(), admitted); err != nil {
 		t.Fatal(err)
 	}
-	admittedSeal := get(t, s.ns, admitted.Name, &exagentv1.ApprovalDecision{}).Annotations[authz.SealAnnotation]
+	admittedSeal := get(t, s.ns, admitted.Name, &exagentv1.ApprovalDecision{}).Annotations[authz.SignatureAnnotation]
 
 	bob := as(t, "bob") // may create decisions; lacks "approve"
 	probe := func() error {
@@ -90,7 +90,7 @@ func TestWebhookBypassed(t *testing.T) {
 	alice := &exagentv1.Actor{Username: "alice", Groups: []string{"payments-approvers", "system:authenticated"}}
 	cases := map[string]struct {
 		actor *exagentv1.Actor
-		seal  string
+		sig   string
 		// wantRBAC: the re-check without a seal; wantSealed: with it.
 		wantRBAC, wantSealed authz.Check
 	}{
@@ -102,7 +102,7 @@ func TestWebhookBypassed(t *testing.T) {
 		// The reason for the seal: RBAC is asked about alice, who may.
 		"bob names alice": {actor: alice, wantRBAC: "", wantSealed: authz.CheckActor},
 		"bob names alice and copies her seal": {
-			actor: alice, seal: admittedSeal, wantRBAC: "", wantSealed: authz.CheckActor,
+			actor: alice, sig: admittedSeal, wantRBAC: "", wantSealed: authz.CheckActor,
 		},
 	}
 	paid := get(t, s.ns, runPayments, &exagentv1.AgentRun{})
@@ -113,8 +113,8 @@ func TestWebhookBypassed(t *testing.T) {
 			i++
 			d := approve(s.ns, fmt.Sprintf("bob-%d", i), runPayments)
 			d.Spec.Actor = tc.actor
-			if tc.seal != "" {
-				d.Annotations = map[string]string{authz.SealAnnotation: tc.seal}
+			if tc.sig != "" {
+				d.Annotations = map[string]string{authz.SignatureAnnotation: tc.sig}
 			}
 			if err := bob.Create(t.Context(), d); err != nil {
 				t.Fatalf("with the webhooks gone the apiserver should store it: %v", err)
@@ -124,7 +124,7 @@ func TestWebhookBypassed(t *testing.T) {
 			if diff := cmp.Diff(tc.wantRBAC, authz.DeniedCheck(err)); diff != "" {
 				t.Errorf("re-check without the seal (-want +got):\n%s\nerror: %v", diff, err)
 			}
-			err = authz.VerifyDecision(t.Context(), admin, stored, paid, agent, authz.WithSigner(seal))
+			err = authz.VerifyDecision(t.Context(), admin, stored, paid, agent, authz.WithSigner(signer))
 			if diff := cmp.Diff(tc.wantSealed, authz.DeniedCheck(err)); diff != "" {
 				t.Errorf("re-check with the seal (-want +got):\n%s\nerror: %v", diff, err)
 			}
@@ -132,7 +132,7 @@ func TestWebhookBypassed(t *testing.T) {
 	}
 	t.Run("a decision admitted before the bypass", func(t *testing.T) {
 		stored := get(t, s.ns, admitted.Name, &exagentv1.ApprovalDecision{})
-		if err := authz.VerifyDecision(t.Context(), admin, stored, paid, agent, authz.WithSigner(seal)); err != nil {
+		if err := authz.VerifyDecision(t.Context(), admin, stored, paid, agent, authz.WithSigner(signer)); err != nil {
 			t.Errorf("re-check: %v", err)
 		}
 	})

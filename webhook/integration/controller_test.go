@@ -17,15 +17,15 @@ import (
 	"github.com/exagent-io/exagent/controllers"
 )
 
-// sealedVerifier is the controller's re-check as the manager should wire
+// signedVerifier is the controller's re-check as the manager should wire
 // it: authz.VerifyDecision with the manager's seal.
-type sealedVerifier struct {
+type signedVerifier struct {
 	client client.Client
-	seal   *authz.Signer
+	signer *authz.Signer
 }
 
-func (v sealedVerifier) Verify(ctx context.Context, d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun, agent *exagentv1.Agent) error {
-	return authz.VerifyDecision(ctx, v.client, d, run, agent, authz.WithSigner(v.seal))
+func (v signedVerifier) Verify(ctx context.Context, d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun, agent *exagentv1.Agent) error {
+	return authz.VerifyDecision(ctx, v.client, d, run, agent, authz.WithSigner(v.signer))
 }
 
 // startDecisionController runs the ApprovalDecision controller — only it:
@@ -46,7 +46,7 @@ func startDecisionController(t *testing.T, ns string) {
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Store:     controllers.NewStore(mgr.GetClient(), mgr.GetAPIReader()),
-		Verifier:  sealedVerifier{client: mgr.GetClient(), seal: seal},
+		Verifier:  signedVerifier{client: mgr.GetClient(), signer: signer},
 		Name:      "approvaldecision-" + ns,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {

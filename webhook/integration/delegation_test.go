@@ -57,7 +57,7 @@ func TestChildRunAdmission(t *testing.T) {
 	if child.Spec.RequestedBy == nil || child.Spec.RequestedBy.Username != "dave" {
 		t.Errorf("child requestedBy = %+v, want the root's (dave)", child.Spec.RequestedBy)
 	}
-	if err := seal.VerifyRequester(child); err != nil {
+	if err := signer.VerifyRequester(child); err != nil {
 		t.Errorf("the child's requester is not sealed: %v", err)
 	}
 

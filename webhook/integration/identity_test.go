@@ -109,10 +109,10 @@ func TestRequesterSealAdmission(t *testing.T) {
 	s := newScenario(t)
 	dave := as(t, "dave")
 	stamped := get(t, s.ns, runPayments, &exagentv1.AgentRun{})
-	if stamped.Annotations[authz.RequesterSealAnnotation] == "" {
-		t.Fatalf("a run created through the webhook has no %s annotation", authz.RequesterSealAnnotation)
+	if stamped.Annotations[authz.RequesterSignatureAnnotation] == "" {
+		t.Fatalf("a run created through the webhook has no %s annotation", authz.RequesterSignatureAnnotation)
 	}
-	if err := seal.VerifyRequester(stamped); err != nil {
+	if err := signer.VerifyRequester(stamped); err != nil {
 		t.Errorf("the webhook's requester seal does not verify: %v", err)
 	}
 	generated := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{GenerateName: "pay-", Namespace: s.ns},
@@ -120,7 +120,7 @@ func TestRequesterSealAdmission(t *testing.T) {
 	if err := dave.Create(t.Context(), generated); err != nil {
 		t.Fatal(err)
 	}
-	if err := seal.VerifyRequester(get(t, s.ns, generated.Name, &exagentv1.AgentRun{})); err != nil {
+	if err := signer.VerifyRequester(get(t, s.ns, generated.Name, &exagentv1.AgentRun{})); err != nil {
 		t.Errorf("a run created with generateName: %v", err)
 	}
 
@@ -147,7 +147,7 @@ func TestRequesterSealAdmission(t *testing.T) {
 
 	err := dave.Create(t.Context(), approve(s.ns, "dave-approves-forged", "forged"))
 	if err == nil || !strings.Contains(err.Error(), "forbidSelfApproval: the run's requester is unknown") ||
-		!strings.Contains(err.Error(), "no "+authz.RequesterSealAnnotation+" annotation") {
+		!strings.Contains(err.Error(), "no "+authz.RequesterSignatureAnnotation+" annotation") {
 		t.Fatalf("dave approving the run he created under erin's name: got %v, want refused (requester unknown)", err)
 	}
 	paid := get(t, s.ns, "forged", &exagentv1.AgentRun{})
@@ -181,7 +181,7 @@ func TestDecisionSealBindsTheRun(t *testing.T) {
 	})
 	second := createPausedRun(t, as(t, "dave"), s.ns, runPayments, "payments", false)
 	agent := get(t, s.ns, "payments", &exagentv1.Agent{})
-	err := authz.VerifyDecision(t.Context(), admin, stored, second, agent, authz.WithSigner(seal))
+	err := authz.VerifyDecision(t.Context(), admin, stored, second, agent, authz.WithSigner(signer))
 	if authz.DeniedCheck(err) != authz.CheckActor || !strings.Contains(err.Error(), "admitted for an earlier run") {
 		t.Fatalf("re-check on the re-created run: %v, want the decision refused", err)
 	}

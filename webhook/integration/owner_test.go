@@ -25,7 +25,7 @@ func ownedBy(d *exagentv1.ApprovalDecision, name string, uid types.UID) bool {
 // decision controller gives each decision an ownerReference to its run (a
 // cluster's garbage collector then deletes it with the run): a metadata
 // patch the validating webhook lets through, while the spec stays
-// immutable. A decision sealed for an earlier run of the same name is
+// immutable. A decision signed for an earlier run of the same name is
 // owned by that run, never by the one that holds the name now.
 func TestDecisionGetsItsRunAsOwner(t *testing.T) {
 	s := newScenario(t)

@@ -34,8 +34,8 @@ import (
 var (
 	env   *testenv.Env
 	admin client.Client
-	// seal is the manager's decision seal, loaded as cmd/manager does.
-	seal *authz.Signer
+	// signature is the manager's decision signer, loaded as cmd/manager does.
+	signer *authz.Signer
 )
 
 const managerNamespace = "exagent-system"
@@ -96,9 +96,9 @@ func setup(ctx context.Context) error {
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}); err != nil {
 		return fmt.Errorf("creating the manager's namespace: %w", err)
 	}
-	sealRef := types.NamespacedName{Namespace: managerNamespace, Name: authz.DefaultSealSecretName}
+	signingRef := types.NamespacedName{Namespace: managerNamespace, Name: authz.DefaultSigningSecretName}
 	var err error
-	if seal, err = authz.LoadSigner(ctx, admin, admin, sealRef); err != nil {
+	if signer, err = authz.LoadSigner(ctx, admin, admin, signingRef); err != nil {
 		return err
 	}
 
@@ -114,7 +114,7 @@ func setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	if err := webhook.SetupWithManager(mgr, webhook.WithSigner(seal)); err != nil {
+	if err := webhook.SetupWithManager(mgr, webhook.WithSigner(signer)); err != nil {
 		return err
 	}
 	go func() {

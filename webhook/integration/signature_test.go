@@ -10,10 +10,10 @@ import (
 )
 
 // TestLoadSigner: every replica loads the same key — the first one creates
-// the Secret, the others read it — so a decision sealed by one replica's
+// the Secret, the others read it — so a decision signing keyed by one replica's
 // webhook verifies in another replica's controller.
 func TestLoadSigner(t *testing.T) {
-	ref := types.NamespacedName{Namespace: managerNamespace, Name: authz.DefaultSealSecretName}
+	ref := types.NamespacedName{Namespace: managerNamespace, Name: authz.DefaultSigningSecretName}
 	again, err := authz.LoadSigner(t.Context(), admin, admin, ref)
 	if err != nil {
 		t.Fatal(err)
@@ -24,21 +24,21 @@ func TestLoadSigner(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := get(t, s.ns, d.Name, &exagentv1.ApprovalDecision{})
-	if stored.Annotations[authz.SealAnnotation] == "" {
-		t.Fatalf("admitted decision carries no %s annotation", authz.SealAnnotation)
+	if stored.Annotations[authz.SignatureAnnotation] == "" {
+		t.Fatalf("admitted decision carries no %s annotation", authz.SignatureAnnotation)
 	}
 	if err := again.Verify(stored, get(t, s.ns, runPayments, &exagentv1.AgentRun{})); err != nil {
-		t.Errorf("a second load of the key does not verify the webhook's seal: %v", err)
+		t.Errorf("a second load of the key does not verify the webhook's signature: %v", err)
 	}
 }
 
-// TestSealWithGenerateName: admission runs before the apiserver generates a
-// name, so the seal and the operationID default must not depend on it. A
+// TestSignatureWithGenerateName: admission runs before the apiserver generates a
+// name, so the signature and the operationID default must not depend on it. A
 // decision created with metadata.generateName is admitted, gets an
 // operationID of its own and verifies in the controller.
-func TestSealWithGenerateName(t *testing.T) {
-	ref := types.NamespacedName{Namespace: managerNamespace, Name: authz.DefaultSealSecretName}
-	seal, err := authz.LoadSigner(t.Context(), admin, admin, ref)
+func TestSignatureWithGenerateName(t *testing.T) {
+	ref := types.NamespacedName{Namespace: managerNamespace, Name: authz.DefaultSigningSecretName}
+	signer, err := authz.LoadSigner(t.Context(), admin, admin, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestSealWithGenerateName(t *testing.T) {
 			t.Fatal(err)
 		}
 		stored := get(t, s.ns, d.Name, &exagentv1.ApprovalDecision{})
-		if err := seal.Verify(stored, get(t, s.ns, runPayments, &exagentv1.AgentRun{})); err != nil {
+		if err := signer.Verify(stored, get(t, s.ns, runPayments, &exagentv1.AgentRun{})); err != nil {
 			t.Errorf("decision %s created with generateName does not verify: %v", stored.Name, err)
 		}
 		if stored.Spec.OperationID == "" || stored.Spec.OperationID == "alice-" {
