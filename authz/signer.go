@@ -16,7 +16,7 @@ import (
 // The annotations the signatures are written to and read from (api/v1alpha1/labels.go).
 const (
 	SignatureAnnotation          = exagentv1.AnnotationActorSignature
-	RunUIDAnnotation        = exagentv1.AnnotationBoundRunUID
+	RunUIDAnnotation             = exagentv1.AnnotationBoundRunUID
 	RequesterSignatureAnnotation = exagentv1.AnnotationRequesterSignature
 )
 
@@ -24,10 +24,10 @@ const (
 	// signatureVersion prefixes every signature. v2 signatures cover the run's UID
 	// (decisions) and say what they sign; a v1 signature (an older manager's)
 	// does not verify.
-	signatureVersion   = "v2."
-	minKeyBytes   = 32
-	purposeActor  = "ApprovalDecision.spec"
-	purposeRunner = "AgentRun.spec.requestedBy"
+	signatureVersion = "v2."
+	minKeyBytes      = 32
+	purposeActor     = "ApprovalDecision.spec"
+	purposeRunner    = "AgentRun.spec.requestedBy"
 )
 
 // Signer proves that an object went through the exagent admission webhook.

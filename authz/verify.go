@@ -16,7 +16,7 @@ type Option func(*options)
 
 type options struct {
 	extra   map[string]authenticationv1.ExtraValue
-	signer    *Signer
+	signer  *Signer
 	manager []string
 	reader  client.Reader
 }

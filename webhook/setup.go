@@ -16,7 +16,7 @@ import (
 type Option func(*settings)
 
 type settings struct {
-	signer       *authz.Signer
+	signer     *authz.Signer
 	manager    string
 	namespaces served.Namespaces
 }

@@ -626,7 +626,7 @@ type AgentToolStatus struct {
 // Agent is the trusted template of agent runs: instructions, model, tools,
 // policy and limits.
 type Agent struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
 	// metadata is the Agent's object metadata.
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -733,7 +733,7 @@ type Ledger struct {
 // shows (`kubectl get agentruns --field-selector status.phase=AwaitingApproval`)
 // instead of reading every run of a namespace.
 type AgentRun struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
 	// metadata is the run's object metadata.
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`

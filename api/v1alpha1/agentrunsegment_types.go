@@ -118,7 +118,7 @@ type SegmentValue struct {
 // AgentRunSegment is an immutable piece of a run's sealed transcript,
 // owned by the run (deleted with it) and created only by the manager.
 type AgentRunSegment struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
 	// metadata is the segment's object metadata; its name is its content's hash.
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`

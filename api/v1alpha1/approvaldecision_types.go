@@ -119,7 +119,7 @@ type ApprovalDecisionStatus struct {
 
 // ApprovalDecision is one immutable human (or GitOps) decision on a run.
 type ApprovalDecision struct {
-	metav1.TypeMeta   `json:",inline"`
+	metav1.TypeMeta `json:",inline"`
 	// metadata is the decision's object metadata.
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -60,7 +60,7 @@ type flags struct {
 	webhookHost             string
 	webhookPort             int
 	webhookCertDir          string
-	signingSecret              string
+	signingSecret           string
 	egressAllowCIDRs        string
 	egressDenyCIDRs         string
 	clusterPodCIDRs         string
