@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/procs"
 	"github.com/exagent-io/exagent/model"
 )
 
@@ -85,8 +86,8 @@ func testTenants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mgr.kill()
-	mem := watchMemory(mgr.cmd.Process.Pid)
+	defer mgr.Kill()
+	mem := watchMemory(mgr)
 	defer mem.stop()
 
 	startA := time.Now()
@@ -100,14 +101,14 @@ func testTenants(t *testing.T) {
 	// Phase B starts once every hostile behaviour is under way: the hanging
 	// server holds a listing's connection (however many listings the
 	// manager makes of one server), a huge answer is streaming.
-	if err := poll(2*time.Minute, func() (bool, error) {
+	if err := procs.Poll(2*time.Minute, func() (bool, error) {
 		accepted, _ := hos.mcp.Accepted()
 		ended, open := hos.huge.Written()
 		return accepted > 0 && len(ended)+open > 0, nil
 	}); err != nil {
 		accepted, _ := hos.mcp.Accepted()
 		ended, open := hos.huge.Written()
-		t.Fatalf("the hostile tenant did not get going: %v (hanging MCP connections %d, huge answers %d)\n%s", err, accepted, len(ended)+open, mgr.tail())
+		t.Fatalf("the hostile tenant did not get going: %v (hanging MCP connections %d, huge answers %d)\n%s", err, accepted, len(ended)+open, mgr.Tail())
 	}
 	startB := time.Now()
 	beside := ord.closedLoop(t, "b", "plain", sz.tenantRuns, sz.tenantClients)
@@ -264,7 +265,7 @@ func ratio(b, a time.Duration) float64 {
 // memoryWatch samples a process's resident set; the kernel's high-water
 // mark (VmHWM) is the peak, which no sample can miss.
 type memoryWatch struct {
-	pid  int
+	proc *procs.Process
 	done chan struct{}
 	wg   sync.WaitGroup
 
@@ -274,8 +275,8 @@ type memoryWatch struct {
 	err  error
 }
 
-func watchMemory(pid int) *memoryWatch {
-	m := &memoryWatch{pid: pid, done: make(chan struct{})}
+func watchMemory(p *procs.Process) *memoryWatch {
+	m := &memoryWatch{proc: p, done: make(chan struct{})}
 	m.sample()
 	m.wg.Go(func() {
 		tick := time.NewTicker(250 * time.Millisecond)
@@ -293,7 +294,7 @@ func watchMemory(pid int) *memoryWatch {
 }
 
 func (m *memoryWatch) sample() {
-	rss, peak, err := memoryOf(m.pid)
+	mem, err := m.proc.Memory()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
@@ -302,7 +303,7 @@ func (m *memoryWatch) sample() {
 		}
 		return
 	}
-	m.rss, m.peak = rss, max(m.peak, peak, rss)
+	m.rss, m.peak = mem.RSS, max(m.peak, mem.Peak, mem.RSS)
 }
 
 // peaks returns the resident set now and its peak so far.

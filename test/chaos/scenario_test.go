@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/procs"
 )
 
 // leaseDuration of every run: short, so a killed owner's runs are
@@ -191,7 +192,7 @@ func (s *scenario) createRun(name, agent string, scales ...string) error {
 		AgentRef: exagentv1.LocalObjectReference{Name: agent}, Input: RunInputPrefix + s.ns + "/" + name,
 		ServiceAccountName: "agent", LeaseDuration: leaseDuration, ActiveTimeLimit: exagentv1.Never,
 	}}
-	err := poll(time.Minute, func() (bool, error) {
+	err := procs.Poll(time.Minute, func() (bool, error) {
 		err := s.cl.c.Create(ctx, run.DeepCopy())
 		if apierrors.IsAlreadyExists(err) {
 			return true, s.cl.c.Get(ctx, client.ObjectKeyFromObject(run), run)
@@ -316,7 +317,7 @@ func (s *scenario) tryDecide(ctx context.Context, user string, run *exagentv1.Ag
 // waitDone waits until every run of the scenario ended.
 func (s *scenario) waitDone(timeout time.Duration) {
 	s.t.Helper()
-	err := poll(timeout, func() (bool, error) {
+	err := procs.Poll(timeout, func() (bool, error) {
 		for _, name := range s.runNames() {
 			if r := s.rec.Latest(name); r == nil || !r.Status.Phase.IsTerminal() {
 				return false, nil
