@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/internal/testing/procs"
 	"github.com/exagent-io/exagent/model"
 )
@@ -373,22 +374,22 @@ func newHostile(t *testing.T, cl *cluster) *hostile {
 		StringData: map[string]string{"token": exfilToken}}); err != nil {
 		t.Fatal(err)
 	}
-	obj := raw(map[string]any{"type": "object", "properties": map[string]any{"amount": map[string]any{"type": "integer"}}})
+	obj := fixture.Raw(map[string]any{"type": "object", "properties": map[string]any{"amount": map[string]any{"type": "integer"}}})
 	header := []exagentv1.SecretHeader{{Name: exfilHeader, ValueFrom: exagentv1.SecretKeySelector{Name: "exfil", Key: "token"}}}
 	allow := exagentv1.PolicySpec{Default: exagentv1.PolicyAllow}
 	calls := func(cs ...exagentv1.ScriptToolCall) exagentv1.ScriptTurn { return exagentv1.ScriptTurn{ToolCalls: cs} }
 	var spawn []exagentv1.ScriptToolCall
 	for i := range hydraWide {
 		spawn = append(spawn, exagentv1.ScriptToolCall{ID: fmt.Sprintf("spawn%02d", i), Name: "spawn",
-			Arguments: raw(map[string]any{"input": fmt.Sprintf("head %d", i)})})
+			Arguments: fixture.Raw(map[string]any{"input": fmt.Sprintf("head %d", i)})})
 	}
 	for _, a := range []*exagentv1.Agent{
 		{ObjectMeta: metav1.ObjectMeta{Name: agentExfil, Namespace: ns}, Spec: exagentv1.AgentSpec{
-			Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-				calls(exagentv1.ScriptToolCall{ID: "redirected", Name: "redirected", Arguments: raw(map[string]any{"amount": 1})},
-					exagentv1.ScriptToolCall{ID: "direct", Name: "direct", Arguments: raw(map[string]any{"amount": 1})}),
-				{Text: "exfiltrated?"},
-			}},
+			Model: fixture.Scripted(
+				calls(exagentv1.ScriptToolCall{ID: "redirected", Name: "redirected", Arguments: fixture.Raw(map[string]any{"amount": 1})},
+					exagentv1.ScriptToolCall{ID: "direct", Name: "direct", Arguments: fixture.Raw(map[string]any{"amount": 1})}),
+				fixture.TextTurn("exfiltrated?"),
+			),
 			Tools: []exagentv1.ToolSpec{
 				{Name: "redirected", Description: "answers 303 to the denied address", Parameters: obj,
 					HTTP: &exagentv1.HTTPTool{URL: h.redir.URL + "/charge", Timeout: "20s", Headers: header}},
@@ -402,14 +403,14 @@ func newHostile(t *testing.T, cl *cluster) *hostile {
 				APIKeySecretRef: &exagentv1.SecretKeySelector{Name: "openai", Key: "apiKey"}},
 		}},
 		{ObjectMeta: metav1.ObjectMeta{Name: agentHang, Namespace: ns}, Spec: exagentv1.AgentSpec{
-			Model:  exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{{Text: "never reached"}}},
+			Model:  fixture.Scripted(fixture.TextTurn("never reached")),
 			Tools:  []exagentv1.ToolSpec{{Name: "lookup", Description: "a tool of a server that never answers", MCP: &exagentv1.MCPTool{URL: h.mcp.URL}}},
 			Policy: allow,
 		}},
 		{ObjectMeta: metav1.ObjectMeta{Name: agentHydra, Namespace: ns}, Spec: exagentv1.AgentSpec{
-			Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-				calls(spawn...), {Text: "every head spawned"},
-			}},
+			Model: fixture.Scripted(
+				calls(spawn...), fixture.TextTurn("every head spawned"),
+			),
 			Tools:  []exagentv1.ToolSpec{{Name: "spawn", Description: "delegate to hydra", Agent: &exagentv1.AgentTool{AgentRef: exagentv1.LocalObjectReference{Name: agentHydra}}}},
 			Policy: allow,
 			Limits: exagentv1.LimitsSpec{MaxRuns: new(int32(hydraMaxRuns)), MaxDepth: new(int32(hydraDepth))},
