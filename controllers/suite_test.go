@@ -67,9 +67,7 @@ func TestMain(m *testing.M) {
 	}
 	// The users every test may act as are made right after the start.
 	control.Setup = setupUsers
-	code := m.Run()
-	_ = control.Stop()
-	os.Exit(code)
+	control.Main(m)
 }
 
 // control is started by the first test that needs it (env). Its etcd may

@@ -3,7 +3,6 @@ package v1alpha1_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -28,11 +27,7 @@ var control = &testenv.Lazy{}
 
 func env() *testenv.Env { return control.Get() }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	_ = control.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { control.Main(m) }
 
 func newNamespace(t *testing.T) string {
 	t.Helper()
