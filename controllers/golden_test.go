@@ -12,7 +12,6 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/mcptest"
-	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 var update = flag.Bool("update", false, "TestGoldenJournals: rewrite the golden journals under testdata/")
@@ -101,14 +100,7 @@ func goldenMCPRun(t *testing.T, h *harness) *journal {
 	h.startManager(controllers.Options{})
 	srv := mcptest.Start()
 	t.Cleanup(srv.Close)
-	policy := exagentv1.PolicySpec{Default: exagentv1.PolicyAsk, Rules: []exagentv1.PolicyRule{{
-		Name: "read-only", Tools: []string{"srv_*"}, Action: exagentv1.PolicyAllow, When: "tool.annotations.readOnlyHint"}}}
-	h.createAgent("imported", mcpAgent(srv, "srv", func(m *exagentv1.MCPTool) {
-		m.Import = &exagentv1.MCPImport{Prefix: "srv_", Tools: []string{"echo", "fail"}}
-	}, policy,
-		fixture.CallTurn("c-echo", "srv_echo", map[string]any{"text": "hi"}),
-		fixture.CallTurn("c-fail", "srv_fail", map[string]any{}),
-		fixture.TextTurn("done")))
+	h.importingAgent("imported", srv)
 	h.createRun("imported", "imported")
 	h.approve(h.waitPhase("imported", exagentv1.PhaseAwaitingApproval), "ok")
 	h.waitPhase("imported", exagentv1.PhaseSucceeded)

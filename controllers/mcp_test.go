@@ -40,6 +40,21 @@ func (h *harness) mcpSecret() {
 	}
 }
 
+// importingAgent creates Agent name importing srv's echo and fail under
+// the prefix srv_: the policy allows read-only tools and asks before any
+// other; the script calls echo (c-echo), then fail (c-fail), then answers.
+func (h *harness) importingAgent(name string, srv *mcptest.Server) {
+	h.t.Helper()
+	policy := exagentv1.PolicySpec{Default: exagentv1.PolicyAsk, Rules: []exagentv1.PolicyRule{{
+		Name: "read-only", Tools: []string{"srv_*"}, Action: exagentv1.PolicyAllow, When: "tool.annotations.readOnlyHint"}}}
+	h.createAgent(name, mcpAgent(srv, "srv", func(m *exagentv1.MCPTool) {
+		m.Import = &exagentv1.MCPImport{Prefix: "srv_", Tools: []string{"echo", "fail"}}
+	}, policy,
+		fixture.CallTurn("c-echo", "srv_echo", map[string]any{"text": "hi"}),
+		fixture.CallTurn("c-fail", "srv_fail", map[string]any{}),
+		fixture.TextTurn("done")))
+}
+
 // callResult returns the state and result of the run's call id.
 func callResult(t *testing.T, run *exagentv1.AgentRun, id string) (exagentv1.CallState, string) {
 	t.Helper()
@@ -68,14 +83,7 @@ func TestMCPTools(t *testing.T) {
 		h := &harness{t: t, ns: h.ns, c: h.c}
 		srv := mcptest.Start()
 		defer srv.Close()
-		policy := exagentv1.PolicySpec{Default: exagentv1.PolicyAsk, Rules: []exagentv1.PolicyRule{{
-			Name: "read-only", Tools: []string{"srv_*"}, Action: exagentv1.PolicyAllow, When: "tool.annotations.readOnlyHint"}}}
-		h.createAgent("imported", mcpAgent(srv, "srv", func(m *exagentv1.MCPTool) {
-			m.Import = &exagentv1.MCPImport{Prefix: "srv_", Tools: []string{"echo", "fail"}}
-		}, policy,
-			fixture.CallTurn("c-echo", "srv_echo", map[string]any{"text": "hi"}),
-			fixture.CallTurn("c-fail", "srv_fail", map[string]any{}),
-			fixture.TextTurn("done")))
+		h.importingAgent("imported", srv)
 		h.createRun("imported", "imported")
 		paused := h.waitPhase("imported", exagentv1.PhaseAwaitingApproval)
 		if st, out := callResult(t, paused, "c-echo"); st != exagentv1.CallSucceeded || !strings.Contains(out, "echo: hi") || !strings.Contains(out, "[image image/png") {
