@@ -11,12 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/mcptest"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // agentChecks counts the Agent controller's checks per Agent, and those
@@ -103,7 +103,7 @@ func (h *harness) putSecret(name string, data map[string]string) {
 
 // withTools is an Agent of a one-turn script and tools.
 func withTools(tools ...exagentv1.ToolSpec) exagentv1.AgentSpec {
-	return exagentv1.AgentSpec{Model: scripted(textTurn("done")), Tools: tools}
+	return exagentv1.AgentSpec{Model: fixture.Scripted(fixture.TextTurn("done")), Tools: tools}
 }
 
 // TestAgentReady: the Agent controller says whether an Agent works, for
@@ -125,9 +125,9 @@ func TestAgentReady(t *testing.T) {
 	t.Run("a header's Secret key missing, then added", func(t *testing.T) {
 		h := &harness{t: t, ns: h.ns, c: h.c}
 		h.putSecret("hook", map[string]string{"other": "x"})
-		tool := httpTool("notify", hook.url("/notify"))
+		tool := fixture.HTTPTool("notify", hook.url("/notify"))
 		tool.HTTP.Headers = []exagentv1.SecretHeader{{Name: "Authorization", ValueFrom: exagentv1.SecretKeySelector{Name: "hook", Key: "token"}}}
-		h.createAgent("hooked", withTools(tool, httpTool("plain", hook.url("/plain"))))
+		h.createAgent("hooked", withTools(tool, fixture.HTTPTool("plain", hook.url("/plain"))))
 		a := h.waitAgentReady("hooked", metav1.ConditionFalse, exagentv1.ReasonSecretKeyNotFound)
 		if st := toolStatus(t, a, "notify"); st.Ready || st.Kind != "http" || st.Reason != exagentv1.ReasonSecretKeyNotFound ||
 			!strings.Contains(st.Message, `header Authorization: Secret "hook"`) || !strings.Contains(st.Message, `no key "token"`) {
@@ -198,7 +198,7 @@ func TestAgentReady(t *testing.T) {
 		srv := mcptest.Start()
 		defer srv.Close()
 		spec := mcpAgent(srv, "echo", func(m *exagentv1.MCPTool) { m.Headers[0].ValueFrom.Name = "late-token" },
-			exagentv1.PolicySpec{Default: exagentv1.PolicyAllow}, callTurn("c1", "echo", map[string]any{"text": "hi"}), textTurn("done"))
+			exagentv1.PolicySpec{Default: exagentv1.PolicyAllow}, fixture.CallTurn("c1", "echo", map[string]any{"text": "hi"}), fixture.TextTurn("done"))
 		h.createAgent("late", spec)
 		h.waitAgentReady("late", metav1.ConditionFalse, exagentv1.ReasonSecretNotFound)
 		h.createRun("late", "late")
@@ -218,7 +218,7 @@ func TestAgentReady(t *testing.T) {
 		srv := mcptest.Start()
 		defer srv.Close()
 		srv.SetDown(true)
-		h.createAgent("mcp", mcpAgent(srv, "echo", nil, exagentv1.PolicySpec{Default: exagentv1.PolicyAllow}, textTurn("done")))
+		h.createAgent("mcp", mcpAgent(srv, "echo", nil, exagentv1.PolicySpec{Default: exagentv1.PolicyAllow}, fixture.TextTurn("done")))
 		a := h.waitAgentReady("mcp", metav1.ConditionFalse, exagentv1.ReasonMCPServerUnavailable)
 		if st := toolStatus(t, a, "echo"); st.Ready || st.Kind != "mcp" || st.Reason != exagentv1.ReasonMCPServerUnavailable || !strings.Contains(st.Message, srv.URL) {
 			t.Errorf("tool echo: %+v, want MCPServerUnavailable naming the server", st)
@@ -234,15 +234,15 @@ func TestAgentReady(t *testing.T) {
 
 	t.Run("a schema the validator refuses, then fixed", func(t *testing.T) {
 		h := &harness{t: t, ns: h.ns, c: h.c}
-		tool := httpTool("pay", hook.url("/pay"))
+		tool := fixture.HTTPTool("pay", hook.url("/pay"))
 		// No webhook in this envtest: the CRD alone admits it, as a bypassed webhook would.
-		tool.Parameters = raw(map[string]any{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string", "pattern": "(["}}})
+		tool.Parameters = fixture.Raw(map[string]any{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string", "pattern": "(["}}})
 		a := h.createAgent("schema", withTools(tool))
 		got := h.waitAgentReady("schema", metav1.ConditionFalse, exagentv1.ReasonInvalidSchema)
 		if st := toolStatus(t, got, "pay"); st.Reason != exagentv1.ReasonInvalidSchema || !strings.Contains(st.Message, "parameters:") || !strings.Contains(st.Message, "pattern") {
 			t.Errorf("tool pay: %+v, want InvalidSchema with the validator's finding", st)
 		}
-		got.Spec.Tools[0].Parameters = &runtime.RawExtension{Raw: []byte(`{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z]+$"}}}`)}
+		got.Spec.Tools[0].Parameters = fixture.RawJSON(`{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z]+$"}}}`)
 		if err := h.c.Update(context.Background(), got); err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +254,7 @@ func TestAgentReady(t *testing.T) {
 
 	t.Run("a policy rule that does not compile", func(t *testing.T) {
 		h := &harness{t: t, ns: h.ns, c: h.c}
-		spec := withTools(httpTool("pay", hook.url("/pay")))
+		spec := withTools(fixture.HTTPTool("pay", hook.url("/pay")))
 		spec.Policy = exagentv1.PolicySpec{Rules: []exagentv1.PolicyRule{{Name: "broken", Tools: []string{"*"}, Action: exagentv1.PolicyAllow, When: "args.("}}}
 		a := h.waitAgentReady(h.createAgent("badpolicy", spec).Name, metav1.ConditionFalse, exagentv1.ReasonInvalidConfiguration)
 		if c := meta.FindStatusCondition(a.Status.Conditions, exagentv1.ConditionReady); !strings.HasPrefix(c.Message, "spec: policy.rules[0].when: ") || !strings.Contains(c.Message, "Syntax error") {
@@ -267,7 +267,7 @@ func TestAgentReady(t *testing.T) {
 
 	t.Run("a delegate missing, then created", func(t *testing.T) {
 		h := &harness{t: t, ns: h.ns, c: h.c}
-		h.createAgent("parent", withTools(agentTool("ask-child", "child")))
+		h.createAgent("parent", withTools(fixture.AgentTool("ask-child", "child")))
 		a := h.waitAgentReady("parent", metav1.ConditionFalse, exagentv1.ReasonDelegateNotFound)
 		if st := toolStatus(t, a, "ask-child"); st.Kind != "agent" || st.Reason != exagentv1.ReasonDelegateNotFound || !strings.Contains(st.Message, `Agent "child"`) {
 			t.Errorf("tool ask-child: %+v, want DelegateNotFound naming the Agent", st)
@@ -280,7 +280,7 @@ func TestAgentReady(t *testing.T) {
 		h := &harness{t: t, ns: h.ns, c: h.c}
 		var ts []exagentv1.ToolSpec
 		for i := range exagentv1.MaxAgentSecretReads + 1 {
-			tool := httpTool(fmt.Sprintf("t%d", i), hook.url("/t"))
+			tool := fixture.HTTPTool(fmt.Sprintf("t%d", i), hook.url("/t"))
 			tool.HTTP.Headers = []exagentv1.SecretHeader{{Name: "X-Key", ValueFrom: exagentv1.SecretKeySelector{Name: fmt.Sprintf("s%d", i), Key: "k"}}}
 			ts = append(ts, tool)
 		}
@@ -296,7 +296,7 @@ func TestAgentReady(t *testing.T) {
 
 	t.Run("a Ready Agent rechecked on the period is not written again", func(t *testing.T) {
 		h := &harness{t: t, ns: h.ns, c: h.c}
-		h.createAgent("steady", withTools(httpTool("plain", hook.url("/plain"))))
+		h.createAgent("steady", withTools(fixture.HTTPTool("plain", hook.url("/plain"))))
 		a := h.waitAgentReady("steady", metav1.ConditionTrue, exagentv1.ReasonAgentReady)
 		key := types.NamespacedName{Namespace: h.ns, Name: "steady"}
 		// The hook runs once the write has returned: the test may see the
@@ -332,7 +332,7 @@ func TestAgentReadyHangingServer(t *testing.T) {
 	h.startManager(controllers.Options{AgentRecheckInterval: time.Minute, MCPListTimeout: 3 * time.Second})
 	hang := mcptest.StartHang()
 	defer hang.Close()
-	h.createAgent("hangs", mcpAgent(&mcptest.Server{URL: hang.URL}, "echo", nil, exagentv1.PolicySpec{Default: exagentv1.PolicyAllow}, textTurn("done")))
+	h.createAgent("hangs", mcpAgent(&mcptest.Server{URL: hang.URL}, "echo", nil, exagentv1.PolicySpec{Default: exagentv1.PolicyAllow}, fixture.TextTurn("done")))
 	a := h.waitAgentReady("hangs", metav1.ConditionUnknown, exagentv1.ReasonChecking)
 	if c := meta.FindStatusCondition(a.Status.Conditions, exagentv1.ConditionReconciling); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Reconciling = %+v, want True while checking (kstatus: InProgress)", c)
@@ -340,7 +340,7 @@ func TestAgentReadyHangingServer(t *testing.T) {
 	if st := toolStatus(t, a, "echo"); st.Ready || st.Reason != exagentv1.ReasonChecking || !strings.Contains(st.Message, hang.URL) {
 		t.Errorf("tool echo while checking: %+v, want not ready, Checking, naming the server", st)
 	}
-	h.createAgent("plain", withTools(httpTool("plain", "http://127.0.0.1:1/plain")))
+	h.createAgent("plain", withTools(fixture.HTTPTool("plain", "http://127.0.0.1:1/plain")))
 	h.waitAgentReady("plain", metav1.ConditionTrue, exagentv1.ReasonAgentReady)
 	a = h.waitAgentReady("hangs", metav1.ConditionFalse, exagentv1.ReasonMCPServerUnavailable)
 	if st := toolStatus(t, a, "echo"); !strings.Contains(st.Message, "no answer within 3s") {

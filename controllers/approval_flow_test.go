@@ -8,18 +8,19 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // refundAgent asks for approval of one refund, then answers.
 func refundAgent(ts *toolServer) exagentv1.AgentSpec {
 	return exagentv1.AgentSpec{
 		Instructions: "You refund customers.",
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("refund-1", "refund", map[string]any{"amount": 5}),
-			textTurn("refunded 5"),
-		}},
-		Tools:  []exagentv1.ToolSpec{httpTool("refund", ts.url("/refund"))},
-		Policy: askPolicy("refund"),
+		Model: fixture.Scripted(
+			fixture.CallTurn("refund-1", "refund", map[string]any{"amount": 5}),
+			fixture.TextTurn("refunded 5"),
+		),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("refund", ts.url("/refund"))},
+		Policy: fixture.AskPolicy("refund"),
 	}
 }
 

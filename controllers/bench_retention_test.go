@@ -19,6 +19,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -51,7 +52,7 @@ func BenchmarkRetention(b *testing.B) {
 	}))
 	b.Cleanup(sinkSrv.Close)
 	h.createAgent("keeper", exagentv1.AgentSpec{
-		Model:     scripted(textTurn("done")),
+		Model:     fixture.Scripted(fixture.TextTurn("done")),
 		Retention: exagentv1.RetentionSpec{Archive: &exagentv1.NotifySink{Name: "audit", URL: sinkSrv.URL}},
 	})
 

@@ -15,6 +15,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // BenchmarkPauseApproveFinish runs b.N runs (Scripted model, in-process
@@ -34,13 +35,13 @@ func BenchmarkPauseApproveFinish(b *testing.B) {
 	mgr := h.startManagerNoCleanup(controllers.Options{MaxConcurrentReconciles: 8})
 	defer mgr.stop()
 	must(b, h.c.Create(ctx, &exagentv1.Agent{ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: h.ns}, Spec: exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("lookup", "lookup", map[string]any{"amount": 1}),
-			callTurn("refund", "refund", map[string]any{"amount": 2}),
-			textTurn("done"),
-		}},
-		Tools:  []exagentv1.ToolSpec{httpTool("lookup", ts.url("/lookup")), httpTool("refund", ts.url("/refund"))},
-		Policy: askPolicy("refund"),
+		Model: fixture.Scripted(
+			fixture.CallTurn("lookup", "lookup", map[string]any{"amount": 1}),
+			fixture.CallTurn("refund", "refund", map[string]any{"amount": 2}),
+			fixture.TextTurn("done"),
+		),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("lookup", ts.url("/lookup")), fixture.HTTPTool("refund", ts.url("/refund"))},
+		Policy: fixture.AskPolicy("refund"),
 	}}))
 
 	w, err := client.NewWithWatch(env().Config, client.Options{Scheme: env().Scheme})

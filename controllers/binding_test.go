@@ -11,6 +11,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // TestBindingCoversWhatTheCallDoes: an approval binds what the call does
@@ -65,7 +66,7 @@ func TestBindingCoversWhatTheCallDoes(t *testing.T) {
 		h.createRun("tightened", "tightened")
 		paused := h.waitPhase("tightened", exagentv1.PhaseAwaitingApproval)
 		h.updateAgent("tightened", func(a *exagentv1.AgentSpec) {
-			a.Tools[0].Parameters = raw(map[string]any{"type": "object", "properties": map[string]any{
+			a.Tools[0].Parameters = fixture.Raw(map[string]any{"type": "object", "properties": map[string]any{
 				"amount": map[string]any{"type": "integer", "maximum": 3}}})
 		})
 		h.waitAgentSeen("tightened")
@@ -81,7 +82,7 @@ func TestBindingCoversWhatTheCallDoes(t *testing.T) {
 		h := &harness{t: t, ns: h.ns, c: h.c}
 		ts := newToolServer(t)
 		spec := refundAgent(ts)
-		spec.Tools[0].Parameters = raw(map[string]any{"type": "object", "properties": map[string]any{
+		spec.Tools[0].Parameters = fixture.Raw(map[string]any{"type": "object", "properties": map[string]any{
 			"amount": map[string]any{"type": "integer", "maximum": 2}}, "required": []string{"amount"}})
 		spec.Policy = exagentv1.PolicySpec{Default: exagentv1.PolicyAllow}
 		h.createAgent("bounded", spec)

@@ -25,6 +25,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // lostAnswerProxy passes every request of a manager through to envtest's
@@ -184,10 +185,10 @@ func TestBuiltinLostAnswer(t *testing.T) {
 			sub := &harness{t: t, ns: h.ns, c: h.c}
 			agent := strings.ToLower(string(tc.tool.Operation))
 			sub.createAgent(agent, exagentv1.AgentSpec{
-				Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-					callTurn("c1", "act", tc.args), textTurn("done"),
-				}},
-				Tools:  []exagentv1.ToolSpec{{Name: "act", Description: "acts on the cluster", Parameters: raw(object), Builtin: &tc.tool}},
+				Model: fixture.Scripted(
+					fixture.CallTurn("c1", "act", tc.args), fixture.TextTurn("done"),
+				),
+				Tools:  []exagentv1.ToolSpec{{Name: "act", Description: "acts on the cluster", Parameters: fixture.Raw(object), Builtin: &tc.tool}},
 				Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 			})
 			proxy.arm(1)

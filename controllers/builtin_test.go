@@ -15,6 +15,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // TestBuiltinScale scales a Deployment through the builtin tool as the
@@ -52,13 +53,13 @@ func TestBuiltinScale(t *testing.T) {
 	}
 	h.startManager(controllers.Options{})
 	h.createAgent("ops", exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("scale-web", "scale", map[string]any{"name": "web", "replicas": 3}),
-			textTurn("done"),
-		}},
+		Model: fixture.Scripted(
+			fixture.CallTurn("scale-web", "scale", map[string]any{"name": "web", "replicas": 3}),
+			fixture.TextTurn("done"),
+		),
 		Tools: []exagentv1.ToolSpec{{
 			Name: "scale", Description: "scale a Deployment",
-			Parameters: raw(map[string]any{"type": "object", "properties": map[string]any{
+			Parameters: fixture.Raw(map[string]any{"type": "object", "properties": map[string]any{
 				"name": map[string]any{"type": "string"}, "replicas": map[string]any{"type": "integer"}}}),
 			Builtin: &exagentv1.BuiltinTool{Operation: exagentv1.BuiltinScale, Kinds: []string{"Deployment.apps"}},
 		}},

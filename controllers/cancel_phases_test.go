@@ -11,6 +11,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -38,7 +39,7 @@ func TestCancelInEveryPhase(t *testing.T) {
 	h.createAgent("awaiting", refundAgent(ts))
 	h.createAgent("approved", refundAgent(ts))
 	hang := refundAgent(ts)
-	hang.Tools = []exagentv1.ToolSpec{httpTool("refund", ts.url("/hang"))}
+	hang.Tools = []exagentv1.ToolSpec{fixture.HTTPTool("refund", ts.url("/hang"))}
 	hang.Tools[0].HTTP.Timeout = "1s"
 	hang.Policy = exagentv1.PolicySpec{Default: exagentv1.PolicyAllow}
 	h.createAgent("uncertain", hang)
@@ -72,7 +73,7 @@ func TestCancelInEveryPhase(t *testing.T) {
 	for _, name := range []string{"not-started", "awaiting", "approved", "uncertain"} {
 		t.Run(name, func(t *testing.T) {
 			sub := &harness{t: t, ns: h.ns, c: h.c}
-			d := sub.waitDecision(sub.decide(name, decisionSpec{name: "stop", user: alice, kind: exagentv1.DecisionCancel, reason: "not needed"}).Name)
+			d := sub.waitDecision(sub.decide(alice, sub.decision(name, "stop").Cancel().Reason("not needed")).Name)
 			if d.Status.Phase != exagentv1.DecisionApplied {
 				t.Fatalf("cancel = %s: %s", d.Status.Phase, d.Status.Message)
 			}
@@ -94,14 +95,11 @@ func TestCancelInEveryPhase(t *testing.T) {
 		if len(c) != 1 {
 			t.Fatalf("want the one call in doubt still Uncertain, have %+v", run.Status.Calls)
 		}
-		retry := sub.waitDecision(sub.decide("uncertain", decisionSpec{name: "retry", user: alice, kind: exagentv1.DecisionResolve,
-			callID: c[0].ID, payloadHash: c[0].PayloadHash, revision: run.Status.Revision, outcome: exagentv1.ResolveRetry}).Name)
+		retry := sub.waitDecision(sub.decide(alice, sub.decision("uncertain", "retry").Resolve(c[0], run.Status.Revision, exagentv1.ResolveRetry, "")).Name)
 		if retry.Status.Phase != exagentv1.DecisionRejected || !strings.Contains(retry.Status.Message, "nothing runs again") {
 			t.Errorf("retry on a cancelled run = %s: %s", retry.Status.Phase, retry.Status.Message)
 		}
-		rec := sub.waitDecision(sub.decide("uncertain", decisionSpec{name: "record", user: alice, kind: exagentv1.DecisionResolve,
-			callID: c[0].ID, payloadHash: c[0].PayloadHash, revision: run.Status.Revision, outcome: exagentv1.ResolveFailed,
-			evidence: "no refund in the ledger"}).Name)
+		rec := sub.waitDecision(sub.decide(alice, sub.decision("uncertain", "record").Resolve(c[0], run.Status.Revision, exagentv1.ResolveFailed, "no refund in the ledger")).Name)
 		if rec.Status.Phase != exagentv1.DecisionApplied {
 			t.Fatalf("resolve on a cancelled run = %s: %s", rec.Status.Phase, rec.Status.Message)
 		}
@@ -141,7 +139,7 @@ func TestCancelQueued(t *testing.T) {
 	h.setStatus(run, queued)
 	h.startDecisionsOnly(nil, nil)
 
-	d := h.waitDecision(h.decide("queued", decisionSpec{name: "stop", user: alice, kind: exagentv1.DecisionCancel}).Name)
+	d := h.waitDecision(h.decide(alice, h.decision("queued", "stop").Cancel()).Name)
 	if d.Status.Phase != exagentv1.DecisionApplied {
 		t.Fatalf("cancel = %s: %s", d.Status.Phase, d.Status.Message)
 	}

@@ -7,6 +7,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // cancelledInFlight starts a run whose tool call is held by the server,
@@ -25,18 +26,18 @@ func cancelledInFlight(t *testing.T) (*harness, *toolServer, *manager, *exagentv
 	}
 	m := h.startManager(controllers.Options{})
 	h.createAgent("busy", exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("work", "work", map[string]any{"amount": 1}),
-			textTurn("done"),
-		}},
-		Tools:  []exagentv1.ToolSpec{httpTool("work", ts.url("/work"))},
+		Model: fixture.Scripted(
+			fixture.CallTurn("work", "work", map[string]any{"amount": 1}),
+			fixture.TextTurn("done"),
+		),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("work", ts.url("/work"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	h.createRun("busy", "busy")
 	h.waitRun("busy", "the call in flight", func(r *exagentv1.AgentRun) bool {
 		return len(r.Status.Calls) == 1 && r.Status.Calls[0].State == exagentv1.CallStarted && len(ts.journal()) == 1
 	})
-	h.decide("busy", decisionSpec{name: "stop", user: alice, kind: exagentv1.DecisionCancel, reason: "stop now"})
+	h.decide(alice, h.decision("busy", "stop").Cancel().Reason("stop now"))
 	if d := h.waitDecision("busy-stop"); d.Status.Phase != exagentv1.DecisionApplied {
 		t.Fatalf("cancel = %s: %s", d.Status.Phase, d.Status.Message)
 	}
@@ -79,9 +80,7 @@ func TestCancelWhileRunning(t *testing.T) {
 func TestCancelledRunResolvedForTheRecord(t *testing.T) {
 	h, ts, m, run, free := cancelledInFlight(t)
 	c := run.Status.Calls[0]
-	d := h.waitDecision(h.decide("busy", decisionSpec{name: "record", user: alice, kind: exagentv1.DecisionResolve,
-		callID: c.ID, payloadHash: c.PayloadHash, revision: run.Status.Revision, outcome: exagentv1.ResolveSucceeded,
-		evidence: "the tool server logged it"}).Name)
+	d := h.waitDecision(h.decide(alice, h.decision("busy", "record").Resolve(c, run.Status.Revision, exagentv1.ResolveSucceeded, "the tool server logged it")).Name)
 	if d.Status.Phase != exagentv1.DecisionApplied {
 		t.Fatalf("resolve = %s: %s", d.Status.Phase, d.Status.Message)
 	}

@@ -9,6 +9,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -61,11 +62,11 @@ func TestCrashWindows(t *testing.T) {
 			id := tc.id
 			key := types.NamespacedName{Namespace: h.ns, Name: id}
 			sub.createAgent(id, exagentv1.AgentSpec{
-				Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-					callTurn("ticket", "open_ticket", map[string]any{"amount": 42}),
-					textTurn("ticket handled"),
-				}},
-				Tools:  []exagentv1.ToolSpec{httpTool("open_ticket", ts.url("/tickets"))},
+				Model: fixture.Scripted(
+					fixture.CallTurn("ticket", "open_ticket", map[string]any{"amount": 42}),
+					fixture.TextTurn("ticket handled"),
+				),
+				Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("open_ticket", ts.url("/tickets"))},
 				Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 			})
 
@@ -110,9 +111,7 @@ func TestCrashWindows(t *testing.T) {
 				if call.State != exagentv1.CallUncertain {
 					t.Fatalf("call state = %s, want Uncertain", call.State)
 				}
-				sub.decide(id, decisionSpec{name: "resolve", user: alice, kind: exagentv1.DecisionResolve,
-					callID: call.ID, payloadHash: call.PayloadHash, revision: run.Status.Revision,
-					outcome: tc.resolve, evidence: "ticket 42 exists"})
+				sub.decide(alice, sub.decision(id, "resolve").Resolve(call, run.Status.Revision, tc.resolve, "ticket 42 exists"))
 				if d := sub.waitDecision(id + "-resolve"); d.Status.Phase != exagentv1.DecisionApplied {
 					t.Fatalf("resolve = %s: %s", d.Status.Phase, d.Status.Message)
 				}

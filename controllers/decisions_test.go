@@ -11,6 +11,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // TestDecisions drives one paused run per case through a human's decision
@@ -36,8 +37,7 @@ func TestDecisions(t *testing.T) {
 		"deny with onDeny Stop ends Denied and runs nothing": {
 			decide: func(h *harness, run *exagentv1.AgentRun) {
 				a := pendingApproval(h.t, run)
-				h.decide(run.Name, decisionSpec{name: "deny", user: alice, kind: exagentv1.DecisionDeny,
-					approvalID: a.ID, payloadHash: a.PayloadHash, revision: a.Revision, reason: "too much"})
+				h.decide(alice, h.decision(run.Name, "deny").Deny(a).Reason("too much"))
 			},
 			want: want{phase: exagentv1.PhaseDenied, reason: exagentv1.ReasonDenied,
 				decisions: map[string]exagentv1.DecisionPhase{"deny": exagentv1.DecisionApplied}},
@@ -46,15 +46,14 @@ func TestDecisions(t *testing.T) {
 			agent: func(a *exagentv1.AgentSpec) { a.Policy.OnDeny = exagentv1.OnDenyContinue },
 			decide: func(h *harness, run *exagentv1.AgentRun) {
 				a := pendingApproval(h.t, run)
-				h.decide(run.Name, decisionSpec{name: "deny", user: alice, kind: exagentv1.DecisionDeny,
-					approvalID: a.ID, payloadHash: a.PayloadHash, revision: a.Revision, reason: "too much"})
+				h.decide(alice, h.decision(run.Name, "deny").Deny(a).Reason("too much"))
 			},
 			want: want{phase: exagentv1.PhaseSucceeded, reason: exagentv1.ReasonSucceeded, historyHas: "Denied by alice: too much",
 				decisions: map[string]exagentv1.DecisionPhase{"deny": exagentv1.DecisionApplied}},
 		},
 		"cancel ends Cancelled": {
 			decide: func(h *harness, run *exagentv1.AgentRun) {
-				h.decide(run.Name, decisionSpec{name: "cancel", user: alice, kind: exagentv1.DecisionCancel, reason: "not needed"})
+				h.decide(alice, h.decision(run.Name, "cancel").Cancel().Reason("not needed"))
 			},
 			want: want{phase: exagentv1.PhaseCancelled, reason: exagentv1.ReasonCancelled,
 				decisions: map[string]exagentv1.DecisionPhase{"cancel": exagentv1.DecisionApplied}},
@@ -83,8 +82,7 @@ func TestDecisions(t *testing.T) {
 		"a stale payloadHash is rejected and nothing runs": {
 			decide: func(h *harness, run *exagentv1.AgentRun) {
 				a := pendingApproval(h.t, run)
-				h.decide(run.Name, decisionSpec{name: "stale-hash", user: alice, kind: exagentv1.DecisionApprove,
-					approvalID: a.ID, payloadHash: "sha256:0000", revision: a.Revision})
+				h.decide(alice, h.decision(run.Name, "stale-hash").Approve(a).PayloadHash("sha256:0000"))
 			},
 			want: want{stillPaused: true, messageHas: "payloadHash",
 				decisions: map[string]exagentv1.DecisionPhase{"stale-hash": exagentv1.DecisionRejected}},
@@ -92,8 +90,7 @@ func TestDecisions(t *testing.T) {
 		"a stale revision is rejected and nothing runs": {
 			decide: func(h *harness, run *exagentv1.AgentRun) {
 				a := pendingApproval(h.t, run)
-				h.decide(run.Name, decisionSpec{name: "stale-rev", user: alice, kind: exagentv1.DecisionApprove,
-					approvalID: a.ID, payloadHash: a.PayloadHash, revision: a.Revision + 7})
+				h.decide(alice, h.decision(run.Name, "stale-rev").Approve(a).Revision(a.Revision+7))
 			},
 			want: want{stillPaused: true, messageHas: "revision",
 				decisions: map[string]exagentv1.DecisionPhase{"stale-rev": exagentv1.DecisionRejected}},
@@ -101,8 +98,7 @@ func TestDecisions(t *testing.T) {
 		"an actor without the approve verb is rejected by the controller's own check": {
 			decide: func(h *harness, run *exagentv1.AgentRun) {
 				a := pendingApproval(h.t, run)
-				h.decide(run.Name, decisionSpec{name: "mallory", user: mallory, kind: exagentv1.DecisionApprove,
-					approvalID: a.ID, payloadHash: a.PayloadHash, revision: a.Revision})
+				h.decide(mallory, h.decision(run.Name, "mallory").Approve(a))
 			},
 			want: want{stillPaused: true, messageHas: "not allowed to approve",
 				decisions: map[string]exagentv1.DecisionPhase{"mallory": exagentv1.DecisionRejected}},
@@ -120,7 +116,7 @@ func TestDecisions(t *testing.T) {
 				tc.agent(&spec)
 			}
 			if tc.want.historyHas != "" {
-				spec.Model.Script[1] = textTurn("understood, no refund")
+				spec.Model.Script[1] = fixture.TextTurn("understood, no refund")
 			}
 			sub.createAgent(id, spec)
 			sub.createRun(id, id, func(r *exagentv1.AgentRunSpec) {

@@ -16,6 +16,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // greedyModel is an OpenAI-compatible endpoint that never stops: every
@@ -87,12 +88,12 @@ func TestTreeBudgetFanOut(t *testing.T) {
 			var calls []exagentv1.ScriptToolCall
 			for i := range fan {
 				calls = append(calls, exagentv1.ScriptToolCall{ID: fmt.Sprintf("w%d", i), Name: "work",
-					Arguments: raw(map[string]any{"input": fmt.Sprintf("part %d", i)})})
+					Arguments: fixture.Raw(map[string]any{"input": fmt.Sprintf("part %d", i)})})
 			}
 			h.createAgent("boss", exagentv1.AgentSpec{
 				Instructions: "You split the work.",
-				Model:        scripted(exagentv1.ScriptTurn{ToolCalls: calls}, textTurn("all parts done")),
-				Tools:        []exagentv1.ToolSpec{agentTool("work", "greedy")},
+				Model:        fixture.Scripted(exagentv1.ScriptTurn{ToolCalls: calls}, fixture.TextTurn("all parts done")),
+				Tools:        []exagentv1.ToolSpec{fixture.AgentTool("work", "greedy")},
 				Policy:       allowAll,
 				Limits:       exagentv1.LimitsSpec{MaxTokens: new(int64(maxTokens)), MaxToolCalls: new(int32(maxToolCalls))},
 			})
@@ -100,7 +101,7 @@ func TestTreeBudgetFanOut(t *testing.T) {
 				Instructions: "You never stop.",
 				Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI, Name: "greedy", BaseURL: gm.srv.URL + "/v1",
 					APIKeySecretRef: &exagentv1.SecretKeySelector{Name: "greedy", Key: "apiKey"}},
-				Tools:  []exagentv1.ToolSpec{httpTool("poke", ts.url("/poke"))},
+				Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("poke", ts.url("/poke"))},
 				Policy: allowAll,
 				Limits: tc.own,
 			})
@@ -151,11 +152,11 @@ func TestTreeMaxRuns(t *testing.T) {
 	h := newHarness(t)
 	h.startManager(controllers.Options{})
 	h.createAgent("hydra", exagentv1.AgentSpec{
-		Model: scripted(exagentv1.ScriptTurn{ToolCalls: []exagentv1.ScriptToolCall{
-			{ID: "a", Name: "again", Arguments: raw(map[string]any{"input": "left"})},
-			{ID: "b", Name: "again", Arguments: raw(map[string]any{"input": "right"})},
-		}}, textTurn("done")),
-		Tools:  []exagentv1.ToolSpec{agentTool("again", "hydra")},
+		Model: fixture.Scripted(exagentv1.ScriptTurn{ToolCalls: []exagentv1.ScriptToolCall{
+			{ID: "a", Name: "again", Arguments: fixture.Raw(map[string]any{"input": "left"})},
+			{ID: "b", Name: "again", Arguments: fixture.Raw(map[string]any{"input": "right"})},
+		}}, fixture.TextTurn("done")),
+		Tools:  []exagentv1.ToolSpec{fixture.AgentTool("again", "hydra")},
 		Policy: allowAll,
 		Limits: exagentv1.LimitsSpec{MaxDepth: new(int32(4)), MaxRuns: new(int32(5))},
 	})

@@ -13,19 +13,11 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/loop"
 )
 
 // --- delegation fixtures ---
-
-func agentTool(name, agent string) exagentv1.ToolSpec {
-	return exagentv1.ToolSpec{Name: name, Description: "hand the work to agent " + agent,
-		Agent: &exagentv1.AgentTool{AgentRef: exagentv1.LocalObjectReference{Name: agent}}}
-}
-
-func scripted(turns ...exagentv1.ScriptTurn) exagentv1.ModelSpec {
-	return exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: turns}
-}
 
 // tree creates the three Agents of the triage example: triage delegates a
 // fix to fixer, which delegates the deploy to deployer, whose scale call
@@ -35,22 +27,22 @@ func (h *harness) tree(ts *toolServer) {
 	h.t.Helper()
 	h.createAgent("triage", exagentv1.AgentSpec{
 		Instructions: "You triage incidents.",
-		Model:        scripted(callTurn("fix", "fix", map[string]any{"input": "fix the checkout outage"}), textTurn("triage done")),
-		Tools:        []exagentv1.ToolSpec{agentTool("fix", "fixer")},
+		Model:        fixture.Scripted(fixture.CallTurn("fix", "fix", map[string]any{"input": "fix the checkout outage"}), fixture.TextTurn("triage done")),
+		Tools:        []exagentv1.ToolSpec{fixture.AgentTool("fix", "fixer")},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow, ForbidSelfApproval: true,
 			Approvers: &exagentv1.Approvers{Users: []string{alice}}},
 	})
 	h.createAgent("fixer", exagentv1.AgentSpec{
 		Instructions: "You fix services.",
-		Model:        scripted(callTurn("deploy", "deploy", map[string]any{"input": "deploy v2 with 3 replicas"}), textTurn("fixed: v2 is out")),
-		Tools:        []exagentv1.ToolSpec{agentTool("deploy", "deployer")},
+		Model:        fixture.Scripted(fixture.CallTurn("deploy", "deploy", map[string]any{"input": "deploy v2 with 3 replicas"}), fixture.TextTurn("fixed: v2 is out")),
+		Tools:        []exagentv1.ToolSpec{fixture.AgentTool("deploy", "deployer")},
 		Policy:       exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	deployer := exagentv1.AgentSpec{
 		Instructions: "You deploy.",
-		Model:        scripted(callTurn("scale", "scale", map[string]any{"replicas": 3}), textTurn("scaled to 3")),
-		Tools:        []exagentv1.ToolSpec{httpTool("scale", ts.url("/scale"))},
-		Policy:       askPolicy("scale"),
+		Model:        fixture.Scripted(fixture.CallTurn("scale", "scale", map[string]any{"replicas": 3}), fixture.TextTurn("scaled to 3")),
+		Tools:        []exagentv1.ToolSpec{fixture.HTTPTool("scale", ts.url("/scale"))},
+		Policy:       fixture.AskPolicy("scale"),
 	}
 	deployer.Policy.Approvers = &exagentv1.Approvers{Users: []string{alice, bob}}
 	h.createAgent("deployer", deployer)
@@ -154,8 +146,7 @@ func TestDelegationTree(t *testing.T) {
 	}
 
 	a := pendingApproval(t, gc)
-	h.decide(grandchild, decisionSpec{name: "bob", user: bob, kind: exagentv1.DecisionApprove,
-		approvalID: a.ID, payloadHash: a.PayloadHash, revision: a.Revision})
+	h.decide(bob, h.decision(grandchild, "bob").Approve(a))
 	d := h.waitDecision(grandchild + "-bob")
 	if d.Status.Phase != exagentv1.DecisionRejected || !strings.Contains(d.Status.Message, "triage-42") {
 		t.Fatalf("bob's decision = %s (%s), want Rejected by the root's approvers", d.Status.Phase, d.Status.Message)
@@ -163,8 +154,7 @@ func TestDelegationTree(t *testing.T) {
 	if len(ts.journal()) != 0 {
 		t.Fatalf("the scale ran before an allowed approval: %+v", ts.journal())
 	}
-	h.decide(grandchild, decisionSpec{name: "alice", user: alice, kind: exagentv1.DecisionApprove,
-		approvalID: a.ID, payloadHash: a.PayloadHash, revision: a.Revision})
+	h.decide(alice, h.decision(grandchild, "alice").Approve(a))
 	if d := h.waitDecision(grandchild + "-alice"); d.Status.Phase != exagentv1.DecisionApplied {
 		t.Fatalf("alice's decision = %s (%s), want Applied", d.Status.Phase, d.Status.Message)
 	}
@@ -201,15 +191,15 @@ func TestDelegationNarrowsToolCalls(t *testing.T) {
 	ts := newToolServer(t)
 	h.startManager(controllers.Options{})
 	h.createAgent("boss", exagentv1.AgentSpec{
-		Model:  scripted(callTurn("work", "work", map[string]any{"input": "do two things"}), textTurn("I saw the worker fail")),
-		Tools:  []exagentv1.ToolSpec{agentTool("work", "worker")},
+		Model:  fixture.Scripted(fixture.CallTurn("work", "work", map[string]any{"input": "do two things"}), fixture.TextTurn("I saw the worker fail")),
+		Tools:  []exagentv1.ToolSpec{fixture.AgentTool("work", "worker")},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 		Limits: exagentv1.LimitsSpec{MaxToolCalls: new(int32(2))},
 	})
 	h.createAgent("worker", exagentv1.AgentSpec{
-		Model: scripted(callTurn("one", "poke", map[string]any{"n": 1}), callTurn("two", "poke", map[string]any{"n": 2}),
-			textTurn("both done")),
-		Tools:  []exagentv1.ToolSpec{httpTool("poke", ts.url("/poke"))},
+		Model: fixture.Scripted(fixture.CallTurn("one", "poke", map[string]any{"n": 1}), fixture.CallTurn("two", "poke", map[string]any{"n": 2}),
+			fixture.TextTurn("both done")),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("poke", ts.url("/poke"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	h.createRun("boss-1", "boss")
@@ -239,8 +229,8 @@ func TestDelegationMaxDepth(t *testing.T) {
 	h := newHarness(t)
 	h.startManager(controllers.Options{})
 	h.createAgent("narcissus", exagentv1.AgentSpec{
-		Model:  scripted(callTurn("again", "again", map[string]any{"input": "go deeper"}), textTurn("done")),
-		Tools:  []exagentv1.ToolSpec{agentTool("again", "narcissus")},
+		Model:  fixture.Scripted(fixture.CallTurn("again", "again", map[string]any{"input": "go deeper"}), fixture.TextTurn("done")),
+		Tools:  []exagentv1.ToolSpec{fixture.AgentTool("again", "narcissus")},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 		Limits: exagentv1.LimitsSpec{MaxDepth: new(int32(2))},
 	})
@@ -264,7 +254,7 @@ func TestDelegationCancelPausedTree(t *testing.T) {
 	h.startManager(controllers.Options{})
 	h.tree(ts)
 	child, grandchild := h.pausedTree("triage-7")
-	h.decide("triage-7", decisionSpec{name: "stop", user: alice, kind: exagentv1.DecisionCancel, reason: "wrong incident"})
+	h.decide(alice, h.decision("triage-7", "stop").Cancel().Reason("wrong incident"))
 	if d := h.waitDecision("triage-7-stop"); d.Status.Phase != exagentv1.DecisionApplied {
 		t.Fatalf("cancel = %s (%s)", d.Status.Phase, d.Status.Message)
 	}
@@ -299,18 +289,18 @@ func TestDelegationCancelInFlight(t *testing.T) {
 	}
 	h.startManager(controllers.Options{})
 	h.createAgent("lead", exagentv1.AgentSpec{
-		Model:  scripted(callTurn("hand", "hand", map[string]any{"input": "call the slow API"}), textTurn("x")),
-		Tools:  []exagentv1.ToolSpec{agentTool("hand", "slow")},
+		Model:  fixture.Scripted(fixture.CallTurn("hand", "hand", map[string]any{"input": "call the slow API"}), fixture.TextTurn("x")),
+		Tools:  []exagentv1.ToolSpec{fixture.AgentTool("hand", "slow")},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	h.createAgent("slow", exagentv1.AgentSpec{
-		Model:  scripted(callTurn("call", "call", map[string]any{}), textTurn("y")),
-		Tools:  []exagentv1.ToolSpec{httpTool("call", ts.url("/slow"))},
+		Model:  fixture.Scripted(fixture.CallTurn("call", "call", map[string]any{}), fixture.TextTurn("y")),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("call", ts.url("/slow"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	h.createRun("lead-1", "lead")
 	<-sent
-	h.decide("lead-1", decisionSpec{name: "stop", user: alice, kind: exagentv1.DecisionCancel})
+	h.decide(alice, h.decision("lead-1", "stop").Cancel())
 	if d := h.waitDecision("lead-1-stop"); d.Status.Phase != exagentv1.DecisionApplied {
 		t.Fatalf("cancel = %s (%s)", d.Status.Phase, d.Status.Message)
 	}
@@ -362,13 +352,13 @@ func TestDelegationCrashWindows(t *testing.T) {
 	h := newHarness(t)
 	ts := newToolServer(t)
 	h.createAgent("planner", exagentv1.AgentSpec{
-		Model:  scripted(callTurn("go", "go", map[string]any{"input": "poke once"}), textTurn("planned")),
-		Tools:  []exagentv1.ToolSpec{agentTool("go", "poker")},
+		Model:  fixture.Scripted(fixture.CallTurn("go", "go", map[string]any{"input": "poke once"}), fixture.TextTurn("planned")),
+		Tools:  []exagentv1.ToolSpec{fixture.AgentTool("go", "poker")},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	h.createAgent("poker", exagentv1.AgentSpec{
-		Model:  scripted(callTurn("poke", "poke", map[string]any{}), textTurn("poked")),
-		Tools:  []exagentv1.ToolSpec{httpTool("poke", ts.url("/poke"))},
+		Model:  fixture.Scripted(fixture.CallTurn("poke", "poke", map[string]any{}), fixture.TextTurn("poked")),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("poke", ts.url("/poke"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	i := 0

@@ -11,6 +11,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // The escape window of a delegation (issue 19, item 5): a child whose
@@ -27,14 +28,14 @@ func windowAgents(h *harness, ts *toolServer, policy exagentv1.PolicySpec) {
 	h.t.Helper()
 	h.createAgent("lead", exagentv1.AgentSpec{
 		Instructions: "You lead.",
-		Model:        scripted(callTurn("hand", "hand", map[string]any{"input": "poke the service"}), textTurn("lead done")),
-		Tools:        []exagentv1.ToolSpec{agentTool("hand", "worker"), httpTool("note", ts.url("/note"))},
+		Model:        fixture.Scripted(fixture.CallTurn("hand", "hand", map[string]any{"input": "poke the service"}), fixture.TextTurn("lead done")),
+		Tools:        []exagentv1.ToolSpec{fixture.AgentTool("hand", "worker"), fixture.HTTPTool("note", ts.url("/note"))},
 		Policy:       policy,
 	})
 	h.createAgent("worker", exagentv1.AgentSpec{
 		Instructions: "You work.",
-		Model:        scripted(callTurn("poke", "poke", map[string]any{}), textTurn("worker done")),
-		Tools:        []exagentv1.ToolSpec{httpTool("poke", ts.url("/poke"))},
+		Model:        fixture.Scripted(fixture.CallTurn("poke", "poke", map[string]any{}), fixture.TextTurn("worker done")),
+		Tools:        []exagentv1.ToolSpec{fixture.HTTPTool("poke", ts.url("/poke"))},
 		Policy:       exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 }
@@ -110,7 +111,7 @@ func (g *gate) reachedIn(t *testing.T) string {
 // cancelRun cancels run as alice and waits until it is Cancelled.
 func (h *harness) cancelRun(run string) {
 	h.t.Helper()
-	h.decide(run, decisionSpec{name: "stop", user: alice, kind: exagentv1.DecisionCancel, reason: "not now"})
+	h.decide(alice, h.decision(run, "stop").Cancel().Reason("not now"))
 	if d := h.waitDecision(run + "-stop"); d.Status.Phase != exagentv1.DecisionApplied {
 		h.t.Fatalf("cancel = %s (%s)", d.Status.Phase, d.Status.Message)
 	}
@@ -320,7 +321,7 @@ func TestDelegationWindowDeadline(t *testing.T) {
 func TestDelegationWindowDenyAfterReAsk(t *testing.T) {
 	h := newHarness(t)
 	ts := newToolServer(t)
-	policy := askPolicy("hand")
+	policy := fixture.AskPolicy("hand")
 	policy.OnDeny = exagentv1.OnDenyContinue
 	windowAgents(h, ts, policy)
 	h.createRun("win-5", "lead", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "3s"; r.ActiveTimeLimit = exagentv1.Never })
@@ -360,8 +361,7 @@ func TestDelegationWindowDenyAfterReAsk(t *testing.T) {
 		return r.Status.Phase == exagentv1.PhaseAwaitingApproval && len(r.Status.Pending()) == 1 && r.Status.Pending()[0].ID != old.ID
 	})
 	a := pendingApproval(t, again)
-	h.decide("win-5", decisionSpec{name: "no", user: alice, kind: exagentv1.DecisionDeny, approvalID: a.ID,
-		payloadHash: a.PayloadHash, revision: a.Revision, reason: "not after that change"})
+	h.decide(alice, h.decision("win-5", "no").Deny(a).Reason("not after that change"))
 	done := h.waitPhase("win-5", exagentv1.PhaseSucceeded)
 	if !historyContains(done, "Denied") {
 		t.Errorf("the parent's model was not told of the denial: %+v", done.Status.History)

@@ -10,6 +10,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // blockingTool makes ts hold every request until release is closed, and
@@ -41,11 +42,11 @@ func TestDrainOnStop(t *testing.T) {
 	ts := newToolServer(t)
 	arrived, release := blockingTool(ts)
 	h.createAgent("drain", exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("ticket", "open_ticket", map[string]any{"amount": 42}),
-			textTurn("ticket handled"),
-		}},
-		Tools:  []exagentv1.ToolSpec{httpTool("open_ticket", ts.url("/tickets"))},
+		Model: fixture.Scripted(
+			fixture.CallTurn("ticket", "open_ticket", map[string]any{"amount": 42}),
+			fixture.TextTurn("ticket handled"),
+		),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("open_ticket", ts.url("/tickets"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	first := h.startManager(controllers.Options{ReleaseOnStop: true, DrainTimeout: waitTimeout})
@@ -93,11 +94,11 @@ func TestDrainTimeout(t *testing.T) {
 	ts := newToolServer(t)
 	arrived, release := blockingTool(ts)
 	h.createAgent("slow", exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("ticket", "open_ticket", map[string]any{"amount": 42}),
-			textTurn("ticket handled"),
-		}},
-		Tools:  []exagentv1.ToolSpec{httpTool("open_ticket", ts.url("/tickets"))},
+		Model: fixture.Scripted(
+			fixture.CallTurn("ticket", "open_ticket", map[string]any{"amount": 42}),
+			fixture.TextTurn("ticket handled"),
+		),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("open_ticket", ts.url("/tickets"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	first := h.startManager(controllers.Options{ReleaseOnStop: true, DrainTimeout: 100 * time.Millisecond})

@@ -11,6 +11,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // TestWaitsAndDrift covers runs that must not do IO: a missing Agent, a
@@ -23,7 +24,7 @@ func TestWaitsAndDrift(t *testing.T) {
 			h.createRun("late", "late-agent")
 			h.waitRun("late", "Ready=False AgentNotFound", readyReason(exagentv1.ReasonAgentNotFound))
 			h.createAgent("late-agent", exagentv1.AgentSpec{Model: exagentv1.ModelSpec{
-				Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{textTurn("hello")}}})
+				Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{fixture.TextTurn("hello")}}})
 			h.waitPhase("late", exagentv1.PhaseSucceeded)
 		},
 		"the deadline applies to a run whose agent never appears": func(t *testing.T, h *harness, ts *toolServer) {

@@ -22,6 +22,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/egress"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/model"
 )
 
@@ -49,11 +50,11 @@ func TestEgressDeniedToolCall(t *testing.T) {
 	h := newHarness(t)
 	srv, hits := serverOn127002(t)
 	h.startManager(controllers.Options{})
-	h.createAgent("a", exagentv1.AgentSpec{Tools: []exagentv1.ToolSpec{httpTool("refund", srv.URL+"/refund")},
+	h.createAgent("a", exagentv1.AgentSpec{Tools: []exagentv1.ToolSpec{fixture.HTTPTool("refund", srv.URL+"/refund")},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("c1", "refund", map[string]any{"amount": 7}), textTurn("could not refund"),
-		}}})
+		Model: fixture.Scripted(
+			fixture.CallTurn("c1", "refund", map[string]any{"amount": 7}), fixture.TextTurn("could not refund"),
+		)})
 	h.createRun("r", "a")
 	done := h.waitPhase("r", exagentv1.PhaseSucceeded)
 	st, out := callResult(t, done, "c1")
@@ -160,11 +161,11 @@ func TestEgressNamespaceAllowList(t *testing.T) {
 	t.Cleanup(m.stop)
 
 	ts := newToolServer(t)
-	agent := exagentv1.AgentSpec{Tools: []exagentv1.ToolSpec{httpTool("refund", ts.url("/refund"))},
+	agent := exagentv1.AgentSpec{Tools: []exagentv1.ToolSpec{fixture.HTTPTool("refund", ts.url("/refund"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("c1", "refund", map[string]any{"amount": 7}), textTurn("done"),
-		}}}
+		Model: fixture.Scripted(
+			fixture.CallTurn("c1", "refund", map[string]any{"amount": 7}), fixture.TextTurn("done"),
+		)}
 	a.createAgent("a", agent)
 	a.createRun("r", "a")
 	if st, out := callResult(t, a.waitPhase("r", exagentv1.PhaseSucceeded), "c1"); st != exagentv1.CallSucceeded {

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,12 +18,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/procs"
 )
 
 // BenchmarkFastWaitingRunsProcess is BenchmarkFastWaitingRuns measured on
@@ -62,7 +57,7 @@ func BenchmarkFastWaitingRunsProcess(b *testing.B) {
 	createRuns(b, h, "r", n, nil)
 	waited := 0.0
 	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 20*time.Minute, true, func(context.Context) (bool, error) {
-		if err := p.alive(); err != nil {
+		if err := p.Alive(); err != nil {
 			return false, err
 		}
 		mf, err := p.scrape()
@@ -76,7 +71,7 @@ func BenchmarkFastWaitingRunsProcess(b *testing.B) {
 			}
 			phase := exagentv1.RunPhase(label(m, "phase"))
 			if phase.IsTerminal() && phase != exagentv1.PhaseSucceeded && m.GetGauge().GetValue() > 0 {
-				return false, fmt.Errorf("%.0f runs ended %s (manager log: %s)", m.GetGauge().GetValue(), phase, p.logPath)
+				return false, fmt.Errorf("%.0f runs ended %s (manager log: %s)", m.GetGauge().GetValue(), phase, p.Log)
 			}
 			if phase == exagentv1.PhaseAwaitingApproval {
 				waited = m.GetGauge().GetValue()
@@ -101,14 +96,14 @@ func BenchmarkFastWaitingRunsProcess(b *testing.B) {
 	p.heapProfile(b)
 
 	u.report(b)
-	delta := mem.rss - min(mem.rss, mem0.rss)
-	b.ReportMetric(float64(mem0.rss)/mib, "rss-idle-MiB")
-	b.ReportMetric(float64(mem.rss)/mib, "rss-MiB")
-	b.ReportMetric(float64(mem.peak)/mib, "rss-peak-MiB")
+	delta := mem.RSS - min(mem.RSS, mem0.RSS)
+	b.ReportMetric(float64(mem0.RSS)/mib, "rss-idle-MiB")
+	b.ReportMetric(float64(mem.RSS)/mib, "rss-MiB")
+	b.ReportMetric(float64(mem.Peak)/mib, "rss-peak-MiB")
 	b.ReportMetric(float64(delta)/mib, "rss-delta-MiB")
 	b.ReportMetric(float64(delta)/float64(n)/1024, "rss-KiB/run")
-	b.ReportMetric(float64(mem.anon)/mib, "rss-anon-MiB")
-	b.ReportMetric(float64(mem.file)/mib, "rss-file-MiB")
+	b.ReportMetric(float64(mem.Anon)/mib, "rss-anon-MiB")
+	b.ReportMetric(float64(mem.File)/mib, "rss-file-MiB")
 	b.ReportMetric(heap/mib, "heap-inuse-MiB")
 	b.ReportMetric(gor, "goroutines")
 	b.ReportMetric(elapsed.Seconds(), "pause-s")
@@ -120,22 +115,19 @@ func BenchmarkFastWaitingRunsProcess(b *testing.B) {
 	b.ReportMetric(dropped, "events-dropped")
 	b.Logf("Events dropped: %.0f", dropped)
 	b.Logf("idle manager: RSS %.1f MiB (anon %.1f, file %.1f), heap in use %.1f MiB, %.0f goroutines",
-		float64(mem0.rss)/mib, float64(mem0.anon)/mib, float64(mem0.file)/mib, heap0/mib, gauge(idle, "go_goroutines"))
+		float64(mem0.RSS)/mib, float64(mem0.Anon)/mib, float64(mem0.File)/mib, heap0/mib, gauge(idle, "go_goroutines"))
 	b.Logf("waiting runs (manager process %d): %d paused in %s; RSS %.1f MiB (anon %.1f, file %.1f; idle %.1f, +%.1f MiB = %.1f KiB/run), peak %.1f MiB; heap in use %.1f MiB (+%.1f), %.0f goroutines; %.0f runs of other namespaces in its cache",
-		p.cmd.Process.Pid, n, elapsed.Round(time.Millisecond), float64(mem.rss)/mib, float64(mem.anon)/mib, float64(mem.file)/mib,
-		float64(mem0.rss)/mib, float64(delta)/mib, float64(delta)/float64(n)/1024, float64(mem.peak)/mib,
+		p.Pid(), n, elapsed.Round(time.Millisecond), float64(mem.RSS)/mib, float64(mem.Anon)/mib, float64(mem.File)/mib,
+		float64(mem0.RSS)/mib, float64(delta)/mib, float64(delta)/float64(n)/1024, float64(mem.Peak)/mib,
 		heap/mib, (heap-heap0)/mib, gor, elsewhere)
 	b.ReportMetric(0, "ns/op")
 }
 
 // managerProcess is cmd/manager running as a child of the benchmark.
 type managerProcess struct {
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	waitErr error
+	*procs.Process
 	metrics string // http://127.0.0.1:PORT
 	http    *http.Client
-	logPath string
 	name    string // the benchmark's, for file names
 }
 
@@ -146,66 +138,41 @@ type managerProcess struct {
 func startManagerProcess(b *testing.B) *managerProcess {
 	b.Helper()
 	tmp := b.TempDir()
-	bin := filepath.Join(tmp, "manager")
 	t0 := time.Now()
 	// Built as the Dockerfile builds the image's binary: the figure is the
 	// one a user's container shows.
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/manager")
-	build.Dir = testenv.RepoRoot()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build ./cmd/manager: %v\n%s", err, out)
-	}
+	build := procs.Builder{Dir: tmp}
+	bin, err := build.Build(procs.ManagerImage)
+	must(b, err)
 	b.Logf("built cmd/manager in %s", time.Since(t0).Round(time.Millisecond))
 
 	kubeconfig := filepath.Join(tmp, "kubeconfig")
-	must(b, writeAdminKubeconfig(kubeconfig, env().Config))
-	port := freePort(b)
-
-	dir := profilesDir(b)
-	name := strings.ReplaceAll(b.Name(), "/", "_")
-	logPath := filepath.Join(dir, name+".manager.log")
-	logFile, err := os.Create(logPath)
+	must(b, procs.WriteKubeconfig(kubeconfig, env().Config))
+	port, err := procs.FreePort()
 	must(b, err)
 
-	cmd := exec.Command(bin,
-		"--kubeconfig", kubeconfig,
-		"--enable-webhooks=false",
-		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(port),
-		"--metrics-secure=false",
-		"--health-probe-bind-address=0",
-		"--leader-elect=false",
-	)
-	cmd.Env = childEnv()
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// The kernel kills the child if the benchmark process dies first (a
-	// -timeout panic runs no cleanup).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		b.Fatalf("starting the manager: %v", err)
-	}
-	p := &managerProcess{
-		cmd: cmd, exited: make(chan struct{}), metrics: fmt.Sprintf("http://127.0.0.1:%d", port),
-		http: &http.Client{Timeout: 30 * time.Second}, logPath: logPath, name: name,
-	}
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	b.Cleanup(func() {
-		// Killed, not stopped: a SIGTERM would hand every run back (a
-		// status write each) on the apiserver the next benchmark measures.
-		select {
-		case <-p.exited:
-		default:
-			_ = cmd.Process.Kill()
-			<-p.exited
-		}
-		_ = logFile.Close()
+	name := strings.ReplaceAll(b.Name(), "/", "_")
+	p, err := procs.StartManager(procs.ManagerSpec{
+		Bin: bin, Kubeconfig: kubeconfig,
+		Args: []string{
+			"--enable-webhooks=false",
+			"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(port),
+			"--metrics-secure=false",
+			"--health-probe-bind-address=0",
+			"--leader-elect=false",
+		},
+		Env: childEnv(), Log: filepath.Join(profilesDir(b), name+".manager.log"),
+		// The kernel kills the child if the benchmark process dies first (a
+		// -timeout panic runs no cleanup): killed, as at cleanup below.
+		ParentDeath: syscall.SIGKILL,
 	})
-	b.Logf("manager pid %d, metrics %s, log %s", cmd.Process.Pid, p.metrics, logPath)
-	return p
+	must(b, err)
+	// Killed, not stopped: a SIGTERM would hand every run back (a status
+	// write each) on the apiserver the next benchmark measures.
+	b.Cleanup(p.Kill)
+	b.Logf("manager pid %d, metrics %s, log %s", p.Pid(), fmt.Sprintf("http://127.0.0.1:%d", port), p.Log)
+	return &managerProcess{Process: p, metrics: fmt.Sprintf("http://127.0.0.1:%d", port),
+		http: &http.Client{Timeout: 30 * time.Second}, name: name}
 }
 
 // childEnv is this process's environment without what would change the
@@ -222,31 +189,6 @@ func childEnv() []string {
 	return out
 }
 
-// writeAdminKubeconfig writes cfg (the envtest's admin: a client
-// certificate, or a bearer token) as a kubeconfig with one context.
-func writeAdminKubeconfig(path string, cfg *rest.Config) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, CertificateAuthority: cfg.CAFile}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData,
-		ClientCertificate: cfg.CertFile, ClientKey: cfg.KeyFile, Token: cfg.BearerToken,
-	}
-	kc.Contexts["admin@envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "admin@envtest"
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		return fmt.Errorf("writing the kubeconfig %s: %w", path, err)
-	}
-	return nil
-}
-
-// freePort is a loopback port free a moment ago.
-func freePort(b *testing.B) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(b, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // profilesDir is the -fast.profiles folder (as profile uses it).
 func profilesDir(b *testing.B) string {
 	dir := *fastProfiles
@@ -255,16 +197,6 @@ func profilesDir(b *testing.B) string {
 	}
 	must(b, os.MkdirAll(dir, 0o755))
 	return dir
-}
-
-// alive is nil while the manager runs.
-func (p *managerProcess) alive() error {
-	select {
-	case <-p.exited:
-		return fmt.Errorf("the manager exited (%v); its log: %s", p.waitErr, p.logPath)
-	default:
-		return nil
-	}
 }
 
 // scrape reads the manager's metrics endpoint.
@@ -293,7 +225,7 @@ func (p *managerProcess) waitQuiet(b *testing.B, quiet, timeout time.Duration) m
 	var last map[string]*dto.MetricFamily
 	prev, since := -1.0, time.Time{}
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(context.Context) (bool, error) {
-		if err := p.alive(); err != nil {
+		if err := p.Alive(); err != nil {
 			return false, err
 		}
 		mf, err := p.scrape()
@@ -318,30 +250,12 @@ func (p *managerProcess) waitQuiet(b *testing.B, quiet, timeout time.Duration) m
 	return last
 }
 
-// procMemory is the manager's resident set from /proc/PID/status: now
-// (VmRSS, split into anonymous memory — heap, stacks — and file pages —
-// the binary's code and data, shared and reclaimable) and its peak (VmHWM).
-type procMemory struct{ rss, peak, anon, file uint64 }
-
-func (p *managerProcess) memory(b *testing.B) procMemory {
+// memory is the manager's resident set (procs.Memory: RSS, split into
+// anonymous memory and file pages, and its peak).
+func (p *managerProcess) memory(b *testing.B) procs.Memory {
 	b.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	m, err := p.Memory()
 	must(b, err)
-	var m procMemory
-	fields := map[string]*uint64{"VmRSS": &m.rss, "VmHWM": &m.peak, "RssAnon": &m.anon, "RssFile": &m.file}
-	for _, line := range strings.Split(string(raw), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		dst := fields[k]
-		if !ok || dst == nil {
-			continue
-		}
-		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		must(b, err)
-		*dst = kb * 1024
-	}
-	if m.rss == 0 || m.peak == 0 {
-		b.Fatalf("/proc/%d/status has no VmRSS or VmHWM", p.cmd.Process.Pid)
-	}
 	return m
 }
 

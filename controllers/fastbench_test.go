@@ -21,6 +21,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/eventqueue"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // eventsDropped is how many Events this process's queues dropped so far.
@@ -74,11 +75,11 @@ func (bt *benchTools) count() int {
 // approvalAgent pauses at one refund call, then answers.
 func approvalAgent(h *harness, url string) {
 	h.createAgent("a", exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("refund", "refund", map[string]any{"amount": 2}), textTurn("done"),
-		}},
-		Tools:  []exagentv1.ToolSpec{httpTool("refund", url+"/refund")},
-		Policy: askPolicy("refund"),
+		Model: fixture.Scripted(
+			fixture.CallTurn("refund", "refund", map[string]any{"amount": 2}), fixture.TextTurn("done"),
+		),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("refund", url+"/refund")},
+		Policy: fixture.AskPolicy("refund"),
 	})
 }
 
@@ -322,10 +323,10 @@ func BenchmarkFastApprovalBurst(b *testing.B) {
 func shortAgent(h *harness, url string, calls int) {
 	spec := exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted}
 	for i := range calls {
-		spec.Script = append(spec.Script, callTurn(fmt.Sprintf("c%d", i), "t", map[string]any{"amount": i}))
+		spec.Script = append(spec.Script, fixture.CallTurn(fmt.Sprintf("c%d", i), "t", map[string]any{"amount": i}))
 	}
-	spec.Script = append(spec.Script, textTurn("done"))
-	h.createAgent("a", exagentv1.AgentSpec{Model: spec, Tools: []exagentv1.ToolSpec{httpTool("t", url+"/t")},
+	spec.Script = append(spec.Script, fixture.TextTurn("done"))
+	h.createAgent("a", exagentv1.AgentSpec{Model: spec, Tools: []exagentv1.ToolSpec{fixture.HTTPTool("t", url+"/t")},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow}})
 }
 
@@ -411,7 +412,7 @@ func BenchmarkFastSlowModels(b *testing.B) {
 	ms := benchModel(b, delay, &modelConns)
 	h.createAgent("a", exagentv1.AgentSpec{
 		Model:  exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI, Name: "load", BaseURL: ms.URL + "/v1"},
-		Tools:  []exagentv1.ToolSpec{httpTool("t", bt.srv.URL+"/t")},
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("t", bt.srv.URL+"/t")},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	heap0, gor0 := heapInuse(), runtime.NumGoroutine()

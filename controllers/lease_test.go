@@ -8,6 +8,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // TestSlowToolKeepsItsLease: a tool call that outlasts the lease keeps the
@@ -27,11 +28,11 @@ func TestSlowToolKeepsItsLease(t *testing.T) {
 	h.startManager(controllers.Options{})
 	h.startManager(controllers.Options{})
 	h.createAgent("slow", exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("slow-1", "slow", map[string]any{"amount": 1}),
-			textTurn("done"),
-		}},
-		Tools:  []exagentv1.ToolSpec{httpTool("slow", ts.url("/slow"))},
+		Model: fixture.Scripted(
+			fixture.CallTurn("slow-1", "slow", map[string]any{"amount": 1}),
+			fixture.TextTurn("done"),
+		),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("slow", ts.url("/slow"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	h.createRun("slow", "slow", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "2s" })

@@ -21,6 +21,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // gatedTool makes ts hold each request whose path is in gates until that
@@ -78,10 +79,10 @@ func TestLiveOwnerKeepsLapsedLease(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	h.startManager(controllers.Options{Clock: clk})
 	h.createAgent("a", exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("c1", "slow", map[string]any{"amount": 1}), textTurn("done"),
-		}},
-		Tools:  []exagentv1.ToolSpec{httpTool("slow", ts.url("/slow"))},
+		Model: fixture.Scripted(
+			fixture.CallTurn("c1", "slow", map[string]any{"amount": 1}), fixture.TextTurn("done"),
+		),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("slow", ts.url("/slow"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	h.createRun("r", "a", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "30s" })
@@ -107,10 +108,10 @@ func TestDeletedRunsQueuedJobNeverStarts(t *testing.T) {
 	arrived, release := gatedTool(ts, "/t")
 	m := h.startManager(controllers.Options{PerEndpoint: 1})
 	h.createAgent("a", exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("c1", "t", map[string]any{"amount": 1}), textTurn("done"),
-		}},
-		Tools:  []exagentv1.ToolSpec{httpTool("t", ts.url("/t"))},
+		Model: fixture.Scripted(
+			fixture.CallTurn("c1", "t", map[string]any{"amount": 1}), fixture.TextTurn("done"),
+		),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("t", ts.url("/t"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	h.createRun("one", "a", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "1h" })
@@ -168,10 +169,10 @@ func TestRecreatedRunGetsNoOldResult(t *testing.T) {
 	}
 	m := h.startManager(controllers.Options{})
 	h.createAgent("a", exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("c1", "t", map[string]any{"amount": 1}), textTurn("done"),
-		}},
-		Tools:  []exagentv1.ToolSpec{httpTool("t", ts.url("/t"))},
+		Model: fixture.Scripted(
+			fixture.CallTurn("c1", "t", map[string]any{"amount": 1}), fixture.TextTurn("done"),
+		),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("t", ts.url("/t"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	h.createRun("r", "a", func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "1h" })
@@ -213,12 +214,12 @@ func TestReleaserKeepsOutcomes(t *testing.T) {
 	h.createAgent("a", exagentv1.AgentSpec{
 		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
 			{ToolCalls: []exagentv1.ScriptToolCall{
-				{ID: "f", Name: "fast", Arguments: raw(map[string]any{"amount": 1})},
-				{ID: "s", Name: "slow", Arguments: raw(map[string]any{"amount": 2})},
+				{ID: "f", Name: "fast", Arguments: fixture.Raw(map[string]any{"amount": 1})},
+				{ID: "s", Name: "slow", Arguments: fixture.Raw(map[string]any{"amount": 2})},
 			}},
-			textTurn("done"),
+			fixture.TextTurn("done"),
 		}},
-		Tools:  []exagentv1.ToolSpec{httpTool("fast", ts.url("/fast")), httpTool("slow", ts.url("/slow"))},
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("fast", ts.url("/fast")), fixture.HTTPTool("slow", ts.url("/slow"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	first := h.startManagerNoCleanup(controllers.Options{ReleaseOnStop: true, DrainTimeout: 3 * time.Second})
@@ -259,10 +260,10 @@ func TestAgentDeletedWhileCallInFlight(t *testing.T) {
 	arrived, release := gatedTool(ts, "/t")
 	h.startManager(controllers.Options{})
 	spec := exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("c1", "t", map[string]any{"amount": 1}), textTurn("done"),
-		}},
-		Tools:  []exagentv1.ToolSpec{httpTool("t", ts.url("/t"))},
+		Model: fixture.Scripted(
+			fixture.CallTurn("c1", "t", map[string]any{"amount": 1}), fixture.TextTurn("done"),
+		),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("t", ts.url("/t"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	}
 	h.createAgent("a", spec)
@@ -294,7 +295,7 @@ func TestDeadlineWithoutUsableAgent(t *testing.T) {
 	h := newHarness(t)
 	h.startManager(controllers.Options{})
 	h.createAgent("mcp", exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{textTurn("done")}},
+		Model: fixture.Scripted(fixture.TextTurn("done")),
 		Tools: []exagentv1.ToolSpec{{Name: "m", Description: "a server that is not there",
 			MCP: &exagentv1.MCPTool{URL: "http://127.0.0.1:1/mcp", Timeout: "1s"}}},
 	})
@@ -338,16 +339,16 @@ func TestLoadNeverUncertain(t *testing.T) {
 	ts := newToolServer(t)
 	modelSpec := exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted}
 	for i := range loadTurns - 1 {
-		modelSpec.Script = append(modelSpec.Script, callTurn(fmt.Sprintf("c%d", i), "t", map[string]any{"amount": i}))
+		modelSpec.Script = append(modelSpec.Script, fixture.CallTurn(fmt.Sprintf("c%d", i), "t", map[string]any{"amount": i}))
 	}
-	modelSpec.Script = append(modelSpec.Script, textTurn("done"))
+	modelSpec.Script = append(modelSpec.Script, fixture.TextTurn("done"))
 	if *loadModelDelay > 0 {
 		modelSpec = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI, Name: "load",
 			BaseURL: slowModel(t, *loadModelDelay).URL + "/v1"}
 	}
 	h.createAgent("a", exagentv1.AgentSpec{
 		Model:  modelSpec,
-		Tools:  []exagentv1.ToolSpec{httpTool("t", ts.url("/t"))},
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("t", ts.url("/t"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	m := h.startManager(controllers.Options{MaxInFlight: 2 * runs, PerEndpoint: 2 * runs})
@@ -402,11 +403,11 @@ func TestCancelWithoutAgent(t *testing.T) {
 	ts := newToolServer(t)
 	h.startManager(controllers.Options{})
 	h.createAgent("a", exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("c1", "t", map[string]any{"amount": 1}), textTurn("done"),
-		}},
-		Tools:  []exagentv1.ToolSpec{httpTool("t", ts.url("/t"))},
-		Policy: askPolicy("t"),
+		Model: fixture.Scripted(
+			fixture.CallTurn("c1", "t", map[string]any{"amount": 1}), fixture.TextTurn("done"),
+		),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("t", ts.url("/t"))},
+		Policy: fixture.AskPolicy("t"),
 	})
 	h.createRun("r", "a")
 	paused := h.waitPhase("r", exagentv1.PhaseAwaitingApproval)
@@ -418,7 +419,7 @@ func TestCancelWithoutAgent(t *testing.T) {
 	if d := h.waitDecision("r-ok"); d.Status.Phase != exagentv1.DecisionRejected {
 		t.Errorf("approve without the Agent = %s (%s), want Rejected", d.Status.Phase, d.Status.Message)
 	}
-	h.decide("r", decisionSpec{name: "stop", user: alice, kind: exagentv1.DecisionCancel, reason: "agent gone"})
+	h.decide(alice, h.decision("r", "stop").Cancel().Reason("agent gone"))
 	if d := h.waitDecision("r-stop"); d.Status.Phase != exagentv1.DecisionApplied {
 		t.Fatalf("cancel without the Agent = %s: %s", d.Status.Phase, d.Status.Message)
 	}

@@ -19,6 +19,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/mcptest"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // startSharedManager starts one manager whose cache serves the namespaces
@@ -56,8 +57,8 @@ func hostileAgents(t testing.TB, h *harness, url string, n, perAgent int) {
 			t.Fatalf("creating Secret %s: %v", name, err)
 		}
 		h.createAgent(name, exagentv1.AgentSpec{
-			Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-				callTurn("c1", "echo", map[string]any{"text": "hi"}), textTurn("done")}},
+			Model: fixture.Scripted(
+				fixture.CallTurn("c1", "echo", map[string]any{"text": "hi"}), fixture.TextTurn("done")),
 			Tools: []exagentv1.ToolSpec{{Name: "echo", MCP: &exagentv1.MCPTool{URL: url,
 				Headers: []exagentv1.SecretHeader{{Name: "Authorization", ValueFrom: exagentv1.SecretKeySelector{Name: name, Key: "authorization"}}}}}},
 			Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
@@ -72,7 +73,7 @@ func hostileAgents(t testing.TB, h *harness, url string, n, perAgent int) {
 func ordinaryRuns(t testing.TB, h *harness, n int) {
 	t.Helper()
 	h.createAgent("ordinary", exagentv1.AgentSpec{Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted,
-		Script: []exagentv1.ScriptTurn{textTurn("done")}}})
+		Script: []exagentv1.ScriptTurn{fixture.TextTurn("done")}}})
 	for i := range n {
 		h.createRun(fmt.Sprintf("ordinary-%d", i), "ordinary")
 	}
@@ -163,7 +164,7 @@ func TestMCPServerDownThenUp(t *testing.T) {
 	srv.SetDown(true)
 	h.startManager(controllers.Options{})
 	h.createAgent("flaps", mcpAgent(srv, "echo", nil, exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
-		callTurn("c1", "echo", map[string]any{"text": "hi"}), textTurn("done")))
+		fixture.CallTurn("c1", "echo", map[string]any{"text": "hi"}), fixture.TextTurn("done")))
 	const runs = 10
 	down := time.Now()
 	for i := range runs {

@@ -11,6 +11,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/mcptest"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // mcpAgent is an Agent whose only tool is mcp (one server tool, or an
@@ -24,7 +25,7 @@ func mcpAgent(srv *mcptest.Server, tool string, m func(*exagentv1.MCPTool), poli
 	}
 	return exagentv1.AgentSpec{
 		Instructions: "You use the MCP server's tools.",
-		Model:        exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: script},
+		Model:        fixture.Scripted(script...),
 		Tools:        []exagentv1.ToolSpec{spec},
 		Policy:       policy,
 	}
@@ -37,6 +38,21 @@ func (h *harness) mcpSecret() {
 	if err := h.c.Create(context.Background(), s); err != nil {
 		h.t.Fatalf("creating the token Secret: %v", err)
 	}
+}
+
+// importingAgent creates Agent name importing srv's echo and fail under
+// the prefix srv_: the policy allows read-only tools and asks before any
+// other; the script calls echo (c-echo), then fail (c-fail), then answers.
+func (h *harness) importingAgent(name string, srv *mcptest.Server) {
+	h.t.Helper()
+	policy := exagentv1.PolicySpec{Default: exagentv1.PolicyAsk, Rules: []exagentv1.PolicyRule{{
+		Name: "read-only", Tools: []string{"srv_*"}, Action: exagentv1.PolicyAllow, When: "tool.annotations.readOnlyHint"}}}
+	h.createAgent(name, mcpAgent(srv, "srv", func(m *exagentv1.MCPTool) {
+		m.Import = &exagentv1.MCPImport{Prefix: "srv_", Tools: []string{"echo", "fail"}}
+	}, policy,
+		fixture.CallTurn("c-echo", "srv_echo", map[string]any{"text": "hi"}),
+		fixture.CallTurn("c-fail", "srv_fail", map[string]any{}),
+		fixture.TextTurn("done")))
 }
 
 // callResult returns the state and result of the run's call id.
@@ -67,14 +83,7 @@ func TestMCPTools(t *testing.T) {
 		h := &harness{t: t, ns: h.ns, c: h.c}
 		srv := mcptest.Start()
 		defer srv.Close()
-		policy := exagentv1.PolicySpec{Default: exagentv1.PolicyAsk, Rules: []exagentv1.PolicyRule{{
-			Name: "read-only", Tools: []string{"srv_*"}, Action: exagentv1.PolicyAllow, When: "tool.annotations.readOnlyHint"}}}
-		h.createAgent("imported", mcpAgent(srv, "srv", func(m *exagentv1.MCPTool) {
-			m.Import = &exagentv1.MCPImport{Prefix: "srv_", Tools: []string{"echo", "fail"}}
-		}, policy,
-			callTurn("c-echo", "srv_echo", map[string]any{"text": "hi"}),
-			callTurn("c-fail", "srv_fail", map[string]any{}),
-			textTurn("done")))
+		h.importingAgent("imported", srv)
 		h.createRun("imported", "imported")
 		paused := h.waitPhase("imported", exagentv1.PhaseAwaitingApproval)
 		if st, out := callResult(t, paused, "c-echo"); st != exagentv1.CallSucceeded || !strings.Contains(out, "echo: hi") || !strings.Contains(out, "[image image/png") {
@@ -107,8 +116,8 @@ func TestMCPTools(t *testing.T) {
 		h := &harness{t: t, ns: h.ns, c: h.c}
 		srv := mcptest.Start()
 		defer srv.Close()
-		h.createAgent("reschema", mcpAgent(srv, "echo", nil, askPolicy("echo"),
-			callTurn("c1", "echo", map[string]any{"text": "hi"}), textTurn("done")))
+		h.createAgent("reschema", mcpAgent(srv, "echo", nil, fixture.AskPolicy("echo"),
+			fixture.CallTurn("c1", "echo", map[string]any{"text": "hi"}), fixture.TextTurn("done")))
 		h.createRun("reschema", "reschema")
 		paused := h.waitPhase("reschema", exagentv1.PhaseAwaitingApproval)
 		old := pendingApproval(t, paused)
@@ -135,8 +144,8 @@ func TestMCPTools(t *testing.T) {
 		h := &harness{t: t, ns: h.ns, c: h.c}
 		srv := mcptest.Start()
 		defer srv.Close()
-		h.createAgent("removed", mcpAgent(srv, "echo", nil, askPolicy("echo"),
-			callTurn("c1", "echo", map[string]any{"text": "hi"}), textTurn("done")))
+		h.createAgent("removed", mcpAgent(srv, "echo", nil, fixture.AskPolicy("echo"),
+			fixture.CallTurn("c1", "echo", map[string]any{"text": "hi"}), fixture.TextTurn("done")))
 		h.createRun("removed", "removed")
 		paused := h.waitPhase("removed", exagentv1.PhaseAwaitingApproval)
 		srv.MCP.RemoveTools("echo")
@@ -157,7 +166,7 @@ func TestMCPTools(t *testing.T) {
 		defer srv.Close()
 		h.createAgent("hangs", mcpAgent(srv, "hang", func(m *exagentv1.MCPTool) { m.Timeout = "2s" },
 			exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
-			callTurn("c1", "hang", map[string]any{}), textTurn("done")))
+			fixture.CallTurn("c1", "hang", map[string]any{}), fixture.TextTurn("done")))
 		h.createRun("hangs", "hangs")
 		run := h.waitPhase("hangs", exagentv1.PhaseUncertain)
 		if st, _ := callResult(t, run, "c1"); st != exagentv1.CallUncertain {
@@ -175,7 +184,7 @@ func TestMCPTools(t *testing.T) {
 		srv.SetHangFirst(1)
 		h.createAgent("flaky", mcpAgent(srv, "flaky", func(m *exagentv1.MCPTool) { m.Timeout, m.Idempotent = "2s", true },
 			exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
-			callTurn("c1", "flaky", map[string]any{}), textTurn("done")))
+			fixture.CallTurn("c1", "flaky", map[string]any{}), fixture.TextTurn("done")))
 		h.createRun("flaky", "flaky")
 		done := h.waitPhase("flaky", exagentv1.PhaseSucceeded)
 		if st, out := callResult(t, done, "c1"); st != exagentv1.CallSucceeded || out != "flaky: done" {
@@ -197,7 +206,7 @@ func TestMCPTools(t *testing.T) {
 		srv := mcptest.Start()
 		srv.Close()
 		h.createAgent("down", mcpAgent(srv, "echo", nil, exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
-			callTurn("c1", "echo", map[string]any{"text": "hi"}), textTurn("done")))
+			fixture.CallTurn("c1", "echo", map[string]any{"text": "hi"}), fixture.TextTurn("done")))
 		h.createRun("down", "down")
 		h.waitRun("down", "Ready=False MCPServerUnavailable", func(r *exagentv1.AgentRun) bool {
 			for _, c := range r.Status.Conditions {

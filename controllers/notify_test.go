@@ -24,6 +24,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/notify"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -372,10 +373,10 @@ func TestNotifyRunUncertain(t *testing.T) {
 	ts := newToolServer(t)
 	sk := newSink(t)
 	h.createAgent("tickets", exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("ticket", "open_ticket", map[string]any{"amount": 42}), textTurn("done"),
-		}},
-		Tools:  []exagentv1.ToolSpec{httpTool("open_ticket", ts.url("/tickets"))},
+		Model: fixture.Scripted(
+			fixture.CallTurn("ticket", "open_ticket", map[string]any{"amount": 42}), fixture.TextTurn("done"),
+		),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("open_ticket", ts.url("/tickets"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 		Notify: []exagentv1.NotifySink{{Name: "oncall", URL: sk.srv.URL, Events: []exagentv1.NotifyEvent{exagentv1.NotifyRunUncertain}}},
 	})

@@ -17,6 +17,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // chatServer speaks the OpenAI chat-completions wire format over real HTTP:
@@ -123,8 +124,8 @@ func TestOpenAIToolLoopWithApproval(t *testing.T) {
 			Provider: exagentv1.ModelProviderOpenAI, Name: "gpt-test", BaseURL: cs.srv.URL + "/v1",
 			APIKeySecretRef: &exagentv1.SecretKeySelector{Name: "openai", Key: "apiKey"},
 		},
-		Tools:  []exagentv1.ToolSpec{httpTool("refund", ts.url("/refund"))},
-		Policy: askPolicy("refund"),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("refund", ts.url("/refund"))},
+		Policy: fixture.AskPolicy("refund"),
 	})
 	h.createRun("r", "llm")
 

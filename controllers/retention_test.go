@@ -25,6 +25,7 @@ import (
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/archive"
 	"github.com/exagent-io/exagent/internal/segment"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // bigResult is what the retention tests' tool answers: past the default
@@ -40,11 +41,11 @@ func retentionAgent(h *harness, name string, ts *toolServer, retention exagentv1
 		_, _ = w.Write([]byte(bigResult))
 	}
 	h.createAgent(name, exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("c1", "pay", map[string]any{"amount": 5}), textTurn("paid"),
-		}},
-		Tools:     []exagentv1.ToolSpec{httpTool("pay", ts.url("/pay"))},
-		Policy:    askPolicy("pay"),
+		Model: fixture.Scripted(
+			fixture.CallTurn("c1", "pay", map[string]any{"amount": 5}), fixture.TextTurn("paid"),
+		),
+		Tools:     []exagentv1.ToolSpec{fixture.HTTPTool("pay", ts.url("/pay"))},
+		Policy:    fixture.AskPolicy("pay"),
 		Retention: retention,
 	})
 }
@@ -492,8 +493,7 @@ func TestRetentionTree(t *testing.T) {
 	retain("deployer", exagentv1.RetentionSpec{Archive: sink})
 	child, grandchild := h.pausedTree("triage-42")
 	a := pendingApproval(t, h.get(grandchild))
-	h.decide(grandchild, decisionSpec{name: "alice", user: alice, kind: exagentv1.DecisionApprove,
-		approvalID: a.ID, payloadHash: a.PayloadHash, revision: a.Revision})
+	h.decide(alice, h.decision(grandchild, "alice").Approve(a))
 	h.waitPhase("triage-42", exagentv1.PhaseSucceeded)
 	retentionAgent(h, "pay", newToolServer(t), exagentv1.RetentionSpec{})
 	h.probe("probe", "pay")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,7 +18,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -36,6 +34,7 @@ import (
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // One control plane for the package; every test gets its own namespace
@@ -68,9 +67,7 @@ func TestMain(m *testing.M) {
 	}
 	// The users every test may act as are made right after the start.
 	control.Setup = setupUsers
-	code := m.Run()
-	_ = control.Stop()
-	os.Exit(code)
+	control.Main(m)
 }
 
 // control is started by the first test that needs it (env). Its etcd may
@@ -283,32 +280,6 @@ func (ts *toolServer) url(path string) string { return ts.srv.URL + path }
 
 // --- builders ---
 
-func raw(v any) *runtime.RawExtension {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return &runtime.RawExtension{Raw: b}
-}
-
-func callTurn(id, tool string, args any) exagentv1.ScriptTurn {
-	return exagentv1.ScriptTurn{ToolCalls: []exagentv1.ScriptToolCall{{ID: id, Name: tool, Arguments: raw(args)}}}
-}
-
-func textTurn(text string) exagentv1.ScriptTurn { return exagentv1.ScriptTurn{Text: text} }
-
-func httpTool(name, url string) exagentv1.ToolSpec {
-	return exagentv1.ToolSpec{
-		Name: name, Description: "calls " + name,
-		Parameters: raw(map[string]any{"type": "object", "properties": map[string]any{"amount": map[string]any{"type": "integer"}}}),
-		HTTP:       &exagentv1.HTTPTool{URL: url, Timeout: "5s"},
-	}
-}
-
-func askPolicy(tools ...string) exagentv1.PolicySpec {
-	return exagentv1.PolicySpec{Default: exagentv1.PolicyAllow, Rules: []exagentv1.PolicyRule{{Name: "ask-" + tools[0], Tools: tools, Action: exagentv1.PolicyAsk}}}
-}
-
 func (h *harness) createAgent(name string, spec exagentv1.AgentSpec) *exagentv1.Agent {
 	h.t.Helper()
 	a := &exagentv1.Agent{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns}, Spec: spec}
@@ -320,8 +291,7 @@ func (h *harness) createAgent(name string, spec exagentv1.AgentSpec) *exagentv1.
 
 func (h *harness) createRun(name, agent string, mutate ...func(*exagentv1.AgentRunSpec)) *exagentv1.AgentRun {
 	h.t.Helper()
-	r := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: h.ns},
-		Spec: exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: agent}, Input: "please do it"}}
+	r := fixture.MakeRun(name, h.ns).Agent(agent).Input("please do it").Obj()
 	for _, m := range mutate {
 		m(&r.Spec)
 	}
@@ -378,36 +348,19 @@ func eventually(cond func() bool) bool {
 
 // --- decisions ---
 
-type decisionSpec struct {
-	name, user  string
-	kind        exagentv1.DecisionKind
-	approvalID  string
-	callID      string
-	payloadHash string
-	revision    int64
-	reason      string
-	outcome     exagentv1.ResolveOutcome
-	evidence    string
+// decision is the decision named "<run>-<name>" about run, to be made with decide.
+func (h *harness) decision(run, name string) *fixture.DecisionWrapper {
+	return fixture.MakeDecision(run+"-"+name, h.ns, run)
 }
 
-// decide creates the decision named "<run>-<d.name>" as d.user.
-func (h *harness) decide(run string, d decisionSpec) *exagentv1.ApprovalDecision {
+// decide creates d as user.
+func (h *harness) decide(user string, d *fixture.DecisionWrapper) *exagentv1.ApprovalDecision {
 	h.t.Helper()
-	d.name = run + "-" + d.name
-	u := users[d.user]
-	actor := u.actor
-	obj := &exagentv1.ApprovalDecision{
-		ObjectMeta: metav1.ObjectMeta{Name: d.name, Namespace: h.ns},
-		Spec: exagentv1.ApprovalDecisionSpec{
-			RunRef: exagentv1.LocalObjectReference{Name: run}, Decision: d.kind,
-			ApprovalID: d.approvalID, CallID: d.callID, PayloadHash: d.payloadHash, Revision: d.revision,
-			Reason: d.reason, Outcome: d.outcome, Evidence: d.evidence,
-			// No webhook in this envtest: the test stamps what admission would.
-			Actor: &actor,
-		},
-	}
+	u := users[user]
+	// No webhook in this envtest: the test stamps what admission would.
+	obj := d.Actor(u.actor).Obj()
 	if err := u.client.Create(context.Background(), obj); err != nil {
-		h.t.Fatalf("creating decision %s as %s: %v", d.name, d.user, err)
+		h.t.Fatalf("creating decision %s as %s: %v", obj.Name, user, err)
 	}
 	return obj
 }
@@ -416,8 +369,7 @@ func (h *harness) decide(run string, d decisionSpec) *exagentv1.ApprovalDecision
 func (h *harness) approve(run *exagentv1.AgentRun, name string) *exagentv1.ApprovalDecision {
 	h.t.Helper()
 	a := pendingApproval(h.t, run)
-	return h.decide(run.Name, decisionSpec{name: name, user: alice, kind: exagentv1.DecisionApprove,
-		approvalID: a.ID, payloadHash: a.PayloadHash, revision: a.Revision, reason: "ok"})
+	return h.decide(alice, h.decision(run.Name, name).Approve(a).Reason("ok"))
 }
 
 func pendingApproval(t testing.TB, run *exagentv1.AgentRun) exagentv1.Approval {

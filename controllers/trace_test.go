@@ -14,6 +14,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/telemetry"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 func attr(s sdktrace.ReadOnlySpan, key string) (attribute.Value, bool) {
@@ -172,10 +173,10 @@ func TestTraceOfRunDeletedMidAttempt(t *testing.T) {
 	tracer := telemetry.New(telemetry.NewProvider(sdktrace.WithSpanProcessor(rec)))
 	h.startManager(controllers.Options{Tracer: tracer})
 	h.createAgent("busy", exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("work", "work", map[string]any{"amount": 1}), textTurn("done"),
-		}},
-		Tools:  []exagentv1.ToolSpec{httpTool("work", ts.url("/work"))},
+		Model: fixture.Scripted(
+			fixture.CallTurn("work", "work", map[string]any{"amount": 1}), fixture.TextTurn("done"),
+		),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("work", ts.url("/work"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})
 	run := h.createRun("doomed", "busy")

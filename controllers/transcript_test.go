@@ -25,6 +25,7 @@ import (
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/internal/served"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -159,7 +160,7 @@ func readerAgent(h *harness, name, modelURL, toolURL string, mutate ...func(*exa
 		Model:        exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI, Name: "reader", BaseURL: modelURL + "/v1"},
 		Tools: []exagentv1.ToolSpec{{
 			Name: "read", Description: "reads one page",
-			Parameters: raw(map[string]any{"type": "object", "properties": map[string]any{"page": map[string]any{"type": "integer"}}}),
+			Parameters: fixture.Raw(map[string]any{"type": "object", "properties": map[string]any{"page": map[string]any{"type": "integer"}}}),
 			HTTP:       &exagentv1.HTTPTool{URL: toolURL, Timeout: "10s"},
 		}},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},

@@ -8,6 +8,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // TestTwoManagers runs two operators at once on the same runs, with no
@@ -19,16 +20,16 @@ func TestTwoManagers(t *testing.T) {
 	h.startManager(controllers.Options{MaxConcurrentReconciles: 2})
 	h.startManager(controllers.Options{MaxConcurrentReconciles: 2})
 	h.createAgent("ops", exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("lookup", "lookup", map[string]any{"amount": 1}),
-			callTurn("refund", "refund", map[string]any{"amount": 2}),
-			textTurn("done"),
-		}},
+		Model: fixture.Scripted(
+			fixture.CallTurn("lookup", "lookup", map[string]any{"amount": 1}),
+			fixture.CallTurn("refund", "refund", map[string]any{"amount": 2}),
+			fixture.TextTurn("done"),
+		),
 		Tools: []exagentv1.ToolSpec{
-			httpTool("lookup", ts.url("/lookup")),
-			httpTool("refund", ts.url("/refund")),
+			fixture.HTTPTool("lookup", ts.url("/lookup")),
+			fixture.HTTPTool("refund", ts.url("/refund")),
 		},
-		Policy: askPolicy("refund"),
+		Policy: fixture.AskPolicy("refund"),
 	})
 	const n = 8
 	for i := range n {

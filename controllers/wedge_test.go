@@ -13,6 +13,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // No value wedges a run (issue 19, item 6): a value is stored in a form
@@ -22,10 +23,10 @@ import (
 // readOnce is an Agent that calls tool "read" once, then answers "done".
 func readOnce(url string) exagentv1.AgentSpec {
 	return exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-			callTurn("c1", "read", map[string]any{"amount": 1}), textTurn("done"),
-		}},
-		Tools:  []exagentv1.ToolSpec{httpTool("read", url)},
+		Model: fixture.Scripted(
+			fixture.CallTurn("c1", "read", map[string]any{"amount": 1}), fixture.TextTurn("done"),
+		),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("read", url)},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	}
 }
@@ -148,13 +149,13 @@ func TestManyDecisionsStayHot(t *testing.T) {
 	ts := newToolServer(t)
 	var script []exagentv1.ScriptTurn
 	for i := range approvals {
-		script = append(script, callTurn(fmt.Sprintf("p%d", i), "pay", map[string]any{"amount": i}))
+		script = append(script, fixture.CallTurn(fmt.Sprintf("p%d", i), "pay", map[string]any{"amount": i}))
 	}
-	script = append(script, textTurn("done"))
+	script = append(script, fixture.TextTurn("done"))
 	h.createAgent("payments", exagentv1.AgentSpec{
-		Model:  exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: script},
-		Tools:  []exagentv1.ToolSpec{httpTool("pay", ts.url("/pay"))},
-		Policy: askPolicy("pay"),
+		Model:  fixture.Scripted(script...),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("pay", ts.url("/pay"))},
+		Policy: fixture.AskPolicy("pay"),
 		Limits: exagentv1.LimitsSpec{MaxSteps: ptrTo(int32(approvals + 5))},
 	})
 	sizes := watchStatusSizes(t, h.ns)
@@ -220,12 +221,12 @@ func TestNotifyManyApprovals(t *testing.T) {
 	turn := exagentv1.ScriptTurn{}
 	for i := range approvals {
 		turn.ToolCalls = append(turn.ToolCalls, exagentv1.ScriptToolCall{ID: fmt.Sprintf("p%02d", i), Name: "pay",
-			Arguments: raw(map[string]any{"amount": i})})
+			Arguments: fixture.Raw(map[string]any{"amount": i})})
 	}
 	spec := exagentv1.AgentSpec{
-		Model:  exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{turn, textTurn("done")}},
-		Tools:  []exagentv1.ToolSpec{httpTool("pay", ts.url("/pay"))},
-		Policy: askPolicy("pay"),
+		Model:  fixture.Scripted(turn, fixture.TextTurn("done")),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("pay", ts.url("/pay"))},
+		Policy: fixture.AskPolicy("pay"),
 	}
 	for i, s := range sinks {
 		spec.Notify = append(spec.Notify, exagentv1.NotifySink{Name: fmt.Sprintf("sink-%d", i), URL: s.srv.URL})
@@ -301,14 +302,14 @@ func TestSealValueBytesCountedByTheEngine(t *testing.T) {
 	turn := exagentv1.ScriptTurn{}
 	for i := range calls {
 		turn.ToolCalls = append(turn.ToolCalls, exagentv1.ScriptToolCall{ID: fmt.Sprintf("r%02d", i), Name: "read",
-			Arguments: raw(map[string]any{"amount": i})})
+			Arguments: fixture.Raw(map[string]any{"amount": i})})
 	}
-	tool := httpTool("read", ts.url("/read"))
+	tool := fixture.HTTPTool("read", ts.url("/read"))
 	tool.HTTP.Timeout = "5m" // the last call waits for every other answer to be committed
 	sizes := watchStatusSizes(t, h.ns)
 	m := h.startManager(controllers.Options{SealValueBytes: 64 << 10})
 	h.createAgent("reader", exagentv1.AgentSpec{
-		Model:  exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{turn, textTurn("done")}},
+		Model:  fixture.Scripted(turn, fixture.TextTurn("done")),
 		Tools:  []exagentv1.ToolSpec{tool},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})

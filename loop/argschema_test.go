@@ -154,7 +154,7 @@ func TestSampleScaleMaximumStopsEvenUnderAllow(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent.Spec.Policy = exagentv1.PolicySpec{Default: exagentv1.PolicyAllow}
-	env := mustEnv(t, &agent.Spec, MakeRun().Obj())
+	env := mustEnv(t, &agent.Spec, MakeRun().Spec())
 
 	h := newHarness(t, env).claim(w1)
 	h.step()
@@ -190,8 +190,8 @@ func TestSampleScaleMaximumStopsEvenUnderAllow(t *testing.T) {
 // An Agent whose schema refers outside itself is invalid: no run can be
 // evaluated against it (the controller reports InvalidConfiguration).
 func TestNewEnvRefusesRemoteRefs(t *testing.T) {
-	a := MakeAgent().HTTPTool("pay", false).Schema("pay", `{"type":"object","properties":{"amount":{"$ref":"https://schemas.example/amount.json"}}}`).Obj()
-	_, err := NewEnv(EnvInput{RunUID: "u", Agent: a, Run: MakeRun().Obj()})
+	a := MakeAgent().HTTPTool("pay", false).Schema("pay", `{"type":"object","properties":{"amount":{"$ref":"https://schemas.example/amount.json"}}}`).Spec()
+	_, err := NewEnv(EnvInput{RunUID: "u", Agent: a, Run: MakeRun().Spec()})
 	if err == nil || !strings.Contains(err.Error(), `tools[0] "pay" parameters: at the top level: refers to "https://schemas.example/amount.json"`) {
 		t.Fatalf("NewEnv: %v", err)
 	}
@@ -201,9 +201,9 @@ func TestNewEnvRefusesRemoteRefs(t *testing.T) {
 // every reconcile, for an Agent like the sample.
 func BenchmarkNewEnvSchemas(b *testing.B) {
 	a := MakeAgent().HTTPTool("pay", false).HTTPTool("search", false).
-		Schema("pay", `{"type":"object","properties":{"name":{"type":"string"},"replicas":{"type":"integer","minimum":0,"maximum":10}},"required":["name","replicas"]}`).Obj()
+		Schema("pay", `{"type":"object","properties":{"name":{"type":"string"},"replicas":{"type":"integer","minimum":0,"maximum":10}},"required":["name","replicas"]}`).Spec()
 	for b.Loop() {
-		if _, err := NewEnv(EnvInput{RunUID: "u", Agent: a, Run: MakeRun().Obj()}); err != nil {
+		if _, err := NewEnv(EnvInput{RunUID: "u", Agent: a, Run: MakeRun().Spec()}); err != nil {
 			b.Fatal(err)
 		}
 	}

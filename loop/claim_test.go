@@ -28,7 +28,7 @@ func TestStart(t *testing.T) {
 		}},
 		"already started": {s: Status{Phase: exagentv1.PhaseQueued}, env: env, wantKind: KindConflict},
 		"input over budget": {env: func() *Env {
-			e, _ := NewEnv(EnvInput{RunUID: "u", Agent: MakeAgent().Obj(), Run: MakeRun().Obj(), SizeBudget: 300})
+			e, _ := NewEnv(EnvInput{RunUID: "u", Agent: MakeAgent().Spec(), Run: MakeRun().Spec(), SizeBudget: 300})
 			return e
 		}(), wantKind: KindTooLarge},
 	}
@@ -49,9 +49,9 @@ func TestStart(t *testing.T) {
 
 func TestClaim(t *testing.T) {
 	env := defaultEnv(t)
-	never := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(),
-		MakeRun().ActiveTimeLimit(exagentv1.Never).Obj())
-	drifted := mustEnv(t, MakeAgent().Instructions("changed").HTTPTool("search", false).HTTPTool("pay", false).Obj(), MakeRun().Obj())
+	never := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec(),
+		MakeRun().ActiveTimeLimit(exagentv1.Never).Spec())
+	drifted := mustEnv(t, MakeAgent().Instructions("changed").HTTPTool("search", false).HTTPTool("pay", false).Spec(), MakeRun().Spec())
 	q := queued(t, env)
 	now := t0.Add(time.Minute)
 	claimed := func(attempt int64, reserved time.Duration) func(*Status) {

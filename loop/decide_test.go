@@ -20,9 +20,9 @@ func TestApprove(t *testing.T) {
 		PayloadHash: a.PayloadHash, Revision: 1, Actor: &exagentv1.Actor{Username: "alice"}, AppliedAt: secTimePtr(now)}
 	with := func(mut func(*DecisionCmd)) DecisionCmd { d := ok; mut(&d); return d }
 	strictEnv := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").
-		Approvers("alice").ForbidSelf().Obj(), MakeRun().Obj())
-	deadlineEnv := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(),
-		MakeRun().Deadline(t0.Add(time.Minute)).Obj())
+		Approvers("alice").ForbidSelf().Spec(), MakeRun().Spec())
+	deadlineEnv := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec(),
+		MakeRun().Deadline(t0.Add(time.Minute)).Spec())
 
 	cases := map[string]struct {
 		s        Status
@@ -184,7 +184,7 @@ func TestApproveSeveral(t *testing.T) {
 func TestDeny(t *testing.T) {
 	stop := defaultEnv(t)
 	cont := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").
-		OnDeny(exagentv1.OnDenyContinue).Obj(), MakeRun().Obj())
+		OnDeny(exagentv1.OnDenyContinue).Spec(), MakeRun().Spec())
 	h := newHarness(t, stop).claim(w1)
 	h.step()
 	h.respond(tools(call("p1", "pay", `{"amount":1}`), call("p2", "pay", `{"amount":2}`)))
@@ -357,7 +357,7 @@ func TestDecideUnknownKind(t *testing.T) {
 func TestDecisionSizeBudget(t *testing.T) {
 	_, s := paused(t)
 	env, _ := NewEnv(EnvInput{RunUID: runUID, Agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).
-		Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(), Run: MakeRun().Obj(), SizeBudget: encodedSize(&s) + 10})
+		Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec(), Run: MakeRun().Spec(), SizeBudget: encodedSize(&s) + 10})
 	if _, _, err := Approve(s, env, approveCmd(t, s, "p1", "op", "alice"), t0); !IsKind(err, KindTooLarge) {
 		t.Errorf("error = %v, want TooLarge", err)
 	}

@@ -9,18 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
-// AgentTool adds a delegation tool (default parameters: {input: string}).
-func (w *AgentWrapper) AgentTool(name, agent string) *AgentWrapper {
-	w.Tools = append(w.Tools, exagentv1.ToolSpec{Name: name, Description: "delegate to " + agent,
-		Agent: &exagentv1.AgentTool{AgentRef: exagentv1.LocalObjectReference{Name: agent}}})
-	return w
-}
-
-func (w *AgentWrapper) MaxDepth(n int32) *AgentWrapper { w.Limits.MaxDepth = &n; return w }
-
-func delegatingAgent() *AgentWrapper {
+func delegatingAgent() *fixture.AgentWrapper {
 	return MakeAgent().AgentTool("delegate", "helper").HTTPTool("search", false).Default(exagentv1.PolicyAllow)
 }
 
@@ -117,9 +109,9 @@ func TestPlanChild(t *testing.T) {
 		check       func(t *testing.T, p ChildPlan)
 	}{
 		"a root's child: input, labels, tree, the parent's identity and clocks": {
-			agent: delegatingAgent().Obj(),
+			agent: delegatingAgent().Spec(),
 			run: func() *exagentv1.AgentRunSpec {
-				r := MakeRun().Obj()
+				r := MakeRun().Spec()
 				r.Deadline, r.ServiceAccountName, r.ActiveTimeLimit = &deadline, "bot", exagentv1.Never
 				return r
 			}(),
@@ -142,8 +134,8 @@ func TestPlanChild(t *testing.T) {
 			},
 		},
 		"what remains of every limit, reserved for the one child": {
-			agent: delegatingAgent().MaxSteps(10).MaxToolCalls(5).MaxTokens(100).Obj(),
-			run:   MakeRun().ActiveTimeLimit("10m").Obj(),
+			agent: delegatingAgent().MaxSteps(10).MaxToolCalls(5).MaxTokens(100).Spec(),
+			run:   MakeRun().ActiveTimeLimit("10m").Spec(),
 			check: func(t *testing.T, p ChildPlan) {
 				// One request (15 tokens) and one tool call (the delegation) are
 				// charged; one request is kept for the run to read the answer; the
@@ -159,8 +151,8 @@ func TestPlanChild(t *testing.T) {
 			},
 		},
 		"a grandchild: the chain grows, the root stays, the ancestors' limits narrow": {
-			agent: delegatingAgent().MaxToolCalls(10).Obj(),
-			run:   func() *exagentv1.AgentRunSpec { r := MakeRun().Obj(); r.Delegation = parentOf; return r }(),
+			agent: delegatingAgent().MaxToolCalls(10).Spec(),
+			run:   func() *exagentv1.AgentRunSpec { r := MakeRun().Spec(); r.Delegation = parentOf; return r }(),
 			check: func(t *testing.T, p ChildPlan) {
 				d := p.Spec.Delegation
 				if diff := cmp.Diff([]string{"root-uid/c0", runUID + "/d1"}, d.Ancestry); diff != "" {
@@ -175,8 +167,8 @@ func TestPlanChild(t *testing.T) {
 			},
 		},
 		"no active time left: refused, the model is told": {
-			agent:       delegatingAgent().Obj(),
-			run:         MakeRun().ActiveTimeLimit("2s").Obj(),
+			agent:       delegatingAgent().Spec(),
+			run:         MakeRun().ActiveTimeLimit("2s").Spec(),
 			after:       time.Second + time.Millisecond,
 			wantRefusal: exagentv1.ReasonLimitExceeded,
 		},
@@ -206,11 +198,11 @@ func TestPlanChild(t *testing.T) {
 // TestMaxDepthRefusesDelegation: with no depth left, a delegation call
 // fails before any IO with MaxDepthExceeded and the model goes on.
 func TestMaxDepthRefusesDelegation(t *testing.T) {
-	run := MakeRun().Obj()
+	run := MakeRun().Spec()
 	run.Delegation = &exagentv1.Delegation{Parent: exagentv1.RunReference{Name: "p", UID: "p-uid"},
 		Root: exagentv1.RunReference{Name: "p", UID: "p-uid"}, CallID: "c", Ancestry: []string{"p-uid/c"},
 		Limits: exagentv1.DelegatedLimits{MaxDepth: new(int32(0))}}
-	env := mustEnv(t, delegatingAgent().Obj(), run)
+	env := mustEnv(t, delegatingAgent().Spec(), run)
 	h := newHarness(t, env).claim(w1)
 	h.step()
 	h.respond(tools(call("d1", "delegate", `{"input":"deeper"}`)))
@@ -229,7 +221,7 @@ func TestMaxDepthRefusesDelegation(t *testing.T) {
 // TestAwaitChildren: once the child is recorded the run holds no claim,
 // shows the wait, and cannot be recovered (it has no owner to lose).
 func TestAwaitChildren(t *testing.T) {
-	env := mustEnv(t, delegatingAgent().Obj(), MakeRun().Obj())
+	env := mustEnv(t, delegatingAgent().Spec(), MakeRun().Spec())
 	h := awaiting(t, env)
 	s := h.s
 	if s.Claim != nil || s.Phase != exagentv1.PhaseRunning || s.Reason != exagentv1.ReasonWaitingForChildren || !AwaitingChildren(s) {
@@ -327,7 +319,7 @@ func TestObserveChildren(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			env := mustEnv(t, delegatingAgent().Obj(), MakeRun().Obj())
+			env := mustEnv(t, delegatingAgent().Spec(), MakeRun().Spec())
 			h := awaiting(t, env)
 			before := h.s.Ledger
 			next, events, err := ObserveChildren(h.s, env, tc.obs, h.now)
@@ -387,7 +379,7 @@ func findCondition(cs []metav1.Condition, typ string) *metav1.Condition {
 // TestChildOutcomeResumes: after the child's end a worker claims the run
 // and the model sees the child's output in the model's order.
 func TestChildOutcomeResumes(t *testing.T) {
-	env := mustEnv(t, delegatingAgent().Obj(), MakeRun().Obj())
+	env := mustEnv(t, delegatingAgent().Spec(), MakeRun().Spec())
 	h := awaiting(t, env)
 	next, _, err := ObserveChildren(h.s, env, map[string]ChildObservation{d1Child: {UID: "child-uid",
 		Status: &exagentv1.AgentRunStatus{Phase: exagentv1.PhaseSucceeded, Output: "the answer"}}}, h.now)
@@ -411,7 +403,7 @@ func TestChildOutcomeResumes(t *testing.T) {
 // under the same key, charged once.
 func TestDelegationIntentLost(t *testing.T) {
 	// No active-time limit: a lost owner's whole reservation would be charged.
-	env := mustEnv(t, delegatingAgent().Obj(), MakeRun().ActiveTimeLimit(exagentv1.Never).Obj())
+	env := mustEnv(t, delegatingAgent().Spec(), MakeRun().ActiveTimeLimit(exagentv1.Never).Spec())
 	h := delegating(t, env)
 	key := h.s.Calls[0].IdempotencyKey
 	h.advance(2 * DefaultLeaseDuration)
@@ -434,7 +426,7 @@ func TestDelegationIntentLost(t *testing.T) {
 // Uncertain; the child itself ends Cancelled, ParentEnded, with its own
 // call in flight Uncertain as in any cancel.
 func TestEndedParentClosesDelegation(t *testing.T) {
-	env := mustEnv(t, delegatingAgent().Obj(), MakeRun().Obj())
+	env := mustEnv(t, delegatingAgent().Spec(), MakeRun().Spec())
 	h := awaiting(t, env)
 	ended, err := Fail(h.s, exagentv1.ReasonDeadlineExceeded, "too late", h.now)
 	if err != nil {
@@ -461,9 +453,9 @@ func TestEndedParentClosesDelegation(t *testing.T) {
 // TestPayloadHashCoversAncestry: the same call in runs placed differently
 // in a tree binds different payloads.
 func TestPayloadHashCoversAncestry(t *testing.T) {
-	agent := MakeAgent().HTTPTool("pay", false).Obj()
+	agent := MakeAgent().HTTPTool("pay", false).Spec()
 	hash := func(ancestry ...string) string {
-		run := MakeRun().Obj()
+		run := MakeRun().Spec()
 		if len(ancestry) > 0 {
 			run.Delegation = &exagentv1.Delegation{Ancestry: ancestry}
 		}
@@ -521,7 +513,7 @@ func TestAuthorizeAncestors(t *testing.T) {
 // goes on only once both children ended, with both outcomes in the
 // model's order and both usages charged.
 func TestBatchWaitsForEveryChild(t *testing.T) {
-	env := mustEnv(t, delegatingAgent().Obj(), MakeRun().Obj())
+	env := mustEnv(t, delegatingAgent().Spec(), MakeRun().Spec())
 	h := newHarness(t, env).claim(w1)
 	h.step()
 	h.respond(tools(call("d1", "delegate", `{"input":"one"}`), call("d2", "delegate", `{"input":"two"}`)))

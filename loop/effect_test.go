@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // resumed is the paused fixture after p1 was approved and worker-2 claimed
@@ -30,7 +31,7 @@ func resumed(t *testing.T) Status {
 var f2 = Fence{Holder: "worker-2", Attempt: 2}
 
 func TestBeginEffectRecheck(t *testing.T) {
-	base := func() *AgentWrapper { return MakeAgent().HTTPTool("search", false).HTTPTool("pay", false) }
+	base := func() *fixture.AgentWrapper { return MakeAgent().HTTPTool("search", false).HTTPTool("pay", false) }
 	same := defaultEnv(t)
 	cases := map[string]struct {
 		env         *Env
@@ -40,35 +41,35 @@ func TestBeginEffectRecheck(t *testing.T) {
 	}{
 		"unchanged configuration runs": {env: same, wantState: exagentv1.CallStarted},
 		"stricter policy wins": {env: mustEnv(t, base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").
-			Rule("no-pay", exagentv1.PolicyDeny, "", "pay").Obj(), MakeRun().Obj()),
+			Rule("no-pay", exagentv1.PolicyDeny, "", "pay").Spec(), MakeRun().Spec()),
 			wantState: exagentv1.CallRefused, wantResult: "Refused by policy (rule no-pay)"},
 		"stricter when wins": {env: mustEnv(t, base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").
-			Rule("cap", exagentv1.PolicyDeny, "args.amount > 10", "pay").Obj(), MakeRun().Obj()),
+			Rule("cap", exagentv1.PolicyDeny, "args.amount > 10", "pay").Spec(), MakeRun().Spec()),
 			wantState: exagentv1.CallRefused, wantResult: "rule cap"},
-		"looser policy grants nothing retroactively": {env: mustEnv(t, base().Default(exagentv1.PolicyAllow).Obj(), MakeRun().Obj()),
+		"looser policy grants nothing retroactively": {env: mustEnv(t, base().Default(exagentv1.PolicyAllow).Spec(), MakeRun().Spec()),
 			wantState: exagentv1.CallPending, wantNewHash: true},
 		"changed schema: the old approval does not cover it": {env: mustEnv(t, base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").
-			Schema("pay", `{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}`).Obj(), MakeRun().Obj()),
+			Schema("pay", `{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}`).Spec(), MakeRun().Spec()),
 			wantState: exagentv1.CallPending, wantNewHash: true},
 		"schema now rejects the args: failed, never run": {env: mustEnv(t, base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").
-			Schema("pay", `{"type":"object","properties":{"amount":{"maximum":10}},"required":["amount","currency"]}`).Obj(), MakeRun().Obj()),
+			Schema("pay", `{"type":"object","properties":{"amount":{"maximum":10}},"required":["amount","currency"]}`).Spec(), MakeRun().Spec()),
 			wantState: exagentv1.CallFailed, wantResult: "InvalidArguments: the arguments do not match the parameters schema of tool \"pay\": " +
 				"at the top level: missing property 'currency'; at /amount: maximum: got 42, want 10. The call was not run."},
 		"changed url: the old approval does not cover it": {env: mustEnv(t, base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").
-			EditTool("pay", func(t *exagentv1.ToolSpec) { t.HTTP.URL = "http://127.0.0.1/pay-prod" }).Obj(), MakeRun().Obj()),
+			EditTool("pay", func(t *exagentv1.ToolSpec) { t.HTTP.URL = "http://127.0.0.1/pay-prod" }).Spec(), MakeRun().Spec()),
 			wantState: exagentv1.CallPending, wantNewHash: true},
 		"now idempotent: the old approval does not cover it": {env: mustEnv(t, base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").
-			EditTool("pay", func(t *exagentv1.ToolSpec) { t.HTTP.Idempotent = true }).Obj(), MakeRun().Obj()),
+			EditTool("pay", func(t *exagentv1.ToolSpec) { t.HTTP.Idempotent = true }).Spec(), MakeRun().Spec()),
 			wantState: exagentv1.CallPending, wantNewHash: true},
 		"changed header secret: the old approval does not cover it": {env: mustEnv(t, base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").
 			EditTool("pay", func(t *exagentv1.ToolSpec) {
 				t.HTTP.Headers = []exagentv1.SecretHeader{{Name: "Authorization", ValueFrom: exagentv1.SecretKeySelector{Name: "prod", Key: "token"}}}
-			}).Obj(), MakeRun().Obj()),
+			}).Spec(), MakeRun().Spec()),
 			wantState: exagentv1.CallPending, wantNewHash: true},
 		"changed timeout is not what the call does": {env: mustEnv(t, base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").
-			EditTool("pay", func(t *exagentv1.ToolSpec) { t.HTTP.Timeout = "5s" }).Obj(), MakeRun().Obj()),
+			EditTool("pay", func(t *exagentv1.ToolSpec) { t.HTTP.Timeout = "5s" }).Spec(), MakeRun().Spec()),
 			wantState: exagentv1.CallStarted},
-		"tool gone": {env: mustEnv(t, MakeAgent().HTTPTool("search", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(), MakeRun().Obj()),
+		"tool gone": {env: mustEnv(t, MakeAgent().HTTPTool("search", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec(), MakeRun().Spec()),
 			wantState: exagentv1.CallFailed, wantResult: "UnknownTool"},
 	}
 	for name, tc := range cases {
@@ -106,7 +107,7 @@ func TestBeginEffectRecheck(t *testing.T) {
 // A call re-asked at begin-effect pauses again with a new revision and an
 // approval bound to the new payload; the old approval cannot approve it.
 func TestRecheckPausesAgain(t *testing.T) {
-	cases := map[string]*AgentWrapper{
+	cases := map[string]*fixture.AgentWrapper{
 		"looser policy": MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Default(exagentv1.PolicyAllow),
 		"the tool's URL changed while the run waited": MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).
 			Rule("search-ok", exagentv1.PolicyAllow, "", "search").
@@ -114,7 +115,7 @@ func TestRecheckPausesAgain(t *testing.T) {
 	}
 	for name, agent := range cases {
 		t.Run(name, func(t *testing.T) {
-			env := mustEnv(t, agent.Obj(), MakeRun().Obj())
+			env := mustEnv(t, agent.Spec(), MakeRun().Spec())
 			s := resumed(t)
 			old := s.Approvals[0]
 			got, act, err := Step(s, env, f2, t0.Add(time.Second))
@@ -142,7 +143,7 @@ func TestRecheckPausesAgain(t *testing.T) {
 
 func TestBeginEffectGuards(t *testing.T) {
 	env := defaultEnv(t)
-	allow := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Default(exagentv1.PolicyAllow).MaxToolCalls(1).Obj(), MakeRun().Obj())
+	allow := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Default(exagentv1.PolicyAllow).MaxToolCalls(1).Spec(), MakeRun().Spec())
 	batch := atBatch(t, allow, tools(call("a", "search", `{}`), call("b", "search", `{}`)))
 	admitted := clone(batch)
 	admitProposed(&admitted, allow)
@@ -247,9 +248,9 @@ func TestRecordOutcomeGuards(t *testing.T) {
 	env := defaultEnv(t)
 	_, s := inFlightRun(t)
 	tight, _ := NewEnv(EnvInput{RunUID: runUID, Agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).
-		Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(), Run: MakeRun().Obj(), SizeBudget: encodedSize(&s) + 200})
+		Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec(), Run: MakeRun().Spec(), SizeBudget: encodedSize(&s) + 200})
 	full, _ := NewEnv(EnvInput{RunUID: runUID, Agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).
-		Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(), Run: MakeRun().Obj(), SizeBudget: encodedSize(&s)})
+		Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec(), Run: MakeRun().Spec(), SizeBudget: encodedSize(&s)})
 	cases := map[string]struct {
 		s        Status
 		env      *Env

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 func TestNewEnvErrors(t *testing.T) {
@@ -18,18 +18,18 @@ func TestNewEnvErrors(t *testing.T) {
 		in      EnvInput
 		wantErr string
 	}{
-		"no uid":           {in: EnvInput{Agent: MakeAgent().Obj(), Run: MakeRun().Obj()}, wantErr: "run UID"},
-		"no agent":         {in: EnvInput{RunUID: "u", Run: MakeRun().Obj()}, wantErr: "agent and run"},
-		"bad policy":       {in: EnvInput{RunUID: "u", Agent: MakeAgent().Rule("r", exagentv1.PolicyAllow, "args.x >", "a").Obj(), Run: MakeRun().Obj()}, wantErr: "policy.rules[0].when"},
-		"bad approval":     {in: EnvInput{RunUID: "u", Agent: MakeAgent().Obj(), Run: MakeRun().ApprovalTimeout("soon").Obj()}, wantErr: "approvalTimeout"},
-		"bad active":       {in: EnvInput{RunUID: "u", Agent: MakeAgent().Obj(), Run: MakeRun().ActiveTimeLimit("-1s").Obj()}, wantErr: "activeTimeLimit"},
-		"bad agent active": {in: EnvInput{RunUID: "u", Agent: MakeAgent().ActiveTime("x").Obj(), Run: MakeRun().Obj()}, wantErr: "limits.activeTime"},
-		"lease never":      {in: EnvInput{RunUID: "u", Agent: MakeAgent().Obj(), Run: MakeRun().Lease(exagentv1.Never).Obj()}, wantErr: "leaseDuration"},
+		"no uid":           {in: EnvInput{Agent: MakeAgent().Spec(), Run: MakeRun().Spec()}, wantErr: "run UID"},
+		"no agent":         {in: EnvInput{RunUID: "u", Run: MakeRun().Spec()}, wantErr: "agent and run"},
+		"bad policy":       {in: EnvInput{RunUID: "u", Agent: MakeAgent().Rule("r", exagentv1.PolicyAllow, "args.x >", "a").Spec(), Run: MakeRun().Spec()}, wantErr: "policy.rules[0].when"},
+		"bad approval":     {in: EnvInput{RunUID: "u", Agent: MakeAgent().Spec(), Run: MakeRun().ApprovalTimeout("soon").Spec()}, wantErr: "approvalTimeout"},
+		"bad active":       {in: EnvInput{RunUID: "u", Agent: MakeAgent().Spec(), Run: MakeRun().ActiveTimeLimit("-1s").Spec()}, wantErr: "activeTimeLimit"},
+		"bad agent active": {in: EnvInput{RunUID: "u", Agent: MakeAgent().ActiveTime("x").Spec(), Run: MakeRun().Spec()}, wantErr: "limits.activeTime"},
+		"lease never":      {in: EnvInput{RunUID: "u", Agent: MakeAgent().Spec(), Run: MakeRun().Lease(exagentv1.Never).Spec()}, wantErr: "leaseDuration"},
 		"bad schema": {in: EnvInput{RunUID: "u", Agent: func() *exagentv1.AgentSpec {
-			a := MakeAgent().HTTPTool("t", false).Obj()
-			a.Tools[0].Parameters = &runtime.RawExtension{Raw: []byte(`{`)}
+			a := MakeAgent().HTTPTool("t", false).Spec()
+			a.Tools[0].Parameters = fixture.RawJSON(`{`)
 			return a
-		}(), Run: MakeRun().Obj()}, wantErr: `tools[0] "t" parameters`},
+		}(), Run: MakeRun().Spec()}, wantErr: `tools[0] "t" parameters`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -56,19 +56,19 @@ func TestEnvDurations(t *testing.T) {
 		size  int
 		want  want
 	}{
-		"defaults: no active-time limit": {agent: MakeAgent().Obj(), run: MakeRun().ActiveTimeLimit("").Obj(),
+		"defaults: no active-time limit": {agent: MakeAgent().Spec(), run: MakeRun().ActiveTimeLimit("").Spec(),
 			want: want{Approval: 24 * time.Hour, ActiveNever: true, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},
-		"never vs unset": {agent: MakeAgent().Obj(), run: MakeRun().ApprovalTimeout(exagentv1.Never).ActiveTimeLimit(exagentv1.Never).Lease("5s").Obj(), size: 1000,
+		"never vs unset": {agent: MakeAgent().Spec(), run: MakeRun().ApprovalTimeout(exagentv1.Never).ActiveTimeLimit(exagentv1.Never).Lease("5s").Spec(), size: 1000,
 			want: want{ApprovalNever: true, ActiveNever: true, Lease: 5 * time.Second, Budget: 1000}},
-		"agent limit when run unset": {agent: MakeAgent().ActiveTime("2h").Obj(), run: MakeRun().ActiveTimeLimit("").Obj(),
+		"agent limit when run unset": {agent: MakeAgent().ActiveTime("2h").Spec(), run: MakeRun().ActiveTimeLimit("").Spec(),
 			want: want{Approval: 24 * time.Hour, Active: 2 * time.Hour, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},
-		"agent never when run unset": {agent: MakeAgent().ActiveTime(exagentv1.Never).Obj(), run: MakeRun().ActiveTimeLimit("").Obj(),
+		"agent never when run unset": {agent: MakeAgent().ActiveTime(exagentv1.Never).Spec(), run: MakeRun().ActiveTimeLimit("").Spec(),
 			want: want{Approval: 24 * time.Hour, ActiveNever: true, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},
-		"stricter agent wins": {agent: MakeAgent().ActiveTime("10m").Obj(), run: MakeRun().ActiveTimeLimit("20m").Obj(),
+		"stricter agent wins": {agent: MakeAgent().ActiveTime("10m").Spec(), run: MakeRun().ActiveTimeLimit("20m").Spec(),
 			want: want{Approval: 24 * time.Hour, Active: 10 * time.Minute, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},
-		"stricter run wins": {agent: MakeAgent().ActiveTime("10m").Obj(), run: MakeRun().ActiveTimeLimit("5m").Obj(),
+		"stricter run wins": {agent: MakeAgent().ActiveTime("10m").Spec(), run: MakeRun().ActiveTimeLimit("5m").Spec(),
 			want: want{Approval: 24 * time.Hour, Active: 5 * time.Minute, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},
-		"run never cannot lift agent limit": {agent: MakeAgent().ActiveTime("10m").Obj(), run: MakeRun().ActiveTimeLimit(exagentv1.Never).Obj(),
+		"run never cannot lift agent limit": {agent: MakeAgent().ActiveTime("10m").Spec(), run: MakeRun().ActiveTimeLimit(exagentv1.Never).Spec(),
 			want: want{Approval: 24 * time.Hour, Active: 10 * time.Minute, Lease: 30 * time.Second, Budget: DefaultSizeBudget}},
 	}
 	for name, tc := range cases {
@@ -90,10 +90,10 @@ func TestEnvDurations(t *testing.T) {
 
 func TestEnvFingerprints(t *testing.T) {
 	base := MakeAgent().HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search")
-	fp := func(a *exagentv1.AgentSpec) exagentv1.Binding { return mustEnv(t, a, MakeRun().Obj()).Binding() }
-	ref := fp(base.Obj())
+	fp := func(a *exagentv1.AgentSpec) exagentv1.Binding { return mustEnv(t, a, MakeRun().Spec()).Binding() }
+	ref := fp(base.Spec())
 	edit := func(f func(*exagentv1.ToolSpec)) *exagentv1.AgentSpec {
-		a := base.Obj()
+		a := base.Spec()
 		f(&a.Tools[0])
 		return a
 	}
@@ -106,13 +106,13 @@ func TestEnvFingerprints(t *testing.T) {
 		agent                                    *exagentv1.AgentSpec
 		sameDef, sameModel, samePolicy, sameTool bool
 	}{
-		"identical":         {agent: base.Obj(), sameDef: true, sameModel: true, samePolicy: true, sameTool: true},
-		"instructions":      {agent: MakeAgent().Instructions("other").HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameModel: true, samePolicy: true, sameTool: true},
-		"model name":        {agent: MakeAgent().ModelName("m2").HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameDef: true, samePolicy: true, sameTool: true},
-		"policy":            {agent: MakeAgent().HTTPTool("search", false).Rule("r", exagentv1.PolicyAsk, "", "search").Obj(), sameDef: true, sameModel: true, sameTool: true},
-		"explicit defaults": {agent: MakeAgent().HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search").Default(exagentv1.PolicyAsk).OnDeny(exagentv1.OnDenyStop).Obj(), sameDef: true, sameModel: true, samePolicy: true, sameTool: true},
-		"schema":            {agent: MakeAgent().HTTPTool("search", false).Schema("search", `{"type":"object","required":["q"]}`).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameDef: true, sameModel: true, samePolicy: true},
-		"schema whitespace": {agent: MakeAgent().HTTPTool("search", false).Schema("search", `{ "type" : "object" }`).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameDef: true, sameModel: true, samePolicy: true, sameTool: true},
+		"identical":         {agent: base.Spec(), sameDef: true, sameModel: true, samePolicy: true, sameTool: true},
+		"instructions":      {agent: MakeAgent().Instructions("other").HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search").Spec(), sameModel: true, samePolicy: true, sameTool: true},
+		"model name":        {agent: MakeAgent().ModelName("m2").HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search").Spec(), sameDef: true, samePolicy: true, sameTool: true},
+		"policy":            {agent: MakeAgent().HTTPTool("search", false).Rule("r", exagentv1.PolicyAsk, "", "search").Spec(), sameDef: true, sameModel: true, sameTool: true},
+		"explicit defaults": {agent: MakeAgent().HTTPTool("search", false).Rule("r", exagentv1.PolicyAllow, "", "search").Default(exagentv1.PolicyAsk).OnDeny(exagentv1.OnDenyStop).Spec(), sameDef: true, sameModel: true, samePolicy: true, sameTool: true},
+		"schema":            {agent: MakeAgent().HTTPTool("search", false).Schema("search", `{"type":"object","required":["q"]}`).Rule("r", exagentv1.PolicyAllow, "", "search").Spec(), sameDef: true, sameModel: true, samePolicy: true},
+		"schema whitespace": {agent: MakeAgent().HTTPTool("search", false).Schema("search", `{ "type" : "object" }`).Rule("r", exagentv1.PolicyAllow, "", "search").Spec(), sameDef: true, sameModel: true, samePolicy: true, sameTool: true},
 		// What the call does is the tool's fingerprint, not the definition:
 		// a new URL re-asks waiting approvals, it does not end the run.
 		"http url":           {agent: edit(func(t *exagentv1.ToolSpec) { t.HTTP.URL = "http://elsewhere" }), sameDef: true, sameModel: true, samePolicy: true},
@@ -120,9 +120,9 @@ func TestEnvFingerprints(t *testing.T) {
 		"http header secret": {agent: edit(header("prod-token")), sameDef: true, sameModel: true, samePolicy: true},
 		"http timeout":       {agent: edit(func(t *exagentv1.ToolSpec) { t.HTTP.Timeout = "5s" }), sameDef: true, sameModel: true, samePolicy: true, sameTool: true},
 		"description":        {agent: edit(func(t *exagentv1.ToolSpec) { t.Description = "other" }), sameModel: true, samePolicy: true, sameTool: true},
-		"tool added":         {agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("r", exagentv1.PolicyAllow, "", "search").Obj(), sameModel: true, samePolicy: true, sameTool: true},
+		"tool added":         {agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("r", exagentv1.PolicyAllow, "", "search").Spec(), sameModel: true, samePolicy: true, sameTool: true},
 		"credentials excluded": {agent: func() *exagentv1.AgentSpec {
-			a := base.Obj()
+			a := base.Spec()
 			a.Model.APIKeySecretRef = &exagentv1.SecretKeySelector{Name: "s", Key: "k"}
 			return a
 		}(), sameDef: true, sameModel: true, samePolicy: true, sameTool: true},
@@ -149,10 +149,10 @@ func TestEnvFingerprints(t *testing.T) {
 // could be.
 func TestToolEffectBinding(t *testing.T) {
 	tool := func(ts exagentv1.ToolSpec) string {
-		ts.Name, ts.Parameters = "t", &runtime.RawExtension{Raw: []byte(`{"type":"object"}`)}
-		a := MakeAgent().Obj()
+		ts.Name, ts.Parameters = "t", fixture.RawJSON(`{"type":"object"}`)
+		a := MakeAgent().Spec()
 		a.Tools = []exagentv1.ToolSpec{ts}
-		return mustEnv(t, a, MakeRun().Obj()).Binding().Tools[0].Hash
+		return mustEnv(t, a, MakeRun().Spec()).Binding().Tools[0].Hash
 	}
 	builtin := func(op exagentv1.BuiltinOperation, kinds ...string) exagentv1.ToolSpec {
 		return exagentv1.ToolSpec{Builtin: &exagentv1.BuiltinTool{Operation: op, Kinds: kinds}}
@@ -206,7 +206,7 @@ func TestEnvAccessors(t *testing.T) {
 	if got := string(env.Tools()[0].Parameters); got != `{"type":"object"}` {
 		t.Errorf("parameters = %s", got)
 	}
-	if noParams := mustEnv(t, &exagentv1.AgentSpec{Tools: []exagentv1.ToolSpec{{Name: "x", HTTP: &exagentv1.HTTPTool{URL: "http://x"}}}}, MakeRun().Obj()); string(noParams.Tools()[0].Parameters) != `{}` {
+	if noParams := mustEnv(t, &exagentv1.AgentSpec{Tools: []exagentv1.ToolSpec{{Name: "x", HTTP: &exagentv1.HTTPTool{URL: "http://x"}}}}, MakeRun().Spec()); string(noParams.Tools()[0].Parameters) != `{}` {
 		t.Errorf("absent parameters should be the empty object schema")
 	}
 }
@@ -222,16 +222,16 @@ func TestCheckDrift(t *testing.T) {
 		agent      *exagentv1.AgentSpec
 		wantReason string
 	}{
-		"same":               {s: s, agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj()},
-		"policy may change":  {s: s, agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Default(exagentv1.PolicyDeny).Obj()},
-		"schema may change":  {s: s, agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Schema("pay", `{"type":"object","required":["amount"]}`).Obj()},
-		"definition changed": {s: s, agent: MakeAgent().Instructions("new").HTTPTool("search", false).HTTPTool("pay", false).Obj(), wantReason: exagentv1.ReasonDefinitionChanged},
-		"model changed":      {s: s, agent: MakeAgent().ModelName("m").HTTPTool("search", false).HTTPTool("pay", false).Obj(), wantReason: exagentv1.ReasonDefinitionChanged},
-		"binding omitted":    {s: Status{Phase: exagentv1.PhaseQueued}, agent: MakeAgent().Obj(), wantReason: exagentv1.ReasonInvalidContinuation},
+		"same":               {s: s, agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec()},
+		"policy may change":  {s: s, agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Default(exagentv1.PolicyDeny).Spec()},
+		"schema may change":  {s: s, agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Schema("pay", `{"type":"object","required":["amount"]}`).Spec()},
+		"definition changed": {s: s, agent: MakeAgent().Instructions("new").HTTPTool("search", false).HTTPTool("pay", false).Spec(), wantReason: exagentv1.ReasonDefinitionChanged},
+		"model changed":      {s: s, agent: MakeAgent().ModelName("m").HTTPTool("search", false).HTTPTool("pay", false).Spec(), wantReason: exagentv1.ReasonDefinitionChanged},
+		"binding omitted":    {s: Status{Phase: exagentv1.PhaseQueued}, agent: MakeAgent().Spec(), wantReason: exagentv1.ReasonInvalidContinuation},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			err := CheckDrift(tc.s, mustEnv(t, tc.agent, MakeRun().Obj()))
+			err := CheckDrift(tc.s, mustEnv(t, tc.agent, MakeRun().Spec()))
 			if tc.wantReason == "" {
 				if err != nil {
 					t.Fatalf("CheckDrift: %v", err)

@@ -73,8 +73,8 @@ func approveCmd(t testing.TB, s Status, callID, op string, who string) DecisionC
 // uncertainRun (pay allowed, activeTimeLimit Never) lost its owner after
 // starting p1: the run is Uncertain at revision 1.
 func uncertainRun(t testing.TB) (*harness, Status) {
-	env := mustEnv(t, MakeAgent().HTTPTool("pay", false).HTTPTool("search", false).Default(exagentv1.PolicyAllow).Obj(),
-		MakeRun().ActiveTimeLimit(exagentv1.Never).Obj())
+	env := mustEnv(t, MakeAgent().HTTPTool("pay", false).HTTPTool("search", false).Default(exagentv1.PolicyAllow).Spec(),
+		MakeRun().ActiveTimeLimit(exagentv1.Never).Spec())
 	h := newHarness(t, env).claim(w1)
 	h.step()
 	h.respond(tools(call("p1", "pay", `{"amount":1}`), call("p2", "pay", `{"amount":2}`)))

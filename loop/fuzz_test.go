@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // FuzzEngine drives random command sequences from several actors — two
@@ -71,19 +72,19 @@ type fuzzRun struct {
 }
 
 func newFuzzRun(t *testing.T) *fuzzRun {
-	base := func() *AgentWrapper {
+	base := func() *fixture.AgentWrapper {
 		return MakeAgent().HTTPTool("search", true).HTTPTool("pay", false).Approvers("alice", "bob").
 			MaxSteps(6).MaxToolCalls(8).MaxTokens(400).ActiveTime("10m")
 	}
 	// activeTimeLimit unset: each Agent variant's limits.activeTime applies
 	// (the allow-all one has none, so runs survive a crash there).
-	run := MakeRun().Deadline(t0.Add(48 * time.Hour)).ApprovalTimeout("1h").Obj()
+	run := MakeRun().Deadline(t0.Add(48 * time.Hour)).ApprovalTimeout("1h").Spec()
 	r := &fuzzRun{t: t, now: t0}
 	for _, a := range []*exagentv1.AgentSpec{
-		base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(),
-		base().Default(exagentv1.PolicyAllow).ActiveTime(exagentv1.Never).Obj(),
-		base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").Rule("cap", exagentv1.PolicyDeny, "args.amount > 200", "pay").Obj(),
-		base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").OnDeny(exagentv1.OnDenyContinue).Obj(),
+		base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec(),
+		base().Default(exagentv1.PolicyAllow).ActiveTime(exagentv1.Never).Spec(),
+		base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").Rule("cap", exagentv1.PolicyDeny, "args.amount > 200", "pay").Spec(),
+		base().Rule("search-ok", exagentv1.PolicyAllow, "", "search").OnDeny(exagentv1.OnDenyContinue).Spec(),
 	} {
 		r.envs = append(r.envs, mustEnv(t, a, run))
 	}

@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 func TestGoldenRuns(t *testing.T) {
 	cases := map[string]func(t *testing.T) *harness{
 		"auto_multi_step": func(t *testing.T) *harness {
-			env := mustEnv(t, MakeAgent().HTTPTool("search", false).Default(exagentv1.PolicyAllow).Obj(), MakeRun().Obj())
+			env := mustEnv(t, MakeAgent().HTTPTool("search", false).Default(exagentv1.PolicyAllow).Spec(), MakeRun().Spec())
 			h := newHarness(t, env).claim("worker-a")
 			h.step()
 			h.advance(time.Second).respond(tools(call("c1", "search", `{"q":"a"}`), call("c2", "search", `{"q":"b"}`)))
@@ -56,8 +56,8 @@ func TestGoldenRuns(t *testing.T) {
 		"crash_uncertain_resolve": func(t *testing.T) *harness {
 			// activeTimeLimit Never: a dead owner's reservation is charged whole,
 			// which with a limit would exhaust the budget (see TestRecover).
-			env := mustEnv(t, MakeAgent().HTTPTool("pay", false).Default(exagentv1.PolicyAllow).Obj(),
-				MakeRun().ActiveTimeLimit(exagentv1.Never).Obj())
+			env := mustEnv(t, MakeAgent().HTTPTool("pay", false).Default(exagentv1.PolicyAllow).Spec(),
+				MakeRun().ActiveTimeLimit(exagentv1.Never).Spec())
 			h := newHarness(t, env).claim("worker-a")
 			h.step()
 			h.advance(time.Second).respond(tools(call("p1", "pay", `{"amount":42}`)))

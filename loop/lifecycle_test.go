@@ -13,8 +13,8 @@ import (
 
 func TestPause(t *testing.T) {
 	env := defaultEnv(t)
-	neverEnv := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(),
-		MakeRun().ApprovalTimeout(exagentv1.Never).Obj())
+	neverEnv := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec(),
+		MakeRun().ApprovalTimeout(exagentv1.Never).Spec())
 	ready := func(e *Env) Status {
 		h := newHarness(t, e).claim(w1)
 		h.step()
@@ -59,7 +59,7 @@ func TestPause(t *testing.T) {
 		}(), env: env, wantKind: KindUncertain},
 		"no room for the decisions": {s: s, env: func() *Env {
 			e, _ := NewEnv(EnvInput{RunUID: runUID, Agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).
-				Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(), Run: MakeRun().Obj(), SizeBudget: encodedSize(&s) + 1000})
+				Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec(), Run: MakeRun().Spec(), SizeBudget: encodedSize(&s) + 1000})
 			return e
 		}(), wantKind: KindTooLarge},
 	}
@@ -163,8 +163,8 @@ func TestFinishAndFail(t *testing.T) {
 
 func TestExpire(t *testing.T) {
 	env := defaultEnv(t)
-	deadlineEnv := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(),
-		MakeRun().Deadline(t0.Add(2*time.Hour)).Obj())
+	deadlineEnv := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec(),
+		MakeRun().Deadline(t0.Add(2*time.Hour)).Spec())
 	_, awaiting := paused(t)
 	approved, _, _ := Approve(awaiting, env, approveCmd(t, awaiting, "p1", "op", "alice"), t0)
 	cases := map[string]struct {
@@ -216,7 +216,7 @@ func TestExpire(t *testing.T) {
 
 func TestRecover(t *testing.T) {
 	env := defaultEnv(t)
-	idem := mustEnv(t, MakeAgent().HTTPTool("search", true).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(), MakeRun().Obj())
+	idem := mustEnv(t, MakeAgent().HTTPTool("search", true).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec(), MakeRun().Spec())
 	_, inflight := inFlightRun(t)
 	lost := t0.Add(time.Minute)
 	cases := map[string]struct {
@@ -284,7 +284,7 @@ func TestRecoverUnlimited(t *testing.T) {
 // whole balance, so the resumed run ends LimitExceeded instead of getting
 // time for free.
 func TestCrashExhaustsActiveTime(t *testing.T) {
-	env := mustEnv(t, MakeAgent().HTTPTool("search", false).Default(exagentv1.PolicyAllow).Obj(), MakeRun().ActiveTimeLimit("10m").Obj())
+	env := mustEnv(t, MakeAgent().HTTPTool("search", false).Default(exagentv1.PolicyAllow).Spec(), MakeRun().ActiveTimeLimit("10m").Spec())
 	h := newHarness(t, env).claim(w1)
 	h.step()
 	h.advance(time.Minute).recover()
@@ -298,7 +298,7 @@ func TestCrashExhaustsActiveTime(t *testing.T) {
 // (the default) a crash costs only the dead owner's time, and the run goes
 // on in the next owner.
 func TestCrashWithoutActiveLimitResumes(t *testing.T) {
-	env := mustEnv(t, MakeAgent().HTTPTool("search", false).Default(exagentv1.PolicyAllow).Obj(), MakeRun().ActiveTimeLimit("").Obj())
+	env := mustEnv(t, MakeAgent().HTTPTool("search", false).Default(exagentv1.PolicyAllow).Spec(), MakeRun().ActiveTimeLimit("").Spec())
 	h := newHarness(t, env).claim(w1)
 	h.step()
 	h.advance(time.Minute).recover()
@@ -313,10 +313,10 @@ func TestCrashWithoutActiveLimitResumes(t *testing.T) {
 
 func TestWakeup(t *testing.T) {
 	env := defaultEnv(t)
-	deadlineEnv := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(),
-		MakeRun().Deadline(t0.Add(2*time.Hour)).Obj())
-	neverEnv := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(),
-		MakeRun().ActiveTimeLimit(exagentv1.Never).Obj())
+	deadlineEnv := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec(),
+		MakeRun().Deadline(t0.Add(2*time.Hour)).Spec())
+	neverEnv := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec(),
+		MakeRun().ActiveTimeLimit(exagentv1.Never).Spec())
 	_, awaiting := paused(t)
 	lowBalance := running(t, env)
 	lowBalance.Ledger.ActiveTimeReserved.Duration = 10 * time.Second

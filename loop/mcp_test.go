@@ -19,10 +19,10 @@ func mcpInfo(name, schema string, readOnly bool) MCPToolInfo {
 
 func mcpEnv(t *testing.T, tools []exagentv1.ToolSpec, listings map[string]*MCPListing, rules ...exagentv1.PolicyRule) *Env {
 	t.Helper()
-	agent := MakeAgent().Obj()
+	agent := MakeAgent().Spec()
 	agent.Tools = tools
 	agent.Policy = exagentv1.PolicySpec{Default: exagentv1.PolicyAsk, Rules: rules}
-	env, err := NewEnv(EnvInput{RunUID: runUID, RunName: "run", Agent: agent, AgentGeneration: 1, Run: MakeRun().Obj(), MCP: listings})
+	env, err := NewEnv(EnvInput{RunUID: runUID, RunName: "run", Agent: agent, AgentGeneration: 1, Run: MakeRun().Spec(), MCP: listings})
 	if err != nil {
 		t.Fatalf("NewEnv: %v", err)
 	}

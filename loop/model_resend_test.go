@@ -68,8 +68,8 @@ func TestModelResendsBoundedPerStep(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// No active-time limit: a crashed owner's reservation is charged
 			// whole, which would end the run LimitExceeded first.
-			env := mustEnv(t, MakeAgent().HTTPTool("search", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(),
-				MakeRun().ActiveTimeLimit(exagentv1.Never).Obj())
+			env := mustEnv(t, MakeAgent().HTTPTool("search", false).Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec(),
+				MakeRun().ActiveTimeLimit(exagentv1.Never).Spec())
 			h := newHarness(t, env).claim(w1)
 			h.step()
 			for i, ev := range tc.events {

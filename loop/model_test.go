@@ -91,7 +91,7 @@ func TestRecordModelResponseGuards(t *testing.T) {
 		many[i] = call("", "search", `{}`)
 	}
 	small, _ := NewEnv(EnvInput{RunUID: runUID, Agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).
-		Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(), Run: MakeRun().Obj(), SizeBudget: encodedSize(&s) + 50})
+		Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec(), Run: MakeRun().Spec(), SizeBudget: encodedSize(&s) + 50})
 	cases := map[string]struct {
 		s        Status
 		env      *Env

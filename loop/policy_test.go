@@ -118,9 +118,9 @@ func TestPolicyCostLimit(t *testing.T) {
 }
 
 func TestAuthorize(t *testing.T) {
-	run := MakeRun().Obj()
+	run := MakeRun().Spec()
 	ids := Identities{Namespace: "team", Manager: []string{"system:serviceaccount:exagent-system:exagent-manager"}}
-	ownSA := MakeRun().Obj()
+	ownSA := MakeRun().Spec()
 	ownSA.ServiceAccountName = "deployer"
 	cases := map[string]struct {
 		policy     exagentv1.PolicySpec

@@ -25,7 +25,7 @@ func fanOut(t *testing.T, env *Env, n int) (*harness, Action) {
 // withChildLimits is env with the child Agent "helper" limited to own.
 func withChildLimits(t *testing.T, agent *exagentv1.AgentSpec, own exagentv1.LimitsSpec) *Env {
 	t.Helper()
-	env, err := NewEnv(EnvInput{RunUID: runUID, RunName: "run", Agent: agent, AgentGeneration: 1, Run: MakeRun().Obj(),
+	env, err := NewEnv(EnvInput{RunUID: runUID, RunName: "run", Agent: agent, AgentGeneration: 1, Run: MakeRun().Spec(),
 		ChildLimits: map[string]exagentv1.LimitsSpec{"helper": own}})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestReserveChildren(t *testing.T) {
 		check       func(t *testing.T, s Status)
 	}{
 		"eight children share the tokens left": {
-			agent: delegatingAgent().MaxTokens(1000).Obj(), calls: 8,
+			agent: delegatingAgent().MaxTokens(1000).Spec(), calls: 8,
 			check: func(t *testing.T, s Status) {
 				for _, e := range s.Children {
 					// 985 tokens are left after the model's 15: a fair share each.
@@ -58,7 +58,7 @@ func TestReserveChildren(t *testing.T) {
 			},
 		},
 		"the child Agent's own limits cap its share": {
-			agent: delegatingAgent().MaxTokens(1000).MaxToolCalls(20).Obj(), own: exagentv1.LimitsSpec{MaxTokens: new(int64(50)),
+			agent: delegatingAgent().MaxTokens(1000).MaxToolCalls(20).Spec(), own: exagentv1.LimitsSpec{MaxTokens: new(int64(50)),
 				MaxToolCalls: new(int32(1)), MaxRuns: new(int32(2))}, calls: 3,
 			check: func(t *testing.T, s Status) {
 				for _, e := range s.Children {
@@ -69,11 +69,11 @@ func TestReserveChildren(t *testing.T) {
 			},
 		},
 		"what is scarce goes to the first calls; one model request is kept for the run": {
-			agent: delegatingAgent().MaxSteps(4).Obj(), calls: 3,
+			agent: delegatingAgent().MaxSteps(4).Spec(), calls: 3,
 			wantRefused: []string{"d2"}, wantLimit: "maxSteps",
 		},
 		"maxRuns bounds the runs a tree may create": {
-			agent: delegatingAgent().MaxRuns(3).Obj(), calls: 5,
+			agent: delegatingAgent().MaxRuns(3).Spec(), calls: 5,
 			wantRefused: []string{"d3", "d4"}, wantLimit: "maxRuns",
 			check: func(t *testing.T, s Status) {
 				for _, e := range s.Children {
@@ -84,11 +84,11 @@ func TestReserveChildren(t *testing.T) {
 			},
 		},
 		"maxRuns 0: no delegation at all": {
-			agent: delegatingAgent().MaxRuns(0).Obj(), calls: 1,
+			agent: delegatingAgent().MaxRuns(0).Spec(), calls: 1,
 			wantRefused: []string{"d0"}, wantLimit: "maxRuns",
 		},
 		"no tool call left is no refusal: the child may still answer": {
-			agent: delegatingAgent().MaxToolCalls(2).Obj(), calls: 2,
+			agent: delegatingAgent().MaxToolCalls(2).Spec(), calls: 2,
 			check: func(t *testing.T, s Status) {
 				for _, e := range s.Children {
 					if *e.Reserved.MaxToolCalls != 0 {
@@ -161,7 +161,7 @@ func assertWithinLimits(t *testing.T, s *Status, env *Env) {
 // TestReservationReleasedAtEnd: a child's end releases its reservation and
 // charges what it actually used, so the rest returns to the run.
 func TestReservationReleasedAtEnd(t *testing.T) {
-	env := mustEnv(t, delegatingAgent().MaxTokens(1000).MaxToolCalls(10).Obj(), MakeRun().Obj())
+	env := mustEnv(t, delegatingAgent().MaxTokens(1000).MaxToolCalls(10).Spec(), MakeRun().Spec())
 	h, _ := fanOut(t, env, 2)
 	for _, id := range []string{"d0", "d1"} {
 		h.must("RecordDelegated "+id, func() error {
@@ -214,7 +214,7 @@ func TestReservationReleasedAtEnd(t *testing.T) {
 // begun again with its entry: the same child name, the same reservation,
 // no second entry.
 func TestReservationKeptWhenBegunAgain(t *testing.T) {
-	env := mustEnv(t, delegatingAgent().MaxTokens(500).Obj(), MakeRun().ActiveTimeLimit(exagentv1.Never).Obj())
+	env := mustEnv(t, delegatingAgent().MaxTokens(500).Spec(), MakeRun().ActiveTimeLimit(exagentv1.Never).Spec())
 	h := delegating(t, env)
 	before := *h.s.Children[0].DeepCopy()
 	h.advance(2 * DefaultLeaseDuration)
@@ -233,7 +233,7 @@ func TestReservationKeptWhenBegunAgain(t *testing.T) {
 // id alone) is begun again under that old name, so the child it may have
 // created is found, not doubled.
 func TestLegacyIntentKeepsLegacyName(t *testing.T) {
-	env := mustEnv(t, delegatingAgent().Obj(), MakeRun().ActiveTimeLimit(exagentv1.Never).Obj())
+	env := mustEnv(t, delegatingAgent().Spec(), MakeRun().ActiveTimeLimit(exagentv1.Never).Spec())
 	h := delegating(t, env)
 	h.s.Children = nil // as the older version left it: key set, no entry
 	h.advance(2 * DefaultLeaseDuration)
@@ -253,7 +253,7 @@ func TestLegacyIntentKeepsLegacyName(t *testing.T) {
 // against the run's maxSteps with its own steps, so the tree never makes
 // more model requests than the run's limit.
 func TestTreeStepsBoundTheRun(t *testing.T) {
-	env := mustEnv(t, delegatingAgent().MaxSteps(10).Obj(), MakeRun().Obj())
+	env := mustEnv(t, delegatingAgent().MaxSteps(10).Spec(), MakeRun().Spec())
 	h := awaiting(t, env)
 	reserved := *h.s.Children[0].Reserved.MaxSteps
 	if reserved != 8 {
@@ -287,9 +287,9 @@ func TestTreeStepsBoundTheRun(t *testing.T) {
 // child on a reservation nobody holds any more.
 func TestWithdrawnCallNotBegunAgain(t *testing.T) {
 	agent := func(rule string) *exagentv1.AgentSpec {
-		return delegatingAgent().Rule(rule, exagentv1.PolicyAsk, "", "delegate").Obj()
+		return delegatingAgent().Rule(rule, exagentv1.PolicyAsk, "", "delegate").Spec()
 	}
-	run := MakeRun().ActiveTimeLimit(exagentv1.Never).Obj()
+	run := MakeRun().ActiveTimeLimit(exagentv1.Never).Spec()
 	h := newHarness(t, mustEnv(t, agent("ask"), run)).claim(w1)
 	h.step()
 	h.respond(tools(call("d1", "delegate", `{"input":"help"}`)))

@@ -56,9 +56,9 @@ func (h *sealingHarness) seal() {
 // stays within the hot budget, the chain verifies, and the transcript read
 // back through it holds every message and result.
 func TestSealLongRun(t *testing.T) {
-	agent := MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).MaxSteps(1000).Obj()
+	agent := MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).MaxSteps(1000).Spec()
 	agent.Limits.MaxTranscriptBytes = new(int64(16 << 20))
-	env := mustEnv(t, agent, MakeRun().Obj())
+	env := mustEnv(t, agent, MakeRun().Spec())
 	h := newSealingHarness(t, env)
 	h.claim(w1)
 	h.seal()
@@ -168,7 +168,7 @@ func TestSealIsDeterministic(t *testing.T) {
 // TestVerifyChain: a chain of sealed segments that does not hold is, to the
 // engine, TranscriptCorrupt (segment.Verify's error, as AsError maps it).
 func TestVerifyChain(t *testing.T) {
-	env := mustEnv(t, MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).Obj(), MakeRun().Obj())
+	env := mustEnv(t, MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).Spec(), MakeRun().Spec())
 	h := newSealingHarness(t, env)
 	h.claim(w1)
 	for i := range 6 {
@@ -227,7 +227,7 @@ func TestVerifyChain(t *testing.T) {
 // transcript in history, no head) is compacted by its next seal and keeps
 // its transcript.
 func TestOldShapeCompacts(t *testing.T) {
-	env := mustEnv(t, MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).Obj(), MakeRun().Obj())
+	env := mustEnv(t, MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).Spec(), MakeRun().Spec())
 	h := newHarness(t, env).claim(w1)
 	for i := range 12 {
 		h.step()
@@ -264,9 +264,9 @@ func TestOldShapeCompacts(t *testing.T) {
 // could pass the limit, never after.
 func TestTranscriptLimit(t *testing.T) {
 	limit := int64(300 << 10)
-	agent := MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).Obj()
+	agent := MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).Spec()
 	agent.Limits.MaxTranscriptBytes = &limit
-	env := mustEnv(t, agent, MakeRun().Obj())
+	env := mustEnv(t, agent, MakeRun().Spec())
 	h := newHarness(t, env).claim(w1)
 	ios := 0
 	for i := 0; ; i++ {
@@ -314,9 +314,9 @@ func TestTranscriptCap(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			agent := MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).Obj()
+			agent := MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).Spec()
 			agent.Limits.MaxTranscriptBytes = tc.agent
-			env, err := NewEnv(EnvInput{RunUID: runUID, RunName: "run", Agent: agent, AgentGeneration: 1, Run: MakeRun().Obj(),
+			env, err := NewEnv(EnvInput{RunUID: runUID, RunName: "run", Agent: agent, AgentGeneration: 1, Run: MakeRun().Spec(),
 				MaxTranscriptBytes: tc.cap})
 			if err != nil {
 				t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // stepWant is what a Step case checks: the action's kind and details, and
@@ -47,13 +48,13 @@ func project(s Status, a Action) stepWant {
 
 func TestStep(t *testing.T) {
 	env := defaultEnv(t)
-	allowAll := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Default(exagentv1.PolicyAllow).Obj(), MakeRun().Obj())
+	allowAll := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Default(exagentv1.PolicyAllow).Spec(), MakeRun().Spec())
 	mixed := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).HTTPTool("rm", false).
-		Rule("search-ok", exagentv1.PolicyAllow, "", "search").Rule("no-rm", exagentv1.PolicyDeny, "", "rm").Obj(), MakeRun().Obj())
-	limits := func(w *AgentWrapper) *Env {
-		return mustEnv(t, w.HTTPTool("search", false).Default(exagentv1.PolicyAllow).Obj(), MakeRun().Obj())
+		Rule("search-ok", exagentv1.PolicyAllow, "", "search").Rule("no-rm", exagentv1.PolicyDeny, "", "rm").Spec(), MakeRun().Spec())
+	limits := func(w *fixture.AgentWrapper) *Env {
+		return mustEnv(t, w.HTTPTool("search", false).Default(exagentv1.PolicyAllow).Spec(), MakeRun().Spec())
 	}
-	deadline := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Obj(), MakeRun().Deadline(t0.Add(time.Minute)).Obj())
+	deadline := mustEnv(t, MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).Spec(), MakeRun().Deadline(t0.Add(time.Minute)).Spec())
 	none := map[string]exagentv1.CallState{}
 	oneSearchAllowed := atBatch(t, allowAll, tools(call("a", "search", `{}`), call("b", "search", `{}`)))
 
@@ -199,7 +200,7 @@ func TestStepActionDetails(t *testing.T) {
 		}
 	})
 	t.Run("results keep the model's order", func(t *testing.T) {
-		allow := mustEnv(t, MakeAgent().HTTPTool("search", false).Default(exagentv1.PolicyAllow).Obj(), MakeRun().Obj())
+		allow := mustEnv(t, MakeAgent().HTTPTool("search", false).Default(exagentv1.PolicyAllow).Spec(), MakeRun().Spec())
 		h := newHarness(t, allow).claim(w1)
 		h.step()
 		h.respond(tools(call("a", "search", `{}`), call("b", "search", `{}`), call("c", "nope", `{}`)))
@@ -233,7 +234,7 @@ func TestStepActionDetails(t *testing.T) {
 		}
 	})
 	t.Run("limit message names the limit", func(t *testing.T) {
-		lenv := mustEnv(t, MakeAgent().MaxSteps(1).Obj(), MakeRun().Obj())
+		lenv := mustEnv(t, MakeAgent().MaxSteps(1).Spec(), MakeRun().Spec())
 		s := running(t, lenv)
 		s.Cursor.Step = 1
 		got, act, _ := Step(s, lenv, f1, t0)
@@ -247,7 +248,7 @@ func TestStepErrors(t *testing.T) {
 	env := defaultEnv(t)
 	idle := running(t, env)
 	tiny, err := NewEnv(EnvInput{RunUID: runUID, Agent: MakeAgent().HTTPTool("search", false).HTTPTool("pay", false).
-		Rule("search-ok", exagentv1.PolicyAllow, "", "search").Obj(), Run: MakeRun().Obj(), SizeBudget: encodedSize(&idle) + 20})
+		Rule("search-ok", exagentv1.PolicyAllow, "", "search").Spec(), Run: MakeRun().Spec(), SizeBudget: encodedSize(&idle) + 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,14 +17,14 @@ func TestCheckToolParameters(t *testing.T) {
 		tool    exagentv1.ToolSpec
 		wantErr bool
 	}{
-		"an object schema": {tool: MakeAgent().HTTPTool("pay", false).Obj().Tools[0]},
+		"an object schema": {tool: MakeAgent().HTTPTool("pay", false).Spec().Tools[0]},
 		"no parameters":    {tool: exagentv1.ToolSpec{Name: "x", HTTP: &exagentv1.HTTPTool{URL: "http://h"}}},
 		"a delegation with no parameters": {tool: exagentv1.ToolSpec{Name: "d",
 			Agent: &exagentv1.AgentTool{AgentRef: exagentv1.LocalObjectReference{Name: "child"}}}},
 		"a pattern that does not compile": {tool: MakeAgent().HTTPTool("pay", false).
-			Schema("pay", `{"type":"object","properties":{"id":{"type":"string","pattern":"(["}}}`).Obj().Tools[0], wantErr: true},
+			Schema("pay", `{"type":"object","properties":{"id":{"type":"string","pattern":"(["}}}`).Spec().Tools[0], wantErr: true},
 		"a remote $ref": {tool: MakeAgent().HTTPTool("pay", false).
-			Schema("pay", `{"type":"object","$ref":"https://example.com/s.json"}`).Obj().Tools[0], wantErr: true},
+			Schema("pay", `{"type":"object","$ref":"https://example.com/s.json"}`).Spec().Tools[0], wantErr: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -32,9 +32,9 @@ func TestCheckToolParameters(t *testing.T) {
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("CheckToolParameters = %v, want error %v", err, tc.wantErr)
 			}
-			agent := MakeAgent().Obj()
+			agent := MakeAgent().Spec()
 			agent.Tools = []exagentv1.ToolSpec{tc.tool}
-			_, envErr := NewEnv(EnvInput{RunUID: runUID, Agent: agent, Run: MakeRun().Obj()})
+			_, envErr := NewEnv(EnvInput{RunUID: runUID, Agent: agent, Run: MakeRun().Spec()})
 			if (envErr != nil) != tc.wantErr {
 				t.Errorf("NewEnv = %v: the check and the run disagree", envErr)
 			}

@@ -101,7 +101,7 @@ func TestWorstCaseValuesFitASegment(t *testing.T) {
 			"small hot":   {HotBytes: 4 << 10, ValueBytes: MinValueBytes},
 		} {
 			t.Run(fname+"/"+cname, func(t *testing.T) {
-				env := mustEnv(t, MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).MaxSteps(20).Obj(), MakeRun().Obj())
+				env := mustEnv(t, MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).MaxSteps(20).Spec(), MakeRun().Spec())
 				h := newSealingHarness(t, env)
 				h.cfg.HotBytes, h.cfg.ValueBytes = cfg.HotBytes, cfg.ValueBytes
 				h.claim(w1)
@@ -253,7 +253,7 @@ func TestWorstCaseEntriesFitASegment(t *testing.T) {
 // a known outcome without its result, Uncertain for an unknown one and for
 // a call still in flight — never a call that looks as if it did not run.
 func TestFailUnstorable(t *testing.T) {
-	env := mustEnv(t, MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).Obj(), MakeRun().Obj())
+	env := mustEnv(t, MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).Spec(), MakeRun().Spec())
 	h := newHarness(t, env).claim(w1)
 	h.step()
 	h.respond(tools(call("a", "read", `{}`), call("b", "read", `{}`), call("c", "read", `{}`)))
@@ -297,7 +297,7 @@ func TestFailUnstorable(t *testing.T) {
 // it there — under the default threshold it would count it as a ref and
 // let the status grow past its budget.
 func TestEnvValueBytes(t *testing.T) {
-	agent := MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).Obj()
+	agent := MakeAgent().HTTPTool("read", false).Default(exagentv1.PolicyAllow).Spec()
 	const budget = 48 << 10
 	for name, tc := range map[string]struct {
 		valueBytes int
@@ -307,7 +307,7 @@ func TestEnvValueBytes(t *testing.T) {
 		"16 KiB threshold: inline, the result is shortened": {valueBytes: 16 << 10, wantWhole: false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			env, err := NewEnv(EnvInput{RunUID: runUID, RunName: "run", Agent: agent, AgentGeneration: 1, Run: MakeRun().Obj(),
+			env, err := NewEnv(EnvInput{RunUID: runUID, RunName: "run", Agent: agent, AgentGeneration: 1, Run: MakeRun().Spec(),
 				SizeBudget: budget, ValueBytes: tc.valueBytes})
 			if err != nil {
 				t.Fatal(err)
@@ -348,8 +348,8 @@ func TestEnvValueBytes(t *testing.T) {
 // repeated decision finds its receipt through the chain — the same
 // receipt, the state unchanged — while one that differs conflicts.
 func TestReceiptsAreSealed(t *testing.T) {
-	env := mustEnv(t, MakeAgent().HTTPTool("pay", false).Rule("ask", exagentv1.PolicyAsk, "", "pay").MaxSteps(100).Obj(),
-		MakeRun().Obj())
+	env := mustEnv(t, MakeAgent().HTTPTool("pay", false).Rule("ask", exagentv1.PolicyAsk, "", "pay").MaxSteps(100).Spec(),
+		MakeRun().Spec())
 	h := newSealingHarness(t, env)
 	decider := fatActor()
 	decider.Username = "alice"

@@ -29,7 +29,7 @@ func lostDelegation(t *testing.T, env *Env) *harness {
 // holds its reservation until the child ended and was charged.
 func TestWithdrawnChildren(t *testing.T) {
 	neverEnv := func(t *testing.T) *Env {
-		return mustEnv(t, delegatingAgent().MaxTokens(400).Obj(), MakeRun().ActiveTimeLimit(exagentv1.Never).Deadline(t0.Add(time.Hour)).Obj())
+		return mustEnv(t, delegatingAgent().MaxTokens(400).Spec(), MakeRun().ActiveTimeLimit(exagentv1.Never).Deadline(t0.Add(time.Hour)).Spec())
 	}
 	tests := map[string]struct {
 		build      func(t *testing.T) (*harness, Status, *Env) // the run, and the env its controller has now
@@ -63,9 +63,9 @@ func TestWithdrawnChildren(t *testing.T) {
 		"asked again after the owner was lost, then denied (onDeny Continue)": {
 			build: func(t *testing.T) (*harness, Status, *Env) {
 				agent := func(rule string) *exagentv1.AgentSpec {
-					return delegatingAgent().Rule(rule, exagentv1.PolicyAsk, "", "delegate").OnDeny(exagentv1.OnDenyContinue).Obj()
+					return delegatingAgent().Rule(rule, exagentv1.PolicyAsk, "", "delegate").OnDeny(exagentv1.OnDenyContinue).Spec()
 				}
-				env := mustEnv(t, agent("ask"), MakeRun().ActiveTimeLimit(exagentv1.Never).Obj())
+				env := mustEnv(t, agent("ask"), MakeRun().ActiveTimeLimit(exagentv1.Never).Spec())
 				h := newHarness(t, env).claim(w1)
 				h.step()
 				h.respond(tools(call("d1", "delegate", `{"input":"help"}`)))
@@ -78,7 +78,7 @@ func TestWithdrawnChildren(t *testing.T) {
 				h.advance(2 * DefaultLeaseDuration)
 				h.recover()
 				// The policy changed meanwhile: the approval no longer covers d1.
-				h.env = mustEnv(t, agent("ask-again"), MakeRun().ActiveTimeLimit(exagentv1.Never).Obj())
+				h.env = mustEnv(t, agent("ask-again"), MakeRun().ActiveTimeLimit(exagentv1.Never).Spec())
 				h.claim("w3")
 				if act := h.step(); act.Kind != ActPause {
 					t.Fatalf("re-asked d1: %s, want Pause", describe(act))
@@ -100,12 +100,12 @@ func TestWithdrawnChildren(t *testing.T) {
 				if Withdrawing(h.s, env) {
 					t.Error("a call to be begun again withdrew its child")
 				}
-				standIn := mustEnv(t, &exagentv1.AgentSpec{}, MakeRun().ActiveTimeLimit(exagentv1.Never).Obj())
+				standIn := mustEnv(t, &exagentv1.AgentSpec{}, MakeRun().ActiveTimeLimit(exagentv1.Never).Spec())
 				if Withdrawing(h.s, standIn) {
 					t.Error("an Env without the Agent (missing, unusable) withdrew a child")
 				}
-				removed := mustEnv(t, MakeAgent().HTTPTool("search", false).Default(exagentv1.PolicyAllow).Obj(),
-					MakeRun().ActiveTimeLimit(exagentv1.Never).Obj())
+				removed := mustEnv(t, MakeAgent().HTTPTool("search", false).Default(exagentv1.PolicyAllow).Spec(),
+					MakeRun().ActiveTimeLimit(exagentv1.Never).Spec())
 				return h, h.s, removed
 			},
 			wantCall: exagentv1.CallAllowed, wantReason: exagentv1.ReasonDelegationWithdrawn,
@@ -161,8 +161,8 @@ func TestWithdrawnChildren(t *testing.T) {
 // Continue) the batch does not close while the withdrawn child works: the
 // run waits unclaimed, then goes on once the child ended and was charged.
 func TestWithdrawnChildHoldsTheBatch(t *testing.T) {
-	env := mustEnv(t, delegatingAgent().Rule("ask", exagentv1.PolicyAsk, "", "delegate").OnDeny(exagentv1.OnDenyContinue).Obj(),
-		MakeRun().ActiveTimeLimit(exagentv1.Never).Obj())
+	env := mustEnv(t, delegatingAgent().Rule("ask", exagentv1.PolicyAsk, "", "delegate").OnDeny(exagentv1.OnDenyContinue).Spec(),
+		MakeRun().ActiveTimeLimit(exagentv1.Never).Spec())
 	h := newHarness(t, env).claim(w1)
 	h.step()
 	h.respond(tools(call("d1", "delegate", `{"input":"help"}`)))
@@ -172,8 +172,8 @@ func TestWithdrawnChildHoldsTheBatch(t *testing.T) {
 	h.step() // d1 begun, its child journaled
 	h.advance(2 * DefaultLeaseDuration)
 	h.recover()
-	h.env = mustEnv(t, delegatingAgent().Rule("ask-again", exagentv1.PolicyAsk, "", "delegate").OnDeny(exagentv1.OnDenyContinue).Obj(),
-		MakeRun().ActiveTimeLimit(exagentv1.Never).Obj())
+	h.env = mustEnv(t, delegatingAgent().Rule("ask-again", exagentv1.PolicyAsk, "", "delegate").OnDeny(exagentv1.OnDenyContinue).Spec(),
+		MakeRun().ActiveTimeLimit(exagentv1.Never).Spec())
 	h.claim("w3")
 	h.step()
 	a := h.approvalFor("d1")

@@ -6,16 +6,16 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/loop"
 )
 
 func TestScripted(t *testing.T) {
 	s := Scripted{Script: []exagentv1.ScriptTurn{
 		{ToolCalls: []exagentv1.ScriptToolCall{
-			{ID: "a", Name: "refund", Arguments: &runtime.RawExtension{Raw: []byte(`{"amount":5}`)}},
+			{ID: "a", Name: "refund", Arguments: fixture.RawJSON(`{"amount":5}`)},
 			{Name: "notify"},
 		}},
 		{Text: "done"},

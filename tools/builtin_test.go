@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -28,20 +27,12 @@ import (
 	"github.com/exagent-io/exagent/tools"
 )
 
-// env is the control plane shared by the package's tests.
-
 // control is started by the first test that needs it (env).
 var control = &testenv.Lazy{}
 
 func env() *testenv.Env { return control.Get() }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := control.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { control.Main(m) }
 
 // builtinFixture is one case's namespace: ConfigMaps "a" and "b", a
 // Deployment "web" with one replica, a ServiceAccount "agent" with RBAC on

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/webhook"
 )
 
@@ -15,7 +16,7 @@ func TestValidateAgent(t *testing.T) {
 		a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI, Name: "gpt-4.1-mini"}
 	}
 	params := func(s string) func(*exagentv1.Agent) {
-		return func(a *exagentv1.Agent) { a.Spec.Tools[0].Parameters = raw(s) }
+		return func(a *exagentv1.Agent) { a.Spec.Tools[0].Parameters = fixture.RawJSON(s) }
 	}
 	rule := func(r exagentv1.PolicyRule) func(*exagentv1.Agent) {
 		return func(a *exagentv1.Agent) { a.Spec.Policy.Rules = []exagentv1.PolicyRule{r} }
@@ -48,7 +49,7 @@ func TestValidateAgent(t *testing.T) {
 		},
 		"script arguments must be an object": {
 			agent: agent(func(a *exagentv1.Agent) {
-				a.Spec.Model.Script = []exagentv1.ScriptTurn{{ToolCalls: []exagentv1.ScriptToolCall{{Name: "pay", Arguments: raw(`[1]`)}}}}
+				a.Spec.Model.Script = []exagentv1.ScriptTurn{{ToolCalls: []exagentv1.ScriptToolCall{{Name: "pay", Arguments: fixture.RawJSON(`[1]`)}}}}
 			}),
 			want: []string{"FieldValueInvalid spec.model.script[0].toolCalls[0].arguments"},
 		},
@@ -230,7 +231,7 @@ func TestValidateParametersMessages(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			a := agent(func(a *exagentv1.Agent) { a.Spec.Tools[0].Parameters = raw(tc.schema) })
+			a := agent(func(a *exagentv1.Agent) { a.Spec.Tools[0].Parameters = fixture.RawJSON(tc.schema) })
 			var got []string
 			for _, e := range webhook.ValidateAgent(a, nil) {
 				got = append(got, e.Error())

@@ -3,11 +3,10 @@ package webhook_test
 import (
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // errKeys reduces an ErrorList to "Type field" strings: what a user sees
@@ -20,68 +19,30 @@ func errKeys(errs field.ErrorList) []string {
 	return out
 }
 
+// decision is alice's Approve of approval a1 of run, at revision 1.
 func decision(mut ...func(*exagentv1.ApprovalDecision)) *exagentv1.ApprovalDecision {
-	d := &exagentv1.ApprovalDecision{
-		ObjectMeta: metav1.ObjectMeta{Name: "d1", Namespace: "ns"},
-		Spec: exagentv1.ApprovalDecisionSpec{
-			RunRef:      exagentv1.LocalObjectReference{Name: "run"},
-			ApprovalID:  "a1",
-			Decision:    exagentv1.DecisionApprove,
-			Revision:    1,
-			PayloadHash: "sha256:p",
-			Actor:       &exagentv1.Actor{Username: "alice"},
-		},
-	}
-	for _, m := range mut {
-		m(d)
-	}
-	return d
+	return fixture.MakeDecision("d1", "ns", "run").
+		Approve(exagentv1.Approval{ID: "a1", Revision: 1, PayloadHash: "sha256:p"}).
+		Actor(exagentv1.Actor{Username: "alice"}).Apply(mut...).Obj()
 }
 
+// run is a run of payments awaiting the approval a1 of its call c1.
 func run(mut ...func(*exagentv1.AgentRun)) *exagentv1.AgentRun {
-	r := &exagentv1.AgentRun{
-		ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "ns"},
-		Spec: exagentv1.AgentRunSpec{
-			AgentRef: exagentv1.LocalObjectReference{Name: "payments"},
-			Input:    "pay the invoice",
-		},
-		Status: exagentv1.AgentRunStatus{
-			Phase:    exagentv1.PhaseAwaitingApproval,
-			Revision: 1,
-			Calls:    []exagentv1.ToolCall{{ID: "c1", Tool: "pay", State: exagentv1.CallPending}},
-			Approvals: []exagentv1.Approval{{
-				ID: "a1", CallID: "c1", PayloadHash: "sha256:p", Revision: 1, State: exagentv1.ApprovalPending,
-			}},
-		},
-	}
-	for _, m := range mut {
-		m(r)
-	}
-	return r
+	return fixture.MakeRun("run", "ns").Agent("payments").Input("pay the invoice").
+		Phase(exagentv1.PhaseAwaitingApproval).Revision(1).
+		Call(exagentv1.ToolCall{ID: "c1", Tool: "pay", State: exagentv1.CallPending}).
+		Approval(exagentv1.Approval{ID: "a1", CallID: "c1", PayloadHash: "sha256:p", Revision: 1, State: exagentv1.ApprovalPending}).
+		Apply(mut...).Obj()
 }
 
+// agent is payments: one http tool, pay, asked before when over 100.
 func agent(mut ...func(*exagentv1.Agent)) *exagentv1.Agent {
-	a := &exagentv1.Agent{
-		ObjectMeta: metav1.ObjectMeta{Name: "payments", Namespace: "ns"},
-		Spec: exagentv1.AgentSpec{
-			Model: exagentv1.ModelSpec{
-				Provider: exagentv1.ModelProviderScripted,
-				Script:   []exagentv1.ScriptTurn{{Text: "done"}},
-			},
-			Tools: []exagentv1.ToolSpec{{
-				Name:       "pay",
-				Parameters: raw(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
-				HTTP:       &exagentv1.HTTPTool{URL: "http://127.0.0.1:1/pay"},
-			}},
-			Policy: exagentv1.PolicySpec{
-				Rules: []exagentv1.PolicyRule{{Name: "big", Tools: []string{"pay"}, Action: exagentv1.PolicyAsk, When: "args.amount > 100"}},
-			},
-		},
-	}
-	for _, m := range mut {
-		m(a)
-	}
-	return a
+	return fixture.MakeAgent("payments", "ns").
+		Tool(exagentv1.ToolSpec{
+			Name:       "pay",
+			Parameters: fixture.RawJSON(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`),
+			HTTP:       &exagentv1.HTTPTool{URL: "http://127.0.0.1:1/pay"},
+		}).
+		Rule("big", exagentv1.PolicyAsk, "args.amount > 100", "pay").
+		Apply(mut...).Obj()
 }
-
-func raw(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }

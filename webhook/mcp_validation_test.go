@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/webhook"
 )
 
@@ -38,7 +39,7 @@ func TestValidateAgentMCP(t *testing.T) {
 			want: []string{"FieldValueInvalid spec.tools[1].mcp.url"}},
 		"parameters are the server's": {agent: withTools(func() exagentv1.ToolSpec {
 			t := mcpTool("s", exagentv1.MCPTool{})
-			t.Parameters = raw(`{"type":"object"}`)
+			t.Parameters = fixture.RawJSON(`{"type":"object"}`)
 			return t
 		}()), want: []string{"FieldValueForbidden spec.tools[1].parameters"}},
 		"tool and import": {agent: withTools(mcpTool("s", exagentv1.MCPTool{Tool: "x", Import: &exagentv1.MCPImport{}})),

@@ -3,7 +3,6 @@ package v1alpha1_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,13 +10,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // These tests install the generated CRDs into a real kube-apiserver and check
@@ -28,11 +27,7 @@ var control = &testenv.Lazy{}
 
 func env() *testenv.Env { return control.Get() }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	_ = control.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { control.Main(m) }
 
 func newNamespace(t *testing.T) string {
 	t.Helper()
@@ -43,8 +38,6 @@ func newNamespace(t *testing.T) string {
 	return ns.Name
 }
 
-func raw(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
-
 func sampleAgent(ns, name string) *exagentv1.Agent {
 	return &exagentv1.Agent{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -53,12 +46,12 @@ func sampleAgent(ns, name string) *exagentv1.Agent {
 			Model: exagentv1.ModelSpec{
 				Provider: exagentv1.ModelProviderScripted,
 				Script: []exagentv1.ScriptTurn{
-					{ToolCalls: []exagentv1.ScriptToolCall{{ID: "c1", Name: "scale", Arguments: raw(`{"name":"web","replicas":3}`)}}},
+					{ToolCalls: []exagentv1.ScriptToolCall{{ID: "c1", Name: "scale", Arguments: fixture.RawJSON(`{"name":"web","replicas":3}`)}}},
 					{Text: "done"},
 				},
 			},
 			Tools: []exagentv1.ToolSpec{
-				{Name: "scale", Parameters: raw(`{"type":"object"}`), Builtin: &exagentv1.BuiltinTool{Operation: exagentv1.BuiltinScale, Kinds: []string{"Deployment.apps"}}},
+				{Name: "scale", Parameters: fixture.RawJSON(`{"type":"object"}`), Builtin: &exagentv1.BuiltinTool{Operation: exagentv1.BuiltinScale, Kinds: []string{"Deployment.apps"}}},
 				{Name: "notify", HTTP: &exagentv1.HTTPTool{URL: "http://127.0.0.1:8080/notify", Timeout: "10s"}},
 			},
 			Policy: exagentv1.PolicySpec{

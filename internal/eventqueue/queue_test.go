@@ -3,7 +3,6 @@ package eventqueue_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,11 +24,7 @@ var control = &testenv.Lazy{}
 
 func env() *testenv.Env { return control.Get() }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	_ = control.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { control.Main(m) }
 
 func namespace(t *testing.T) string {
 	t.Helper()

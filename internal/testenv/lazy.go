@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"testing"
 )
 
 // Lazy is an Env started the first time a test asks for it, so that the
 // tests of a package that need no apiserver (`go test -run TestUnit`) run
-// without starting one. A package's TestMain runs m.Run and then Stop.
+// without starting one. A package's TestMain is Main (or m.Run, then Stop).
 type Lazy struct {
 	// Options are the Env's.
 	Options Options
@@ -50,4 +51,15 @@ func (l *Lazy) Stop() error {
 		return nil
 	}
 	return l.env.Stop()
+}
+
+// Main is a package's TestMain: it runs the tests, stops the Env if one of
+// them started it, and exits with the tests' code (a failed stop is
+// reported, not counted: every test has had its answer).
+func (l *Lazy) Main(m *testing.M) {
+	code := m.Run()
+	if err := l.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
+	}
+	os.Exit(code)
 }

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/procs"
 	exagentwebhook "github.com/exagent-io/exagent/webhook"
 )
 
@@ -43,7 +42,7 @@ var signingSecret = types.NamespacedName{Namespace: "exagent-system", Name: auth
 type cluster struct {
 	dir, dataDir string
 	webhookPort  int
-	proc         *process
+	proc         *procs.Process
 	starts       int
 	admin        *rest.Config
 	c            client.WithWatch
@@ -56,7 +55,7 @@ type cluster struct {
 // startCluster starts devcluster in dir (and on dataDir when set) and
 // waits for its ready line.
 func startCluster(dir, dataDir string) (*cluster, error) {
-	port, err := freePort()
+	port, err := procs.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -69,29 +68,16 @@ func (c *cluster) start() error {
 		return err
 	}
 	c.starts++
-	args := []string{"--dir", c.dir, "--root", suite.root, "--webhook-port", strconv.Itoa(c.webhookPort)}
-	if c.dataDir != "" {
-		args = append(args, "--data-dir", c.dataDir)
-	}
-	for _, u := range clusterUsers {
-		args = append(args, "--user", u)
-	}
-	logPath := filepath.Join(c.dir, fmt.Sprintf("devcluster-%d.log", c.starts))
-	p, err := startProcess("devcluster", logPath, append(os.Environ(), "KUBEBUILDER_ASSETS="+suite.k8sBin),
-		filepath.Join(suite.bin, "devcluster"), args...)
+	p, err := procs.StartDevcluster(procs.DevclusterSpec{
+		Bin: suite.build.Path("devcluster"), Dir: c.dir, Root: suite.root, DataDir: c.dataDir,
+		WebhookPort: c.webhookPort, Users: clusterUsers,
+		Env: append(os.Environ(), "KUBEBUILDER_ASSETS="+suite.k8sBin),
+		Log: filepath.Join(c.dir, fmt.Sprintf("devcluster-%d.log", c.starts)),
+	})
 	if err != nil {
 		return err
 	}
 	c.proc = p
-	want := "ready: KUBECONFIG=" + filepath.Join(c.dir, "kubeconfig")
-	if err := poll(3*time.Minute, func() (bool, error) {
-		if p.exited() {
-			return false, fmt.Errorf("devcluster exited: %v\n%s", p.err, p.tail())
-		}
-		return p.logContains(want), nil
-	}); err != nil {
-		return fmt.Errorf("waiting for %q: %w", want, err)
-	}
 	if c.admin, err = loadKubeconfig(filepath.Join(c.dir, "kubeconfig")); err != nil {
 		return err
 	}
@@ -116,7 +102,7 @@ func (c *cluster) stopPlane() error {
 	if c.proc == nil {
 		return nil
 	}
-	err := c.proc.stop(syscall.SIGTERM, 60*time.Second)
+	err := c.proc.Stop(syscall.SIGTERM, 60*time.Second)
 	c.proc = nil
 	return err
 }
@@ -168,14 +154,7 @@ func (c *cluster) serveWebhooks() error {
 		_ = mgr.Start(ctx)
 	}()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(c.webhookPort))
-	return poll(time.Minute, func() (bool, error) {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return false, nil
-		}
-		_ = conn.Close()
-		return true, nil
-	})
+	return procs.Poll(time.Minute, func() (bool, error) { return procs.Dial(addr), nil })
 }
 
 // managerOpts are how one manager process starts.
@@ -188,11 +167,9 @@ type managerOpts struct {
 
 // startManager starts bin/manager (built with -tags chaos) against the
 // admin kubeconfig and waits until its AgentRun workers run.
-func (c *cluster) startManager(o managerOpts) (*process, error) {
+func (c *cluster) startManager(o managerOpts) (*procs.Process, error) {
 	c.managers++
-	logPath := filepath.Join(c.dir, fmt.Sprintf("manager-%02d-%s.log", c.managers, o.name))
 	args := []string{
-		"--kubeconfig", filepath.Join(c.dir, "kubeconfig"),
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 		"--decision-signing-secret", signingSecret.String(),
 		"--holder-identity", fmt.Sprintf("%s-%d", o.name, c.managers),
@@ -205,35 +182,11 @@ func (c *cluster) startManager(o managerOpts) (*process, error) {
 	} else {
 		args = append(args, "--enable-webhooks=false")
 	}
-	env := append(os.Environ(), "EXAGENT_FAILPOINTS="+o.failpoints)
-	p, err := startProcess("manager "+o.name, logPath, env, filepath.Join(suite.bin, "manager"), append(args, o.args...)...)
-	if err != nil {
-		return nil, err
-	}
-	err = poll(5*time.Minute, func() (bool, error) {
-		if p.exited() {
-			return false, fmt.Errorf("manager %s exited: %v\n%s", o.name, p.err, p.tail())
-		}
-		return p.logContains("Starting workers", `"agentrun"`), nil
+	return procs.StartManager(procs.ManagerSpec{
+		Name: "manager " + o.name, Bin: suite.build.Path("manager"),
+		Kubeconfig: filepath.Join(c.dir, "kubeconfig"), Args: append(args, o.args...),
+		Env:   append(os.Environ(), "EXAGENT_FAILPOINTS="+o.failpoints),
+		Log:   filepath.Join(c.dir, fmt.Sprintf("manager-%02d-%s.log", c.managers, o.name)),
+		Ready: procs.Workers(), Timeout: 5 * time.Minute,
 	})
-	return p, err
-}
-
-// poll waits, with a deadline, until cond holds or fails.
-func poll(timeout time.Duration, cond func() (bool, error)) error {
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true,
-		func(context.Context) (bool, error) { return cond() })
-	if wait.Interrupted(err) {
-		return errors.New("not within " + timeout.String())
-	}
-	return err
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -1,12 +1,10 @@
 package chaos
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/procs"
 )
 
 var (
@@ -68,6 +67,7 @@ var (
 // first use, one control plane with an admission webhook server.
 var suite struct {
 	root, work, bin, k8sBin string
+	build                   procs.Builder
 
 	buildOnce sync.Once
 	buildErr  error
@@ -90,6 +90,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	suite.root, suite.work, suite.bin = testenv.RepoRoot(), work, filepath.Join(work, "bin")
+	suite.build.Dir = suite.bin
 	code := m.Run()
 	if suite.shared != nil {
 		if err := suite.shared.stop(); err != nil {
@@ -116,16 +117,7 @@ func binaries(t *testing.T) {
 		if suite.buildErr != nil {
 			return
 		}
-		for out, args := range map[string][]string{
-			"manager":    {"build", "-tags", "chaos", "-o", filepath.Join(suite.bin, "manager"), "./cmd/manager"},
-			"devcluster": {"build", "-o", filepath.Join(suite.bin, "devcluster"), "./hack/devcluster"},
-		} {
-			cmd := exec.Command("go", args...)
-			cmd.Dir = suite.root
-			if b, err := cmd.CombinedOutput(); err != nil {
-				suite.buildErr = errors.Join(suite.buildErr, fmt.Errorf("go build %s: %w\n%s", out, err, b))
-			}
-		}
+		_, suite.buildErr = suite.build.Build(procs.ManagerChaos, procs.Devcluster)
 	})
 	if suite.buildErr != nil {
 		t.Fatalf("building the chaos binaries: %v", suite.buildErr)

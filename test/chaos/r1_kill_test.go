@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/procs"
 )
 
 // testKillMatrix (R1): a real manager process is SIGKILLed in each window
@@ -71,7 +72,7 @@ func testKillMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer first.kill()
+	defer first.Kill()
 	for _, c := range cases {
 		var scales []string
 		if c.kind == KindBuiltin {
@@ -85,7 +86,7 @@ func testKillMatrix(t *testing.T) {
 	// Wait until every run sits in its window: the failpoint's line in the
 	// log, or the server holding the request.
 	held := map[string]bool{}
-	err = poll(2*time.Minute, func() (bool, error) {
+	err = procs.Poll(2*time.Minute, func() (bool, error) {
 		for {
 			select {
 			case r := <-s.model.Held():
@@ -98,17 +99,17 @@ func testKillMatrix(t *testing.T) {
 			}
 			break
 		}
-		if first.exited() {
-			return false, fmt.Errorf("the first manager exited: %v\n%s", first.err, first.tail())
+		if err := first.Alive(); err != nil {
+			return false, err
 		}
 		for _, c := range cases {
 			switch {
 			case c.selector != "":
-				if !first.logContains("failpoint reached", `"window":"`+c.window+`"`, c.selector) {
+				if !first.LogContains("failpoint reached", `"window":"`+c.window+`"`, c.selector) {
 					return false, nil
 				}
 			case c.window != "":
-				if !first.logContains("failpoint reached", `"window":"`+c.window+`"`, s.ns+"/"+c.run) {
+				if !first.LogContains("failpoint reached", `"window":"`+c.window+`"`, s.ns+"/"+c.run) {
 					return false, nil
 				}
 			default:
@@ -120,14 +121,14 @@ func testKillMatrix(t *testing.T) {
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("seed %d: not every run reached its window: %v\nheld: %v\nlog tail:\n%s", seed(), err, held, first.tail())
+		t.Fatalf("seed %d: not every run reached its window: %v\nheld: %v\nlog tail:\n%s", seed(), err, held, first.Tail())
 	}
 	effectsAtKill := map[string]bool{}
 	for _, c := range cases {
 		effectsAtKill[c.run] = s.applied(c.run, c.kind)
 	}
 
-	first.kill()
+	first.Kill()
 	s.kills++
 	s.model.ReleaseAll()
 	s.tools.ReleaseAll()
@@ -136,7 +137,7 @@ func testKillMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer second.kill()
+	defer second.Kill()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go s.decideLoop(ctx)

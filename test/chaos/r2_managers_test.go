@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/procs"
 )
 
 // testThreeManagersKilledAtRandom (R2): three manager processes and no
@@ -48,7 +49,7 @@ func testThreeManagersKilledAtRandom(t *testing.T) {
 	const n = 3
 	var (
 		mu       sync.Mutex
-		managers [n]*process
+		managers [n]*procs.Process
 	)
 	for i := range managers {
 		p, err := cl.startManager(managerOpts{name: fmt.Sprintf("r2-%d", i), args: managerArgs})
@@ -62,7 +63,7 @@ func testThreeManagersKilledAtRandom(t *testing.T) {
 		defer mu.Unlock()
 		for _, p := range managers {
 			if p != nil {
-				p.kill()
+				p.Kill()
 			}
 		}
 	}()
@@ -87,7 +88,7 @@ func testThreeManagersKilledAtRandom(t *testing.T) {
 			i := rng.IntN(n)
 			down := time.Duration(200+rng.IntN(2000)) * time.Millisecond
 			mu.Lock()
-			managers[i].kill()
+			managers[i].Kill()
 			s.mu.Lock()
 			s.kills++
 			s.mu.Unlock()

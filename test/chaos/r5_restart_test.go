@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/procs"
 )
 
 // testRestartFromBytes (R5): with runs paused (AwaitingApproval) and runs
@@ -59,7 +60,7 @@ func testRestartFromBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mgr.kill()
+	defer mgr.Kill()
 	s.createAgent("durable") // admission is the manager's here
 	k := sizes().restartRuns
 	var paused, midCall []string
@@ -77,7 +78,7 @@ func testRestartFromBytes(t *testing.T) {
 		}
 	}
 	held := map[string]bool{}
-	err = poll(2*time.Minute, func() (bool, error) {
+	err = procs.Poll(2*time.Minute, func() (bool, error) {
 		for {
 			select {
 			case r := <-s.model.Held():
@@ -103,11 +104,11 @@ func testRestartFromBytes(t *testing.T) {
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("seed %d: runs did not pause or reach their calls: %v (held %v)\n%s", seed(), err, held, mgr.tail())
+		t.Fatalf("seed %d: runs did not pause or reach their calls: %v (held %v)\n%s", seed(), err, held, mgr.Tail())
 	}
 	// Stop everything: the manager dies with its calls in flight, then the
 	// apiserver and etcd stop.
-	mgr.kill()
+	mgr.Kill()
 	s.kills++
 	s.rec.Suspend()
 	before := s.rec.Runs()
@@ -143,7 +144,7 @@ func testRestartFromBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer after.kill()
+	defer after.Kill()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go s.decideLoop(ctx)

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
+	"github.com/exagent-io/exagent/internal/testing/procs"
 	"github.com/exagent-io/exagent/model"
 )
 
@@ -85,8 +87,8 @@ func testTenants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mgr.kill()
-	mem := watchMemory(mgr.cmd.Process.Pid)
+	defer mgr.Kill()
+	mem := watchMemory(mgr)
 	defer mem.stop()
 
 	startA := time.Now()
@@ -100,14 +102,14 @@ func testTenants(t *testing.T) {
 	// Phase B starts once every hostile behaviour is under way: the hanging
 	// server holds a listing's connection (however many listings the
 	// manager makes of one server), a huge answer is streaming.
-	if err := poll(2*time.Minute, func() (bool, error) {
+	if err := procs.Poll(2*time.Minute, func() (bool, error) {
 		accepted, _ := hos.mcp.Accepted()
 		ended, open := hos.huge.Written()
 		return accepted > 0 && len(ended)+open > 0, nil
 	}); err != nil {
 		accepted, _ := hos.mcp.Accepted()
 		ended, open := hos.huge.Written()
-		t.Fatalf("the hostile tenant did not get going: %v (hanging MCP connections %d, huge answers %d)\n%s", err, accepted, len(ended)+open, mgr.tail())
+		t.Fatalf("the hostile tenant did not get going: %v (hanging MCP connections %d, huge answers %d)\n%s", err, accepted, len(ended)+open, mgr.Tail())
 	}
 	startB := time.Now()
 	beside := ord.closedLoop(t, "b", "plain", sz.tenantRuns, sz.tenantClients)
@@ -264,7 +266,7 @@ func ratio(b, a time.Duration) float64 {
 // memoryWatch samples a process's resident set; the kernel's high-water
 // mark (VmHWM) is the peak, which no sample can miss.
 type memoryWatch struct {
-	pid  int
+	proc *procs.Process
 	done chan struct{}
 	wg   sync.WaitGroup
 
@@ -274,8 +276,8 @@ type memoryWatch struct {
 	err  error
 }
 
-func watchMemory(pid int) *memoryWatch {
-	m := &memoryWatch{pid: pid, done: make(chan struct{})}
+func watchMemory(p *procs.Process) *memoryWatch {
+	m := &memoryWatch{proc: p, done: make(chan struct{})}
 	m.sample()
 	m.wg.Go(func() {
 		tick := time.NewTicker(250 * time.Millisecond)
@@ -293,7 +295,7 @@ func watchMemory(pid int) *memoryWatch {
 }
 
 func (m *memoryWatch) sample() {
-	rss, peak, err := memoryOf(m.pid)
+	mem, err := m.proc.Memory()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
@@ -302,7 +304,7 @@ func (m *memoryWatch) sample() {
 		}
 		return
 	}
-	m.rss, m.peak = rss, max(m.peak, peak, rss)
+	m.rss, m.peak = mem.RSS, max(m.peak, mem.Peak, mem.RSS)
 }
 
 // peaks returns the resident set now and its peak so far.
@@ -372,22 +374,22 @@ func newHostile(t *testing.T, cl *cluster) *hostile {
 		StringData: map[string]string{"token": exfilToken}}); err != nil {
 		t.Fatal(err)
 	}
-	obj := raw(map[string]any{"type": "object", "properties": map[string]any{"amount": map[string]any{"type": "integer"}}})
+	obj := fixture.Raw(map[string]any{"type": "object", "properties": map[string]any{"amount": map[string]any{"type": "integer"}}})
 	header := []exagentv1.SecretHeader{{Name: exfilHeader, ValueFrom: exagentv1.SecretKeySelector{Name: "exfil", Key: "token"}}}
 	allow := exagentv1.PolicySpec{Default: exagentv1.PolicyAllow}
 	calls := func(cs ...exagentv1.ScriptToolCall) exagentv1.ScriptTurn { return exagentv1.ScriptTurn{ToolCalls: cs} }
 	var spawn []exagentv1.ScriptToolCall
 	for i := range hydraWide {
 		spawn = append(spawn, exagentv1.ScriptToolCall{ID: fmt.Sprintf("spawn%02d", i), Name: "spawn",
-			Arguments: raw(map[string]any{"input": fmt.Sprintf("head %d", i)})})
+			Arguments: fixture.Raw(map[string]any{"input": fmt.Sprintf("head %d", i)})})
 	}
 	for _, a := range []*exagentv1.Agent{
 		{ObjectMeta: metav1.ObjectMeta{Name: agentExfil, Namespace: ns}, Spec: exagentv1.AgentSpec{
-			Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-				calls(exagentv1.ScriptToolCall{ID: "redirected", Name: "redirected", Arguments: raw(map[string]any{"amount": 1})},
-					exagentv1.ScriptToolCall{ID: "direct", Name: "direct", Arguments: raw(map[string]any{"amount": 1})}),
-				{Text: "exfiltrated?"},
-			}},
+			Model: fixture.Scripted(
+				calls(exagentv1.ScriptToolCall{ID: "redirected", Name: "redirected", Arguments: fixture.Raw(map[string]any{"amount": 1})},
+					exagentv1.ScriptToolCall{ID: "direct", Name: "direct", Arguments: fixture.Raw(map[string]any{"amount": 1})}),
+				fixture.TextTurn("exfiltrated?"),
+			),
 			Tools: []exagentv1.ToolSpec{
 				{Name: "redirected", Description: "answers 303 to the denied address", Parameters: obj,
 					HTTP: &exagentv1.HTTPTool{URL: h.redir.URL + "/charge", Timeout: "20s", Headers: header}},
@@ -401,14 +403,14 @@ func newHostile(t *testing.T, cl *cluster) *hostile {
 				APIKeySecretRef: &exagentv1.SecretKeySelector{Name: "openai", Key: "apiKey"}},
 		}},
 		{ObjectMeta: metav1.ObjectMeta{Name: agentHang, Namespace: ns}, Spec: exagentv1.AgentSpec{
-			Model:  exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{{Text: "never reached"}}},
+			Model:  fixture.Scripted(fixture.TextTurn("never reached")),
 			Tools:  []exagentv1.ToolSpec{{Name: "lookup", Description: "a tool of a server that never answers", MCP: &exagentv1.MCPTool{URL: h.mcp.URL}}},
 			Policy: allow,
 		}},
 		{ObjectMeta: metav1.ObjectMeta{Name: agentHydra, Namespace: ns}, Spec: exagentv1.AgentSpec{
-			Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{
-				calls(spawn...), {Text: "every head spawned"},
-			}},
+			Model: fixture.Scripted(
+				calls(spawn...), fixture.TextTurn("every head spawned"),
+			),
 			Tools:  []exagentv1.ToolSpec{{Name: "spawn", Description: "delegate to hydra", Agent: &exagentv1.AgentTool{AgentRef: exagentv1.LocalObjectReference{Name: agentHydra}}}},
 			Policy: allow,
 			Limits: exagentv1.LimitsSpec{MaxRuns: new(int32(hydraMaxRuns)), MaxDepth: new(int32(hydraDepth))},

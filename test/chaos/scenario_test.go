@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -17,12 +16,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
+	"github.com/exagent-io/exagent/internal/testing/procs"
 )
 
 // leaseDuration of every run: short, so a killed owner's runs are
@@ -130,22 +130,14 @@ func (s *scenario) fixtures() []client.Object {
 	}
 }
 
-func raw(v any) *runtime.RawExtension {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return &runtime.RawExtension{Raw: b}
-}
-
 // createAgent creates the scenario's Agent: the OpenAI-compatible model
 // server, every tool, and a policy that asks before wire.
 func (s *scenario) createAgent(name string) {
 	s.t.Helper()
-	obj := map[string]any{"type": "object", "properties": map[string]any{"amount": map[string]any{"type": "integer"}}}
 	httpTool := func(name string, idempotent bool) exagentv1.ToolSpec {
-		return exagentv1.ToolSpec{Name: name, Description: "calls " + name, Parameters: raw(obj),
-			HTTP: &exagentv1.HTTPTool{URL: s.tools.URL + "/" + name, Timeout: "20s", Idempotent: idempotent}}
+		t := fixture.HTTPTool(name, s.tools.URL+"/"+name)
+		t.HTTP.Timeout, t.HTTP.Idempotent = "20s", idempotent
+		return t
 	}
 	a := &exagentv1.Agent{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}, Spec: exagentv1.AgentSpec{
 		Instructions: "You are the fault suite's agent.",
@@ -153,7 +145,7 @@ func (s *scenario) createAgent(name string) {
 			APIKeySecretRef: &exagentv1.SecretKeySelector{Name: "openai", Key: "apiKey"}},
 		Tools: []exagentv1.ToolSpec{
 			httpTool(toolCharge, false), httpTool(toolRefund, true), httpTool(toolWire, false),
-			{Name: toolScale, Description: "scale a Deployment", Parameters: raw(map[string]any{"type": "object", "properties": map[string]any{
+			{Name: toolScale, Description: "scale a Deployment", Parameters: fixture.Raw(map[string]any{"type": "object", "properties": map[string]any{
 				"name": map[string]any{"type": "string"}, "replicas": map[string]any{"type": "integer"}}}),
 				Builtin: &exagentv1.BuiltinTool{Operation: exagentv1.BuiltinScale, Kinds: []string{"Deployment.apps"}}},
 		},
@@ -191,7 +183,7 @@ func (s *scenario) createRun(name, agent string, scales ...string) error {
 		AgentRef: exagentv1.LocalObjectReference{Name: agent}, Input: RunInputPrefix + s.ns + "/" + name,
 		ServiceAccountName: "agent", LeaseDuration: leaseDuration, ActiveTimeLimit: exagentv1.Never,
 	}}
-	err := poll(time.Minute, func() (bool, error) {
+	err := procs.Poll(time.Minute, func() (bool, error) {
 		err := s.cl.c.Create(ctx, run.DeepCopy())
 		if apierrors.IsAlreadyExists(err) {
 			return true, s.cl.c.Get(ctx, client.ObjectKeyFromObject(run), run)
@@ -247,20 +239,13 @@ func (s *scenario) decideLoop(ctx context.Context) {
 	}
 }
 
-type decisionSpec struct {
-	name string
-	spec exagentv1.ApprovalDecisionSpec
-}
-
-func approveSpec(run *exagentv1.AgentRun, a exagentv1.Approval) decisionSpec {
-	return decisionSpec{name: fmt.Sprintf("%s-approve-%s-r%d", run.Name, strings.ToLower(a.ID), a.Revision),
-		spec: exagentv1.ApprovalDecisionSpec{RunRef: exagentv1.LocalObjectReference{Name: run.Name},
-			Decision: exagentv1.DecisionApprove, ApprovalID: a.ID, PayloadHash: a.PayloadHash, Revision: a.Revision,
-			Reason: "the fault suite approves"}}
+func approveSpec(run *exagentv1.AgentRun, a exagentv1.Approval) *fixture.DecisionWrapper {
+	return fixture.MakeDecision(fmt.Sprintf("%s-approve-%s-r%d", run.Name, strings.ToLower(a.ID), a.Revision), run.Namespace, run.Name).
+		Approve(a).Reason("the fault suite approves")
 }
 
 // resolveSpec reads the oracles for the evidence of an Uncertain call.
-func (s *scenario) resolveSpec(run *exagentv1.AgentRun, c exagentv1.ToolCall) decisionSpec {
+func (s *scenario) resolveSpec(run *exagentv1.AgentRun, c exagentv1.ToolCall) *fixture.DecisionWrapper {
 	var (
 		req     Request
 		applied bool
@@ -275,25 +260,23 @@ func (s *scenario) resolveSpec(run *exagentv1.AgentRun, c exagentv1.ToolCall) de
 		outcome = exagentv1.ResolveSucceeded
 		evidence = fmt.Sprintf("oracle: %s applied key %s at %s (rv %d)", req.Server, c.IdempotencyKey, stamp(req.At), req.StoreRV)
 	}
-	return decisionSpec{name: fmt.Sprintf("%s-resolve-%s-r%d", run.Name, strings.ToLower(c.ID), run.Status.Revision),
-		spec: exagentv1.ApprovalDecisionSpec{RunRef: exagentv1.LocalObjectReference{Name: run.Name},
-			Decision: exagentv1.DecisionResolve, CallID: c.ID, PayloadHash: c.PayloadHash, Revision: run.Status.Revision,
-			Outcome: outcome, Evidence: evidence, Reason: "the fault suite resolves with the oracle's evidence"}}
+	return fixture.MakeDecision(fmt.Sprintf("%s-resolve-%s-r%d", run.Name, strings.ToLower(c.ID), run.Status.Revision), run.Namespace, run.Name).
+		Resolve(c, run.Status.Revision, outcome, evidence).Reason("the fault suite resolves with the oracle's evidence")
 }
 
 // tryDecide creates the decision as user, once; admission stamps the actor.
-func (s *scenario) tryDecide(ctx context.Context, user string, run *exagentv1.AgentRun, d decisionSpec, authorized bool) {
-	name := d.name
+func (s *scenario) tryDecide(ctx context.Context, user string, run *exagentv1.AgentRun, d *fixture.DecisionWrapper, authorized bool) {
+	obj := d.Obj()
 	if !authorized {
-		name += "-by-" + user
+		obj.Name += "-by-" + user
 	}
+	name := obj.Name
 	s.mu.Lock()
 	done := s.made[name]
 	s.mu.Unlock()
 	if done {
 		return
 	}
-	obj := &exagentv1.ApprovalDecision{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}, Spec: d.spec}
 	err := s.cl.users[user].Create(ctx, obj)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -301,8 +284,8 @@ func (s *scenario) tryDecide(ctx context.Context, user string, run *exagentv1.Ag
 	case err == nil || apierrors.IsAlreadyExists(err):
 		s.made[name] = true
 		s.decisions = append(s.decisions, Decision{Run: types.NamespacedName{Namespace: s.ns, Name: run.Name},
-			Name: name, Kind: d.spec.Decision, Actor: user, Authorized: authorized})
-		if d.spec.Decision == exagentv1.DecisionResolve {
+			Name: name, Kind: obj.Spec.Decision, Actor: user, Authorized: authorized})
+		if obj.Spec.Decision == exagentv1.DecisionResolve {
 			s.resolved++
 		}
 	case !authorized && (apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || strings.Contains(err.Error(), "denied")):
@@ -316,7 +299,7 @@ func (s *scenario) tryDecide(ctx context.Context, user string, run *exagentv1.Ag
 // waitDone waits until every run of the scenario ended.
 func (s *scenario) waitDone(timeout time.Duration) {
 	s.t.Helper()
-	err := poll(timeout, func() (bool, error) {
+	err := procs.Poll(timeout, func() (bool, error) {
 		for _, name := range s.runNames() {
 			if r := s.rec.Latest(name); r == nil || !r.Status.Phase.IsTerminal() {
 				return false, nil

@@ -61,7 +61,7 @@ type countingProxy struct {
 // pointing at it: kubectl(t, user+"-counted", …) goes through it.
 func newCountingProxy(t *testing.T, user string) *countingProxy {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(s.dir, user+".kubeconfig"))
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig(t, user))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/exagent-io/exagent/internal/testing/procs"
 )
 
 // TestFlowSchemasClassifyTheManager installs config/default's API Priority
@@ -51,7 +52,7 @@ func TestFlowSchemasClassifyTheManager(t *testing.T) {
 	}
 	commits := uid("exagent-manager-run-commits")
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(s.dir, "kubeconfig"))
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig(t, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestFlowSchemasClassifyTheManager(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// The apiserver's APF configuration follows the objects by a watch.
 			var got string
-			err := pollUntil(time.Minute, func() (bool, error) {
+			err := procs.Poll(time.Minute, func() (bool, error) {
 				var err error
 				if got, err = classify(tc.method, tc.path, tc.body); err != nil {
 					return false, err

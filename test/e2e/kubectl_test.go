@@ -12,6 +12,7 @@ import (
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/procs"
 )
 
 // commandTimeout bounds any one kubectl invocation.
@@ -38,7 +39,7 @@ func plugin(t *testing.T, user string, args ...string) result {
 
 func run(t *testing.T, user, stdin, bin string, args ...string) result {
 	t.Helper()
-	return runEnv(t, s.env(user), userPrompt(user), stdin, bin, args...)
+	return runEnv(t, s.env(t, user), userPrompt(user), stdin, bin, args...)
 }
 
 // runEnv runs bin with env (s.env or s.envWith), logged as who.
@@ -109,7 +110,7 @@ func decisions(t *testing.T, ns string) []exagentv1.ApprovalDecision {
 // eventually polls cond until it holds or timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	if err := pollUntil(timeout, func() (bool, error) { return cond(), nil }); err != nil {
+	if err := procs.Poll(timeout, func() (bool, error) { return cond(), nil }); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 }

@@ -238,7 +238,7 @@ var quietClients sync.Once
 // would take kubectl minutes; it is not rate limited.
 func adminClient(t *testing.T) client.Client {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(s.dir, "kubeconfig"))
+	cfg, err := clientcmd.BuildConfigFromFlags("", s.kubeconfig(t, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func startWatch(t *testing.T, user string, args ...string) *watchProcess {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, filepath.Join(s.k8sBin, "kubectl"), args...)
-	cmd.Env = s.env(user)
+	cmd.Env = s.env(t, user)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

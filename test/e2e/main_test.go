@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -12,11 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/procs"
 )
 
 // users of the dev cluster: alice approves (exagent-approver), bob may
@@ -28,17 +28,25 @@ var users = []string{"alice", "bob", "carol:resolvers"}
 var s *suite
 
 type suite struct {
-	root        string // repository root
-	work        string // temporary folder of the suite
-	bin         string // built binaries: manager, kubectl-approve, devcluster
-	k8sBin      string // kube-apiserver, etcd, kubectl from the hack script
-	dir         string // devcluster --dir
+	root   string // repository root
+	work   string // temporary folder of the suite
+	bin    string // built binaries: manager, kubectl-approve, devcluster
+	k8sBin string // kube-apiserver, etcd, kubectl from the hack script
+	dir    string // devcluster --dir
+	build  procs.Builder
+
+	// The shared cluster — devcluster and a manager process — is started
+	// by the first test that needs it (up), so that the tests that read
+	// only the repository (packaging, kustomize renderings) or start a
+	// control plane of their own run without it.
+	upOnce      sync.Once
+	upErr       error
 	webhookPort int
 	// metricsPort is the manager's metrics endpoint (HTTPS, authenticated
 	// and authorized as in a pod) on 127.0.0.1.
 	metricsPort int
-	devcluster  *process
-	manager     *process
+	devcluster  *procs.Process
+	manager     *procs.Process
 	managers    int // how many manager processes were started, for log names
 }
 
@@ -68,6 +76,10 @@ func runSuite(m *testing.M) int {
 	return code
 }
 
+// setup builds the three binaries the way a release would (static,
+// trimmed): TestManagerIsStatic reads the manager's, the namespaced tests
+// run it against a control plane of their own, the rest in the shared
+// cluster (up).
 func setup() (*suite, error) {
 	k8sBin, err := testenv.BinaryAssets()
 	if err != nil {
@@ -77,118 +89,86 @@ func setup() (*suite, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &suite{root: testenv.RepoRoot(), work: work, bin: filepath.Join(work, "bin"), k8sBin: k8sBin, dir: filepath.Join(work, "cluster")}
-	if err := st.build(); err != nil {
-		return st, err
-	}
-	if st.webhookPort, err = freePort(); err != nil {
-		return st, err
-	}
-	if st.metricsPort, err = freePort(); err != nil {
-		return st, err
-	}
-	if err := st.startDevcluster(); err != nil {
-		return st, err
-	}
-	if err := st.startManager(); err != nil {
+	bin := filepath.Join(work, "bin")
+	st := &suite{root: testenv.RepoRoot(), work: work, bin: bin, k8sBin: k8sBin, dir: filepath.Join(work, "cluster"),
+		build: procs.Builder{Dir: bin}}
+	if _, err := st.build.Build(procs.ManagerRelease, procs.Plugin, procs.Devcluster); err != nil {
 		return st, err
 	}
 	return st, nil
 }
 
-// build compiles the three binaries the way a release would: static, trimmed.
-func (st *suite) build() error {
-	for pkg, out := range map[string]string{
-		"./cmd/manager":         "manager",
-		"./cmd/kubectl-approve": "kubectl-approve",
-		"./hack/devcluster":     "devcluster",
-	} {
-		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(st.bin, out), pkg)
-		cmd.Dir = st.root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
-		}
+// up starts the shared cluster on first use; a start that failed fails
+// every test that needs it.
+func (st *suite) up(t *testing.T) {
+	t.Helper()
+	st.upOnce.Do(func() { st.upErr = st.startCluster() })
+	if st.upErr != nil {
+		t.Fatalf("starting the shared cluster: %v", st.upErr)
 	}
-	return nil
 }
 
-func (st *suite) startDevcluster() error {
+func (st *suite) startCluster() error {
+	var err error
+	if st.webhookPort, err = procs.FreePort(); err != nil {
+		return err
+	}
+	if st.metricsPort, err = procs.FreePort(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(st.dir, 0o755); err != nil {
 		return err
 	}
-	args := []string{"--dir", st.dir, "--root", st.root, "--webhook-port", strconv.Itoa(st.webhookPort)}
-	for _, u := range users {
-		args = append(args, "--user", u)
-	}
-	stdout := filepath.Join(st.work, "devcluster.out")
-	p, err := startProcess("devcluster", stdout, st.env(""), filepath.Join(st.bin, "devcluster"), args...)
+	st.devcluster, err = procs.StartDevcluster(procs.DevclusterSpec{
+		Bin: st.build.Path("devcluster"), Dir: st.dir, Root: st.root, WebhookPort: st.webhookPort, Users: users,
+		Env: st.envWith(filepath.Join(st.dir, "kubeconfig")), Log: filepath.Join(st.work, "devcluster.out"),
+	})
 	if err != nil {
 		return err
 	}
-	st.devcluster = p
-	// The ready line is the contract (docs/architecture.md §9): wait for it, nothing else.
-	want := "ready: KUBECONFIG=" + filepath.Join(st.dir, "kubeconfig")
-	err = pollUntil(3*time.Minute, func() (bool, error) {
-		if p.exited() {
-			return false, fmt.Errorf("devcluster exited: %v\n%s", p.err, p.tail())
-		}
-		b, _ := os.ReadFile(stdout)
-		return bytes.Contains(b, []byte(want+"\n")), nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for %q: %w", want, err)
-	}
-	return nil
+	return st.startManager()
 }
 
 // startManager starts bin/manager against the admin kubeconfig, as docs/architecture.md
 // §9 runs it, and waits until its webhook server accepts connections.
 func (st *suite) startManager() error {
 	st.managers++
-	logPath := filepath.Join(st.work, fmt.Sprintf("manager-%d.log", st.managers))
-	p, err := startProcess("manager", logPath, st.env(""), filepath.Join(st.bin, "manager"),
-		"--kubeconfig", filepath.Join(st.dir, "kubeconfig"),
-		"--webhook-cert-dir", filepath.Join(st.dir, "webhook"),
-		"--webhook-port", strconv.Itoa(st.webhookPort),
-		"--metrics-bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(st.metricsPort)),
-		"--health-probe-bind-address", "0",
-		// As in a pod (POD_NAMESPACE): admitted decisions are sealed, and
-		// the controller rejects a decision that skipped the webhook.
-		"--decision-signing-secret", "exagent-system/exagent-decision-seal",
-		// The tests' tool and model servers are on 127.0.0.1, which the
-		// egress policy denies by default.
-		"--egress-allow-cidrs", "127.0.0.1/32",
-	)
+	kubeconfig := filepath.Join(st.dir, "kubeconfig")
+	p, err := procs.StartManager(procs.ManagerSpec{
+		Bin: st.build.Path("manager"), Kubeconfig: kubeconfig,
+		Args: []string{
+			"--webhook-cert-dir", filepath.Join(st.dir, "webhook"),
+			"--webhook-port", strconv.Itoa(st.webhookPort),
+			"--metrics-bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(st.metricsPort)),
+			"--health-probe-bind-address", "0",
+			// As in a pod (POD_NAMESPACE): admitted decisions are signed, and
+			// the controller rejects a decision that skipped the webhook.
+			"--decision-signing-secret", "exagent-system/exagent-decision-seal",
+			// The tests' tool and model servers are on 127.0.0.1, which the
+			// egress policy denies by default.
+			"--egress-allow-cidrs", "127.0.0.1/32",
+		},
+		Env: st.envWith(kubeconfig), Log: filepath.Join(st.work, fmt.Sprintf("manager-%d.log", st.managers)),
+		Ready: procs.Listening(net.JoinHostPort("127.0.0.1", strconv.Itoa(st.webhookPort))), Timeout: time.Minute,
+	})
 	if err != nil {
 		return err
 	}
 	st.manager = p
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(st.webhookPort))
-	return pollUntil(time.Minute, func() (bool, error) {
-		if p.exited() {
-			return false, fmt.Errorf("the manager exited: %v\n%s", p.err, p.tail())
-		}
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return false, nil
-		}
-		_ = c.Close()
-		return true, nil
-	})
+	return nil
 }
 
 func (st *suite) teardown() error {
 	var errs []error
 	if st.manager != nil {
-		if err := st.manager.stop(syscall.SIGTERM, 20*time.Second); err != nil && !isSignalExit(err) {
+		if err := st.manager.Stop(syscall.SIGTERM, 20*time.Second); err != nil && !procs.IsSignalExit(err) {
 			errs = append(errs, fmt.Errorf("manager: %w", err))
 		}
 	}
 	if st.devcluster != nil {
 		// A clean stop is part of devcluster's contract: exit status 0.
-		if err := st.devcluster.stop(syscall.SIGTERM, 30*time.Second); err != nil {
-			errs = append(errs, fmt.Errorf("devcluster: %w\n%s", err, st.devcluster.tail()))
+		if err := st.devcluster.Stop(syscall.SIGTERM, 30*time.Second); err != nil {
+			errs = append(errs, fmt.Errorf("devcluster: %w\n%s", err, st.devcluster.Tail()))
 		}
 	}
 	if len(errs) == 0 && os.Getenv("E2E_KEEP") == "" {
@@ -201,13 +181,22 @@ func (st *suite) teardown() error {
 
 // env is the environment of a child process: the built plugin and the hack
 // script's kubectl first on PATH, a private HOME (kubectl's caches), and the
-// kubeconfig of user ("" is the admin).
-func (st *suite) env(user string) []string {
-	kubeconfig := filepath.Join(st.dir, "kubeconfig")
-	if user != "" {
-		kubeconfig = filepath.Join(st.dir, user+".kubeconfig")
+// kubeconfig of user ("" is the admin) of the shared cluster (started here
+// when no test has yet).
+func (st *suite) env(t *testing.T, user string) []string {
+	t.Helper()
+	return st.envWith(st.kubeconfig(t, user))
+}
+
+// kubeconfig is the path of user's kubeconfig ("" is the admin) of the
+// shared cluster (started here when no test has yet).
+func (st *suite) kubeconfig(t *testing.T, user string) string {
+	t.Helper()
+	st.up(t)
+	if user == "" {
+		return filepath.Join(st.dir, "kubeconfig")
 	}
-	return st.envWith(kubeconfig)
+	return filepath.Join(st.dir, user+".kubeconfig")
 }
 
 // envWith is env with any kubeconfig (a control plane of a test's own).
@@ -231,43 +220,6 @@ func goEnv(key string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
-}
-
-// pollUntil calls cond on a ticker until it is true, returns an error, or
-// the deadline passes.
-func pollUntil(timeout time.Duration, cond func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not within %s", timeout)
-		case <-tick.C:
-		}
-	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func isSignalExit(err error) bool {
-	var ee *exec.ExitError
-	return errors.As(err, &ee) && !ee.Exited()
 }
 
 // scanLines splits s into trimmed non-empty lines.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/procs"
 )
 
 // everythingDir is where hack/mcp-everything.sh installed the reference MCP
@@ -43,25 +44,21 @@ func everythingDir(t *testing.T) string {
 // transcript.
 func TestMCPEverything(t *testing.T) {
 	dir := everythingDir(t)
-	port, err := freePort()
+	port, err := procs.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := startProcess("mcp-everything", filepath.Join(s.work, "mcp-everything.log"),
-		append(os.Environ(), "PORT="+strconv.Itoa(port)), "node", "--require", filepath.Join(dir, "loopback.cjs"),
-		filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "streamableHttp")
+	srv, err := procs.Start(procs.Spec{Name: "mcp-everything", Log: filepath.Join(s.work, "mcp-everything.log"),
+		Env: append(os.Environ(), "PORT="+strconv.Itoa(port)), Bin: "node", Args: []string{"--require", filepath.Join(dir, "loopback.cjs"),
+			filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "streamableHttp"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = srv.stop(syscall.SIGTERM, 5*time.Second) })
+	t.Cleanup(func() { _ = srv.Stop(syscall.SIGTERM, 5*time.Second) })
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	eventually(t, 60*time.Second, "the MCP server listening on "+addr, func() bool {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			_ = c.Close()
-		}
-		return err == nil
-	})
+	if err := srv.WaitReady(60*time.Second, procs.Listening(addr)); err != nil {
+		t.Fatalf("the MCP server listening on %s: %v", addr, err)
+	}
 
 	ns := namespace(t, "e2e-mcp")
 	bindApprovers(t, ns)

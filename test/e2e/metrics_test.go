@@ -93,6 +93,7 @@ func TestMetricsEndpoint(t *testing.T) {
 // scrape GETs the metrics endpoint with a bearer token ("" for none).
 func scrape(t *testing.T, token string) (int, string) {
 	t.Helper()
+	s.up(t)
 	req, err := http.NewRequest(http.MethodGet, "https://"+fmt.Sprintf("127.0.0.1:%d", s.metricsPort)+"/metrics", nil)
 	if err != nil {
 		t.Fatal(err)

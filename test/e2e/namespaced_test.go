@@ -37,6 +37,7 @@ import (
 	"github.com/exagent-io/exagent/internal/mcptest"
 	"github.com/exagent-io/exagent/internal/notify"
 	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/procs"
 )
 
 // TestNamespacedManager runs the real manager binary as its own
@@ -218,21 +219,22 @@ func TestNamespacedManager(t *testing.T) {
 	})
 
 	t.Run("a namespace without the manager's Role stops it at start, named", func(t *testing.T) {
-		p, err := startProcess("misconfigured manager", filepath.Join(s.work, "namespaced-manager-misconfigured.log"),
-			s.envWith(c.kubeconfig("manager")), filepath.Join(s.bin, "manager"), c.managerArgs(objs, served+","+elsewhere)...)
+		p, err := procs.StartManager(procs.ManagerSpec{Name: "misconfigured manager", Bin: s.build.Path("manager"),
+			Kubeconfig: c.kubeconfig("manager"), Args: c.managerArgs(objs, served+","+elsewhere),
+			Env: s.envWith(c.kubeconfig("manager")), Log: filepath.Join(s.work, "namespaced-manager-misconfigured.log")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = p.stop(syscall.SIGTERM, 20*time.Second) })
-		eventually(t, 2*time.Minute, "the manager exits", p.exited)
+		t.Cleanup(func() { _ = p.Stop(syscall.SIGTERM, 20*time.Second) })
+		eventually(t, 2*time.Minute, "the manager exits", p.Exited)
 		want := "in namespace " + elsewhere + " it may not list agentruns.exagent.io"
-		if p.err == nil || !strings.Contains(p.tail(), want) || strings.Contains(p.tail(), "in namespace "+served+" it may not") {
-			t.Errorf("the manager serving %s and %s exited with %v; want an error naming only %s, saying %q:\n%s", served, elsewhere, p.err, elsewhere, want, p.tail())
+		if p.Err() == nil || !strings.Contains(p.Tail(), want) || strings.Contains(p.Tail(), "in namespace "+served+" it may not") {
+			t.Errorf("the manager serving %s and %s exited with %v; want an error naming only %s, saying %q:\n%s", served, elsewhere, p.Err(), elsewhere, want, p.Tail())
 		}
 	})
 
-	_ = manager.stop(syscall.SIGTERM, 20*time.Second)
-	if log, err := os.ReadFile(manager.log); err != nil {
+	_ = manager.Stop(syscall.SIGTERM, 20*time.Second)
+	if log, err := os.ReadFile(manager.Log); err != nil {
 		t.Error(err)
 	} else if strings.Contains(strings.ToLower(string(log)), "forbidden") {
 		for _, l := range strings.Split(string(log), "\n") {
@@ -374,13 +376,13 @@ func (c *nsCluster) decision(t *testing.T, ns, name string) *exagentv1.ApprovalD
 	return d
 }
 
-// managerArgs are bin/manager's arguments: the manager's token, the flags
+// managerArgs are bin/manager's arguments but its --kubeconfig (the
+// manager's token: c.kubeconfig("manager")): the flags
 // of the overlay's Deployment that say what it serves (watch, when not
 // empty, replaces its --watch-namespaces), and local addresses.
 func (c *nsCluster) managerArgs(objs []*unstructured.Unstructured, watch string) []string {
 	wh := c.env.WebhookInstallOptions
 	args := []string{
-		"--kubeconfig", c.kubeconfig("manager"),
 		"--webhook-cert-dir", wh.LocalServingCertDir,
 		"--webhook-host", wh.LocalServingHost,
 		"--webhook-port", strconv.Itoa(wh.LocalServingPort),
@@ -411,29 +413,17 @@ func (c *nsCluster) managerArgs(objs []*unstructured.Unstructured, watch string)
 
 // startManager starts bin/manager (managerArgs) and waits until its
 // webhook server accepts connections.
-func (c *nsCluster) startManager(t *testing.T, objs []*unstructured.Unstructured) *process {
+func (c *nsCluster) startManager(t *testing.T, objs []*unstructured.Unstructured) *procs.Process {
 	t.Helper()
-	p, err := startProcess("namespaced manager", filepath.Join(s.work, "namespaced-manager.log"), s.envWith(c.kubeconfig("manager")),
-		filepath.Join(s.bin, "manager"), c.managerArgs(objs, "")...)
+	wh := c.env.WebhookInstallOptions
+	p, err := procs.StartManager(procs.ManagerSpec{Name: "namespaced manager", Bin: s.build.Path("manager"),
+		Kubeconfig: c.kubeconfig("manager"), Args: c.managerArgs(objs, ""),
+		Env: s.envWith(c.kubeconfig("manager")), Log: filepath.Join(s.work, "namespaced-manager.log"),
+		Ready: procs.Listening(net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(wh.LocalServingPort))), Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = p.stop(syscall.SIGTERM, 20*time.Second) })
-	wh := c.env.WebhookInstallOptions
-	addr := net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(wh.LocalServingPort))
-	if err := pollUntil(time.Minute, func() (bool, error) {
-		if p.exited() {
-			return false, fmt.Errorf("the manager exited: %v\n%s", p.err, p.tail())
-		}
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return false, nil
-		}
-		_ = conn.Close()
-		return true, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { _ = p.Stop(syscall.SIGTERM, 20*time.Second) })
 	return p
 }
 

@@ -21,7 +21,7 @@ func TestManagerKilledWhilePaused(t *testing.T) {
 		t.Errorf("a paused run still has a claim: %+v", paused.Status.Claim)
 	}
 
-	s.manager.kill()
+	s.manager.Kill()
 
 	stderr := mustFail(t, "alice", "approve", "pay", "-n", ns, "--wait=false")
 	if !strings.Contains(stderr, "failed calling webhook") || strings.HasPrefix(stderr, "panic") {

@@ -16,6 +16,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // agentSample is an Agent in one state of its check, its conditions the
@@ -52,7 +53,7 @@ func (s agentSample) object(t *testing.T) *unstructured.Unstructured {
 	a := &exagentv1.Agent{
 		TypeMeta:   metav1.TypeMeta{APIVersion: exagentv1.GroupVersion.String(), Kind: "Agent"},
 		ObjectMeta: metav1.ObjectMeta{Name: "triage", Namespace: "ops", Generation: s.generation},
-		Spec:       exagentv1.AgentSpec{Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{{Text: "ok"}}}},
+		Spec:       exagentv1.AgentSpec{Model: fixture.Scripted(fixture.TextTurn("ok"))},
 		Status:     exagentv1.AgentStatus{ObservedGeneration: s.observed},
 	}
 	if s.ready != "" {

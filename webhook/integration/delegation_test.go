@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // TestChildRunAdmission: only the manager creates runs with
@@ -19,7 +20,7 @@ func TestChildRunAdmission(t *testing.T) {
 	s := newScenario(t)
 	// "open" lets anyone with the RBAC verb decide: only the root's policy narrows.
 	open := &exagentv1.Agent{ObjectMeta: metav1.ObjectMeta{Name: "open", Namespace: s.ns}, Spec: exagentv1.AgentSpec{
-		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{{Text: "x"}}},
+		Model: fixture.Scripted(fixture.TextTurn("x")),
 	}}
 	if err := admin.Create(t.Context(), open); err != nil {
 		t.Fatal(err)

@@ -5,10 +5,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 const payloadHash = "sha256:0f1e2d3c"
@@ -17,27 +17,15 @@ const payloadHash = "sha256:0f1e2d3c"
 // to the payments-approvers group and forbid self-approval.
 func createAgent(t *testing.T, ns, name string) *exagentv1.Agent {
 	t.Helper()
-	a := &exagentv1.Agent{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: exagentv1.AgentSpec{
-			Model: exagentv1.ModelSpec{
-				Provider: exagentv1.ModelProviderScripted,
-				Script: []exagentv1.ScriptTurn{{ToolCalls: []exagentv1.ScriptToolCall{{
-					ID: "c1", Name: "pay", Arguments: &runtime.RawExtension{Raw: []byte(`{"amount":500}`)},
-				}}}},
-			},
-			Tools: []exagentv1.ToolSpec{{
-				Name:       "pay",
-				Parameters: &runtime.RawExtension{Raw: []byte(`{"type":"object","properties":{"amount":{"type":"number"}}}`)},
-				HTTP:       &exagentv1.HTTPTool{URL: "http://127.0.0.1:1/pay"},
-			}},
-			Policy: exagentv1.PolicySpec{
-				Rules:              []exagentv1.PolicyRule{{Name: "big", Tools: []string{"pay"}, Action: exagentv1.PolicyAsk, When: "args.amount > 100"}},
-				Approvers:          &exagentv1.Approvers{Groups: []string{"payments-approvers"}},
-				ForbidSelfApproval: true,
-			},
-		},
-	}
+	a := fixture.MakeAgent(name, ns).
+		Script(fixture.CallTurn("c1", "pay", map[string]any{"amount": 500})).
+		Tool(exagentv1.ToolSpec{
+			Name:       "pay",
+			Parameters: fixture.RawJSON(`{"type":"object","properties":{"amount":{"type":"number"}}}`),
+			HTTP:       &exagentv1.HTTPTool{URL: "http://127.0.0.1:1/pay"},
+		}).
+		Rule("big", exagentv1.PolicyAsk, "args.amount > 100", "pay").
+		ApproverGroups("payments-approvers").ForbidSelf().Obj()
 	if err := admin.Create(t.Context(), a); err != nil {
 		t.Fatalf("creating Agent %s: %v", name, err)
 	}
@@ -51,10 +39,7 @@ func createAgent(t *testing.T, ns, name string) *exagentv1.Agent {
 func createPausedRun(t *testing.T, c client.Client, ns, name, agentName string, uncertain bool,
 	mut ...func(*exagentv1.AgentRunSpec)) *exagentv1.AgentRun {
 	t.Helper()
-	r := &exagentv1.AgentRun{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: agentName}, Input: "pay invoice 42"},
-	}
+	r := fixture.MakeRun(name, ns).Agent(agentName).Input("pay invoice 42").Obj()
 	for _, m := range mut {
 		m(&r.Spec)
 	}
@@ -88,30 +73,15 @@ func createPausedRun(t *testing.T, c client.Client, ns, name, agentName string, 
 // approve is a decision as the kubectl plugin sends it: approvalID,
 // revision and payload hash of what the decider saw.
 func approve(ns, name, run string) *exagentv1.ApprovalDecision {
-	return &exagentv1.ApprovalDecision{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: exagentv1.ApprovalDecisionSpec{
-			RunRef:      exagentv1.LocalObjectReference{Name: run},
-			ApprovalID:  "a1",
-			Decision:    exagentv1.DecisionApprove,
-			Revision:    1,
-			PayloadHash: payloadHash,
-			Reason:      "ok",
-		},
-	}
+	return fixture.MakeDecision(name, ns, run).
+		Approve(exagentv1.Approval{ID: "a1", Revision: 1, PayloadHash: payloadHash}).Reason("ok").Obj()
 }
 
+// resolve is a Resolve of call c1 as Succeeded, with evidence and no view
+// of the run (no payload hash, no revision).
 func resolve(ns, name, run string) *exagentv1.ApprovalDecision {
-	return &exagentv1.ApprovalDecision{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: exagentv1.ApprovalDecisionSpec{
-			RunRef:   exagentv1.LocalObjectReference{Name: run},
-			CallID:   "c1",
-			Decision: exagentv1.DecisionResolve,
-			Outcome:  exagentv1.ResolveSucceeded,
-			Evidence: "the payment shows in the ledger",
-		},
-	}
+	return fixture.MakeDecision(name, ns, run).
+		Resolve(exagentv1.ToolCall{ID: "c1"}, 0, exagentv1.ResolveSucceeded, "the payment shows in the ledger").Obj()
 }
 
 // setPhase rewrites, as the admin standing in for the controller, the

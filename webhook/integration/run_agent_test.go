@@ -6,9 +6,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // TestAgentRunAdmission: requestedBy is the creating user's, never a
@@ -105,7 +105,7 @@ func TestAgentAdmission(t *testing.T) {
 				Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI, Name: "gpt-4.1-mini"},
 				Tools: []exagentv1.ToolSpec{{
 					Name:       "pay",
-					Parameters: &runtime.RawExtension{Raw: []byte(`{"type":"object"}`)},
+					Parameters: fixture.RawJSON(`{"type":"object"}`),
 					HTTP:       &exagentv1.HTTPTool{URL: "https://payments.example/pay"},
 				}},
 			},
@@ -128,20 +128,20 @@ func TestAgentAdmission(t *testing.T) {
 		},
 		"parameters that are not an object schema": {
 			agent: base("bad-schema", func(a *exagentv1.Agent) {
-				a.Spec.Tools[0].Parameters = &runtime.RawExtension{Raw: []byte(`{"type":"object","properties":{"amount":{"type":"money"}}}`)}
+				a.Spec.Tools[0].Parameters = fixture.RawJSON(`{"type":"object","properties":{"amount":{"type":"money"}}}`)
 			}),
 			wantDenied: `spec.tools[0].parameters.properties[amount].type: Invalid value: "money": got string, want array; ` +
 				`value must be one of 'array', 'boolean', 'integer', 'null', 'number', 'object', 'string'`,
 		},
 		"parameters that refer to a remote schema": {
 			agent: base("remote-ref", func(a *exagentv1.Agent) {
-				a.Spec.Tools[0].Parameters = &runtime.RawExtension{Raw: []byte(`{"type":"object","properties":{"amount":{"$ref":"https://schemas.example/amount.json"}}}`)}
+				a.Spec.Tools[0].Parameters = fixture.RawJSON(`{"type":"object","properties":{"amount":{"$ref":"https://schemas.example/amount.json"}}}`)
 			}),
 			wantDenied: `spec.tools[0].parameters: Invalid value: refers to "https://schemas.example/amount.json": a tool's parameters must be self-contained`,
 		},
 		"parameters whose maximum is not a number": {
 			agent: base("bad-maximum", func(a *exagentv1.Agent) {
-				a.Spec.Tools[0].Parameters = &runtime.RawExtension{Raw: []byte(`{"type":"object","properties":{"amount":{"type":"integer","maximum":"ten"}}}`)}
+				a.Spec.Tools[0].Parameters = fixture.RawJSON(`{"type":"object","properties":{"amount":{"type":"integer","maximum":"ten"}}}`)
 			}),
 			wantDenied: `spec.tools[0].parameters.properties[amount].maximum: Invalid value: "ten": got string, want number`,
 		},

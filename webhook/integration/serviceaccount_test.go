@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // TestServiceAccountAdmission: a run's builtin tools act as its
@@ -28,7 +29,7 @@ func TestServiceAccountAdmission(t *testing.T) {
 	bind(t, ns, "dave", "ClusterRole", "exagent-editor")
 	waitAllowed(t, "dave", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "update", Group: "exagent.io", Resource: "agents"})
 	dave := as(t, "dave")
-	scripted := exagentv1.ModelSpec{Provider: exagentv1.ModelProviderScripted, Script: []exagentv1.ScriptTurn{{Text: "done"}}}
+	scripted := fixture.Scripted(fixture.TextTurn("done"))
 	for _, a := range []*exagentv1.Agent{
 		{ObjectMeta: metav1.ObjectMeta{Name: "ops", Namespace: ns}, Spec: exagentv1.AgentSpec{Model: scripted}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "vouched", Namespace: ns}, Spec: exagentv1.AgentSpec{Model: scripted, ServiceAccountNames: []string{"deployer"}}},

@@ -6,39 +6,29 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
 // t0 is the fixed "now" of the tests.
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// runBuilder builds AgentRuns fluently for tests.
-type runBuilder struct{ r exagentv1.AgentRun }
-
-func makeRun(name, ns string) *runBuilder {
-	return &runBuilder{r: exagentv1.AgentRun{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: exagentv1.AgentRunSpec{
-			AgentRef: exagentv1.LocalObjectReference{Name: "ops"},
-			Input:    "scale web to 3",
-		},
-	}}
+// makeRun is where the plugin's runs start (internal/testing/fixture): a
+// run of Agent ops asked to scale web to 3.
+func makeRun(name, ns string) *fixture.RunWrapper {
+	return fixture.MakeRun(name, ns).Agent("ops").Input("scale web to 3")
 }
 
-func (b *runBuilder) phase(p exagentv1.RunPhase) *runBuilder { b.r.Status.Phase = p; return b }
-func (b *runBuilder) revision(n int64) *runBuilder           { b.r.Status.Revision = n; return b }
-
-// call adds a journal entry.
-func (b *runBuilder) call(id, tool, args string, state exagentv1.CallState) *runBuilder {
-	b.r.Status.Calls = append(b.r.Status.Calls, exagentv1.ToolCall{
-		ID: id, Tool: tool, Args: args, State: state, PayloadHash: "sha256:" + id + "0123456789abcdef",
-	})
-	return b
+// call is a journal entry (RunWrapper.Call), with the payload hash
+// approval gives its approval.
+func call(id, tool, args string, state exagentv1.CallState) exagentv1.ToolCall {
+	return exagentv1.ToolCall{ID: id, Tool: tool, Args: args, State: state, PayloadHash: "sha256:" + id + "0123456789abcdef"}
 }
 
-// approval adds an approval for callID, requested ago before t0, expiring in.
-func (b *runBuilder) approval(id, callID string, state exagentv1.ApprovalState, ago, in time.Duration) *runBuilder {
+// approval is an approval for callID at revision (RunWrapper.Approval),
+// requested ago before t0, expiring in after t0 (0: never).
+func approval(id, callID string, revision int64, state exagentv1.ApprovalState, ago, in time.Duration) exagentv1.Approval {
 	a := exagentv1.Approval{
-		ID: id, CallID: callID, State: state, Revision: b.r.Status.Revision,
+		ID: id, CallID: callID, State: state, Revision: revision,
 		PayloadHash: "sha256:" + callID + "0123456789abcdef",
 		Rule:        "ask-before-scaling",
 		RequestedAt: metav1.NewTime(t0.Add(-ago)),
@@ -47,13 +37,5 @@ func (b *runBuilder) approval(id, callID string, state exagentv1.ApprovalState, 
 		exp := metav1.NewTime(t0.Add(in))
 		a.ExpiresAt = &exp
 	}
-	b.r.Status.Approvals = append(b.r.Status.Approvals, a)
-	return b
+	return a
 }
-
-func (b *runBuilder) history(m ...exagentv1.Message) *runBuilder {
-	b.r.Status.History = append(b.r.Status.History, m...)
-	return b
-}
-
-func (b *runBuilder) obj() *exagentv1.AgentRun { r := b.r.DeepCopy(); return r }

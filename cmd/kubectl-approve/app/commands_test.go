@@ -157,9 +157,9 @@ func TestSummaryLines(t *testing.T) {
 		d.Status = exagentv1.ApprovalDecisionStatus{Phase: exagentv1.DecisionRejected, Message: "payload changed since you read it"}
 		return d
 	}
-	paused := makeRun("scale-web", "demo").phase(exagentv1.PhaseAwaitingApproval).obj()
+	paused := makeRun("scale-web", "demo").Phase(exagentv1.PhaseAwaitingApproval).Obj()
 	paused.Status.PendingApprovals = 2
-	failed := makeRun("scale-web", "demo").phase(exagentv1.PhaseFailed).obj()
+	failed := makeRun("scale-web", "demo").Phase(exagentv1.PhaseFailed).Obj()
 	failed.Status.Reason = exagentv1.ReasonScriptExhausted
 	tests := map[string]struct{ got, want string }{
 		"approved": {got: appliedLine(decided(exagentv1.DecisionApprove)), want: "run demo/scale-web: approval call-0-0 approved by alice (approvaldecision.exagent.io/scale-web-x1)"},

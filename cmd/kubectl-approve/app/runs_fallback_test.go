@@ -27,9 +27,9 @@ import (
 // the filtering apiserver itself is tested in test/e2e.
 func TestListerFallsBackWithoutSelectableFields(t *testing.T) {
 	runs := exagentv1.AgentRunList{Items: []exagentv1.AgentRun{
-		*makeRun("idle", "ns").obj(),
-		*makeRun("waits", "ns").phase(exagentv1.PhaseAwaitingApproval).obj(),
-		*makeRun("done", "ns").phase(exagentv1.PhaseSucceeded).obj(),
+		*makeRun("idle", "ns").Obj(),
+		*makeRun("waits", "ns").Phase(exagentv1.PhaseAwaitingApproval).Obj(),
+		*makeRun("done", "ns").Phase(exagentv1.PhaseSucceeded).Obj(),
 	}}
 	runs.SetResourceVersion("42")
 	var mu sync.Mutex

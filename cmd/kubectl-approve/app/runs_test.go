@@ -18,11 +18,11 @@ func TestSelectorsAgreeWithFilters(t *testing.T) {
 	filters := map[string]runFilter{"pending": pendingRuns, "live": liveRuns, "uncertain": uncertainRuns, "any": anyRun}
 	runs := map[string]*exagentv1.AgentRun{}
 	for _, p := range allPhases {
-		b := makeRun("r", "ns").phase(p)
-		runs[string(p)+"/plain"] = b.obj()
-		runs[string(p)+"/pending"] = makeRun("r", "ns").phase(p).call("c1", "t", "{}", exagentv1.CallPending).
-			approval("a1", "c1", exagentv1.ApprovalPending, 0, 0).obj()
-		runs[string(p)+"/uncertain"] = makeRun("r", "ns").phase(p).call("c1", "t", "{}", exagentv1.CallUncertain).obj()
+		b := makeRun("r", "ns").Phase(p)
+		runs[string(p)+"/plain"] = b.Obj()
+		runs[string(p)+"/pending"] = makeRun("r", "ns").Phase(p).Call(call("c1", "t", "{}", exagentv1.CallPending)).
+			Approval(approval("a1", "c1", 0, exagentv1.ApprovalPending, 0, 0)).Obj()
+		runs[string(p)+"/uncertain"] = makeRun("r", "ns").Phase(p).Call(call("c1", "t", "{}", exagentv1.CallUncertain)).Obj()
 	}
 	for name, f := range filters {
 		for key, r := range runs {
@@ -45,12 +45,12 @@ func TestSelectorsAgreeWithFilters(t *testing.T) {
 		got != "status.phase=AwaitingApproval,spec.agentRef.name=pay" {
 		t.Errorf("withAgent = %q", got)
 	}
-	r := makeRun("r", "ns").phase(exagentv1.PhaseAwaitingApproval).obj()
+	r := makeRun("r", "ns").Phase(exagentv1.PhaseAwaitingApproval).Obj()
 	r.Spec.AgentRef.Name = "pay"
 	if !withAgent(awaitingApproval(), "pay").Matches(runFields(r)) || withAgent(awaitingApproval(), "ops").Matches(runFields(r)) {
 		t.Error("the fallback filter does not select by agent")
 	}
-	if !notEnded().Matches(runFields(makeRun("r", "ns").obj())) {
+	if !notEnded().Matches(runFields(makeRun("r", "ns").Obj())) {
 		t.Error("a run no controller has started (empty phase) must count as not ended")
 	}
 }

@@ -30,7 +30,7 @@ var bigArgs = `{"text":"` + strings.Repeat("a long report. ", 200) + `"}`
 // manager commits it, with the chain the manager would have created.
 func sealedRun(t *testing.T) (plain, sealed *exagentv1.AgentRun, chain []segment.Segment) {
 	t.Helper()
-	plain = makeRun("reader", "docs").phase(exagentv1.PhaseRunning).obj()
+	plain = makeRun("reader", "docs").Phase(exagentv1.PhaseRunning).Obj()
 	plain.UID = "0b1d-uid"
 	sealed = plain.DeepCopy()
 	cfg := loop.SealConfig{RunName: plain.Name, RunUID: string(plain.UID), HotBytes: 4 << 10, ValueBytes: 1 << 10}
@@ -167,7 +167,7 @@ func TestShowSealedTranscript(t *testing.T) {
 // TestShowSealedOutput: a final answer too big for the hot status is shown
 // whole, from its segment.
 func TestShowSealedOutput(t *testing.T) {
-	run := makeRun("writer", "docs").phase(exagentv1.PhaseSucceeded).obj()
+	run := makeRun("writer", "docs").Phase(exagentv1.PhaseSucceeded).Obj()
 	run.UID = "0utp-uid"
 	answer := "The report:\n" + strings.Repeat("every page read. ", 400) + "\nThe end."
 	run.Status.Output = answer

@@ -13,15 +13,15 @@ import (
 // which the verbs that act or wait refuse with a sentence naming it, and
 // show prints above everything else.
 func TestServed(t *testing.T) {
-	stamped := makeRun("r", "team-a").obj()
+	stamped := makeRun("r", "team-a").Obj()
 	stamped.Annotations = map[string]string{exagentv1.AnnotationAdmittedBy: "system:serviceaccount:exagent-system:exagent-manager"}
 	for name, tc := range map[string]struct {
 		run  *exagentv1.AgentRun
 		want bool
 	}{
 		"stamped, not yet reconciled":         {run: stamped, want: true},
-		"reconciled before the stamp existed": {run: makeRun("r", "team-a").phase(exagentv1.PhaseQueued).obj(), want: true},
-		"neither":                             {run: makeRun("r", "elsewhere").obj(), want: false},
+		"reconciled before the stamp existed": {run: makeRun("r", "team-a").Phase(exagentv1.PhaseQueued).Obj(), want: true},
+		"neither":                             {run: makeRun("r", "elsewhere").Obj(), want: false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := served(tc.run); got != tc.want {
@@ -32,12 +32,12 @@ func TestServed(t *testing.T) {
 			}
 		})
 	}
-	err := errNotServed(makeRun("r", "elsewhere").obj())
+	err := errNotServed(makeRun("r", "elsewhere").Obj())
 	if err == nil || !strings.HasPrefix(err.Error(), `no exagent manager serves namespace "elsewhere": run "r" was not admitted by exagent`) {
 		t.Errorf("the refusal: %v", err)
 	}
 	var out bytes.Buffer
-	unserved := makeRun("r", "elsewhere").obj()
+	unserved := makeRun("r", "elsewhere").Obj()
 	if err := renderShow(&out, showView{Run: unserved, NotServed: notServedSentence(unserved), Now: t0}); err != nil {
 		t.Fatal(err)
 	}

@@ -19,14 +19,14 @@ func TestRenderShow(t *testing.T) {
 		never = `  Never:          system:serviceaccount:demo:default (the run's own ServiceAccount) and the exagent manager's identity
 `
 	)
-	paused := makeRun("scale-web", "demo").phase(exagentv1.PhaseAwaitingApproval).revision(1).
-		call("call-0-0", "scale", `{"name":"web","replicas":3}`, exagentv1.CallPending).
-		approval("call-0-0", "call-0-0", exagentv1.ApprovalPending, 2*time.Minute, 24*time.Hour).
-		history(
+	paused := makeRun("scale-web", "demo").Phase(exagentv1.PhaseAwaitingApproval).Revision(1).
+		Call(call("call-0-0", "scale", `{"name":"web","replicas":3}`, exagentv1.CallPending)).
+		Approval(approval("call-0-0", "call-0-0", 1, exagentv1.ApprovalPending, 2*time.Minute, 24*time.Hour)).
+		History(
 			exagentv1.Message{Role: exagentv1.RoleSystem, Content: "You operate\nthe demo namespace."},
 			exagentv1.Message{Role: exagentv1.RoleUser, Content: "Scale web to 3."},
 			exagentv1.Message{Role: exagentv1.RoleAssistant, ToolCalls: []exagentv1.MessageToolCall{{ID: "call-0-0", Name: "scale", Arguments: `{"name":"web","replicas":3}`}}},
-		).obj()
+		).Obj()
 	paused.Spec.RequestedBy = &exagentv1.Actor{Username: "carol"}
 	agent := &exagentv1.Agent{Spec: exagentv1.AgentSpec{Policy: exagentv1.PolicySpec{
 		Approvers:          &exagentv1.Approvers{Users: []string{"alice"}, Groups: []string{"sre"}},
@@ -102,8 +102,8 @@ Who may decide:
 		},
 		"nothing pending, an uncertain call": {
 			view: showView{
-				Run: makeRun("charge", "demo").phase(exagentv1.PhaseUncertain).revision(2).
-					call("c1", "charge", `{"amount":5}`, exagentv1.CallUncertain).obj(),
+				Run: makeRun("charge", "demo").Phase(exagentv1.PhaseUncertain).Revision(2).
+					Call(call("c1", "charge", `{"amount":5}`, exagentv1.CallUncertain)).Obj(),
 				Agent: &exagentv1.Agent{}, YouMay: &yes, YouVerb: "resolve", Now: t0, Tail: -1,
 			},
 			want: `
@@ -128,8 +128,8 @@ Transcript (0 messages):
 		},
 		"a cancelled run's uncertain call, to record": {
 			view: showView{
-				Run: makeRun("charge", "demo").phase(exagentv1.PhaseCancelled).revision(2).
-					call("c1", "charge", `{"amount":5}`, exagentv1.CallUncertain).obj(),
+				Run: makeRun("charge", "demo").Phase(exagentv1.PhaseCancelled).Revision(2).
+					Call(call("c1", "charge", `{"amount":5}`, exagentv1.CallUncertain)).Obj(),
 				Agent: &exagentv1.Agent{}, YouMay: &yes, YouVerb: "resolve", Now: t0, Tail: 0,
 			},
 			want: `
@@ -164,9 +164,9 @@ Who may decide:
 // TestRenderShowMCP: an mcp call shows its server and the tool's
 // annotations (the server's hints) next to the arguments.
 func TestRenderShowMCP(t *testing.T) {
-	run := makeRun("triage", "demo").phase(exagentv1.PhaseAwaitingApproval).revision(1).
-		call("c1", "gh_close_issue", `{"issue":7}`, exagentv1.CallPending).
-		approval("c1", "c1", exagentv1.ApprovalPending, time.Minute, time.Hour).obj()
+	run := makeRun("triage", "demo").Phase(exagentv1.PhaseAwaitingApproval).Revision(1).
+		Call(call("c1", "gh_close_issue", `{"issue":7}`, exagentv1.CallPending)).
+		Approval(approval("c1", "c1", 1, exagentv1.ApprovalPending, time.Minute, time.Hour)).Obj()
 	run.Status.Calls[0].MCP = &exagentv1.CallMCP{Server: "https://mcp.example/mcp", Tool: "close_issue", Title: "Close issue",
 		DestructiveHint: true, OpenWorldHint: true}
 	var buf bytes.Buffer

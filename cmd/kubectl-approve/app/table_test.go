@@ -14,17 +14,17 @@ import (
 func TestPrintApprovalTable(t *testing.T) {
 	long := `{"name":"web","namespace":"demo","replicas":3,"comment":"a long comment that does not fit"}`
 	runs := []exagentv1.AgentRun{
-		*makeRun("scale-web", "demo").phase(exagentv1.PhaseAwaitingApproval).revision(2).
-			call("call-0-0", "scale", long, exagentv1.CallPending).
-			call("call-0-1", "scale", `{"name":"api"}`, exagentv1.CallPending).
-			approval("call-0-1", "call-0-1", exagentv1.ApprovalPending, time.Minute, 0).
-			approval("call-0-0", "call-0-0", exagentv1.ApprovalPending, 2*time.Minute, 24*time.Hour).obj(),
-		*makeRun("done", "demo").phase(exagentv1.PhaseSucceeded).
-			call("call-0-0", "scale", `{}`, exagentv1.CallSucceeded).
-			approval("call-0-0", "call-0-0", exagentv1.ApprovalApproved, time.Hour, time.Hour).obj(),
-		*makeRun("other", "a-team").phase(exagentv1.PhaseAwaitingApproval).
-			call("c1", "restart", `{"name":"db"}`, exagentv1.CallPending).
-			approval("c1", "c1", exagentv1.ApprovalPending, 3*time.Hour, -time.Minute).obj(),
+		*makeRun("scale-web", "demo").Phase(exagentv1.PhaseAwaitingApproval).Revision(2).
+			Call(call("call-0-0", "scale", long, exagentv1.CallPending)).
+			Call(call("call-0-1", "scale", `{"name":"api"}`, exagentv1.CallPending)).
+			Approval(approval("call-0-1", "call-0-1", 2, exagentv1.ApprovalPending, time.Minute, 0)).
+			Approval(approval("call-0-0", "call-0-0", 2, exagentv1.ApprovalPending, 2*time.Minute, 24*time.Hour)).Obj(),
+		*makeRun("done", "demo").Phase(exagentv1.PhaseSucceeded).
+			Call(call("call-0-0", "scale", `{}`, exagentv1.CallSucceeded)).
+			Approval(approval("call-0-0", "call-0-0", 0, exagentv1.ApprovalApproved, time.Hour, time.Hour)).Obj(),
+		*makeRun("other", "a-team").Phase(exagentv1.PhaseAwaitingApproval).
+			Call(call("c1", "restart", `{"name":"db"}`, exagentv1.CallPending)).
+			Approval(approval("c1", "c1", 0, exagentv1.ApprovalPending, 3*time.Hour, -time.Minute)).Obj(),
 	}
 	tests := map[string]struct {
 		wide bool
@@ -58,9 +58,9 @@ demo        scale-web   call-0-1   scale     {"name":"api"}                     
 
 func TestListOutput(t *testing.T) {
 	runs := []exagentv1.AgentRun{
-		*makeRun("scale-web", "demo").phase(exagentv1.PhaseAwaitingApproval).revision(1).
-			call("call-0-0", "scale", `{"name":"web","replicas":3}`, exagentv1.CallPending).
-			approval("call-0-0", "call-0-0", exagentv1.ApprovalPending, time.Minute, time.Hour).obj(),
+		*makeRun("scale-web", "demo").Phase(exagentv1.PhaseAwaitingApproval).Revision(1).
+			Call(call("call-0-0", "scale", `{"name":"web","replicas":3}`, exagentv1.CallPending)).
+			Approval(approval("call-0-0", "call-0-0", 1, exagentv1.ApprovalPending, time.Minute, time.Hour)).Obj(),
 	}
 	tests := map[string]struct {
 		output     string

@@ -11,22 +11,23 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// childOf places b's run below parent in parent's tree.
-func (b *runBuilder) childOf(parent *exagentv1.AgentRun) *runBuilder {
+// childOf places a run below parent in parent's tree (RunWrapper.Apply).
+func childOf(parent *exagentv1.AgentRun) func(*exagentv1.AgentRun) {
 	root := exagentv1.RunReference{Name: parent.Name, UID: string(parent.UID)}
 	if d := parent.Spec.Delegation; d != nil {
 		root = d.Root
 	}
-	b.r.Spec.Delegation = &exagentv1.Delegation{Parent: exagentv1.RunReference{Name: parent.Name}, Root: root, CallID: "c"}
-	return b
+	return func(r *exagentv1.AgentRun) {
+		r.Spec.Delegation = &exagentv1.Delegation{Parent: exagentv1.RunReference{Name: parent.Name}, Root: root, CallID: "c"}
+	}
 }
 
 func triageTree() (root, child, grandchild *exagentv1.AgentRun) {
-	root = makeRun("triage-42", "ops").phase(exagentv1.PhaseAwaitingApproval).obj()
-	child = makeRun("triage-42-fix", "ops").phase(exagentv1.PhaseAwaitingApproval).childOf(root).obj()
-	grandchild = makeRun("deploy-7f3a", "ops").phase(exagentv1.PhaseAwaitingApproval).childOf(child).
-		call("scale", "scale", `{"replicas":3}`, exagentv1.CallPending).
-		approval("scale-r1", "scale", exagentv1.ApprovalPending, time.Minute, time.Hour).obj()
+	root = makeRun("triage-42", "ops").Phase(exagentv1.PhaseAwaitingApproval).Obj()
+	child = makeRun("triage-42-fix", "ops").Phase(exagentv1.PhaseAwaitingApproval).Apply(childOf(root)).Obj()
+	grandchild = makeRun("deploy-7f3a", "ops").Phase(exagentv1.PhaseAwaitingApproval).Apply(childOf(child)).
+		Call(call("scale", "scale", `{"replicas":3}`, exagentv1.CallPending)).
+		Approval(approval("scale-r1", "scale", 0, exagentv1.ApprovalPending, time.Minute, time.Hour)).Obj()
 	return root, child, grandchild
 }
 
@@ -64,7 +65,7 @@ Tree:
 		t.Errorf("tree (-want +got):\n%s", diff)
 	}
 	out.Reset()
-	renderTree(&out, makeRun("alone", "ops").obj(), nil, nil)
+	renderTree(&out, makeRun("alone", "ops").Obj(), nil, nil)
 	if out.Len() != 0 {
 		t.Errorf("a run without a tree printed %q", out.String())
 	}
