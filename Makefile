@@ -48,11 +48,16 @@ vet: ## Run go vet.
 lint: golangci-lint ## Run the linters of .golangci.yml (errcheck, govet, ineffassign, staticcheck, unused).
 	$(GOLANGCI_LINT) run ./...
 
+.PHONY: license
+license: ## Put hack/boilerplate.go.txt's license header on every tracked Go file that lacks it.
+	hack/license-headers.sh
+
 .PHONY: verify
-verify: generate manifests lint ## Regenerate everything, lint, and fail on any difference from what is committed.
+verify: generate manifests lint ## Regenerate everything, lint, and fail on any difference from what is committed; check big files, license headers and doc links.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config)" || { echo "untracked generated files:"; git status --porcelain -- api config; exit 1; }
+	go test -count=1 ./test/repo/
 
 .PHONY: k8s-binaries
 k8s-binaries: ## Build (or reuse) kube-apiserver, etcd and kubectl into the cache; prints the folder.
