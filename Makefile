@@ -15,6 +15,14 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 
 GO_TEST_FLAGS ?= -count=1 -timeout 20m
 
+# The one version string of every binary (internal/version): VERSION=vX.Y.Z
+# for a release, otherwise what git describe says about this checkout
+# (v0.0.0-<commit> before the first tag).
+VERSION ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo "v0.0.0-$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)")
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+VERSION_PKG := github.com/exagent-io/exagent/internal/version
+VERSION_LDFLAGS := -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)
+
 .DEFAULT_GOAL := help
 
 ##@ General
@@ -96,9 +104,9 @@ bench: ## Benchmarks on envtest: pause → approve → finish (BENCH_RUNS=N), th
 ##@ Build
 
 .PHONY: build
-build: ## Build bin/manager and bin/kubectl-approve.
-	go build -o $(LOCALBIN)/manager ./cmd/manager
-	go build -o $(LOCALBIN)/kubectl-approve ./cmd/kubectl-approve
+build: ## Build bin/manager and bin/kubectl-approve (VERSION=… to name the version they report).
+	go build -ldflags "$(VERSION_LDFLAGS)" -o $(LOCALBIN)/manager ./cmd/manager
+	go build -ldflags "$(VERSION_LDFLAGS)" -o $(LOCALBIN)/kubectl-approve ./cmd/kubectl-approve
 
 ##@ Tools
 
@@ -123,9 +131,11 @@ $(LOCALBIN):
 ##@ Local control plane, demo and deployment
 
 KUBECTL ?= kubectl
-# The image config/default names; deploy replaces it with IMG.
+CONTAINER_TOOL ?= docker
+# The image config/default names; deploy and docker-build use IMG, tagged
+# with the version (never :latest).
 IMG_NAME := ghcr.io/exagent-io/exagent
-IMG ?= $(IMG_NAME):latest
+IMG ?= $(IMG_NAME):$(VERSION)
 
 .PHONY: dev
 dev: ## Run the local control plane (hack/devcluster) and bin/manager against it until Ctrl-C.
@@ -138,6 +148,10 @@ demo: ## The first command: build everything, start a local control plane and th
 .PHONY: test-e2e
 test-e2e: mcp-everything ## Run the end-to-end tests: real kubectl + the plugin against devcluster and a manager process.
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test $(GO_TEST_FLAGS) ./test/e2e/...
+
+.PHONY: docker-build
+docker-build: ## Build the manager image IMG with a container engine (CONTAINER_TOOL=docker|podman; none on this CI), its version stamped.
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMG) .
 
 .PHONY: deploy
 deploy: kustomize ## Install into the cluster of the current kubeconfig context (IMG=registry/exagent:tag; needs cert-manager).

@@ -13,8 +13,8 @@ MANAGER_PID=""
 # control plane's binaries into the cache (reused after the first time).
 build_all() {
   mkdir -p "$BIN"
-  (cd "$REPO_ROOT" && go build -o "$BIN/manager" ./cmd/manager \
-    && go build -o "$BIN/kubectl-approve" ./cmd/kubectl-approve \
+  # make build stamps the version (git describe) the manager logs first.
+  (cd "$REPO_ROOT" && make -s build LOCALBIN="$BIN" \
     && go build -o "$BIN/devcluster" ./hack/devcluster)
   K8S_BIN="$("$REPO_ROOT/hack/k8s-binaries.sh")"
   KUBECTL="$K8S_BIN/kubectl"

@@ -60,6 +60,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newResolveCommand(f, streams),
 		newWaitCommand(f, streams),
 		newLogsCommand(f, streams),
+		newVersionCommand(f, streams),
 	)
 	return cmd
 }
