@@ -22,5 +22,8 @@ limitations under the License.
 // "ready: KUBECONFIG=DIR/kubeconfig" and serves until SIGINT or SIGTERM.
 //
 // The manager is deliberately not started here: it runs as its own process
-// against DIR/kubeconfig so that it can be killed and restarted like a pod.
+// so that it can be killed and restarted like a pod, with its own identity
+// — DIR/manager.kubeconfig, the user of its ServiceAccount
+// (exagent-system/exagent-manager) bound to config/rbac's roles as on a
+// cluster — so that the admin of DIR/kubeconfig is a person who may decide.
 package main

@@ -36,6 +36,7 @@ func TestParseUser(t *testing.T) {
 		"empty name":       {in: ":ops", wantErr: true},
 		"path in name":     {in: "../x", wantErr: true},
 		"the admin's file": {in: "kubeconfig", wantErr: true},
+		"the manager's":    {in: "manager", wantErr: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -36,9 +36,9 @@ import (
 
 // installClusterRoles creates (or updates) every ClusterRole of dir's YAML
 // files: the shipped exagent-viewer/editor/approver/resolver roles users are
-// bound to, and the manager's. Bindings and the ServiceAccount are left out:
-// in the dev cluster the manager runs with the admin kubeconfig, and users
-// are bound by whoever uses the cluster (config/samples does it for the demo).
+// bound to, and the manager's. The manager's bindings and ServiceAccount
+// come from installManagerRBAC; users are bound by whoever uses the
+// cluster (config/samples does it for the demo).
 func installClusterRoles(ctx context.Context, c client.Client, dir string) (int, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {

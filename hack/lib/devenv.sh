@@ -47,8 +47,10 @@ start_devcluster() {
   export KUBECONFIG="$dir/kubeconfig"
 }
 
-# start_manager DIR starts bin/manager against DIR's admin kubeconfig and
-# waits until its webhook port accepts connections.
+# start_manager DIR starts bin/manager with its own identity (DIR's
+# manager.kubeconfig: its ServiceAccount, bound to config/rbac's roles as on
+# a cluster; the admin kubeconfig is a person who may decide) and waits
+# until its webhook port accepts connections.
 start_manager() {
   local dir="$1"
   mkdir -p "$dir/logs"
@@ -57,7 +59,7 @@ start_manager() {
     echo "127.0.0.1:$WEBHOOK_PORT is already in use (another manager?); pick a free port with WEBHOOK_PORT=…" >&2
     return 1
   fi
-  "$BIN/manager" --kubeconfig "$dir/kubeconfig" \
+  "$BIN/manager" --kubeconfig "$dir/manager.kubeconfig" \
     --webhook-cert-dir "$dir/webhook" --webhook-port "$WEBHOOK_PORT" \
     --metrics-bind-address 0 --health-probe-bind-address 0 \
     --decision-seal-secret exagent-system/exagent-decision-seal \
