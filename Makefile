@@ -38,11 +38,12 @@ generate: controller-gen ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: manifests
-manifests: controller-gen ## Generate CRDs, RBAC and webhook manifests into config/.
+manifests: controller-gen ## Generate CRDs, RBAC and webhook manifests into config/, and copy what the chart takes from config/ into charts/exagent.
 	$(CONTROLLER_GEN) rbac:roleName=exagent-manager crd webhook paths="./..." \
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
+	hack/chart-files.sh
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
@@ -56,16 +57,21 @@ vet: ## Run go vet.
 lint: golangci-lint ## Run the linters of .golangci.yml (errcheck, govet, ineffassign, staticcheck, unused).
 	$(GOLANGCI_LINT) run ./...
 
+# What make generate and make manifests write, which make verify compares
+# with what is committed.
+GENERATED := api config charts/exagent/crds charts/exagent/files
+
 .PHONY: license
 license: ## Put hack/boilerplate.go.txt's license header on every tracked Go file that lacks it.
 	hack/license-headers.sh
 
 .PHONY: verify
-verify: generate manifests lint ## Regenerate everything, lint, and fail on any difference from what is committed; check big files, license headers and doc links.
+verify: generate manifests lint ## Regenerate everything, lint, and fail on any difference from what is committed; check big files, license headers, doc links and that the chart matches config/.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api config)" || { echo "untracked generated files:"; git status --porcelain -- api config; exit 1; }
+	@git diff --exit-code -- $(GENERATED) || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- $(GENERATED))" || { echo "untracked generated files:"; git status --porcelain -- $(GENERATED); exit 1; }
 	go test -count=1 ./test/repo/
+	go test -count=1 -run '^(TestChartMatchesKustomize|TestChartFilesAreConfig)$$' ./test/chart/
 
 .PHONY: k8s-binaries
 k8s-binaries: ## Build (or reuse) kube-apiserver, etcd and kubectl into the cache; prints the folder.

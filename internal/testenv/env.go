@@ -63,9 +63,13 @@ type Options struct {
 	// EtcdQuotaBytes, when set, is etcd's --quota-backend-bytes (its
 	// default is 2 GiB, less than a benchmark that fills it may need).
 	EtcdQuotaBytes int64
+	// WithoutCRDs starts the control plane with no CRD installed, for a
+	// test that installs them itself (the Helm chart's crds/).
+	WithoutCRDs bool
 }
 
-// Start boots kube-apiserver and etcd with the CRDs of config/crd/bases.
+// Start boots kube-apiserver and etcd with the CRDs of config/crd/bases
+// (unless WithoutCRDs).
 // Call Stop when done (typically from TestMain).
 func Start(opts Options) (*Env, error) {
 	assets, err := BinaryAssets()
@@ -77,6 +81,9 @@ func Start(opts Options) (*Env, error) {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+	}
+	if opts.WithoutCRDs {
+		e.CRDDirectoryPaths, e.ErrorIfCRDPathMissing = nil, false
 	}
 	switch {
 	case len(opts.MutatingWebhooks) > 0 || len(opts.ValidatingWebhooks) > 0:
