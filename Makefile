@@ -7,11 +7,16 @@ LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
+KREW ?= $(LOCALBIN)/krew
+VALIDATE_KREW_MANIFEST ?= $(LOCALBIN)/validate-krew-manifest
+CRD_REF_DOCS ?= $(LOCALBIN)/crd-ref-docs
 
 # Pinned tool versions (see README "Development").
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION ?= v5.8.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
+KREW_VERSION ?= v0.4.3
+CRD_REF_DOCS_VERSION ?= v0.3.0
 
 GO_TEST_FLAGS ?= -count=1 -timeout 20m
 
@@ -114,6 +119,33 @@ build: ## Build bin/manager and bin/kubectl-approve (VERSION=… to name the ver
 	go build -ldflags "$(VERSION_LDFLAGS)" -o $(LOCALBIN)/manager ./cmd/manager
 	go build -ldflags "$(VERSION_LDFLAGS)" -o $(LOCALBIN)/kubectl-approve ./cmd/kubectl-approve
 
+##@ Release
+
+# The release's platforms; each gets a manager and a plugin archive.
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+DIST ?= $(CURDIR)/dist
+
+.PHONY: release
+release: krew validate-krew-manifest ## make release VERSION=vX.Y.Z: into dist/, offline, the manager and plugin archives for every platform, checksums.txt, the krew manifest (validated with krew), install.yaml and the chart.
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "VERSION=$(VERSION): want vX.Y.Z, e.g. make release VERSION=v0.3.0"; exit 1; }
+	rm -rf $(DIST) && mkdir -p $(DIST)/bin
+	@for p in $(RELEASE_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; ext=; [[ $$os == windows ]] && ext=.exe; \
+	  for cmd in manager kubectl-approve; do \
+	    echo "building $$cmd for $$os/$$arch"; \
+	    CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" \
+	      -o $(DIST)/bin/$${os}_$${arch}/$$cmd$$ext ./cmd/$$cmd || exit 1; \
+	  done; \
+	done
+	go run ./hack/release --version $(VERSION) --dist $(DIST) --platforms "$(RELEASE_PLATFORMS)" \
+		--krew $(KREW) --validate-krew-manifest $(VALIDATE_KREW_MANIFEST)
+	@host=$$(go env GOOS)_$$(go env GOARCH); \
+	  for cmd in "manager --version" "kubectl-approve version"; do \
+	    out="$$($(DIST)/bin/$$host/$$cmd)"; echo "$$out"; [[ "$$out" == *" $(VERSION) "* ]] || { echo "$$cmd does not report $(VERSION)"; exit 1; }; \
+	  done
+	@rm -rf $(DIST)/bin
+	@cd $(DIST) && ls -l && sha256sum -c --quiet checksums.txt
+
 ##@ Tools
 
 .PHONY: controller-gen
@@ -125,6 +157,21 @@ $(CONTROLLER_GEN): | $(LOCALBIN)
 golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into ./bin.
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+.PHONY: krew
+krew: $(KREW) ## Install krew into ./bin (make release installs the plugin with it from its manifest, offline).
+$(KREW): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/krew/cmd/krew@$(KREW_VERSION)
+
+.PHONY: validate-krew-manifest
+validate-krew-manifest: $(VALIDATE_KREW_MANIFEST) ## Install krew's manifest validator into ./bin.
+$(VALIDATE_KREW_MANIFEST): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/krew/cmd/validate-krew-manifest@$(KREW_VERSION)
+
+.PHONY: crd-ref-docs
+crd-ref-docs: $(CRD_REF_DOCS) ## Install crd-ref-docs (the API reference generator) into ./bin.
+$(CRD_REF_DOCS): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install github.com/elastic/crd-ref-docs@$(CRD_REF_DOCS_VERSION)
 
 .PHONY: kustomize
 kustomize: $(KUSTOMIZE) ## Install kustomize into ./bin.

@@ -354,50 +354,6 @@ func TestManagerIsStatic(t *testing.T) {
 	}
 }
 
-// TestKrewManifest renders the krew template as a release would and checks
-// that every platform points at this version's archive.
-func TestKrewManifest(t *testing.T) {
-	tmpl, err := os.ReadFile(filepath.Join(s.root, "plugins", "krew", "approve.yaml.tmpl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rendered := strings.ReplaceAll(string(tmpl), "{{VERSION}}", "v1.2.3")
-	for _, p := range []string{"linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64", "windows_amd64"} {
-		rendered = strings.ReplaceAll(rendered, "{{SHA256_"+p+"}}", strings.Repeat("a", 64))
-	}
-	if strings.Contains(rendered, "{{") {
-		t.Fatalf("placeholders left after rendering:\n%s", rendered)
-	}
-	var m struct {
-		APIVersion, Kind string
-		Metadata         struct{ Name string }
-		Spec             struct {
-			Version          string
-			ShortDescription string `json:"shortDescription"`
-			Platforms        []struct {
-				URI, Sha256, Bin string
-			}
-		}
-	}
-	if err := yaml.Unmarshal([]byte(rendered), &m); err != nil {
-		t.Fatal(err)
-	}
-	if m.APIVersion != "krew.googlecontainertools.github.com/v1alpha2" || m.Kind != "Plugin" || m.Metadata.Name != "approve" || m.Spec.Version != "v1.2.3" {
-		t.Errorf("manifest header: %+v", m)
-	}
-	if len(m.Spec.ShortDescription) == 0 || len(m.Spec.ShortDescription) > 80 {
-		t.Errorf("krew wants a short description under 80 characters: %q", m.Spec.ShortDescription)
-	}
-	if len(m.Spec.Platforms) != 5 {
-		t.Errorf("want 5 platforms, got %d", len(m.Spec.Platforms))
-	}
-	for _, p := range m.Spec.Platforms {
-		if !strings.Contains(p.URI, "/v1.2.3/kubectl-approve_v1.2.3_") || len(p.Sha256) != 64 || !strings.HasPrefix(p.Bin, "kubectl-approve") {
-			t.Errorf("platform %+v", p)
-		}
-	}
-}
-
 // TestDockerContextHoldsTheManager: no Docker engine here, so check what a
 // build would see: no package cmd/manager needs is left out by .dockerignore
 // (its folder patterns), and go.mod/go.sum are in.
