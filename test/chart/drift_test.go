@@ -72,6 +72,8 @@ func TestChartMatchesKustomize(t *testing.T) {
 				want = append(want, decode(t, f, b)...)
 			}
 			got := render(t, tc.values)
+			// Both run the release this tree is.
+			checkImage(t, want, "ghcr.io/exagent-io/exagent:"+appVersion)
 			checkImage(t, got, "ghcr.io/exagent-io/exagent:"+appVersion)
 			compare(t, normalize(t, want, false), normalize(t, got, true))
 		})
@@ -146,7 +148,8 @@ func normalize(t *testing.T, objs []*unstructured.Unstructured, chart bool) map[
 	return out
 }
 
-// checkImage: the manager runs the release's image (never :latest).
+// checkImage: the manager runs the release's image (never :latest): the
+// chart's appVersion, which config/default's tag must equal.
 func checkImage(t *testing.T, objs []*unstructured.Unstructured, want string) {
 	t.Helper()
 	n := 0

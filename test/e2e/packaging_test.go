@@ -302,8 +302,9 @@ func checkManagerDeployment(t *testing.T, o *unstructured.Unstructured) {
 		t.Fatalf("want one container, got %d", len(spec.Containers))
 	}
 	c := spec.Containers[0]
-	if c.Image != "ghcr.io/exagent-io/exagent:latest" {
-		t.Errorf("image = %q", c.Image)
+	// A release's tag (test/chart checks it is the chart's appVersion), never latest.
+	if !strings.HasPrefix(c.Image, "ghcr.io/exagent-io/exagent:v") {
+		t.Errorf("image = %q, want ghcr.io/exagent-io/exagent:vX.Y.Z", c.Image)
 	}
 	args := strings.Join(c.Args, " ")
 	for _, want := range []string{"--leader-elect", "--webhook-cert-dir=", "--webhook-port=9443", "--metrics-bind-address=", "--health-probe-bind-address="} {
