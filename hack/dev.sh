@@ -19,6 +19,8 @@ exagent is running against a local control plane.
   kubectl apply -k config/samples
   kubectl approve list -A
   KUBECONFIG=$DIR/alice.kubeconfig kubectl approve scale-web -n demo
+  # or as the admin, who may decide too: the manager runs as its own
+  # user ($DIR/manager.kubeconfig, ServiceAccount exagent-system/exagent-manager)
 
 Logs: $DIR/devcluster.log, $DIR/logs/. Ctrl-C stops everything.
 MSG

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package main
 
 import (
@@ -20,6 +36,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -32,6 +49,7 @@ import (
 	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/internal/served"
 	"github.com/exagent-io/exagent/internal/telemetry"
+	"github.com/exagent-io/exagent/internal/version"
 	"github.com/exagent-io/exagent/loop"
 	exagentwebhook "github.com/exagent-io/exagent/webhook"
 )
@@ -68,6 +86,7 @@ type flags struct {
 	egressNamespaceConfig   string
 	watchNamespaces         string
 	defaultTTLSeconds       int
+	printVersion            bool
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
@@ -122,6 +141,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.DurationVar(&f.opts.ArchiveTimeout, "archive-timeout", controllers.DefaultArchiveTimeout, "Timeout of one attempt to send a run's archive to its Agent's retention.archive.")
 	fs.DurationVar(&f.opts.AgentRecheckInterval, "agent-recheck-interval", controllers.DefaultAgentRecheckInterval, "How often a Ready Agent is checked again "+
 		"(its Secrets read, its MCP servers listed); an Agent that is not Ready is checked sooner, with backoff. Its status is written only when it changed.")
+	fs.BoolVar(&f.printVersion, "version", false, "Print the version, commit, Go version and platform of this binary, then exit.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -272,8 +292,18 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	build := version.Get()
+	if f.printVersion {
+		_, err := fmt.Fprintln(os.Stdout, "manager", build.String())
+		return err
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	// The first line of every manager log says which build it is.
+	log.Info("exagent manager", "version", build.Version, "commit", build.Commit, "goVersion", build.GoVersion, "platform", build.Platform)
+	if err := registerBuildInfo(metrics.Registry, build); err != nil {
+		return err
+	}
 	if tuneGC() {
 		log.V(1).Info("GOGC not set: collecting at the manager's default", "gcPercent", defaultGCPercent)
 	}

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package main
 
 import (
@@ -140,12 +156,26 @@ func (c *cluster) install(ctx context.Context, cfg *rest.Config, o options) erro
 	if err := cl.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", o.ManagerNamespace, err)
 	}
-	logf("installed the CRDs, %d ClusterRoles, the webhook configuration (https://%s:%d) and namespace %s",
-		n, o.WebhookHost, o.WebhookPort, o.ManagerNamespace)
+	m, err := installManagerRBAC(ctx, cl, filepath.Join(o.Root, "config", "rbac"), o.ManagerNamespace)
+	if err != nil {
+		return err
+	}
+	logf("installed the CRDs, %d ClusterRoles, the webhook configuration (https://%s:%d), namespace %s and the manager's ServiceAccount, Role and bindings (%d objects)",
+		n, o.WebhookHost, o.WebhookPort, o.ManagerNamespace, m)
 
 	if err := writeKubeconfig(filepath.Join(o.Dir, "kubeconfig"), "admin", cfg); err != nil {
 		return err
 	}
+	// The manager's own identity: its ServiceAccount's user, never the admin.
+	mu := managerUser(o.ManagerNamespace)
+	mc, err := c.env.AddUser(mu, nil)
+	if err != nil {
+		return fmt.Errorf("provisioning the manager's user %q: %w", mu.Name, err)
+	}
+	if err := writeKubeconfig(filepath.Join(o.Dir, managerKubeconfig), managerServiceAccount, mc.Config()); err != nil {
+		return err
+	}
+	logf("the manager's identity %s: %s", mu.Name, filepath.Join(o.Dir, managerKubeconfig))
 	for _, u := range o.Users {
 		au, err := c.env.AddUser(envtest.User{Name: u.Name, Groups: u.Groups}, nil)
 		if err != nil {

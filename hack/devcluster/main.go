@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package main
 
 import (
@@ -46,8 +62,11 @@ func parseUser(v string) (user, error) {
 	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
 		return user{}, fmt.Errorf("invalid --user %q: want NAME[:GROUP,…] with a NAME usable as a file name", v)
 	}
-	if name == "kubeconfig" {
+	switch name {
+	case "kubeconfig":
 		return user{}, fmt.Errorf("invalid --user %q: the name %q is the admin's file", v, name)
+	case strings.TrimSuffix(managerKubeconfig, ".kubeconfig"):
+		return user{}, fmt.Errorf("invalid --user %q: the name %q is the manager's file", v, name)
 	}
 	u := user{Name: name}
 	for _, g := range strings.Split(groups, ",") {
@@ -71,10 +90,10 @@ func run() error {
 		users userFlag
 	)
 	flag.StringVar(&opts.Dir, "dir", "", "Folder for kubeconfigs, webhook certificates and logs (default REPO/.cache/devcluster); DIR/kubeconfig is the admin's.")
-	flag.Var(&users, "user", "Provision a client-certificate user: NAME[:GROUP,…], repeatable; writes DIR/NAME.kubeconfig.")
+	flag.Var(&users, "user", "Provision a client-certificate user: NAME[:GROUP,…], repeatable; writes DIR/NAME.kubeconfig (DIR/manager.kubeconfig is the manager's own identity).")
 	flag.StringVar(&opts.WebhookHost, "webhook-host", "127.0.0.1", "Host the manager serves the admission webhooks on.")
 	flag.IntVar(&opts.WebhookPort, "webhook-port", 9443, "Port the manager serves the admission webhooks on (the manager's --webhook-port).")
-	flag.StringVar(&opts.ManagerNamespace, "manager-namespace", "exagent-system", "Namespace created for the manager's own objects (its decision-signing Secret).")
+	flag.StringVar(&opts.ManagerNamespace, "manager-namespace", "exagent-system", "Namespace created for the manager's own objects (its decision-signing Secret) and its ServiceAccount, whose identity DIR/manager.kubeconfig carries.")
 	flag.StringVar(&opts.DataDir, "data-dir", "", "Keep etcd's data, the apiserver's address and certificates, the client CA and the webhook serving pair in this folder: "+
 		"started again on it, the control plane serves the same objects to the same kubeconfigs and webhook (default: nothing is kept).")
 	flag.StringVar(&opts.Root, "root", "", "Repository root holding config/ (default: found from the working directory).")

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package main
 
 import (
@@ -20,9 +36,9 @@ import (
 
 // installClusterRoles creates (or updates) every ClusterRole of dir's YAML
 // files: the shipped exagent-viewer/editor/approver/resolver roles users are
-// bound to, and the manager's. Bindings and the ServiceAccount are left out:
-// in the dev cluster the manager runs with the admin kubeconfig, and users
-// are bound by whoever uses the cluster (config/samples does it for the demo).
+// bound to, and the manager's. The manager's bindings and ServiceAccount
+// come from installManagerRBAC; users are bound by whoever uses the
+// cluster (config/samples does it for the demo).
 func installClusterRoles(ctx context.Context, c client.Client, dir string) (int, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {

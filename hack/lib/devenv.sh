@@ -13,8 +13,8 @@ MANAGER_PID=""
 # control plane's binaries into the cache (reused after the first time).
 build_all() {
   mkdir -p "$BIN"
-  (cd "$REPO_ROOT" && go build -o "$BIN/manager" ./cmd/manager \
-    && go build -o "$BIN/kubectl-approve" ./cmd/kubectl-approve \
+  # make build stamps the version (git describe) the manager logs first.
+  (cd "$REPO_ROOT" && make -s build LOCALBIN="$BIN" \
     && go build -o "$BIN/devcluster" ./hack/devcluster)
   K8S_BIN="$("$REPO_ROOT/hack/k8s-binaries.sh")"
   KUBECTL="$K8S_BIN/kubectl"
@@ -47,8 +47,10 @@ start_devcluster() {
   export KUBECONFIG="$dir/kubeconfig"
 }
 
-# start_manager DIR starts bin/manager against DIR's admin kubeconfig and
-# waits until its webhook port accepts connections.
+# start_manager DIR starts bin/manager with its own identity (DIR's
+# manager.kubeconfig: its ServiceAccount, bound to config/rbac's roles as on
+# a cluster; the admin kubeconfig is a person who may decide) and waits
+# until its webhook port accepts connections.
 start_manager() {
   local dir="$1"
   mkdir -p "$dir/logs"
@@ -57,7 +59,7 @@ start_manager() {
     echo "127.0.0.1:$WEBHOOK_PORT is already in use (another manager?); pick a free port with WEBHOOK_PORT=…" >&2
     return 1
   fi
-  "$BIN/manager" --kubeconfig "$dir/kubeconfig" \
+  "$BIN/manager" --kubeconfig "$dir/manager.kubeconfig" \
     --webhook-cert-dir "$dir/webhook" --webhook-port "$WEBHOOK_PORT" \
     --metrics-bind-address 0 --health-probe-bind-address 0 \
     --decision-signing-secret exagent-system/exagent-decision-seal \

@@ -1,3 +1,19 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
 package testenv
 
 import (
@@ -47,9 +63,13 @@ type Options struct {
 	// EtcdQuotaBytes, when set, is etcd's --quota-backend-bytes (its
 	// default is 2 GiB, less than a benchmark that fills it may need).
 	EtcdQuotaBytes int64
+	// WithoutCRDs starts the control plane with no CRD installed, for a
+	// test that installs them itself (the Helm chart's crds/).
+	WithoutCRDs bool
 }
 
-// Start boots kube-apiserver and etcd with the CRDs of config/crd/bases.
+// Start boots kube-apiserver and etcd with the CRDs of config/crd/bases
+// (unless WithoutCRDs).
 // Call Stop when done (typically from TestMain).
 func Start(opts Options) (*Env, error) {
 	assets, err := BinaryAssets()
@@ -61,6 +81,9 @@ func Start(opts Options) (*Env, error) {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+	}
+	if opts.WithoutCRDs {
+		e.CRDDirectoryPaths, e.ErrorIfCRDPathMissing = nil, false
 	}
 	switch {
 	case len(opts.MutatingWebhooks) > 0 || len(opts.ValidatingWebhooks) > 0:
