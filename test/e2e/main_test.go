@@ -145,11 +145,15 @@ func (st *suite) startCluster() error {
 	return st.startManager()
 }
 
-// startManager starts bin/manager against the admin kubeconfig, as docs/architecture.md
-// §9 runs it, and waits until its webhook server accepts connections.
+// startManager starts bin/manager as its own identity — devcluster's
+// DIR/manager.kubeconfig, the user of ServiceAccount
+// exagent-system/exagent-manager bound to config/rbac as on a cluster
+// (docs/architecture.md §9) — and waits until its webhook server accepts
+// connections. So every e2e test runs the manager under its production
+// RBAC, and the admin the tests use is a person who may decide.
 func (st *suite) startManager() error {
 	st.managers++
-	kubeconfig := filepath.Join(st.dir, "kubeconfig")
+	kubeconfig := filepath.Join(st.dir, "manager.kubeconfig")
 	p, err := procs.StartManager(procs.ManagerSpec{
 		Bin: st.build.Path("manager"), Kubeconfig: kubeconfig,
 		Args: []string{
