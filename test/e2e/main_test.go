@@ -37,8 +37,8 @@ import (
 
 // users of the dev cluster: alice approves (exagent-approver), bob may
 // create decisions but approve only another agent's runs, carol resolves
-// (exagent-resolver).
-var users = []string{"alice", "bob", "carol:resolvers"}
+// (exagent-resolver), dave only views where a test binds him.
+var users = []string{"alice", "bob", "carol:resolvers", "dave"}
 
 // s is the suite's shared environment, set up by TestMain.
 var s *suite

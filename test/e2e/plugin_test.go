@@ -167,6 +167,29 @@ func TestApproveSamples(t *testing.T) {
 		}
 	})
 
+	t.Run("refused before sending", func(t *testing.T) {
+		// dave may read runs but create no decision: the plugin's own
+		// access review says what is missing before anything is sent,
+		// instead of the apiserver's bare "cannot create resource".
+		must(t, "", "", "create", "rolebinding", "dave-views", "-n", ns, "--clusterrole=exagent-viewer", "--user=dave")
+		stderr := mustFail(t, "dave", "approve", run, "-n", ns, "--reason", "looks fine")
+		want := `error: you are not allowed to create approvaldecisions.exagent.io in namespace "` + ns + `", and every decision is one: ` +
+			`missing verb "create" on approvaldecisions; ClusterRole exagent-approver grants it (with approve on agents/approval), in a RoleBinding there` + "\n"
+		if diff := cmp.Diff(want, stderr); diff != "" {
+			t.Errorf("dave's refusal (-want +got):\n%s", diff)
+		}
+		// bob may create decisions but holds approve on another Agent only.
+		stderr = mustFail(t, "bob", "approve", run, "-n", ns, "--reason", "looks fine")
+		want = `error: you are not allowed to approve runs of agent "ops": missing verb "approve" on agents/approval ` +
+			`(resourceName "ops") in namespace "` + ns + `"; ClusterRole exagent-approver grants it, in a RoleBinding there` + "\n"
+		if diff := cmp.Diff(want, stderr); diff != "" {
+			t.Errorf("bob's refusal (-want +got):\n%s", diff)
+		}
+		if n := len(decisions(t, ns)); n != 0 {
+			t.Errorf("a refused decision was stored (%d decisions)", n)
+		}
+	})
+
 	t.Run("dry runs", func(t *testing.T) {
 		out := must(t, "alice", "", "approve", run, "-n", ns, "--dry-run=server", "-o", "yaml")
 		var d exagentv1.ApprovalDecision

@@ -163,6 +163,13 @@ func (o *decideOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if o.dryRun != dryRunClient {
+		// Before anything is sent: a refusal RBAC would give says what is
+		// missing (access.go).
+		if err := checkMayDecide(ctx, o.client, run, o.Request.Kind); err != nil {
+			return err
+		}
+	}
 	var failures multiError
 	var created []*exagentv1.ApprovalDecision
 	for _, d := range decisions {

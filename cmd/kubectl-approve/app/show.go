@@ -22,7 +22,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -141,24 +140,7 @@ func (o *showOptions) Run(ctx context.Context) error {
 // canDecide asks the apiserver whether the current user holds the verb the
 // decision needs on agents/approval; nil when the question itself failed.
 func (o *showOptions) canDecide(ctx context.Context, run *exagentv1.AgentRun, kind exagentv1.DecisionKind) *bool {
-	spec := exagentv1.ApprovalDecisionSpec{Decision: kind}
-	review := &authorizationv1.SelfSubjectAccessReview{
-		Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace:   run.Namespace,
-				Verb:        spec.Verb(),
-				Group:       exagentv1.GroupVersion.Group,
-				Resource:    "agents",
-				Subresource: "approval",
-				Name:        run.Spec.AgentRef.Name,
-			},
-		},
-	}
-	if err := o.client.Create(ctx, review); err != nil {
-		return nil
-	}
-	allowed := review.Status.Allowed
-	return &allowed
+	return mayI(ctx, o.client, deciderAttributes(run, kind))
 }
 
 // readForShow reads what show needs of run's sealed transcript: the whole
