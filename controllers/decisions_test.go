@@ -78,6 +78,12 @@ func TestDecisions(t *testing.T) {
 			run:  func(r *exagentv1.AgentRunSpec) { r.ApprovalTimeout = "1s" },
 			want: want{phase: exagentv1.PhaseExpired, reason: exagentv1.ReasonApprovalExpired},
 		},
+		"approval expiry with onExpire Continue tells the model and finishes": {
+			agent: func(a *exagentv1.AgentSpec) { a.Policy.OnExpire = exagentv1.OnExpireContinue },
+			run:   func(r *exagentv1.AgentRunSpec) { r.ApprovalTimeout = "1s" },
+			want: want{phase: exagentv1.PhaseSucceeded, reason: exagentv1.ReasonSucceeded,
+				historyHas: "Nobody approved the call in time"},
+		},
 		"deadline during the human wait ends Expired": {
 			run: func(r *exagentv1.AgentRunSpec) {
 				r.Deadline = &metav1.Time{Time: time.Now().Add(2 * time.Second)}

@@ -174,6 +174,10 @@ func receiptDiff(a, b *exagentv1.Receipt) string {
 // expiry nor the deadline has passed (checked here, inside the caller's CAS).
 func findPendingApproval(s *Status, env *Env, d DecisionCmd, now time.Time) (int, error) {
 	if s.Phase != exagentv1.PhaseAwaitingApproval {
+		if i := findApproval(s, d.ApprovalID); i >= 0 && s.Approvals[i].State == exagentv1.ApprovalExpired && !s.Phase.IsTerminal() {
+			// onExpire Continue went on without it: the decision comes too late.
+			return -1, errorf(KindExpired, exagentv1.ReasonApprovalExpired, "approval %q expired with no decision; the run went on without the call", d.ApprovalID)
+		}
 		return -1, notPendingf("run is %s: no approval is pending", phaseName(s.Phase))
 	}
 	i := findApproval(s, d.ApprovalID)

@@ -77,7 +77,8 @@ limitations under the License.
 //     drift refuses the claim (DefinitionChanged); policy and schemas may
 //     change and are re-evaluated at begin-effect instead.
 //   - Policy Deny refuses a call and tells the model; onDeny applies to a
-//     human's Deny.
+//     human's Deny; onExpire Continue refuses the calls whose approval
+//     expired undecided and tells the model (expire.go).
 //   - Each claim reserves the whole remaining active-time balance and a
 //     dead owner's reservation is charged whole, so a crash without a
 //     hand-back can exhaust the budget — the seed's "puede agotar su

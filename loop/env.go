@@ -231,6 +231,11 @@ func (e *Env) fingerprint() error {
 	}
 	pol := *ag.Policy.DeepCopy()
 	pol.Default, pol.OnDeny = pol.DefaultAction(), pol.OnDenyAction()
+	if pol.OnExpire == exagentv1.OnExpireStop {
+		// Unset and Stop are one policy, fingerprinted as before the field
+		// existed: a run paused before it does not ask again.
+		pol.OnExpire = ""
+	}
 	if b.Policy, err = canonical.HashOf(pol); err != nil {
 		return fmt.Errorf("policy fingerprint: %w", err)
 	}
@@ -325,6 +330,8 @@ func (e *Env) deadline() *time.Time {
 }
 
 func (e *Env) onDeny() exagentv1.OnDeny { return e.in.Agent.Policy.OnDenyAction() }
+
+func (e *Env) onExpire() exagentv1.OnExpire { return e.in.Agent.Policy.OnExpireAction() }
 
 // idempotencyKey is stable per call: the same key on every (re-)send.
 func (e *Env) idempotencyKey(callID string) string { return e.in.RunUID + "/" + callID }

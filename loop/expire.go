@@ -18,6 +18,7 @@ package loop
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -26,7 +27,9 @@ import (
 // Expire applies the UTC clocks to a run nobody owns: the deadline (runs
 // not yet started — waiting for their Agent —, Queued, AwaitingApproval or
 // Approved end Expired, DeadlineExceeded) and
-// each pending approval's expiry (the run ends Expired, ApprovalExpired).
+// each pending approval's expiry (the run ends Expired, ApprovalExpired;
+// with policy onExpire Continue the call is Refused, the model told, and
+// the run goes on: expireAndContinue).
 // The caller commits the result with CAS, so the check and the change are
 // atomic against a concurrent decision. changed is false when nothing was
 // due. A Running run's owner meets the deadline in Step; an Uncertain run
@@ -34,7 +37,8 @@ import (
 // meets the deadline at its next Step.
 //
 // Touches: phase, reason, message, approvals (Pending → Expired),
-// pendingApprovals.
+// pendingApprovals; with Continue, the expired approvals' calls (Refused,
+// with their outcome).
 func Expire(s Status, env *Env, now time.Time) (Status, bool, error) {
 	switch {
 	case s.Phase == "", s.Phase == exagentv1.PhaseQueued, s.Phase == exagentv1.PhaseAwaitingApproval,
@@ -53,6 +57,12 @@ func Expire(s Status, env *Env, now time.Time) (Status, bool, error) {
 	if st.Phase != exagentv1.PhaseAwaitingApproval {
 		return s, false, nil
 	}
+	if env.onExpire() == exagentv1.OnExpireContinue {
+		if expireAndContinue(&st, now) {
+			return st, true, nil
+		}
+		return s, false, nil
+	}
 	for i := range st.Approvals {
 		a := &st.Approvals[i]
 		if a.State == exagentv1.ApprovalPending && a.ExpiresAt != nil && !now.Before(a.ExpiresAt.Time) {
@@ -63,4 +73,33 @@ func Expire(s Status, env *Env, now time.Time) (Status, bool, error) {
 		}
 	}
 	return s, false, nil
+}
+
+// expireAndContinue applies onExpire Continue: each pending approval whose
+// expiry came is Expired and its call Refused without running, with a
+// result that tells the model nobody approved it in time; once nothing is
+// pending the run is Approved, and a worker goes on. It reports whether an
+// approval expired.
+func expireAndContinue(st *Status, now time.Time) bool {
+	var expired []string
+	for i := range st.Approvals {
+		a := &st.Approvals[i]
+		if a.State != exagentv1.ApprovalPending || a.ExpiresAt == nil || now.Before(a.ExpiresAt.Time) {
+			continue
+		}
+		a.State = exagentv1.ApprovalExpired
+		at := a.ExpiresAt.UTC().Format(time.RFC3339)
+		if j := findCall(st, a.CallID); j >= 0 {
+			c := &st.Calls[j]
+			c.State = exagentv1.CallRefused
+			c.Outcome = &exagentv1.CallOutcome{Result: fmt.Sprintf(
+				"Nobody approved the call in time: its approval expired at %s (policy onExpire: Continue). The call was not run.", at)}
+		}
+		expired = append(expired, a.ID)
+	}
+	if len(expired) == 0 {
+		return false
+	}
+	afterDecision(st, fmt.Sprintf("approval %s expired with no decision; the model will be told", strings.Join(expired, ", ")))
+	return true
 }

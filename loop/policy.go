@@ -64,6 +64,9 @@ func CompilePolicy(p exagentv1.PolicySpec) (*Policy, error) {
 	if p.OnDeny != "" && p.OnDeny != exagentv1.OnDenyStop && p.OnDeny != exagentv1.OnDenyContinue {
 		return nil, fmt.Errorf("policy.onDeny: %q is not Stop or Continue", p.OnDeny)
 	}
+	if p.OnExpire != "" && p.OnExpire != exagentv1.OnExpireStop && p.OnExpire != exagentv1.OnExpireContinue {
+		return nil, fmt.Errorf("policy.onExpire: %q is not Stop or Continue", p.OnExpire)
+	}
 	env, err := cel.NewEnv(
 		cel.Variable("args", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("tool", cel.MapType(cel.StringType, cel.DynType)),

@@ -40,6 +40,7 @@ var (
 	providers        = []string{string(exagentv1.ModelProviderOpenAI), string(exagentv1.ModelProviderScripted)}
 	policyActions    = []string{string(exagentv1.PolicyAllow), string(exagentv1.PolicyAsk), string(exagentv1.PolicyDeny)}
 	onDenyActions    = []string{string(exagentv1.OnDenyStop), string(exagentv1.OnDenyContinue)}
+	onExpireActions  = []string{string(exagentv1.OnExpireStop), string(exagentv1.OnExpireContinue)}
 	builtinOps       = []string{"Get", "List", "Scale", "Patch", "Apply", "Delete"}
 	reservedToolName = "*" // matches every tool in policy rules
 )
@@ -235,6 +236,9 @@ func validatePolicy(path *field.Path, p *exagentv1.PolicySpec) field.ErrorList {
 	var errs field.ErrorList
 	if p.Default != "" && !slices.Contains(policyActions, string(p.Default)) {
 		errs = append(errs, field.NotSupported(path.Child("default"), p.Default, policyActions))
+	}
+	if p.OnExpire != "" && !slices.Contains(onExpireActions, string(p.OnExpire)) {
+		errs = append(errs, field.NotSupported(path.Child("onExpire"), p.OnExpire, onExpireActions))
 	}
 	if p.OnDeny != "" && !slices.Contains(onDenyActions, string(p.OnDeny)) {
 		errs = append(errs, field.NotSupported(path.Child("onDeny"), p.OnDeny, onDenyActions))

@@ -53,6 +53,19 @@ const (
 	OnDenyContinue OnDeny = "Continue"
 )
 
+// OnExpire says what an approval nobody decided before its expiry does to
+// the run.
+// +kubebuilder:validation:Enum=Stop;Continue
+type OnExpire string
+
+const (
+	// OnExpireStop ends the run Expired (ApprovalExpired).
+	OnExpireStop OnExpire = "Stop"
+	// OnExpireContinue does not run the call, tells the model that nobody
+	// approved it in time, and goes on.
+	OnExpireContinue OnExpire = "Continue"
+)
+
 // BuiltinOperation is a cluster operation a builtin tool performs.
 // +kubebuilder:validation:Enum=Get;List;Scale;Patch;Apply;Delete
 type BuiltinOperation string
@@ -411,6 +424,14 @@ type PolicySpec struct {
 	// +optional
 	// +kubebuilder:default=Stop
 	OnDeny OnDeny `json:"onDeny,omitempty"`
+
+	// onExpire is what an approval nobody decided before its
+	// approvalTimeout does: Stop (the default; the run ends Expired,
+	// ApprovalExpired) or Continue (the call is Refused without running,
+	// the model is told that nobody approved it in time, and the run goes
+	// on). A decision after the expiry is rejected either way.
+	// +optional
+	OnExpire OnExpire `json:"onExpire,omitempty"`
 }
 
 // PolicyRule matches tool calls by tool name and an optional CEL condition.
@@ -699,6 +720,14 @@ func (p *PolicySpec) DefaultAction() PolicyAction {
 		return PolicyAsk
 	}
 	return p.Default
+}
+
+// OnExpireAction returns policy.onExpire, Stop when unset.
+func (p *PolicySpec) OnExpireAction() OnExpire {
+	if p.OnExpire == "" {
+		return OnExpireStop
+	}
+	return p.OnExpire
 }
 
 // OnDenyAction returns policy.onDeny, Stop when unset.
