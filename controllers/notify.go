@@ -29,25 +29,20 @@ import (
 	"github.com/exagent-io/exagent/loop"
 )
 
-// notifier is the controllers' side of notifications: every status write
-// journals what it makes true (CommitSteps.Notify), and the Deliverer
-// (internal/notify) sends what is journaled and reports, under its one
-// metric, what could not be journaled.
-type notifier struct {
-	deliverer *notify.Deliverer
-}
-
-// reportDropped tells of the notifications a commit could not journal
-// (CommitSteps.Notify). An approval's event is still due (notify.Due) and
-// journaled as room is made; the run's own events always have room
-// (notify's approvalRecords) — should one not, it is counted and said,
-// never silently lost.
-func (n *notifier) reportDropped(ctx context.Context, run *exagentv1.AgentRun, next *loop.Status, left []notify.Event) {
-	for _, e := range left {
-		if e.Kind == exagentv1.NotifyApprovalRequested || e.Kind == exagentv1.NotifyApprovalExpiring {
-			continue
+// reportDropped is the notify step's report (CommitSteps.dropped) of the
+// notifications a commit could not journal, under the Deliverer's one
+// metric. An approval's event is still due (notify.Due) and journaled as
+// room is made; the run's own events always have room (notify's
+// approvalRecords) — should one not, it is counted and said, never
+// silently lost.
+func reportDropped(d *notify.Deliverer) func(context.Context, *exagentv1.AgentRun, *loop.Status, []notify.Event) {
+	return func(ctx context.Context, run *exagentv1.AgentRun, next *loop.Status, left []notify.Event) {
+		for _, e := range left {
+			if e.Kind == exagentv1.NotifyApprovalRequested || e.Kind == exagentv1.NotifyApprovalExpiring {
+				continue
+			}
+			d.Dropped(ctx, run, e, len(next.Notifications))
 		}
-		n.deliverer.Dropped(ctx, run, e, len(next.Notifications))
 	}
 }
 

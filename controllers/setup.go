@@ -273,7 +273,7 @@ func setupNotifier(ctx context.Context, mgr ctrl.Manager, o Options, store *Stor
 		Recorder: evq.Recorder("exagent-notifier"), Clock: clock.RealClock{}, HTTP: hc, Retry: o.NotifyRetry,
 		Workers: o.NotifyWorkers, QueueName: "notify" + o.NameSuffix, BeforeNotify: o.Hooks.BeforeNotify, Life: ctx,
 	})
-	steps.dropped = (&notifier{deliverer: d}).reportDropped
+	steps.dropped = reportDropped(d)
 	if err := mgr.Add(d); err != nil {
 		return fmt.Errorf("adding the notifier: %w", err)
 	}

@@ -17,21 +17,14 @@ limitations under the License.
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -67,7 +60,7 @@ func managerUser(namespace string) envtest.User {
 // installManagerRBAC creates the manager's ServiceAccount and binds it as
 // config/rbac does: the ClusterRoleBinding to the ClusterRole
 // exagent-manager (installed with the others), and its Role and RoleBinding
-// in its own namespace (the leader-election Lease, the decision-seal
+// in its own namespace (the leader-election Lease, the decision-signing
 // Secret, the egress ConfigMap). It returns how many objects it applied.
 func installManagerRBAC(ctx context.Context, c client.Client, dir, namespace string) (int, error) {
 	n := 0
@@ -93,23 +86,12 @@ func installManagerRBAC(ctx context.Context, c client.Client, dir, namespace str
 // (ClusterRoles are installed by installClusterRoles), with the namespace
 // placeholder replaced.
 func readManagerObjects(file, namespace string) ([]client.Object, error) {
-	b, err := os.ReadFile(file)
+	docs, err := readYAMLDocs(file)
 	if err != nil {
 		return nil, err
 	}
 	var out []client.Object
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", file, err)
-		}
-		if len(strings.TrimSpace(string(doc))) == 0 {
-			continue
-		}
+	for _, doc := range docs {
 		var u unstructured.Unstructured
 		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
 			return nil, fmt.Errorf("parsing %s: %w", file, err)
@@ -133,6 +115,7 @@ func readManagerObjects(file, namespace string) ([]client.Object, error) {
 		inNamespace(o, namespace)
 		out = append(out, o)
 	}
+	return out, nil
 }
 
 // inNamespace puts o, and the subjects it binds, into the manager's
@@ -156,7 +139,7 @@ func inNamespace(o client.Object, namespace string) {
 }
 
 // createOrUpdateObject creates o or, with --data-dir, replaces what an
-// earlier start created.
+// earlier start created (the ClusterRoles and the manager's objects).
 func createOrUpdateObject(ctx context.Context, c client.Client, o client.Object) error {
 	err := c.Create(ctx, o)
 	if err == nil || !apierrors.IsAlreadyExists(err) {

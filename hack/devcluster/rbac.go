@@ -28,7 +28,6 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -54,7 +53,7 @@ func installClusterRoles(ctx context.Context, c client.Client, dir string) (int,
 			return n, err
 		}
 		for _, role := range roles {
-			if err := createOrUpdate(ctx, c, role); err != nil {
+			if err := createOrUpdateObject(ctx, c, role); err != nil {
 				return n, fmt.Errorf("installing ClusterRole %s from %s: %w", role.Name, file, err)
 			}
 			n++
@@ -64,11 +63,30 @@ func installClusterRoles(ctx context.Context, c client.Client, dir string) (int,
 }
 
 func readClusterRoles(file string) ([]*rbacv1.ClusterRole, error) {
-	b, err := os.ReadFile(file)
+	docs, err := readYAMLDocs(file)
 	if err != nil {
 		return nil, err
 	}
 	var out []*rbacv1.ClusterRole
+	for _, doc := range docs {
+		var role rbacv1.ClusterRole
+		if err := yaml.Unmarshal(doc, &role); err != nil {
+			return nil, fmt.Errorf("parsing %s: %w", file, err)
+		}
+		if role.Kind == "ClusterRole" && role.APIVersion == rbacv1.SchemeGroupVersion.String() {
+			out = append(out, &role)
+		}
+	}
+	return out, nil
+}
+
+// readYAMLDocs reads the non-empty YAML documents of file.
+func readYAMLDocs(file string) ([][]byte, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var out [][]byte
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 	for {
 		doc, err := r.Read()
@@ -78,28 +96,8 @@ func readClusterRoles(file string) ([]*rbacv1.ClusterRole, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", file, err)
 		}
-		if len(strings.TrimSpace(string(doc))) == 0 {
-			continue
-		}
-		var role rbacv1.ClusterRole
-		if err := yaml.Unmarshal(doc, &role); err != nil {
-			return nil, fmt.Errorf("parsing %s: %w", file, err)
-		}
-		if role.Kind == "ClusterRole" && role.APIVersion == rbacv1.SchemeGroupVersion.String() {
-			out = append(out, &role)
+		if len(strings.TrimSpace(string(doc))) > 0 {
+			out = append(out, doc)
 		}
 	}
-}
-
-func createOrUpdate(ctx context.Context, c client.Client, role *rbacv1.ClusterRole) error {
-	err := c.Create(ctx, role)
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	existing := &rbacv1.ClusterRole{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(role), existing); err != nil {
-		return err
-	}
-	role.ResourceVersion = existing.ResourceVersion
-	return c.Update(ctx, role)
 }

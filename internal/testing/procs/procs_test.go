@@ -53,7 +53,15 @@ func child(what string) {
 		fmt.Println("drained")
 		os.Exit(0)
 	case "listens": // a webhook server, ready once it listens
-		time.Sleep(200 * time.Millisecond) // not ready at once: the wait must poll
+		// Not ready at once: it listens only after the test opens the gate
+		// (a FIFO: opening it for reading blocks until the test opens it
+		// for writing), so the wait must poll.
+		gate, err := os.Open(os.Getenv("PROCS_GATE"))
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		_ = gate.Close()
 		l, err := net.Listen("tcp", os.Getenv("PROCS_ADDR"))
 		if err != nil {
 			fmt.Println(err)
@@ -138,11 +146,41 @@ func TestStartManagerWaitsUntilReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := StartManager(ManagerSpec{Bin: self, Kubeconfig: "/dev/null", Env: append(os.Environ(), "PROCS_CHILD=listens", "PROCS_ADDR="+addr),
-		Log: filepath.Join(t.TempDir(), "manager.log"), Ready: Listening(addr), Timeout: time.Minute})
+	gate := filepath.Join(t.TempDir(), "gate")
+	if err := syscall.Mkfifo(gate, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type started struct {
+		p   *Process
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		p, err := StartManager(ManagerSpec{Bin: self, Kubeconfig: "/dev/null",
+			Env: append(os.Environ(), "PROCS_CHILD=listens", "PROCS_ADDR="+addr, "PROCS_GATE="+gate),
+			Log: filepath.Join(t.TempDir(), "manager.log"), Ready: Listening(addr), Timeout: time.Minute})
+		done <- started{p, err}
+	}()
+	// The child blocks on the gate: nothing listens yet, and StartManager
+	// has not returned.
+	if Dial(addr) {
+		t.Fatalf("%s accepts connections before the child opened the gate", addr)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("StartManager returned before the child listened: %v", r.err)
+	default:
+	}
+	w, err := os.OpenFile(gate, os.O_WRONLY, 0) // blocks until the child opens it
 	if err != nil {
 		t.Fatal(err)
 	}
+	_ = w.Close()
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	p := r.p
 	t.Cleanup(p.Kill)
 	if !Dial(addr) {
 		t.Errorf("StartManager returned before %s accepted connections", addr)
