@@ -149,6 +149,11 @@ type DecisionCmd struct {
 	Reason      string
 	Outcome     exagentv1.ResolveOutcome
 	Evidence    string
+	// Arguments (Approve only) are the edited call's arguments as the
+	// decision carries them (JSON text); "" edits nothing.
+	Arguments string
+	// Scope (Approve only): Run also approves later calls of the tool.
+	Scope exagentv1.DecisionScope
 	// Identities is what the caller knows about the run's own identities
 	// (namespace, the manager's, whether requestedBy is sealed); Authorize
 	// refuses the ones that never decide.

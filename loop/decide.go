@@ -79,6 +79,18 @@ func prepare(s *Status, env *Env, d DecisionCmd, kind exagentv1.DecisionKind, no
 	if kind == exagentv1.DecisionResolve {
 		r.Outcome = d.Outcome
 	}
+	if kind == exagentv1.DecisionApprove {
+		if d.Arguments != "" {
+			_, h, err := editedArgs(d.Arguments)
+			if err != nil {
+				return nil, nil, err
+			}
+			r.ArgsHash = h
+		}
+		if d.Scope == exagentv1.ScopeRun {
+			r.Scope = d.Scope
+		}
+	}
 	if stored := findReceipt(s, d.Sealed, op); stored != nil {
 		if diff := receiptDiff(stored, &r); diff != "" {
 			return nil, nil, conflictf("operation %q was already applied with a different %s", op, diff)
@@ -155,6 +167,12 @@ func receiptDiff(a, b *exagentv1.Receipt) string {
 	if a.Outcome != b.Outcome {
 		diffs = append(diffs, fmt.Sprintf("outcome (%s, now %s)", a.Outcome, b.Outcome))
 	}
+	if a.ArgsHash != b.ArgsHash {
+		diffs = append(diffs, "edited arguments")
+	}
+	if a.Scope != b.Scope {
+		diffs = append(diffs, fmt.Sprintf("scope (%s, now %s)", scopeName(a.Scope), scopeName(b.Scope)))
+	}
 	var au, bu, aid, bid string
 	if a.Actor != nil {
 		au, aid = a.Actor.Username, a.Actor.UID
@@ -196,10 +214,13 @@ func findPendingApproval(s *Status, env *Env, d DecisionCmd, now time.Time) (int
 		return -1, conflictf("the decision saw revision %d; approval %q is at revision %d (run at %d)",
 			d.Revision, a.ID, a.Revision, s.Revision)
 	}
-	if d.PayloadHash != a.PayloadHash {
-		return -1, conflictf("the decision's payloadHash %s is not the approval's %s", canonical.Short(d.PayloadHash), canonical.Short(a.PayloadHash))
+	if err := checkVersion(a, d); err != nil {
+		return -1, err
 	}
-	if a.ExpiresAt != nil && !now.Before(a.ExpiresAt.Time) {
+	// An approval's expiry refuses a late yes; a no that arrives at (or
+	// after) the instant of expiry, before the expiry was committed, stays
+	// a no: it ends the call as the expiry would have, with its reason.
+	if a.ExpiresAt != nil && !now.Before(a.ExpiresAt.Time) && d.Decision == exagentv1.DecisionApprove {
 		return -1, errorf(KindExpired, exagentv1.ReasonApprovalExpired,
 			"approval %q expired at %s", a.ID, a.ExpiresAt.UTC().Format(time.RFC3339))
 	}
@@ -214,30 +235,6 @@ func findPendingApproval(s *Status, env *Env, d DecisionCmd, now time.Time) (int
 		return -1, corruptf("approval %q is pending but call %q is %s", a.ID, a.CallID, st)
 	}
 	return i, nil
-}
-
-// Approve records a human's approval of one pending call. It executes
-// nothing: when the last pending approval is decided the run becomes
-// Approved, and a worker's Claim and Step run the approved calls after
-// re-checking them against the current policy and schema.
-//
-// Touches: the approval (state, decision, actor, reason), its call (state
-// Approved), receipts, pendingApprovals, and phase/reason/message.
-// Guards: see Decide and findPendingApproval; the state fits the budget.
-func Approve(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv1.Receipt, error) {
-	dec, replay, err := prepare(&s, env, d, exagentv1.DecisionApprove, now)
-	if replay != nil || err != nil {
-		return s, receiptOf(replay), err
-	}
-	i, err := findPendingApproval(&s, env, dec.cmd, now)
-	if err != nil {
-		return s, exagentv1.Receipt{}, err
-	}
-	st := clone(s)
-	a := decideApproval(&st, i, dec, exagentv1.ApprovalApproved)
-	st.Calls[findCall(&st, a.CallID)].State = exagentv1.CallApproved
-	afterDecision(&st, fmt.Sprintf("approval %s approved by %s", a.ID, actorString(a.Actor)))
-	return commitDecision(s, st, env, dec)
 }
 
 // Deny records a human's refusal of one pending call. With onDeny Stop
@@ -273,6 +270,42 @@ func Deny(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv1.R
 		afterDecision(&st, fmt.Sprintf("approval %s denied by %s; the model will be told", a.ID, actorString(a.Actor)))
 	}
 	return commitDecision(s, st, env, dec)
+}
+
+// checkVersion checks that d is on the version of the call a stands for
+// now: the model's (a.payloadHash) or, once an approver edited it under a
+// quorum, the edited one — a vote on the model's version then no longer
+// counts. A Deny or Cancel of either version stands: refusing is always safe.
+func checkVersion(a *exagentv1.Approval, d DecisionCmd) error {
+	current := approvedHash(a)
+	if d.PayloadHash == current {
+		return nil
+	}
+	if a.Edit != nil && d.PayloadHash == a.PayloadHash {
+		if d.Decision != exagentv1.DecisionApprove {
+			return nil
+		}
+		return conflictf("the call of approval %q was edited by %s: the edited call's payloadHash is %s; a vote on the model's version (%s) "+
+			"does not count — look at the edited call (kubectl approve show) and vote again", a.ID, actorString(&a.Edit.Editor),
+			canonical.Short(current), canonical.Short(a.PayloadHash))
+	}
+	return conflictf("the decision's payloadHash %s is not the approval's %s", canonical.Short(d.PayloadHash), canonical.Short(current))
+}
+
+// approvedHash is the payload hash of the version of the call a stands
+// for: the edited one once an approver edited it, else the model's.
+func approvedHash(a *exagentv1.Approval) string {
+	if a.Edit != nil {
+		return a.Edit.PayloadHash
+	}
+	return a.PayloadHash
+}
+
+func scopeName(s exagentv1.DecisionScope) string {
+	if s == "" {
+		return string(exagentv1.ScopeCall)
+	}
+	return string(s)
 }
 
 func decideApproval(st *Status, i int, dec *decision, state exagentv1.ApprovalState) *exagentv1.Approval {

@@ -51,12 +51,14 @@ func admitProposed(st *Status, env *Env) {
 		}
 		noteMCP(c, env)
 		action, rule := env.policy.EvaluateTool(c.Tool, env.toolAnnotations(c.Tool), json.RawMessage(c.Args))
-		c.Rule = truncateUTF8(rule, maxRule)
-		switch action {
-		case exagentv1.PolicyAllow:
+		c.Rule, c.Policy = truncateUTF8(rule, maxRule), env.binding.Policy
+		switch {
+		case action == exagentv1.PolicyAllow:
 			c.State = exagentv1.CallAllowed
-		case exagentv1.PolicyDeny:
+		case action == exagentv1.PolicyDeny:
 			refuse(c, rule)
+		case allowByGrant(st, env, c, rule): // grants.go
+			c.State = exagentv1.CallAllowed
 		default:
 			c.State = exagentv1.CallPending
 		}
@@ -217,6 +219,7 @@ func recheck(st *Status, env *Env, c *exagentv1.ToolCall) bool {
 	}
 	noteMCP(c, env)
 	action, rule := env.policy.EvaluateTool(c.Tool, env.toolAnnotations(c.Tool), json.RawMessage(c.Args))
+	c.Policy = env.binding.Policy
 	if action == exagentv1.PolicyDeny {
 		c.Rule = truncateUTF8(rule, maxRule)
 		refuse(c, rule)
@@ -227,7 +230,7 @@ func recheck(st *Status, env *Env, c *exagentv1.ToolCall) bool {
 		c.PayloadHash, c.Rule, c.State = cur, truncateUTF8(rule, maxRule), exagentv1.CallPending
 		return false
 	}
-	if action == exagentv1.PolicyAsk && !approvalCovers(st, c.ID, cur) {
+	if action == exagentv1.PolicyAsk && !approvalCovers(st, c.ID, cur) && !allowByGrant(st, env, c, rule) {
 		c.PayloadHash, c.Rule, c.State = cur, truncateUTF8(rule, maxRule), exagentv1.CallPending
 		return false
 	}
@@ -239,7 +242,7 @@ func recheck(st *Status, env *Env, c *exagentv1.ToolCall) bool {
 func approvalCovers(st *Status, callID, payloadHash string) bool {
 	for i := range st.Approvals {
 		a := &st.Approvals[i]
-		if a.CallID == callID && a.State == exagentv1.ApprovalApproved && a.PayloadHash == payloadHash {
+		if a.CallID == callID && a.State == exagentv1.ApprovalApproved && approvedHash(a) == payloadHash {
 			return true
 		}
 	}
@@ -290,7 +293,9 @@ func RecordOutcome(s Status, env *Env, f Fence, r ToolResult, now time.Time) (St
 		return s, conflictf("result kind %q is not Succeeded, Failed or Unknown", r.Kind)
 	}
 	c.Outcome = &exagentv1.CallOutcome{Succeeded: r.Kind == ResultSucceeded, At: microTimePtr(now)}
-	out := bound(r.Output, maxContent)
+	note := editNote(c) // an approver edited the call: the model is told (approve.go)
+	output := note + r.Output
+	out := bound(output, maxContent)
 	for {
 		c.Outcome.Result = out
 		if hotSize(&st, env.in.ValueBytes) <= env.budget {
@@ -300,7 +305,7 @@ func RecordOutcome(s Status, env *Env, f Fence, r ToolResult, now time.Time) (St
 			return s, errorf(KindTooLarge, exagentv1.ReasonStatusTooLarge,
 				"the outcome of call %q does not fit the status budget of %d bytes", r.CallID, env.budget)
 		}
-		out = bound(r.Output, len(out)/2)
+		out = bound(output, len(out)/2)
 	}
 }
 

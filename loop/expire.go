@@ -28,8 +28,8 @@ import (
 // not yet started — waiting for their Agent —, Queued, AwaitingApproval or
 // Approved end Expired, DeadlineExceeded) and
 // each pending approval's expiry (the run ends Expired, ApprovalExpired;
-// with policy onExpire Continue the call is Refused, the model told, and
-// the run goes on: expireAndContinue).
+// with onExpire Continue — the rule's that asked, else the policy's — the
+// call is Refused, the model told, and the run goes on: expireAndContinue).
 // The caller commits the result with CAS, so the check and the change are
 // atomic against a concurrent decision. changed is false when nothing was
 // due. A Running run's owner meets the deadline in Step; an Uncertain run
@@ -57,22 +57,33 @@ func Expire(s Status, env *Env, now time.Time) (Status, bool, error) {
 	if st.Phase != exagentv1.PhaseAwaitingApproval {
 		return s, false, nil
 	}
-	if env.onExpire() == exagentv1.OnExpireContinue {
-		if expireAndContinue(&st, now) {
-			return st, true, nil
-		}
-		return s, false, nil
-	}
+	// Each due approval meets its own rule's onExpire (else the policy's):
+	// one that stops ends the run; when every due one continues, they are
+	// Expired, their calls Refused, and the run goes on.
+	var stop *exagentv1.Approval
+	due := false
 	for i := range st.Approvals {
 		a := &st.Approvals[i]
-		if a.State == exagentv1.ApprovalPending && a.ExpiresAt != nil && !now.Before(a.ExpiresAt.Time) {
-			closeOpen(&st, exagentv1.ApprovalExpired, now)
-			setPhase(&st, exagentv1.PhaseExpired, exagentv1.ReasonApprovalExpired,
-				fmt.Sprintf("approval %s expired at %s with no decision", a.ID, a.ExpiresAt.UTC().Format(time.RFC3339)))
-			return st, true, nil
+		if a.State != exagentv1.ApprovalPending || a.ExpiresAt == nil || now.Before(a.ExpiresAt.Time) {
+			continue
+		}
+		due = true
+		if stop == nil && env.onExpireOf(a.Rule) == exagentv1.OnExpireStop {
+			stop = a
 		}
 	}
-	return s, false, nil
+	switch {
+	case !due:
+		return s, false, nil
+	case stop != nil:
+		id, at := stop.ID, stop.ExpiresAt.UTC().Format(time.RFC3339)
+		closeOpen(&st, exagentv1.ApprovalExpired, now)
+		setPhase(&st, exagentv1.PhaseExpired, exagentv1.ReasonApprovalExpired,
+			fmt.Sprintf("approval %s expired at %s with no decision", id, at))
+		return st, true, nil
+	}
+	expireAndContinue(&st, now)
+	return st, true, nil
 }
 
 // expireAndContinue applies onExpire Continue: each pending approval whose

@@ -79,6 +79,7 @@ func pause(st *Status, env *Env, now time.Time) ([]exagentv1.Approval, error) {
 			State:       exagentv1.ApprovalPending,
 			Rule:        c.Rule,
 			RequestedAt: secTime(now),
+			Quorum:      env.quorumOf(c.Rule),
 		}
 		if !never {
 			a.ExpiresAt = secTimePtr(now.Add(timeout))

@@ -53,6 +53,11 @@ type compiledRule struct {
 	prefixes []string
 	all      bool
 	prg      cel.Program
+	// What an approver may do with a call the rule asks about (approve.go).
+	editable *bool
+	sticky   *bool
+	quorum   *exagentv1.Quorum
+	onExpire exagentv1.OnExpire
 }
 
 // CompilePolicy validates and compiles p. The admission webhook calls it to
@@ -77,12 +82,16 @@ func CompilePolicy(p exagentv1.PolicySpec) (*Policy, error) {
 	}
 	out := &Policy{spec: *p.DeepCopy()}
 	for i, r := range p.Rules {
-		cr := compiledRule{name: r.Name, action: r.Action, tools: map[string]bool{}}
+		cr := compiledRule{name: r.Name, action: r.Action, tools: map[string]bool{},
+			editable: r.Editable, sticky: r.Sticky, quorum: r.Quorum.DeepCopy(), onExpire: r.OnExpire}
 		if cr.name == "" {
 			cr.name = fmt.Sprintf("rules[%d]", i)
 		}
 		if !validAction(r.Action, false) {
 			return nil, fmt.Errorf("policy.rules[%d]: action %q is not Allow, Ask or Deny", i, r.Action)
+		}
+		if err := checkRuleApproval(r); err != nil {
+			return nil, fmt.Errorf("policy.rules[%d].%w", i, err)
 		}
 		if len(r.Tools) == 0 {
 			return nil, fmt.Errorf("policy.rules[%d]: tools must name at least one tool or \"*\"", i)
@@ -112,6 +121,69 @@ func CompilePolicy(p exagentv1.PolicySpec) (*Policy, error) {
 		out.rules = append(out.rules, cr)
 	}
 	return out, nil
+}
+
+// checkRuleApproval checks what a rule says about its approvals: onExpire
+// and quorum (only for action Ask; positive, bounded counts; each group
+// once). The error starts with the field, for the caller's rules[i] prefix.
+func checkRuleApproval(r exagentv1.PolicyRule) error {
+	if r.OnExpire != "" && r.OnExpire != exagentv1.OnExpireStop && r.OnExpire != exagentv1.OnExpireContinue {
+		return fmt.Errorf("onExpire: %q is not Stop or Continue", r.OnExpire)
+	}
+	q := r.Quorum
+	if q == nil {
+		return nil
+	}
+	if r.Action != exagentv1.PolicyAsk {
+		return fmt.Errorf("quorum: only a rule with action Ask asks for votes (this one is %s)", r.Action)
+	}
+	if q.Approvals < 0 || q.Approvals > maxQuorum {
+		return fmt.Errorf("quorum.approvals: %d is not between 1 and %d", q.Approvals, maxQuorum)
+	}
+	if q.Approvals == 0 && len(q.Groups) == 0 {
+		return fmt.Errorf("quorum: set approvals or groups")
+	}
+	if len(q.Groups) > maxQuorumGroups {
+		return fmt.Errorf("quorum.groups: %d groups, at most %d", len(q.Groups), maxQuorumGroups)
+	}
+	seen := map[string]bool{}
+	for j, g := range q.Groups {
+		switch {
+		case g.Group == "":
+			return fmt.Errorf("quorum.groups[%d].group: must name a group", j)
+		case seen[g.Group]:
+			return fmt.Errorf("quorum.groups[%d].group: %q is listed twice", j, g.Group)
+		case g.Count < 1 || g.Count > maxQuorum:
+			return fmt.Errorf("quorum.groups[%d].count: %d is not between 1 and %d", j, g.Count, maxQuorum)
+		}
+		seen[g.Group] = true
+	}
+	if q.Needed() > maxQuorum {
+		return fmt.Errorf("quorum: needs %d votes, at most %d (an approval keeps %d votes)", q.Needed(), maxQuorum, maxQuorum)
+	}
+	return nil
+}
+
+// Bounds of a quorum: an approval keeps at most maxQuorum votes (the CRD's
+// MaxItems of approvals[].votes).
+const (
+	maxQuorum       = 16
+	maxQuorumGroups = 8
+)
+
+// rule returns the compiled rule named name (as a call's or approval's
+// rule records it), nil for the default ("") or a name the policy no
+// longer has.
+func (p *Policy) rule(name string) *compiledRule {
+	if name == "" {
+		return nil
+	}
+	for i := range p.rules {
+		if truncateUTF8(p.rules[i].name, maxRule) == name {
+			return &p.rules[i]
+		}
+	}
+	return nil
 }
 
 func validAction(a exagentv1.PolicyAction, emptyOK bool) bool {

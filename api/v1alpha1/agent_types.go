@@ -435,6 +435,7 @@ type PolicySpec struct {
 }
 
 // PolicyRule matches tool calls by tool name and an optional CEL condition.
+// +kubebuilder:validation:XValidation:rule="self.action == 'Ask' || !has(self.quorum)",message="quorum is only for rules with action Ask"
 type PolicyRule struct {
 	// name of the rule, shown to approvers.
 	// +optional
@@ -463,6 +464,78 @@ type PolicyRule struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	When string `json:"when,omitempty"`
+
+	// editable says whether an approver may edit a call this rule asks
+	// about before approving it (kubectl approve --set / --args-file). Unset
+	// means yes, except for builtin tools, whose calls are edited only when
+	// a rule sets editable: true.
+	// +optional
+	Editable *bool `json:"editable,omitempty"`
+
+	// sticky says whether an approver may approve a call this rule asks
+	// about for the rest of the run (kubectl approve --for-run, decision
+	// scope Run): later calls of the same tool that this rule asks about
+	// then run without asking while the tool's binding and the policy are
+	// unchanged. Unset means yes; set false where every call must be seen.
+	// +optional
+	Sticky *bool `json:"sticky,omitempty"`
+
+	// quorum (action Ask only) is how many distinct approvers, in total and
+	// per group, must approve a call before it runs. Unset: one approval.
+	// +optional
+	Quorum *Quorum `json:"quorum,omitempty"`
+
+	// onExpire overrides policy.onExpire for the approvals this rule asks.
+	// +optional
+	OnExpire OnExpire `json:"onExpire,omitempty"`
+}
+
+// Quorum is a two-person (or more) sign-off: each distinct authorized
+// approver's Approve is one vote; the call is approved once the votes meet
+// approvals and every group's count, and any eligible Deny denies it.
+// +kubebuilder:validation:XValidation:rule="has(self.approvals) || (has(self.groups) && size(self.groups) > 0)",message="a quorum needs approvals or groups"
+type Quorum struct {
+	// approvals is the number of distinct approvers needed in total. Unset:
+	// the sum of the groups' counts.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	Approvals int32 `json:"approvals,omitempty"`
+
+	// groups are per-group minimums: count votes by members of group (as
+	// the apiserver authenticated them). One person counts once in the
+	// total, and in every group they belong to.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=map
+	// +listMapKey=group
+	Groups []GroupQuorum `json:"groups,omitempty"`
+}
+
+// GroupQuorum is one group's minimum number of votes.
+type GroupQuorum struct {
+	// group name, as the authenticator reports it (e.g. an OIDC group).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Group string `json:"group"`
+	// count of votes needed from members of group.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	Count int32 `json:"count"`
+}
+
+// Needed is the number of distinct votes the quorum needs in total.
+func (q *Quorum) Needed() int32 {
+	if q.Approvals > 0 {
+		return q.Approvals
+	}
+	var n int32
+	for _, g := range q.Groups {
+		n += g.Count
+	}
+	return max(n, 1)
 }
 
 // Approvers lists who may decide, in addition to holding the RBAC verb.

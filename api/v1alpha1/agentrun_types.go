@@ -269,6 +269,12 @@ type AgentRunStatus struct {
 	// +listType=atomic
 	Receipts []Receipt `json:"receipts,omitempty"`
 
+	// grants are the run-wide approvals (decisions with scope Run) in force.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	Grants []RunGrant `json:"grants,omitempty"`
+
 	// ledger counts usage exactly once.
 	// +optional
 	Ledger Ledger `json:"ledger,omitempty"`
@@ -529,6 +535,22 @@ type ToolCall struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	Rule string `json:"rule,omitempty"`
+	// policy is the fingerprint of the policy the call was last decided
+	// under (binding.policy at that time): with rule, what allowed, asked
+	// about or refused it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Policy string `json:"policy,omitempty"`
+	// grant is the ApprovalDecision whose run-wide approval (scope Run) let
+	// this call run without asking.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Grant string `json:"grant,omitempty"`
+	// edit records that an approver edited the call before approving it:
+	// args, argsHash and payloadHash are then the edited call's, and edit
+	// keeps the model's.
+	// +optional
+	Edit *CallEdit `json:"edit,omitempty"`
 	// attempt of the claim that committed the intent.
 	// +optional
 	Attempt int64 `json:"attempt,omitempty"`
@@ -554,6 +576,32 @@ type ToolCall struct {
 	// outcome once confirmed.
 	// +optional
 	Outcome *CallOutcome `json:"outcome,omitempty"`
+}
+
+// CallEdit is the model's version of a call an approver edited.
+type CallEdit struct {
+	// modelArgs are the arguments as the model proposed them (canonical JSON).
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	ModelArgs string `json:"modelArgs,omitempty"`
+	// modelArgsRef points to them when they were sealed into a segment.
+	// +optional
+	ModelArgsRef *ValueRef `json:"modelArgsRef,omitempty"`
+	// modelArgsHash is sha256 of the model's canonical arguments.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	ModelArgsHash string `json:"modelArgsHash"`
+	// modelPayloadHash is the payload hash of the model's call.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	ModelPayloadHash string `json:"modelPayloadHash"`
+	// editor is who edited the call.
+	// +required
+	Editor Actor `json:"editor"`
+	// approvalID is the approval the edit was made in.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	ApprovalID string `json:"approvalID"`
 }
 
 // CallMCP is what an approver is shown of an mcp call's server and tool.
@@ -656,6 +704,23 @@ type Approval struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Reason string `json:"reason,omitempty"`
+	// quorum the approval needs, from the rule that asked; unset: one approval.
+	// +optional
+	Quorum *Quorum `json:"quorum,omitempty"`
+	// votes are the approvals given so far under a quorum, one per distinct
+	// approver.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	Votes []Vote `json:"votes,omitempty"`
+	// edit is the edited call the approval stands for once an approver
+	// edited it: every later vote must be on this version (its payloadHash).
+	// +optional
+	Edit *ApprovalEdit `json:"edit,omitempty"`
+	// scope is Run when the approval also covers later calls of the tool
+	// in this run (status.grants).
+	// +optional
+	Scope DecisionScope `json:"scope,omitempty"`
 	// notified lists the notifications of this approval (ApprovalRequested,
 	// ApprovalExpiring) journaled for every notify sink that wants them:
 	// what is still due is read from here, so a delivered record may leave
@@ -664,6 +729,80 @@ type Approval struct {
 	// +kubebuilder:validation:MaxItems=2
 	// +listType=set
 	Notified []NotifyEvent `json:"notified,omitempty"`
+}
+
+// Vote is one approver's Approve under a quorum.
+type Vote struct {
+	// actor who voted.
+	// +required
+	Actor Actor `json:"actor"`
+	// operationID of the vote's decision.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	OperationID string `json:"operationID"`
+	// at is when the vote was counted (UTC).
+	// +required
+	At metav1.Time `json:"at"`
+	// scope the voter chose (Run: approve for the rest of the run).
+	// +optional
+	Scope DecisionScope `json:"scope,omitempty"`
+}
+
+// ApprovalEdit is the edited version of a call an approval stands for.
+type ApprovalEdit struct {
+	// args are the edited arguments (canonical JSON) while the approval
+	// waits for more votes; once it is decided the call holds them.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	Args string `json:"args,omitempty"`
+	// argsHash is sha256 of the edited canonical arguments.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	ArgsHash string `json:"argsHash"`
+	// payloadHash of the edited call: what the approval now binds.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	PayloadHash string `json:"payloadHash"`
+	// editor is who edited the call.
+	// +required
+	Editor Actor `json:"editor"`
+}
+
+// RunGrant is a run-wide approval (a decision with scope Run): later calls
+// of tool that rule asks about run without asking while the tool's
+// fingerprint and the policy's are the ones recorded here.
+type RunGrant struct {
+	// tool the grant covers.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Tool string `json:"tool"`
+	// rule that asked (empty for the default).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Rule string `json:"rule,omitempty"`
+	// toolFingerprint is the tool's fingerprint (schema and effect) when granted.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	ToolFingerprint string `json:"toolFingerprint"`
+	// policy is the policy's fingerprint when granted.
+	// +required
+	// +kubebuilder:validation:MaxLength=128
+	Policy string `json:"policy"`
+	// decision is the ApprovalDecision that granted it (its name, else its
+	// operationID).
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Decision string `json:"decision"`
+	// approvalID the grant was given in.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	ApprovalID string `json:"approvalID"`
+	// actors who granted it (several under a quorum).
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	Actors []Actor `json:"actors"`
 }
 
 // Receipt is the durable record of an applied decision.
@@ -700,6 +839,13 @@ type Receipt struct {
 	// outcome of a Resolve decision.
 	// +optional
 	Outcome ResolveOutcome `json:"outcome,omitempty"`
+	// argsHash of the edited arguments an Approve carried.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	ArgsHash string `json:"argsHash,omitempty"`
+	// scope of an Approve (Run: approved for the rest of the run).
+	// +optional
+	Scope DecisionScope `json:"scope,omitempty"`
 }
 
 // Ledger counts usage exactly once across pause, resume and recovery.

@@ -18,6 +18,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // DecisionKind is what a decider decided.
@@ -51,7 +52,22 @@ const (
 	DecisionRejected DecisionPhase = "Rejected"
 )
 
+// DecisionScope is what an Approve covers.
+// +kubebuilder:validation:Enum=Call;Run
+type DecisionScope string
+
+const (
+	// ScopeCall approves the one call (the default).
+	ScopeCall DecisionScope = "Call"
+	// ScopeRun also lets later calls of the same tool in the same run, asked
+	// by the same rule, run without asking while the tool's binding and the
+	// policy are unchanged.
+	ScopeRun DecisionScope = "Run"
+)
+
 // ApprovalDecisionSpec is one decision. It is immutable.
+// +kubebuilder:validation:XValidation:rule="self.decision == 'Approve' || !has(self.arguments)",message="arguments (an edited call) are only allowed with decision Approve"
+// +kubebuilder:validation:XValidation:rule="self.decision == 'Approve' || !has(self.scope)",message="scope is only allowed with decision Approve"
 // +kubebuilder:validation:XValidation:rule="self.decision == 'Resolve' || !has(self.outcome)",message="outcome is only allowed with decision Resolve"
 // +kubebuilder:validation:XValidation:rule="self.decision != 'Resolve' || has(self.outcome)",message="decision Resolve needs an outcome"
 // +kubebuilder:validation:XValidation:rule="self.decision != 'Resolve' || has(self.callID)",message="decision Resolve needs a callID"
@@ -103,6 +119,20 @@ type ApprovalDecisionSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Evidence string `json:"evidence,omitempty"`
+
+	// arguments (Approve only) are the call's arguments as the approver
+	// edited them, a JSON object: they are validated against the tool's
+	// schema, the policy is evaluated on them again, and the call runs with
+	// exactly these. The run journals them beside the model's.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Arguments *runtime.RawExtension `json:"arguments,omitempty"`
+
+	// scope (Approve only) is Call (the default: this call) or Run (also
+	// later calls of the same tool in this run that the same rule asks about,
+	// while the tool's binding and the policy are unchanged).
+	// +optional
+	Scope DecisionScope `json:"scope,omitempty"`
 
 	// actor is stamped by the admission webhook from the authenticated user.
 	// +optional
@@ -184,3 +214,11 @@ func DeciderVerb(kind DecisionKind) string {
 
 // Verb returns the RBAC verb on agents/approval the decision needs.
 func (s *ApprovalDecisionSpec) Verb() string { return DeciderVerb(s.Decision) }
+
+// EditedArguments returns spec.arguments as JSON text ("" when unset).
+func (s *ApprovalDecisionSpec) EditedArguments() string {
+	if s.Arguments == nil {
+		return ""
+	}
+	return string(s.Arguments.Raw)
+}

@@ -1,0 +1,118 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package loop
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
+)
+
+// vote counts one Approve under a's quorum and reports whether the quorum
+// is met. A person votes once (by username and UID); every vote is on one
+// version of the call: the first vote that edits it sets that version
+// (a.Edit), and a vote with other arguments is rejected. Separation of
+// duties was checked for this voter in prepare, as for every decision.
+func vote(a *exagentv1.Approval, edit *exagentv1.ApprovalEdit, dec *decision, now time.Time) (bool, error) {
+	actor := dec.cmd.Actor
+	for i := range a.Votes {
+		if v := &a.Votes[i]; sameActor(&v.Actor, &actor) {
+			return false, conflictf("%s already voted on approval %s (operation %s): a quorum counts distinct approvers, "+
+				"so another person must approve", actorString(&actor), a.ID, v.OperationID)
+		}
+	}
+	if len(a.Votes) >= maxQuorum {
+		return false, conflictf("approval %s already holds %d votes", a.ID, len(a.Votes))
+	}
+	switch {
+	case edit == nil:
+	case a.Edit == nil:
+		a.Edit = edit
+	case a.Edit.ArgsHash != edit.ArgsHash:
+		return false, conflictf("the call of approval %s was already edited by %s (payloadHash %s): every vote must be on that version; "+
+			"vote without arguments to approve it, or deny it", a.ID, actorString(&a.Edit.Editor), canonical.Short(a.Edit.PayloadHash))
+	}
+	scope := dec.cmd.Scope
+	if scope == "" {
+		scope = exagentv1.ScopeCall
+	}
+	a.Votes = append(a.Votes, exagentv1.Vote{Actor: actor, OperationID: dec.cmd.OperationID, At: secTime(now), Scope: scope})
+	return quorumMissing(a) == "", nil
+}
+
+func sameActor(a, b *exagentv1.Actor) bool { return a.Username == b.Username && a.UID == b.UID }
+
+// quorumMissing says what a's quorum still needs ("" when it is met), in
+// the words `kubectl approve show` prints: "needs 1 more approval",
+// "needs 1 more from group security".
+func quorumMissing(a *exagentv1.Approval) string {
+	q := a.Quorum
+	if q == nil {
+		return ""
+	}
+	var missing []string
+	if n := int(q.Needed()) - len(a.Votes); n > 0 {
+		missing = append(missing, fmt.Sprintf("%d more %s", n, plural(n, "approval", "approvals")))
+	}
+	for _, g := range q.Groups {
+		if n := int(g.Count) - votesFrom(a, g.Group); n > 0 {
+			missing = append(missing, fmt.Sprintf("%d more from group %s", n, g.Group))
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "needs " + strings.Join(missing, " and ")
+}
+
+// QuorumMissing is quorumMissing for the plugin: what an approval's quorum
+// still needs, "" when it has none or it is met.
+func QuorumMissing(a *exagentv1.Approval) string { return quorumMissing(a) }
+
+func votesFrom(a *exagentv1.Approval, group string) int {
+	n := 0
+	for i := range a.Votes {
+		for _, g := range a.Votes[i].Actor.Groups {
+			if g == group {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// quorumScope is Run only when every vote chose Run: one person cannot
+// make a quorum rule's approval cover the rest of the run.
+func quorumScope(a *exagentv1.Approval) exagentv1.DecisionScope {
+	for i := range a.Votes {
+		if a.Votes[i].Scope != exagentv1.ScopeRun {
+			return exagentv1.ScopeCall
+		}
+	}
+	return exagentv1.ScopeRun
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
