@@ -31,6 +31,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/tools"
 )
 
 // +kubebuilder:rbac:groups=exagent.io,resources=approvaldecisions,verbs=get;list;watch
@@ -93,6 +94,10 @@ type ApprovalDecisionReconciler struct {
 	// MaxTranscriptBytes is --max-transcript-bytes, as the run controller
 	// has it: a decision's engine caps transcripts as the run's does.
 	MaxTranscriptBytes int64
+	// Tools, when set, gives a decision the mcp listings the manager has
+	// (cached, no refresh): an edited call of an mcp tool is checked against
+	// its server's schema, and a run-wide approval binds its fingerprint.
+	Tools *tools.Registry
 	// Runs, when set, is this manager's run controller: a decision that
 	// makes its run ready to resume is committed together with the
 	// resume (resumeDecided). Nil: the decision is committed alone.

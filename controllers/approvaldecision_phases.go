@@ -33,6 +33,7 @@ import (
 	"github.com/exagent-io/exagent/internal/clip"
 	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/tools"
 )
 
 // decisionScope is what one reconcile of a decision knows and decides.
@@ -180,7 +181,7 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 			dsc.run.Spec.AgentRef.Name, dsc.run.Namespace)
 		return nil
 	}
-	env, err := decisionEnv(dsc, envConfig{valueBytes: r.Steps.ValueBytes(), maxTranscriptBytes: r.MaxTranscriptBytes})
+	env, err := decisionEnv(dsc, envConfig{valueBytes: r.Steps.ValueBytes(), maxTranscriptBytes: r.MaxTranscriptBytes}, r.listings(ctx, dsc))
 	if err != nil {
 		dsc.reject("the run's configuration is invalid: %v", err)
 		return nil
@@ -323,6 +324,7 @@ func commandOf(d *exagentv1.ApprovalDecision) loop.DecisionCmd {
 		Name: d.Name, OperationID: d.Spec.OperationID, Decision: d.Spec.Decision,
 		ApprovalID: d.Spec.ApprovalID, CallID: d.Spec.CallID, PayloadHash: d.Spec.PayloadHash,
 		Revision: d.Spec.Revision, Reason: d.Spec.Reason, Outcome: d.Spec.Outcome, Evidence: d.Spec.Evidence,
+		Arguments: d.Spec.EditedArguments(), Scope: d.Spec.Scope,
 	}
 	if d.Spec.Actor != nil {
 		cmd.Actor = *d.Spec.Actor
@@ -366,12 +368,25 @@ func actorName(a *exagentv1.Actor) string {
 // truncate bounds a message to n bytes (internal/clip), marking the cut.
 func truncate(s string, n int) string { return clip.Bytes(s, n, clip.Ellipsis) }
 
+// listings are the mcp listings the manager knows for the run's Agent
+// (no refresh: a decision does no IO), for an Approve that edits a call or
+// approves it for the run; nil for every other decision.
+func (r *ApprovalDecisionReconciler) listings(ctx context.Context, dsc *decisionScope) map[string]*loop.MCPListing {
+	s := &dsc.d.Spec
+	if r.Tools == nil || dsc.agent == nil || !hasMCP(&dsc.agent.Spec) || s.Decision != exagentv1.DecisionApprove ||
+		(s.Arguments == nil && s.Scope != exagentv1.ScopeRun) {
+		return nil
+	}
+	listings, _ := r.Tools.MCPListings(ctx, dsc.run.Namespace, &dsc.agent.Spec, tools.MCPNeed{Cached: true})
+	return listings
+}
+
 // decisionEnv is the engine's view of the run for a decision. A Cancel
 // applies whatever state the Agent is in (missing or invalid): it needs
 // only the run's own spec, so an empty Agent stands in for it.
-func decisionEnv(dsc *decisionScope, c envConfig) (*loop.Env, error) {
+func decisionEnv(dsc *decisionScope, c envConfig, mcp map[string]*loop.MCPListing) (*loop.Env, error) {
 	if dsc.agent != nil {
-		env, err := c.env(dsc.run, dsc.agent, envExtras{})
+		env, err := c.env(dsc.run, dsc.agent, envExtras{mcp: mcp})
 		if err == nil || dsc.d.Spec.Decision != exagentv1.DecisionCancel {
 			return env, err
 		}

@@ -234,6 +234,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		MaxConcurrentReconciles: o.MaxConcurrentDecisions,
 		Name:                    "approvaldecision" + o.NameSuffix,
 		MaxTranscriptBytes:      o.MaxTranscriptBytes,
+		Tools:                   runs.Tools,
 		Runs:                    runs,
 	}
 	if err := decisions.SetupWithManager(mgr); err != nil {

@@ -264,3 +264,53 @@ func approvers(a *exagentv1.Approval) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// CheckApprove is what admission checks of an Approve beyond its target,
+// with the engine's own rules: the voter has not voted on it already, the
+// edited arguments (schema, policy, editable; every vote on one version)
+// and scope Run (sticky). The approval must exist; a check that needs what
+// only the manager has — an mcp tool's listing — is left to the
+// controller, which runs every check again inside its compare-and-swap.
+func CheckApprove(s Status, env *Env, d DecisionCmd) error {
+	i := findApproval(&s, d.ApprovalID)
+	if i < 0 {
+		return nil
+	}
+	st := clone(s)
+	a := &st.Approvals[i]
+	c := findCall(&st, a.CallID)
+	if c < 0 {
+		return nil
+	}
+	call := &st.Calls[c]
+	if a.Quorum != nil {
+		for k := range a.Votes {
+			if sameActor(&a.Votes[k].Actor, &d.Actor) {
+				return conflictf("%s already voted on approval %s (operation %s): a quorum counts distinct approvers, "+
+					"so another person must approve", actorString(&d.Actor), a.ID, a.Votes[k].OperationID)
+			}
+		}
+	}
+	if env.tool(call.Tool) == nil {
+		return nil // an mcp tool without a listing here: the controller checks
+	}
+	if d.Scope == exagentv1.ScopeRun {
+		if err := env.checkSticky(&st, a, call); err != nil {
+			return err
+		}
+	}
+	edit, err := env.editOf(a, call, d)
+	if err != nil || edit == nil || a.Quorum == nil || a.Edit == nil {
+		return err
+	}
+	if a.Edit.ArgsHash != edit.ArgsHash {
+		return conflictf("the call of approval %s was already edited by %s (payloadHash %s): every vote must be on that version; "+
+			"vote without arguments to approve it, or deny it", a.ID, actorString(&a.Edit.Editor), canonical.Short(a.Edit.PayloadHash))
+	}
+	return nil
+}
+
+// ApprovedHash is the payload hash a decision on a must carry now: the
+// edited call's once an approver edited it under a quorum, else the
+// model's (approvals[].payloadHash).
+func ApprovedHash(a *exagentv1.Approval) string { return approvedHash(a) }

@@ -18,10 +18,12 @@ package webhook
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
 )
 
 // ValidateDecisionTarget checks that what d decides on is decidable in run
@@ -42,14 +44,8 @@ import (
 func ValidateDecisionTarget(d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun) field.ErrorList {
 	spec := field.NewPath("spec")
 	s := &d.Spec
-	opID := s.OperationID
-	if opID == "" {
-		opID = d.Name
-	}
-	for _, r := range run.Status.Receipts {
-		if r.OperationID == opID {
-			return nil
-		}
+	if replayed(d, run) {
+		return nil
 	}
 	phase := run.Status.Phase
 	recordOnly := s.Decision == exagentv1.DecisionResolve && phase == exagentv1.PhaseCancelled
@@ -95,9 +91,74 @@ func ValidateDecisionTarget(d *exagentv1.ApprovalDecision, run *exagentv1.AgentR
 		errs = append(errs, field.Invalid(spec.Child("revision"), s.Revision,
 			fmt.Sprintf("the approval is at revision %d: the run changed since you looked", a.Revision)))
 	}
-	if s.PayloadHash != "" && s.PayloadHash != a.PayloadHash {
+	current := loop.ApprovedHash(a)
+	switch {
+	case s.PayloadHash == "" || s.PayloadHash == current:
+	case a.Edit != nil && s.PayloadHash == a.PayloadHash && s.Decision != exagentv1.DecisionApprove:
+		// Refusing either version of an edited call is always safe.
+	case a.Edit != nil && s.PayloadHash == a.PayloadHash:
 		errs = append(errs, field.Invalid(spec.Child("payloadHash"), s.PayloadHash,
-			fmt.Sprintf("the pending call's payload hash is %s: the call changed since you looked", a.PayloadHash)))
+			fmt.Sprintf("the call was edited by %s: the edited call's payload hash is %s, and a vote on the model's version does not count; "+
+				"look at the edited call (kubectl approve show) and vote again", a.Edit.Editor.Username, current)))
+	default:
+		errs = append(errs, field.Invalid(spec.Child("payloadHash"), s.PayloadHash,
+			fmt.Sprintf("the pending call's payload hash is %s: the call changed since you looked", current)))
 	}
 	return errs
+}
+
+// ValidateDecisionEdit checks, for an Approve, what the engine checks
+// beyond the target (loop.CheckApprove): a second vote by the same person
+// under a quorum; edited arguments against the tool's schema and the
+// policy (an edit the policy denies, or a rule that forbids edits, is
+// refused with the reason); scope Run against the rule's sticky. Nothing
+// is checked when the Agent cannot be read or its configuration is
+// invalid: authorization has already refused a decision on such a run, or
+// the controller will reject it with the reason.
+func ValidateDecisionEdit(d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun, agent *exagentv1.Agent) field.ErrorList {
+	s := &d.Spec
+	if s.Decision != exagentv1.DecisionApprove || agent == nil || replayed(d, run) {
+		return nil
+	}
+	env, err := loop.NewEnv(loop.EnvInput{RunUID: string(run.UID), RunName: run.Name, Run: &run.Spec,
+		Agent: &agent.Spec, AgentGeneration: agent.Generation})
+	if err != nil {
+		return nil
+	}
+	cmd := loop.DecisionCmd{Name: d.Name, OperationID: s.OperationID, Decision: s.Decision, ApprovalID: s.ApprovalID,
+		PayloadHash: s.PayloadHash, Revision: s.Revision, Arguments: s.EditedArguments(), Scope: s.Scope}
+	if s.Actor != nil {
+		cmd.Actor = *s.Actor
+	}
+	err = loop.CheckApprove(run.Status, env, cmd)
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if e, ok := loop.AsError(err); ok {
+		msg = e.Message
+	}
+	path := field.NewPath("spec", "approvalID")
+	switch {
+	case s.Arguments != nil && !strings.Contains(msg, "already voted") && !strings.Contains(msg, "sticky"):
+		path = field.NewPath("spec", "arguments")
+	case s.Scope == exagentv1.ScopeRun && !strings.Contains(msg, "already voted"):
+		path = field.NewPath("spec", "scope")
+	}
+	return field.ErrorList{field.Invalid(path, "", msg)}
+}
+
+// replayed reports whether d's operation already has a receipt in the run:
+// a replay, which the controller answers with that receipt or a conflict.
+func replayed(d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun) bool {
+	opID := d.Spec.OperationID
+	if opID == "" {
+		opID = d.Name
+	}
+	for _, r := range run.Status.Receipts {
+		if r.OperationID == opID {
+			return true
+		}
+	}
+	return false
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package webhook
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -93,6 +94,22 @@ func ValidateApprovalDecision(newObj, old *exagentv1.ApprovalDecision) field.Err
 			errs = append(errs, field.Forbidden(spec.Child("evidence"), "only with decision Resolve"))
 		}
 	}
+	if s.Decision != exagentv1.DecisionApprove {
+		if s.Arguments != nil {
+			errs = append(errs, field.Forbidden(spec.Child("arguments"), "only with decision Approve: an edited call is approved, never denied"))
+		}
+		if s.Scope != "" {
+			errs = append(errs, field.Forbidden(spec.Child("scope"), "only with decision Approve"))
+		}
+	}
+	switch s.Scope {
+	case "", exagentv1.ScopeCall, exagentv1.ScopeRun:
+	default:
+		errs = append(errs, field.NotSupported(spec.Child("scope"), s.Scope, []string{string(exagentv1.ScopeCall), string(exagentv1.ScopeRun)}))
+	}
+	if s.Arguments != nil {
+		errs = append(errs, validateEditedArguments(spec.Child("arguments"), s.Arguments.Raw)...)
+	}
 	if s.Revision < 0 {
 		errs = append(errs, field.Invalid(spec.Child("revision"), s.Revision, "must not be negative"))
 	}
@@ -109,6 +126,20 @@ func ValidateApprovalDecision(newObj, old *exagentv1.ApprovalDecision) field.Err
 		errs = append(errs, field.TooLong(spec.Child("evidence"), "", maxTextLength))
 	}
 	return append(errs, validateActor(spec.Child("actor"), s.Actor)...)
+}
+
+// validateEditedArguments checks the shape of an edited call's arguments:
+// a JSON object no larger than a call's arguments may be. Whether the tool
+// takes them is checked against the run (ValidateDecisionEdit).
+func validateEditedArguments(path *field.Path, raw []byte) field.ErrorList {
+	if len(raw) > exagentv1.MaxValueBytes {
+		return field.ErrorList{field.TooLong(path, "", exagentv1.MaxValueBytes)}
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return field.ErrorList{field.Invalid(path, "", "must be a JSON object: the call's arguments as they should run")}
+	}
+	return nil
 }
 
 func validateID(path *field.Path, id string) field.ErrorList {
