@@ -310,7 +310,3 @@ func CheckApprove(s Status, env *Env, d DecisionCmd) error {
 	return nil
 }
 
-// ApprovedHash is the payload hash a decision on a must carry now: the
-// edited call's once an approver edited it under a quorum, else the
-// model's (approvals[].payloadHash).
-func ApprovedHash(a *exagentv1.Approval) string { return approvedHash(a) }

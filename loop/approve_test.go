@@ -184,7 +184,7 @@ func TestQuorum(t *testing.T) {
 	if one.Phase != exagentv1.PhaseAwaitingApproval || a.State != exagentv1.ApprovalPending || len(a.Votes) != 1 {
 		t.Fatalf("after one vote: phase %s approval %s votes %d, want still pending", one.Phase, a.State, len(a.Votes))
 	}
-	if got := QuorumMissing(&a); got != "needs 1 more approval and 1 more from group security" {
+	if got := a.QuorumMissing(); got != "needs 1 more approval and 1 more from group security" {
 		t.Errorf("missing = %q", got)
 	}
 	if len(one.Receipts) != 1 || one.Receipts[0].Actor.Username != "alice" {
@@ -202,7 +202,7 @@ func TestQuorum(t *testing.T) {
 	if err != nil || two.Approvals[0].State != exagentv1.ApprovalPending {
 		t.Fatalf("bob's vote: %v, approval %s", err, two.Approvals[0].State)
 	}
-	if got := QuorumMissing(&two.Approvals[0]); got != "needs 1 more from group security" {
+	if got := two.Approvals[0].QuorumMissing(); got != "needs 1 more from group security" {
 		t.Errorf("missing after two votes = %q", got)
 	}
 	done, _, err := Approve(two, env, vote(two, "op-c", member("carol", "security")), t0)

@@ -293,13 +293,8 @@ func checkVersion(a *exagentv1.Approval, d DecisionCmd) error {
 }
 
 // approvedHash is the payload hash of the version of the call a stands
-// for: the edited one once an approver edited it, else the model's.
-func approvedHash(a *exagentv1.Approval) string {
-	if a.Edit != nil {
-		return a.Edit.PayloadHash
-	}
-	return a.PayloadHash
-}
+// for (exagentv1.Approval.CurrentPayloadHash).
+func approvedHash(a *exagentv1.Approval) string { return a.CurrentPayloadHash() }
 
 func scopeName(s exagentv1.DecisionScope) string {
 	if s == "" {

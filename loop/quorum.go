@@ -17,8 +17,6 @@ limitations under the License.
 package loop
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -59,45 +57,8 @@ func vote(a *exagentv1.Approval, edit *exagentv1.ApprovalEdit, dec *decision, no
 
 func sameActor(a, b *exagentv1.Actor) bool { return a.Username == b.Username && a.UID == b.UID }
 
-// quorumMissing says what a's quorum still needs ("" when it is met), in
-// the words `kubectl approve show` prints: "needs 1 more approval",
-// "needs 1 more from group security".
-func quorumMissing(a *exagentv1.Approval) string {
-	q := a.Quorum
-	if q == nil {
-		return ""
-	}
-	var missing []string
-	if n := int(q.Needed()) - len(a.Votes); n > 0 {
-		missing = append(missing, fmt.Sprintf("%d more %s", n, plural(n, "approval", "approvals")))
-	}
-	for _, g := range q.Groups {
-		if n := int(g.Count) - votesFrom(a, g.Group); n > 0 {
-			missing = append(missing, fmt.Sprintf("%d more from group %s", n, g.Group))
-		}
-	}
-	if len(missing) == 0 {
-		return ""
-	}
-	return "needs " + strings.Join(missing, " and ")
-}
-
-// QuorumMissing is quorumMissing for the plugin: what an approval's quorum
-// still needs, "" when it has none or it is met.
-func QuorumMissing(a *exagentv1.Approval) string { return quorumMissing(a) }
-
-func votesFrom(a *exagentv1.Approval, group string) int {
-	n := 0
-	for i := range a.Votes {
-		for _, g := range a.Votes[i].Actor.Groups {
-			if g == group {
-				n++
-				break
-			}
-		}
-	}
-	return n
-}
+// quorumMissing says what a's quorum still needs ("" when it is met).
+func quorumMissing(a *exagentv1.Approval) string { return a.QuorumMissing() }
 
 // quorumScope is Run only when every vote chose Run: one person cannot
 // make a quorum rule's approval cover the rest of the run.
@@ -110,9 +71,3 @@ func quorumScope(a *exagentv1.Approval) exagentv1.DecisionScope {
 	return exagentv1.ScopeRun
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}

@@ -91,7 +91,7 @@ func ValidateDecisionTarget(d *exagentv1.ApprovalDecision, run *exagentv1.AgentR
 		errs = append(errs, field.Invalid(spec.Child("revision"), s.Revision,
 			fmt.Sprintf("the approval is at revision %d: the run changed since you looked", a.Revision)))
 	}
-	current := loop.ApprovedHash(a)
+	current := a.CurrentPayloadHash()
 	switch {
 	case s.PayloadHash == "" || s.PayloadHash == current:
 	case a.Edit != nil && s.PayloadHash == a.PayloadHash && s.Decision != exagentv1.DecisionApprove:

@@ -16,6 +16,12 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
 // Small read-only accessors over a run's journal, shared by the admission
 // webhook and the kubectl plugin. The engine (loop/) keeps its own
 // index-based helpers because it mutates entries in place.
@@ -60,4 +66,52 @@ func (s *AgentRunStatus) UncertainCalls() []ToolCall {
 		}
 	}
 	return out
+}
+
+// CurrentPayloadHash is the payload hash a decision on the approval must
+// carry now: the edited call's once an approver edited it (edit), else the
+// model's (payloadHash).
+func (a *Approval) CurrentPayloadHash() string {
+	if a.Edit != nil {
+		return a.Edit.PayloadHash
+	}
+	return a.PayloadHash
+}
+
+// QuorumMissing says what the approval's quorum still needs, in the words
+// `kubectl approve show` prints ("needs 1 more approval", "needs 1 more
+// from group security"); "" when it has no quorum or the votes meet it.
+// One person counts once in the total and in every group they belong to.
+func (a *Approval) QuorumMissing() string {
+	q := a.Quorum
+	if q == nil {
+		return ""
+	}
+	var missing []string
+	if n := int(q.Needed()) - len(a.Votes); n > 0 {
+		word := "approvals"
+		if n == 1 {
+			word = "approval"
+		}
+		missing = append(missing, fmt.Sprintf("%d more %s", n, word))
+	}
+	for _, g := range q.Groups {
+		if n := int(g.Count) - a.votesFrom(g.Group); n > 0 {
+			missing = append(missing, fmt.Sprintf("%d more from group %s", n, g.Group))
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "needs " + strings.Join(missing, " and ")
+}
+
+func (a *Approval) votesFrom(group string) int {
+	n := 0
+	for i := range a.Votes {
+		if slices.Contains(a.Votes[i].Actor.Groups, group) {
+			n++
+		}
+	}
+	return n
 }
