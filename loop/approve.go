@@ -309,4 +309,3 @@ func CheckApprove(s Status, env *Env, d DecisionCmd) error {
 	}
 	return nil
 }
-

@@ -70,4 +70,3 @@ func quorumScope(a *exagentv1.Approval) exagentv1.DecisionScope {
 	}
 	return exagentv1.ScopeRun
 }
-
