@@ -53,6 +53,7 @@ type decideOptions struct {
 	Timeout    time.Duration
 	DryRunArg  string
 	OutcomeArg string
+	ArgsFile   string
 
 	dryRun  dryRun
 	printer printers.ResourcePrinter // nil: the human summary
@@ -78,6 +79,15 @@ func (o *decideOptions) AddFlags(cmd *cobra.Command) {
 	switch o.Request.Kind {
 	case exagentv1.DecisionApprove, exagentv1.DecisionDeny:
 		fs.BoolVar(&o.Request.All, "all", false, "Decide every pending approval of the run (one ApprovalDecision each).")
+	}
+	if o.Request.Kind == exagentv1.DecisionApprove {
+		fs.StringArrayVar(&o.Request.Sets, "set", nil, "Edit the call before approving it: key=value (key may be a.b.c; value is JSON when it parses, "+
+			"else a string). Repeatable. The call runs with exactly the edited arguments.")
+		fs.StringVar(&o.ArgsFile, "args-file", "", "Edit the call before approving it: the whole edited arguments, a JSON or YAML object (- for stdin).")
+		fs.BoolVar(&o.Request.ForRun, "for-run", false, "Also approve later calls of the same tool in this run that the same rule asks about, "+
+			"while the tool and the policy are unchanged (decision scope Run).")
+	}
+	switch o.Request.Kind {
 	case exagentv1.DecisionResolve:
 		fs.StringVar(&o.Request.CallID, "call", "", "ID of the Uncertain tool call to resolve (optional when the run has only one).")
 		fs.StringVar(&o.OutcomeArg, "outcome", "", "What really happened: Succeeded, Failed, or Retry (re-send with the same idempotency key).")
@@ -106,6 +116,11 @@ func (o *decideOptions) Complete(f *factory, cmd *cobra.Command, args []string) 
 	}
 	if o.OutcomeArg != "" {
 		o.Request.Outcome = exagentv1.ResolveOutcome(o.OutcomeArg)
+	}
+	if o.ArgsFile != "" {
+		if o.Request.ArgsFile, err = readArgsFile(o.ArgsFile, o.In); err != nil {
+			return err
+		}
 	}
 	if o.PrintFlags.OutputFormat != nil && *o.PrintFlags.OutputFormat != "" {
 		if o.dryRun != dryRunNone {
@@ -156,6 +171,16 @@ func (o *decideOptions) Run(ctx context.Context) error {
 	if k := o.Request.Kind; (k == exagentv1.DecisionApprove || k == exagentv1.DecisionDeny) && o.Request.ApprovalID == "" {
 		// Named after a run whose tree holds the approval (tree.go).
 		if run, err = delegatedTarget(ctx, o.client, run); err != nil {
+			return err
+		}
+	}
+	if o.Request.edits() && sealed(run) {
+		// The call to edit may have its arguments in a segment.
+		segs, err := newSegmentReader(o.client).named(ctx, run, refNames(run, nil))
+		if err != nil {
+			return readError(run, "read", err)
+		}
+		if run, err = withValues(run, segs); err != nil {
 			return err
 		}
 	}

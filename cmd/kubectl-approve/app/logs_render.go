@@ -121,6 +121,11 @@ func callEntries(run *exagentv1.AgentRun, j *journal, id string, add func(key, f
 	if c == nil {
 		return
 	}
+	if c.State != exagentv1.CallProposed && c.State != exagentv1.CallPending {
+		if by := callProvenance(c, j.approvals, run.Status.Grants); by != "" {
+			add("call/"+id+"/by", "call %s: %s", id, by)
+		}
+	}
 	switch c.State {
 	case exagentv1.CallStarted:
 		add("call/"+id+"/Started", "call %s started (attempt %d)", id, c.Attempt)

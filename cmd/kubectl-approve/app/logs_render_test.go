@@ -66,6 +66,7 @@ func TestLogEntriesInOrder(t *testing.T) {
 		exagentv1.Message{Role: exagentv1.RoleAssistant, Content: "refunded\n5"})
 	want = append(want,
 		"decision: approval a1 Approved by alice: ok",
+		"call c1: asked by rule ask: approved by alice",
 		`call c1 Succeeded: {"ok":true}`,
 		`[tool c1] {"ok":true}`,
 		"[assistant] refunded⏎5",

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
@@ -36,7 +37,16 @@ type decisionRequest struct {
 	Outcome    exagentv1.ResolveOutcome
 	Evidence   string
 	Reason     string
+	// Sets (--set key=value) and ArgsFile (--args-file, its content) edit
+	// the call before it is approved; ForRun (--for-run) approves the tool
+	// for the rest of the run (scope Run).
+	Sets     []string
+	ArgsFile []byte
+	ForRun   bool
 }
+
+// edits reports whether the request edits the call.
+func (r decisionRequest) edits() bool { return len(r.Sets) > 0 || r.ArgsFile != nil }
 
 // planDecisions builds the ApprovalDecisions req means for run, binding each
 // to the payload hash and revision the plugin read — so that a request that
@@ -63,12 +73,25 @@ func planDecisions(run *exagentv1.AgentRun, req decisionRequest, now time.Time) 
 		if err != nil {
 			return nil, err
 		}
+		if req.edits() && len(approvals) != 1 {
+			return nil, fmt.Errorf("--set and --args-file edit one call: name the approval (run %q has %d pending)", run.Name, len(approvals))
+		}
 		out := make([]*exagentv1.ApprovalDecision, 0, len(approvals))
 		for _, a := range approvals {
 			d := newDecision(run, req)
 			d.Spec.ApprovalID = a.ID
-			d.Spec.PayloadHash = a.PayloadHash
+			d.Spec.PayloadHash = a.CurrentPayloadHash()
 			d.Spec.Revision = a.Revision
+			if req.Kind == exagentv1.DecisionApprove && req.ForRun {
+				d.Spec.Scope = exagentv1.ScopeRun
+			}
+			if req.Kind == exagentv1.DecisionApprove && req.edits() {
+				args, err := editedArguments(run, &a, req)
+				if err != nil {
+					return nil, err
+				}
+				d.Spec.Arguments = &runtime.RawExtension{Raw: args}
+			}
 			out = append(out, d)
 		}
 		return out, nil

@@ -39,6 +39,14 @@ type pendingApproval struct {
 	PayloadHash string          `json:"payloadHash"`
 	Revision    int64           `json:"revision"`
 	Rule        string          `json:"rule,omitempty"`
+	// EditedBy names who edited the call under a quorum (Args are then the
+	// edited arguments every vote is on).
+	EditedBy string `json:"editedBy,omitempty"`
+	// Votes and Needs describe a quorum: the votes so far and what is
+	// still missing ("needs 1 more from group security").
+	Votes  []string `json:"votes,omitempty"`
+	Needs  string   `json:"needs,omitempty"`
+	Quorum string   `json:"quorum,omitempty"`
 	// Root and Path place a child run's approval in its tree (tree.go).
 	Root        string     `json:"root,omitempty"`
 	Path        string     `json:"path,omitempty"`
@@ -87,7 +95,7 @@ func newPendingApproval(run *exagentv1.AgentRun, a exagentv1.Approval) pendingAp
 		Agent:       run.Spec.AgentRef.Name,
 		Approval:    a.ID,
 		CallID:      a.CallID,
-		PayloadHash: a.PayloadHash,
+		PayloadHash: a.CurrentPayloadHash(),
 		Revision:    a.Revision,
 		Rule:        a.Rule,
 		RequestedAt: a.RequestedAt.UTC(),
@@ -100,6 +108,15 @@ func newPendingApproval(run *exagentv1.AgentRun, a exagentv1.Approval) pendingAp
 		p.Tool = call.Tool
 		if call.Args != "" && json.Valid([]byte(call.Args)) {
 			p.Args = json.RawMessage(call.Args)
+		}
+	}
+	if ed := a.Edit; ed != nil && ed.Args != "" && json.Valid([]byte(ed.Args)) {
+		p.Args, p.EditedBy = json.RawMessage(ed.Args), ed.Editor.Username
+	}
+	if a.Quorum != nil {
+		p.Quorum, p.Needs = quorumLine(a.Quorum), a.QuorumMissing()
+		for _, v := range a.Votes {
+			p.Votes = append(p.Votes, v.Actor.Username)
 		}
 	}
 	return p

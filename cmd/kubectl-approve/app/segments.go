@@ -185,6 +185,9 @@ func refNames(run *exagentv1.AgentRun, msgs []exagentv1.Message) []string {
 	for i := range run.Status.Calls {
 		c := &run.Status.Calls[i]
 		add(c.ArgsRef)
+		if c.Edit != nil {
+			add(c.Edit.ModelArgsRef)
+		}
 		if c.Outcome != nil {
 			add(c.Outcome.ResultRef)
 		}
@@ -207,6 +210,13 @@ func withValues(run *exagentv1.AgentRun, segs []segment.Segment) (*exagentv1.Age
 				return nil, chainError(run, fmt.Errorf("the arguments of call %s: %w", c.ID, err))
 			}
 			c.Args = v
+		}
+		if ed := c.Edit; ed != nil && ed.ModelArgsRef != nil && ed.ModelArgs == "" {
+			v, err := values.Resolve(ed.ModelArgsRef)
+			if err != nil {
+				return nil, chainError(run, fmt.Errorf("the model's arguments of call %s: %w", c.ID, err))
+			}
+			ed.ModelArgs = v
 		}
 		if o := c.Outcome; o != nil && o.ResultRef != nil && o.Result == "" {
 			v, err := values.Resolve(o.ResultRef)

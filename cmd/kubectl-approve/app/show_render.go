@@ -90,8 +90,21 @@ func renderShow(w io.Writer, v showView) error {
 		call := run.Status.Call(a.CallID)
 		if call != nil {
 			field("  Tool", "%s (call %s, step %d)", call.Tool, call.ID, call.Step)
-			p("  Arguments:")
-			_, _ = fmt.Fprintln(w, prettyJSON(call.Args, "    "))
+			switch {
+			case a.Edit != nil && a.Edit.Args != "":
+				p("  Arguments (edited by %s; every vote is on this version):", a.Edit.Editor.Username)
+				_, _ = fmt.Fprintln(w, prettyJSON(a.Edit.Args, "    "))
+				p("  The model's arguments:")
+				_, _ = fmt.Fprintln(w, prettyJSON(call.Args, "    "))
+			case call.Edit != nil:
+				p("  Arguments (edited by %s; the call runs with these):", call.Edit.Editor.Username)
+				_, _ = fmt.Fprintln(w, prettyJSON(call.Args, "    "))
+				p("  The model's arguments:")
+				_, _ = fmt.Fprintln(w, prettyJSON(orNone(call.Edit.ModelArgs), "    "))
+			default:
+				p("  Arguments:")
+				_, _ = fmt.Fprintln(w, prettyJSON(call.Args, "    "))
+			}
 			if m := call.MCP; m != nil {
 				field("  MCP server", "%s (tool %s)", m.Server, m.Tool)
 				title := ""
@@ -104,9 +117,16 @@ func renderShow(w io.Writer, v showView) error {
 		} else {
 			field("  Tool", "<unknown> (call %s not in the journal)", a.CallID)
 		}
-		field("  Payload hash", "%s", a.PayloadHash)
+		field("  Payload hash", "%s", a.CurrentPayloadHash())
 		field("  Revision", "%d", a.Revision)
 		field("  Policy rule", "%s", ruleName(a.Rule))
+		if q := a.Quorum; q != nil {
+			field("  Quorum", "%s", quorumLine(q))
+			field("  Votes", "%s", votesLine(&a))
+			if m := a.QuorumMissing(); m != "" && a.State == exagentv1.ApprovalPending {
+				field("  Still", "%s", m)
+			}
+		}
 		field("  Requested", "%s (%s ago)", a.RequestedAt.UTC().Format(time.RFC3339), age(a.RequestedAt.Time, v.Now))
 		if a.ExpiresAt == nil {
 			field("  Expires", "never")
@@ -115,9 +135,33 @@ func renderShow(w io.Writer, v showView) error {
 		}
 		if a.State == exagentv1.ApprovalPending {
 			field("  Decide", "kubectl approve %s %s   |   kubectl approve deny %s %s", run.Name, a.ID, run.Name, a.ID)
+			field("  Or", "edit it (kubectl approve %s %s --set key=value), or approve the tool for the run (--for-run)", run.Name, a.ID)
 		} else if a.Actor != nil {
-			field("  Decided", "%s by %s%s", orNone(a.Decision), a.Actor.Username, reasonSuffix(a.Reason))
+			field("  Decided", "%s by %s%s", orNone(a.Decision), approvalDeciders(&a), reasonSuffix(a.Reason))
 		}
+	}
+
+	// The current step's calls, with what decided each (older steps' are
+	// in logs, which reads the sealed journal too).
+	var decided []string
+	for i := range run.Status.Calls {
+		c := &run.Status.Calls[i]
+		if c.Step != run.Status.Cursor.Step {
+			continue
+		}
+		if by := callProvenance(c, run.Status.Approvals, run.Status.Grants); by != "" {
+			decided = append(decided, fmt.Sprintf("%-*s %s %s: %s", labelWidth, "  "+c.ID+":", c.Tool, c.State, by))
+		}
+	}
+	if len(decided) > 0 {
+		p("")
+		p("Calls of step %d (what the policy and people decided; kubectl approve logs %s shows every step's):", run.Status.Cursor.Step, run.Name)
+		for _, line := range decided {
+			p("%s", line)
+		}
+	}
+	for _, g := range run.Status.Grants {
+		field("Approved for run", "tool %s (rule %s) by %s, decision %s", g.Tool, orNone(g.Rule), actorNames(g.Actors), g.Decision)
 	}
 
 	if unc := run.Status.UncertainCalls(); len(unc) > 0 {

@@ -74,6 +74,10 @@ Approval call-0-0 (Pending):
   Requested:      2026-03-01T11:58:00Z (2m ago)
   Expires:        2026-03-02T12:00:00Z (in 24h)
   Decide:         kubectl approve scale-web call-0-0   |   kubectl approve deny scale-web call-0-0
+  Or:             edit it (kubectl approve scale-web call-0-0 --set key=value), or approve the tool for the run (--for-run)
+
+Calls of step 0 (what the policy and people decided; kubectl approve logs scale-web shows every step's):
+  call-0-0:       scale Pending: asked by rule ask-before-scaling: waiting for a decision
 
 Who may decide:
   RBAC:           verb "approve" on agents/approval "ops" in namespace "demo" (ClusterRole exagent-approver; resolve: exagent-resolver)
@@ -108,6 +112,10 @@ Approval call-0-0 (Pending):
   Requested:      2026-03-01T11:58:00Z (2m ago)
   Expires:        2026-03-02T12:00:00Z (in 24h)
   Decide:         kubectl approve scale-web call-0-0   |   kubectl approve deny scale-web call-0-0
+  Or:             edit it (kubectl approve scale-web call-0-0 --set key=value), or approve the tool for the run (--for-run)
+
+Calls of step 0 (what the policy and people decided; kubectl approve logs scale-web shows every step's):
+  call-0-0:       scale Pending: asked by rule ask-before-scaling: waiting for a decision
 
 Who may decide:
   RBAC:           verb "approve" on agents/approval "ops" in namespace "demo" (ClusterRole exagent-approver; resolve: exagent-resolver)

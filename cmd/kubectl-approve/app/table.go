@@ -43,8 +43,15 @@ func printApprovalTable(w io.Writer, rows []pendingApproval, now time.Time, wide
 // rows alone (`list -w`, after the first ones).
 func writeApprovalTable(w io.Writer, rows []pendingApproval, now time.Time, wide, header bool) error {
 	tw := printers.GetNewTabWriter(w)
+	votes := false // a VOTES column only when some approval needs a quorum
+	for _, r := range rows {
+		votes = votes || r.Quorum != ""
+	}
 	if header {
 		cols := []string{"NAMESPACE", "RUN", "APPROVAL", "TOOL", "ARGS", "REQUESTED", "EXPIRES"}
+		if votes {
+			cols = append(cols, "VOTES")
+		}
 		if wide {
 			cols = append(cols, "AGENT", "CALL", "RULE", "REVISION", "PAYLOAD")
 		}
@@ -66,6 +73,9 @@ func writeApprovalTable(w io.Writer, rows []pendingApproval, now time.Time, wide
 			truncate(compactJSON(r.Args), width),
 			age(r.RequestedAt, now),
 			expires(r.ExpiresAt, now),
+		}
+		if votes {
+			cols = append(cols, voteCell(r))
 		}
 		if wide {
 			cols = append(cols, r.Agent, r.CallID, orNone(r.Rule),
@@ -146,6 +156,21 @@ func shortHash(h string) string {
 func orNone(s string) string {
 	if s == "" {
 		return "<none>"
+	}
+	return s
+}
+
+// voteCell is the VOTES column: "1 (alice); needs 1 more from group security".
+func voteCell(r pendingApproval) string {
+	if r.Quorum == "" {
+		return "-"
+	}
+	s := fmt.Sprint(len(r.Votes))
+	if len(r.Votes) > 0 {
+		s += " (" + strings.Join(r.Votes, ", ") + ")"
+	}
+	if r.Needs != "" {
+		s += "; " + r.Needs
 	}
 	return s
 }
