@@ -233,7 +233,7 @@ func (o *decideOptions) Run(ctx context.Context) error {
 			failures = append(failures, rejected)
 			continue
 		}
-		if err := o.print(decided, appliedLine(decided)); err != nil {
+		if err := o.print(decided, o.appliedLine(ctx, decided)); err != nil {
 			return err
 		}
 	}
@@ -290,6 +290,30 @@ func (o *decideOptions) createdLine(d *exagentv1.ApprovalDecision) string {
 		line += " (server dry run)"
 	}
 	return line
+}
+
+// appliedLine is appliedLine, saying for an Approve under a quorum that
+// the vote was counted and what the approval still needs: the run, read
+// again, still waits for it.
+func (o *decideOptions) appliedLine(ctx context.Context, d *exagentv1.ApprovalDecision) string {
+	line := appliedLine(d)
+	if d.Spec.Decision != exagentv1.DecisionApprove {
+		return line
+	}
+	run, err := getRun(ctx, o.client, d.Namespace, d.Spec.RunRef.Name)
+	if err != nil {
+		return line
+	}
+	a := run.Status.Approval(d.Spec.ApprovalID)
+	if a == nil || a.Quorum == nil || a.State != exagentv1.ApprovalPending {
+		return line
+	}
+	who := "your"
+	if d.Spec.Actor != nil {
+		who = d.Spec.Actor.Username + "'s"
+	}
+	return fmt.Sprintf("run %s/%s: %s vote on approval %s counted (%d of the quorum's %s); %s (approvaldecision.exagent.io/%s)",
+		d.Namespace, d.Spec.RunRef.Name, who, a.ID, len(a.Votes), quorumLine(a.Quorum), a.QuorumMissing(), d.Name)
 }
 
 // appliedLine is the human summary of an applied decision.
