@@ -18,6 +18,7 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -105,6 +106,7 @@ type effectServer struct {
 	*httptest.Server
 	mu      sync.Mutex
 	keys    []string
+	bodies  []string
 	hang    bool
 	release chan struct{} // closed at cleanup: hanging handlers return
 }
@@ -112,8 +114,10 @@ type effectServer struct {
 func newEffectServer(t *testing.T, hang bool) *effectServer {
 	e := &effectServer{hang: hang, release: make(chan struct{})}
 	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<16))
 		e.mu.Lock()
 		e.keys = append(e.keys, r.Header.Get("Idempotency-Key"))
+		e.bodies = append(e.bodies, string(body))
 		e.mu.Unlock()
 		if e.hang {
 			select { // until the client gives up, or the test ends
@@ -130,6 +134,13 @@ func newEffectServer(t *testing.T, hang bool) *effectServer {
 	// waits for them.
 	t.Cleanup(func() { close(e.release) })
 	return e
+}
+
+// received are the request bodies, in order.
+func (e *effectServer) received() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.bodies...)
 }
 
 func (e *effectServer) requests() []string {

@@ -37,8 +37,10 @@ import (
 
 // users of the dev cluster: alice approves (exagent-approver), bob may
 // create decisions but approve only another agent's runs, carol resolves
-// (exagent-resolver), dave only views where a test binds him.
-var users = []string{"alice", "bob", "carol:resolvers", "dave"}
+// (exagent-resolver), dave only views where a test binds him; erin and
+// grace (group security) and frank (group sre) vote where a quorum test
+// binds their groups.
+var users = []string{"alice", "bob", "carol:resolvers", "dave", "erin:security", "frank:sre", "grace:security"}
 
 // s is the suite's shared environment, set up by TestMain.
 var s *suite
