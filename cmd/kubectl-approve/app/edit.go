@@ -127,7 +127,7 @@ const maxArgsFile = 4 * exagentv1.MaxValueBytes
 
 // readArgsFile reads --args-file (- for stdin), bounded.
 func readArgsFile(path string, stdin io.Reader) ([]byte, error) {
-	var r io.Reader = stdin
+	r := stdin
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
