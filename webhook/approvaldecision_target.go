@@ -145,7 +145,8 @@ func ValidateDecisionEdit(d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun
 	case s.Scope == exagentv1.ScopeRun && !strings.Contains(msg, "already voted"):
 		path = field.NewPath("spec", "scope")
 	}
-	return field.ErrorList{field.Invalid(path, "", msg)}
+	// The value is the decision's own: the message says what is wrong with it.
+	return field.ErrorList{field.Invalid(path, field.OmitValueType{}, msg)}
 }
 
 // replayed reports whether d's operation already has a receipt in the run:

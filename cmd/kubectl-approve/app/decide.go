@@ -322,6 +322,12 @@ func appliedLine(d *exagentv1.ApprovalDecision) string {
 	switch d.Spec.Decision {
 	case exagentv1.DecisionApprove:
 		what = fmt.Sprintf("approval %s approved", d.Spec.ApprovalID)
+		if d.Spec.Arguments != nil {
+			what += " with edited arguments"
+		}
+		if d.Spec.Scope == exagentv1.ScopeRun {
+			what += " for the rest of the run"
+		}
 	case exagentv1.DecisionDeny:
 		what = fmt.Sprintf("approval %s denied", d.Spec.ApprovalID)
 	case exagentv1.DecisionCancel:
