@@ -169,7 +169,7 @@ func TestQuorum(t *testing.T) {
 	agent := chargeAgent(ns, "payments", srv.URL, rules, chargeCall("c1", 5))
 	agent = strings.Replace(agent, "    default: Deny\n", "    default: Deny\n    approvers: {groups: [sre, security]}\n", 1)
 	must(t, "", agent+"---\n"+runYAML(ns, "pay", "payments")+"---\n"+runYAML(ns, "denied", "payments")+"---\n"+
-		runYAML(ns, "together", "payments"), "apply", "-f", "-")
+		runYAML(ns, "together", "payments")+"---\n"+runYAML(ns, "edited", "payments"), "apply", "-f", "-")
 
 	waitPaused(t, ns, "pay")
 	wantStderr(t, mustFail(t, "alice", "approve", "pay", "-n", ns), `user "alice" is not in policy.approvers of agent "payments"`)
@@ -225,6 +225,36 @@ func TestQuorum(t *testing.T) {
 	}
 	if got := waitDone(t, ns, "together"); got.Status.Phase != exagentv1.PhaseSucceeded || len(got.Status.Approvals[0].Votes) != 2 {
 		t.Errorf("concurrent votes: %s with %d votes, want Succeeded with both", got.Status.Phase, len(got.Status.Approvals[0].Votes))
+	}
+
+	// An edit under a quorum: every later vote is on the edited version. A
+	// decision that still carries the model's payload hash is refused; the
+	// plugin sends the edited one, and the effect runs with the edit.
+	model := waitPaused(t, ns, "edited").Status.Approvals[0]
+	must(t, "frank", "", "approve", "edited", "-n", ns, "--set", "amount=3")
+	stale := fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+kind: ApprovalDecision
+metadata: {name: stale-vote, namespace: %s}
+spec: {runRef: {name: edited}, approvalID: %s, decision: Approve, revision: %d, payloadHash: %q}
+`, ns, model.ID, model.Revision, model.PayloadHash)
+	r := kubectl(t, "erin", stale, "create", "-f", "-")
+	if r.Err == nil {
+		t.Fatal("a vote on the model's version of an edited call was stored")
+	}
+	wantStderr(t, r.Stderr, "spec.payloadHash", "the call was edited by frank", "a vote on the model's version does not count")
+	wantStderr(t, mustFail(t, "erin", "approve", "edited", "-n", ns, "--set", "amount=4"),
+		"spec.arguments", "already edited by frank", "every vote must be on that version")
+	show = must(t, "erin", "", "approve", "show", "edited", "-n", ns)
+	if !strings.Contains(show, "Arguments (edited by frank; every vote is on this version):") {
+		t.Errorf("show does not present the edited version:\n%s", show)
+	}
+	before := len(srv.requests())
+	must(t, "erin", "", "approve", "edited", "-n", ns)
+	if got := waitDone(t, ns, "edited"); got.Status.Phase != exagentv1.PhaseSucceeded {
+		t.Fatalf("edited run: %s", got.Status.Phase)
+	}
+	if got := srv.received(); len(got) != before+1 || !strings.Contains(got[len(got)-1], `"amount":3`) {
+		t.Errorf("the edited call under a quorum reached the tool as %q", got[before:])
 	}
 }
 
