@@ -111,7 +111,7 @@ func TestEditThenApprove(t *testing.T) {
 	}
 
 	out := must(t, "alice", "", "approve", "pay", "-n", ns, "--set", "amount=40", "--reason", "40 is what was agreed")
-	if !strings.Contains(out, "approved by alice") {
+	if !strings.Contains(out, "approval c1-r1 approved with edited arguments by alice") {
 		t.Errorf("approve --set printed %q", out)
 	}
 	final := waitDone(t, ns, "pay")
@@ -275,7 +275,7 @@ func TestApproveForRun(t *testing.T) {
 
 	waitPaused(t, ns, "pay")
 	out := must(t, "alice", "", "approve", "pay", "-n", ns, "--for-run")
-	if !strings.Contains(out, "approved by alice") {
+	if !strings.Contains(out, "approval c1-r1 approved for the rest of the run by alice") {
 		t.Errorf("approve --for-run printed %q", out)
 	}
 	paused := waitPaused(t, ns, "pay") // notify n1 asks; c2 and c3 ran under the grant
