@@ -284,11 +284,8 @@ func CheckApprove(s Status, env *Env, d DecisionCmd) error {
 	}
 	call := &st.Calls[c]
 	if a.Quorum != nil {
-		for k := range a.Votes {
-			if sameActor(&a.Votes[k].Actor, &d.Actor) {
-				return conflictf("%s already voted on approval %s (operation %s): a quorum counts distinct approvers, "+
-					"so another person must approve", actorString(&d.Actor), a.ID, a.Votes[k].OperationID)
-			}
+		if err := alreadyVoted(a, &d.Actor); err != nil {
+			return err
 		}
 	}
 	if env.tool(call.Tool) == nil {
@@ -304,8 +301,7 @@ func CheckApprove(s Status, env *Env, d DecisionCmd) error {
 		return err
 	}
 	if a.Edit.ArgsHash != edit.ArgsHash {
-		return conflictf("the call of approval %s was already edited by %s (payloadHash %s): every vote must be on that version; "+
-			"vote without arguments to approve it, or deny it", a.ID, actorString(&a.Edit.Editor), canonical.Short(a.Edit.PayloadHash))
+		return editedBefore(a)
 	}
 	return nil
 }

@@ -30,11 +30,8 @@ import (
 // duties was checked for this voter in prepare, as for every decision.
 func vote(a *exagentv1.Approval, edit *exagentv1.ApprovalEdit, dec *decision, now time.Time) (bool, error) {
 	actor := dec.cmd.Actor
-	for i := range a.Votes {
-		if v := &a.Votes[i]; sameActor(&v.Actor, &actor) {
-			return false, conflictf("%s already voted on approval %s (operation %s): a quorum counts distinct approvers, "+
-				"so another person must approve", actorString(&actor), a.ID, v.OperationID)
-		}
+	if err := alreadyVoted(a, &actor); err != nil {
+		return false, err
 	}
 	if len(a.Votes) >= maxQuorum {
 		return false, conflictf("approval %s already holds %d votes", a.ID, len(a.Votes))
@@ -44,8 +41,7 @@ func vote(a *exagentv1.Approval, edit *exagentv1.ApprovalEdit, dec *decision, no
 	case a.Edit == nil:
 		a.Edit = edit
 	case a.Edit.ArgsHash != edit.ArgsHash:
-		return false, conflictf("the call of approval %s was already edited by %s (payloadHash %s): every vote must be on that version; "+
-			"vote without arguments to approve it, or deny it", a.ID, actorString(&a.Edit.Editor), canonical.Short(a.Edit.PayloadHash))
+		return false, editedBefore(a)
 	}
 	scope := dec.cmd.Scope
 	if scope == "" {
@@ -53,6 +49,24 @@ func vote(a *exagentv1.Approval, edit *exagentv1.ApprovalEdit, dec *decision, no
 	}
 	a.Votes = append(a.Votes, exagentv1.Vote{Actor: actor, OperationID: dec.cmd.OperationID, At: secTime(now), Scope: scope})
 	return quorumMissing(a) == "", nil
+}
+
+// alreadyVoted refuses a second vote by the same person under a quorum.
+func alreadyVoted(a *exagentv1.Approval, actor *exagentv1.Actor) error {
+	for i := range a.Votes {
+		if v := &a.Votes[i]; sameActor(&v.Actor, actor) {
+			return conflictf("%s already voted on approval %s (operation %s): a quorum counts distinct approvers, "+
+				"so another person must approve", actorString(actor), a.ID, v.OperationID)
+		}
+	}
+	return nil
+}
+
+// editedBefore refuses a vote with other arguments than the edit every
+// vote under a quorum is on.
+func editedBefore(a *exagentv1.Approval) error {
+	return conflictf("the call of approval %s was already edited by %s (payloadHash %s): every vote must be on that version; "+
+		"vote without arguments to approve it, or deny it", a.ID, actorString(&a.Edit.Editor), canonical.Short(a.Edit.PayloadHash))
 }
 
 func sameActor(a, b *exagentv1.Actor) bool { return a.Username == b.Username && a.UID == b.UID }
