@@ -78,6 +78,7 @@ func TestKubectlFlagsAreEverywhere(t *testing.T) {
 		"list":    {"all-namespaces", "output", "agent", "watch"},
 		"wait":    {"for", "timeout"},
 		"show":    {"transcript"},
+		"ui":      {"port", "open", "address", "tls-cert", "tls-key", "serve", "auth", "all-namespaces"},
 	}
 	for name, flags := range deciding {
 		sub := cmd

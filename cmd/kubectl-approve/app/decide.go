@@ -27,7 +27,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -243,34 +242,9 @@ func (o *decideOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// create sends d. The name is chosen here, not by the apiserver's
-// generateName: the admission webhook defaults spec.operationID to the name
-// and seals the decision over it, and mutating admission runs before the
-// apiserver generates a name. A client-side name also lets a client dry run
-// show the real name.
+// create sends d (createDecision).
 func (o *decideOptions) create(ctx context.Context, d *exagentv1.ApprovalDecision) error {
-	const attempts = 3 // a name collision on 5 random characters is rare; retry a few
-	prefix := d.GenerateName
-	d.GenerateName = ""
-	for i := 0; ; i++ {
-		d.Name = prefix + utilrand.String(5)
-		var err error
-		switch o.dryRun {
-		case dryRunClient:
-			return nil
-		case dryRunServer:
-			err = o.client.Create(ctx, d, client.DryRunAll)
-		default:
-			err = o.client.Create(ctx, d)
-		}
-		if apierrors.IsAlreadyExists(err) && i+1 < attempts {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("creating the %s decision for run %q: %w", strings.ToLower(string(d.Spec.Decision)), d.Spec.RunRef.Name, err)
-		}
-		return nil
-	}
+	return createDecision(ctx, o.client, d, o.dryRun)
 }
 
 func (o *decideOptions) print(d *exagentv1.ApprovalDecision, line string) error {

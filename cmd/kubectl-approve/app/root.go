@@ -61,6 +61,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newWaitCommand(f, streams),
 		newLogsCommand(f, streams),
 		newVersionCommand(f, streams),
+		newUICommand(f, streams),
 	)
 	return cmd
 }

@@ -1,0 +1,119 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package ui
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// maxText bounds a reason or evidence, as the ApprovalDecision's schema
+// does (MaxLength 4096).
+const maxText = 4096
+
+// decide creates the decision the form asks for, as the person, and
+// redirects to the run page, which reads the decision back; a refusal —
+// the plugin's check, RBAC, admission or the operator — renders the run
+// page as it is now with the refusal on top and the form as typed.
+func (s *Server) decide(q *request) {
+	f := q.r.PostForm
+	form := formState{Approval: f.Get("approval"), Call: f.Get("call"),
+		Reason: strings.TrimSpace(f.Get("reason")), Evidence: strings.TrimSpace(f.Get("evidence"))}
+	req := DecideRequest{Namespace: q.r.PathValue("namespace"), Run: q.r.PathValue("name"),
+		Kind: exagentv1.DecisionKind(f.Get("decision")), ApprovalID: form.Approval, CallID: form.Call,
+		Outcome: exagentv1.ResolveOutcome(f.Get("outcome")), Evidence: form.Evidence, Reason: form.Reason}
+	if msg := checkRequest(req); msg != "" {
+		s.renderRun(q, http.StatusUnprocessableEntity, &flash{Kind: "error", Text: msg}, form)
+		return
+	}
+	ctx, cancel := context.WithTimeout(q.r.Context(), s.cfg.DecisionTimeout)
+	defer cancel()
+	d, err := s.cfg.Decide(ctx, q.c, req)
+	if err != nil {
+		s.cfg.Log.Info("decision refused", "run", req.Namespace+"/"+req.Run, "decision", req.Kind, "error", err.Error())
+		code := http.StatusConflict
+		if apierrors.IsForbidden(err) || strings.Contains(err.Error(), "not allowed") {
+			code = http.StatusForbidden
+		}
+		s.renderRun(q, code, &flash{Kind: "error", Text: "Refused: " + s.cfg.explain(err)}, form)
+		return
+	}
+	to := url.URL{Path: "/runs/" + req.Namespace + "/" + req.Run, RawQuery: url.Values{"decided": {d.Name}}.Encode()}
+	http.Redirect(q.w, q.r, to.String(), http.StatusSeeOther)
+}
+
+// checkRequest is what the page refuses before anything is sent.
+func checkRequest(r DecideRequest) string {
+	switch r.Kind {
+	case exagentv1.DecisionApprove, exagentv1.DecisionDeny:
+		if r.ApprovalID == "" {
+			return "Name the approval to decide."
+		}
+		if r.Reason == "" {
+			return "A reason is required: say why you " + strings.ToLower(string(r.Kind)) + " this call (it is recorded with your name)."
+		}
+	case exagentv1.DecisionResolve:
+		if r.CallID == "" {
+			return "Name the call to resolve."
+		}
+		switch r.Outcome {
+		case exagentv1.ResolveSucceeded, exagentv1.ResolveFailed, exagentv1.ResolveRetry:
+		default:
+			return "Choose what really happened: Succeeded, Failed, or Retry."
+		}
+		if r.Evidence == "" {
+			return "Evidence is required: say what you checked to know the outcome (a ticket, a log line, …)."
+		}
+	default:
+		return fmt.Sprintf("Unknown decision %q: the page decides Approve, Deny or Resolve.", r.Kind)
+	}
+	if len(r.Reason) > maxText || len(r.Evidence) > maxText {
+		return fmt.Sprintf("The reason and the evidence are at most %d bytes each.", maxText)
+	}
+	return ""
+}
+
+// decisionFlash says what became of d, from its status.
+func decisionFlash(d *exagentv1.ApprovalDecision) *flash {
+	actor := "?"
+	if d.Spec.Actor != nil {
+		actor = d.Spec.Actor.Username
+	}
+	what := strings.ToLower(string(d.Spec.Decision))
+	target := "approval " + d.Spec.ApprovalID
+	if d.Spec.Decision == exagentv1.DecisionResolve {
+		target = "call " + d.Spec.CallID + " (" + string(d.Spec.Outcome) + ")"
+	}
+	switch d.Status.Phase {
+	case exagentv1.DecisionRejected:
+		return &flash{Kind: "error", Text: fmt.Sprintf("Your %s of %s was rejected: %s (approvaldecision %s)", what, target, d.Status.Message, d.Name)}
+	case exagentv1.DecisionApplied:
+		text := fmt.Sprintf("Applied: %s of %s by %s (approvaldecision %s", what, target, actor, d.Name)
+		if r := d.Status.Receipt; r != nil {
+			text += ", receipt " + r.OperationID
+		}
+		return &flash{Kind: "ok", Text: text + ")."}
+	}
+	return &flash{Kind: "ok", Text: fmt.Sprintf("Sent: %s of %s by %s (approvaldecision %s); the operator has not applied it yet.", what, target, actor, d.Name)}
+}

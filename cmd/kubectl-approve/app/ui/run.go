@@ -1,0 +1,199 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package ui
+
+import (
+	"net/http"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/segment"
+)
+
+// runView is the run page: where the run is, what it waits for, what it
+// did, and one page of its transcript.
+type runView struct {
+	base
+	Namespace, Name, Agent string
+	Phase, Reason, Message string
+	Requester              string
+	Step                   int32
+	Conditions             []metav1.Condition
+	// Pending are the approvals waiting (each with its decide form);
+	// Uncertain the calls a person resolves.
+	Pending   []inboxRow
+	Uncertain []callView
+	Calls     []callView
+	Decided   []approvalView
+	Receipts  []receiptView
+	// Parent and Root place a delegated run in its tree; Children are the
+	// runs it delegated to.
+	Parent, Root string
+	Children     []childView
+	Output       string
+	Transcript   transcriptView
+	// TranscriptError says why the page of the transcript asked for
+	// cannot be shown (the rest of the page still is).
+	TranscriptError string
+	Flash           *flash
+	// Form keeps what the person typed when a decision was refused.
+	Form formState
+}
+
+type flash struct {
+	Kind string // "ok" or "error"
+	Text string
+}
+
+type formState struct {
+	Approval, Call, Reason, Evidence string
+}
+
+type callView struct {
+	ID, Tool, State, Args, Rule string
+	Step                        int32
+	HasOutcome, Succeeded       bool
+	Result, ResolvedBy          string
+	Evidence, Editor            string
+}
+
+type approvalView struct {
+	ID, CallID, State, Decision, Actor, Reason string
+	Votes                                      []string
+}
+
+type receiptView struct {
+	OperationID, DecisionName, Decision, Target, Actor, Outcome string
+	AppliedAt                                                   string
+}
+
+type childView struct {
+	Name, Agent, Phase, Message string
+	Pending                     int32
+}
+
+// runPage renders the run the path names.
+func (s *Server) runPage(q *request) {
+	s.renderRun(q, http.StatusOK, nil, formState{})
+}
+
+// renderRun reads the run and renders it, with f (a decision's result)
+// on top and form (what was typed) kept in the forms.
+func (s *Server) renderRun(q *request, code int, f *flash, form formState) {
+	ctx := q.r.Context()
+	key := types.NamespacedName{Namespace: q.r.PathValue("namespace"), Name: q.r.PathValue("name")}
+	run := &exagentv1.AgentRun{}
+	if err := q.c.Get(ctx, key, run); err != nil {
+		s.problem(q, err)
+		return
+	}
+	v := runView{base: s.base(q, run.Name), Namespace: run.Namespace, Name: run.Name, Agent: run.Spec.AgentRef.Name,
+		Phase: string(run.Status.Phase), Reason: run.Status.Reason, Message: run.Status.Message,
+		Step: run.Status.Cursor.Step, Conditions: run.Status.Conditions, Flash: f, Form: form}
+	if rb := run.Spec.RequestedBy; rb != nil {
+		v.Requester = rb.Username
+	}
+	if d := run.Spec.Delegation; d != nil {
+		v.Parent, v.Root = d.Parent.Name, d.Root.Name
+	}
+	if f == nil {
+		v.Flash = s.decidedFlash(q, run)
+	}
+	agent := &exagentv1.Agent{}
+	if err := q.c.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.AgentRef.Name}, agent); err != nil {
+		agent = nil
+	}
+	v.Pending = rowsOf(run, agent)
+	values := resolveValues(ctx, q.c, run, nil, nil)
+	for i := range run.Status.Calls {
+		c := callOf(&run.Status.Calls[i], values)
+		v.Calls = append(v.Calls, c)
+		if run.Status.Calls[i].State == exagentv1.CallUncertain {
+			v.Uncertain = append(v.Uncertain, c)
+		}
+	}
+	for _, a := range run.Status.Approvals {
+		if a.State == exagentv1.ApprovalPending {
+			continue
+		}
+		av := approvalView{ID: a.ID, CallID: a.CallID, State: string(a.State), Decision: a.Decision, Reason: a.Reason}
+		if a.Actor != nil {
+			av.Actor = a.Actor.Username
+		}
+		for _, vote := range a.Votes {
+			av.Votes = append(av.Votes, vote.Actor.Username)
+		}
+		v.Decided = append(v.Decided, av)
+	}
+	for _, r := range run.Status.Receipts {
+		v.Receipts = append(v.Receipts, receiptOf(r))
+	}
+	for _, ch := range run.Status.Children {
+		v.Children = append(v.Children, childView{Name: ch.Name, Agent: ch.Agent, Phase: string(ch.Phase), Message: ch.Message, Pending: ch.PendingApprovals})
+	}
+	v.Output = value(run.Status.Output, run.Status.OutputRef, values)
+	t, err := transcriptPage(ctx, q.c, run, q.r.URL.Query())
+	if err != nil {
+		v.TranscriptError = s.cfg.explain(err)
+	}
+	v.Transcript = t
+	s.pages.render(q.w, code, "run", v)
+}
+
+func callOf(c *exagentv1.ToolCall, values segment.Values) callView {
+	v := callView{ID: c.ID, Tool: c.Tool, State: string(c.State), Step: c.Step, Rule: c.Rule,
+		Args: shownJSON(value(c.Args, c.ArgsRef, values), maxShownValue)}
+	if c.Edit != nil {
+		v.Editor = c.Edit.Editor.Username
+	}
+	if o := c.Outcome; o != nil {
+		v.HasOutcome, v.Succeeded = true, o.Succeeded
+		v.Result = value(o.Result, o.ResultRef, values)
+		v.ResolvedBy, v.Evidence = o.ResolvedBy, o.Evidence
+	}
+	return v
+}
+
+func receiptOf(r exagentv1.Receipt) receiptView {
+	v := receiptView{OperationID: r.OperationID, DecisionName: r.DecisionName, Decision: r.Decision, Target: r.Target, Outcome: string(r.Outcome)}
+	if r.Actor != nil {
+		v.Actor = r.Actor.Username
+	}
+	if r.AppliedAt != nil {
+		v.AppliedAt = r.AppliedAt.UTC().Format(time.RFC3339)
+	}
+	return v
+}
+
+// decidedFlash is the result of the decision ?decided= names (the page a
+// decision redirects to): read back from the store, so what it says is
+// what the operator recorded.
+func (s *Server) decidedFlash(q *request, run *exagentv1.AgentRun) *flash {
+	name := q.r.URL.Query().Get("decided")
+	if name == "" {
+		return nil
+	}
+	d := &exagentv1.ApprovalDecision{}
+	if err := q.c.Get(q.r.Context(), client.ObjectKey{Namespace: run.Namespace, Name: name}, d); err != nil || d.Spec.RunRef.Name != run.Name {
+		return nil
+	}
+	return decisionFlash(d)
+}

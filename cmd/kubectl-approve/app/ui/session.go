@@ -1,0 +1,128 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package ui
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// sessions guards local mode: the URL the plugin prints carries a random
+// per-start token; a visit with it gets a session cookie (HttpOnly,
+// SameSite=Strict) and is redirected to the same page without it, so the
+// token does not stay in the address bar, the history or a Referer.
+// Sessions are stateless: a cookie is a random id and its HMAC under a
+// key that lives only in this process, so a restart ends every session.
+//
+// The CSRF token of a session is another HMAC of its id. In server mode
+// there is no cookie of ours: the session id is the hash of the request's
+// bearer token, so the CSRF token binds the person the proxy vouches for.
+type sessions struct {
+	key    []byte
+	token  string
+	secure bool
+}
+
+// tokenParam is the query parameter of the per-start token.
+const tokenParam = "token"
+
+func newSessions(secure bool) (*sessions, error) {
+	key := make([]byte, 32)
+	tok := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("generating the session key: %w", err)
+	}
+	if _, err := rand.Read(tok); err != nil {
+		return nil, fmt.Errorf("generating the token: %w", err)
+	}
+	return &sessions{key: key, token: base64.RawURLEncoding.EncodeToString(tok), secure: secure}, nil
+}
+
+// cookieName is __Host- prefixed under TLS (the browser then refuses it
+// from any other origin's Set-Cookie).
+func (s *sessions) cookieName() string {
+	if s.secure {
+		return "__Host-exagent-ui"
+	}
+	return "exagent-ui"
+}
+
+func (s *sessions) mac(parts ...string) string {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte(strings.Join(parts, "\x00")))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// exchange handles a request carrying ?token=: a right token sets a new
+// session cookie and redirects to the URL without it; a wrong one is
+// refused. It reports whether it answered the request.
+func (s *sessions) exchange(w http.ResponseWriter, r *http.Request) bool {
+	q := r.URL.Query()
+	if !q.Has(tokenParam) {
+		return false
+	}
+	if subtle.ConstantTimeCompare([]byte(q.Get(tokenParam)), []byte(s.token)) != 1 {
+		refuse(w, http.StatusUnauthorized, "This link's token is not the one kubectl approve ui printed when it started (it changes at every start). Open the URL it printed last.")
+		return true
+	}
+	raw := make([]byte, 18)
+	if _, err := rand.Read(raw); err != nil {
+		refuse(w, http.StatusInternalServerError, "Could not start a session: "+err.Error())
+		return true
+	}
+	id := base64.RawURLEncoding.EncodeToString(raw)
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(), Value: id + "." + s.mac("session", id), Path: "/",
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode})
+	q.Del(tokenParam)
+	to := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+	http.Redirect(w, r, to.String(), http.StatusSeeOther)
+	return true
+}
+
+// session returns the session id of r's cookie, when it is one of ours.
+func (s *sessions) session(r *http.Request) (string, bool) {
+	c, err := r.Cookie(s.cookieName())
+	if err != nil {
+		return "", false
+	}
+	id, sig, ok := strings.Cut(c.Value, ".")
+	if !ok || id == "" {
+		return "", false
+	}
+	return id, hmac.Equal([]byte(sig), []byte(s.mac("session", id)))
+}
+
+// bearerSession is server mode's session id: the hash of the token.
+func bearerSession(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// csrf is the CSRF token of session id.
+func (s *sessions) csrf(id string) string { return s.mac("csrf", id) }
+
+// checkCSRF reports whether got is session id's CSRF token.
+func (s *sessions) checkCSRF(id, got string) bool {
+	return got != "" && hmac.Equal([]byte(got), []byte(s.csrf(id)))
+}

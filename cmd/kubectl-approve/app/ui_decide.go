@@ -1,0 +1,76 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package app
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/cmd/kubectl-approve/app/ui"
+)
+
+// uiDecide is the page's Decider: the deciding verbs' own steps — read
+// the run, plan the decision bound to what was read, ask RBAC first,
+// create, wait for the operator — with the client of the person the page
+// serves.
+func uiDecide(ctx context.Context, c client.Client, req ui.DecideRequest) (*exagentv1.ApprovalDecision, error) {
+	run, err := getRun(ctx, c, req.Namespace, req.Run)
+	if err != nil {
+		return nil, err
+	}
+	if err := errNotServed(run); err != nil {
+		return nil, err
+	}
+	decisions, err := planDecisions(run, decisionRequest{Kind: req.Kind, ApprovalID: req.ApprovalID, CallID: req.CallID,
+		Outcome: req.Outcome, Evidence: req.Evidence, Reason: req.Reason}, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if len(decisions) != 1 {
+		return nil, errors.New("the page decides one approval or call at a time")
+	}
+	if err := checkMayDecide(ctx, c, run, req.Kind); err != nil {
+		return nil, err
+	}
+	d := decisions[0]
+	if err := createDecision(ctx, c, d, dryRunNone); err != nil {
+		return nil, err
+	}
+	timeout := defaultDecisionTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	decided, err := waitForDecision(ctx, c, d, timeout)
+	if err != nil {
+		return nil, err
+	}
+	if decided.Status.Phase == exagentv1.DecisionRejected {
+		return decided, rejectedError(decided)
+	}
+	return decided, nil
+}
+
+// uiExplain is FormatError without kubectl's "error: " prefix: the page
+// shows the sentence itself.
+func uiExplain(err error) string {
+	return strings.TrimPrefix(FormatError(err), "error: ")
+}
