@@ -31,6 +31,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/model"
 	"github.com/exagent-io/exagent/tools"
 )
 
@@ -75,19 +76,47 @@ func (r *AgentReconciler) checkConfig(_ context.Context, sc *agentScope) error {
 	return nil
 }
 
-// checkModel reads the model's API key Secret (OpenAI provider only: a
-// Scripted model needs none).
+// checkModel reads the Secrets the model names — its API key, its
+// headers' values, its CA bundle (which must hold PEM certificates) — as
+// a request would (a Scripted model names none).
 func (r *AgentReconciler) checkModel(ctx context.Context, sc *agentScope) error {
 	m := &sc.agent.Spec.Model
-	if m.Provider != exagentv1.ModelProviderOpenAI || m.APIKeySecretRef == nil {
+	if m.Provider == exagentv1.ModelProviderScripted {
 		return nil
 	}
-	reason, msg, err := sc.secrets.check(ctx, *m.APIKeySecretRef)
-	if err != nil {
-		return err
+	type ref struct {
+		where string
+		sel   exagentv1.SecretKeySelector
 	}
-	if reason != "" {
-		sc.fail("model (apiKeySecretRef)", reason, msg)
+	var refs []ref
+	if m.APIKeySecretRef != nil {
+		refs = append(refs, ref{"model (apiKeySecretRef)", *m.APIKeySecretRef})
+	}
+	for i, h := range m.Headers {
+		refs = append(refs, ref{fmt.Sprintf("model (headers[%d] %s)", i, h.Name), h.ValueFrom})
+	}
+	if m.CABundleSecretRef != nil {
+		refs = append(refs, ref{"model (caBundleSecretRef)", *m.CABundleSecretRef})
+	}
+	for _, rf := range refs {
+		reason, msg, err := sc.secrets.check(ctx, rf.sel)
+		if err != nil {
+			return err
+		}
+		if reason != "" {
+			sc.fail(rf.where, reason, msg)
+			return nil
+		}
+	}
+	if ca := m.CABundleSecretRef; ca != nil {
+		pem, err := sc.secrets.value(ctx, sc.key.Namespace, *ca)
+		if err != nil {
+			return err
+		}
+		if _, err := model.ParseCABundle([]byte(pem)); err != nil {
+			sc.fail("model (caBundleSecretRef)", exagentv1.ReasonInvalidConfiguration,
+				fmt.Sprintf("Secret %q key %q %v: put the PEM certificates of the CAs to trust there", ca.Name, ca.Key, err))
+		}
 	}
 	return nil
 }

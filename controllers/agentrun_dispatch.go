@@ -198,13 +198,20 @@ func isScriptExhausted(err error) bool { return errors.Is(err, model.ErrScriptEx
 
 // finalModelError is the reason a model error ends the run at once: one
 // that the next request would meet again — the egress policy refuses the
-// endpoint, its answer passes the bound, it redirects — rather than a
+// endpoint, its answer passes the bound, it redirects, its certificate is
+// not trusted, the Agent's model cannot be built — rather than a
 // failure the engine retries. A model request has no side effect, so the
 // run fails clearly instead of going Uncertain.
 func finalModelError(err error) (reason string, ok bool) {
 	var denied *egress.DeniedError
 	var redirect *model.RedirectError
+	var untrusted *model.UntrustedError
+	var config *model.ConfigError
 	switch {
+	case errors.As(err, &config):
+		return config.Reason, true
+	case errors.As(err, &untrusted):
+		return exagentv1.ReasonModelCertificateUntrusted, true
 	case errors.As(err, &denied):
 		return exagentv1.ReasonEgressDenied, true
 	case bounded.IsTooLarge(err):

@@ -48,8 +48,9 @@ type chatServer struct {
 }
 
 type chatRequest struct {
-	Auth string
-	Body struct {
+	Auth   string
+	Header http.Header
+	Body   struct {
 		Model    string `json:"model"`
 		Messages []struct {
 			Role       string `json:"role"`
@@ -66,15 +67,20 @@ type chatRequest struct {
 	}
 }
 
-func newChatServer(t *testing.T) *chatServer {
+func newChatServer(t *testing.T) *chatServer { return startChatServer(t, httptest.NewServer) }
+
+// startChatServer is newChatServer over start (httptest.NewTLSServer for
+// an endpoint behind a private CA).
+func startChatServer(t *testing.T, start func(http.Handler) *httptest.Server) *chatServer {
 	cs := &chatServer{}
-	cs.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	cs.srv = start(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/chat/completions" {
 			http.NotFound(w, r)
 			return
 		}
 		var req chatRequest
 		req.Auth = r.Header.Get("Authorization")
+		req.Header = r.Header.Clone()
 		body, _ := io.ReadAll(r.Body)
 		if err := json.Unmarshal(body, &req.Body); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)

@@ -19,6 +19,8 @@ package loop
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -225,6 +227,21 @@ func (e *Env) fingerprint() error {
 	model := map[string]any{
 		"provider": ag.Model.Provider, "name": ag.Model.Name,
 		"baseURL": ag.Model.BaseURL, "script": ag.Model.Script,
+	}
+	// Header names and the CA bundle's reference say where and as whom the
+	// model is asked; their values (Secrets) never enter a fingerprint.
+	// Added only when set, so a model without them fingerprints as before
+	// the fields existed.
+	if hs := ag.Model.Headers; len(hs) > 0 {
+		names := make([]string, 0, len(hs))
+		for _, h := range hs {
+			names = append(names, strings.ToLower(h.Name)) // header names are case-insensitive
+		}
+		slices.Sort(names)
+		model["headers"] = names
+	}
+	if ca := ag.Model.CABundleSecretRef; ca != nil {
+		model["caBundleSecretRef"] = *ca
 	}
 	if b.Model, err = canonical.HashOf(model); err != nil {
 		return fmt.Errorf("model fingerprint: %w", err)

@@ -48,6 +48,12 @@ type OpenAIConfig struct {
 	HTTPClient *http.Client
 	// Retry bounds the request, its retries and their waits.
 	Retry RetryOptions
+	// Headers are the resolved values of spec.model.headers, sent with
+	// every request.
+	Headers map[string]string
+	// CABundle, when set, is the PEM of the only CAs the endpoint's
+	// certificate may chain to (spec.model.caBundleSecretRef).
+	CABundle []byte
 }
 
 // MaxAnswerBytes bounds one answer of a model endpoint, error answers
@@ -77,23 +83,39 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	// A copy of the shared client (it keeps the shared transport's
-	// connections): it follows no redirect, and every answer it reads is
-	// bounded, the SDK's own reads included.
-	hc := egress.WithoutRedirects(cfg.HTTPClient)
-	base := hc.Transport
-	if base == nil {
-		base = egress.DefaultTransport()
+	for k, v := range cfg.Headers {
+		opts = append(opts, option.WithHeader(k, v))
 	}
-	hc.Transport = bounded.Transport(base, MaxAnswerBytes, "the model's answer", nil)
-	if cfg.Retry.AttemptTimeout < cfg.Retry.Timeout {
-		// A try cut by the client's own timeout is a failed try the SDK
-		// retries; a try cut by the context (option.WithRequestTimeout)
-		// would end the request.
-		hc.Timeout = cfg.Retry.AttemptTimeout
+	hc, err := answerClient(cfg.HTTPClient, cfg.CABundle, cfg.Retry)
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
 	}
 	opts = append(opts, option.WithHTTPClient(hc))
 	return &OpenAI{cfg: cfg, client: openai.NewClient(opts...)}, nil
+}
+
+// answerClient is the client of one provider: a copy of the shared client
+// (it keeps the shared transport's connections, or those of the CA
+// bundle's transport) that follows no redirect, and whose every answer is
+// read within MaxAnswerBytes, the SDK's own reads included.
+func answerClient(shared *http.Client, caBundle []byte, retry RetryOptions) (*http.Client, error) {
+	base, err := clientTrusting(shared, caBundle)
+	if err != nil {
+		return nil, err
+	}
+	hc := egress.WithoutRedirects(base)
+	rt := hc.Transport
+	if rt == nil {
+		rt = egress.DefaultTransport()
+	}
+	hc.Transport = bounded.Transport(rt, MaxAnswerBytes, "the model's answer", nil)
+	if retry.AttemptTimeout < retry.Timeout {
+		// A try cut by the client's own timeout is a failed try the SDK
+		// retries; a try cut by the context (option.WithRequestTimeout)
+		// would end the request.
+		hc.Timeout = retry.AttemptTimeout
+	}
+	return hc, nil
 }
 
 // Complete sends one chat-completion request.
@@ -106,7 +128,7 @@ func (o *OpenAI) Complete(ctx context.Context, req loop.ModelRequest) (loop.Mode
 	// and tries all end with this context.
 	ctx, cancel := context.WithTimeout(ctx, o.cfg.Retry.Timeout)
 	defer cancel()
-	guard := &retryGuard{stop: cancel}
+	guard := &retryGuard{stop: cancel, bundle: len(o.cfg.CABundle) > 0}
 	res, err := o.client.Chat.Completions.New(ctx, params, option.WithMiddleware(guard.middleware))
 	if err != nil {
 		return loop.ModelResponse{}, fmt.Errorf("openai chat completion (model %s): %w", o.cfg.Model, guard.wrap(err, o.cfg.Retry))

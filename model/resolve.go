@@ -64,6 +64,13 @@ func For(ctx context.Context, spec *exagentv1.ModelSpec, secret SecretGetter, op
 			}
 			cfg.APIKey = key
 		}
+		var err error
+		if cfg.Headers, err = readHeaders(ctx, spec, secret); err != nil {
+			return nil, err
+		}
+		if cfg.CABundle, err = readCABundle(ctx, spec, secret); err != nil {
+			return nil, err
+		}
 		return NewOpenAI(cfg)
 	}
 	return nil, fmt.Errorf("model provider %q not supported", spec.Provider)

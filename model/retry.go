@@ -101,6 +101,9 @@ type retryGuard struct {
 	// stop cancels the request; final is the error it was cancelled for.
 	stop  context.CancelFunc
 	final error
+	// bundle says the endpoint is trusted through model.caBundleSecretRef
+	// (for the message of a certificate refused).
+	bundle bool
 }
 
 // RedirectError is a model endpoint's redirect, which is never followed:
@@ -137,6 +140,10 @@ func (g *retryGuard) middleware(req *http.Request, next option.MiddlewareNext) (
 	case errors.As(err, &denied):
 		g.last = err.Error()
 		return res, g.end(denied)
+	case err != nil && certificateError(err):
+		// The same certificate would be met again: never sent, not retried.
+		g.last = err.Error()
+		return res, g.end(&UntrustedError{Bundle: g.bundle, Err: err})
 	case err != nil:
 		g.last = err.Error()
 		return res, err

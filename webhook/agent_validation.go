@@ -96,6 +96,7 @@ func validateModel(path *field.Path, m *exagentv1.ModelSpec) field.ErrorList {
 		errs = append(errs, field.NotSupported(path.Child("provider"), m.Provider, providers))
 	}
 	errs = append(errs, validateHTTPURL(path.Child("baseURL"), m.BaseURL, false)...)
+	errs = append(errs, validateModelEndpoint(path, m)...) // headers, CA bundle: model_validation.go
 	if m.APIKeySecretRef != nil {
 		errs = append(errs, validateSecretKeySelector(path.Child("apiKeySecretRef"), *m.APIKeySecretRef)...)
 	}

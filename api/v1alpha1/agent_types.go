@@ -158,6 +158,21 @@ type ModelSpec struct {
 	// +optional
 	APIKeySecretRef *SecretKeySelector `json:"apiKeySecretRef,omitempty"`
 
+	// headers are sent with every model request, values from Secrets: an
+	// Azure OpenAI api-key, a gateway's tenant header. Their names (never
+	// their values) are part of the model's fingerprint.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	Headers []SecretHeader `json:"headers,omitempty"`
+
+	// caBundleSecretRef selects a Secret key holding PEM CA certificates.
+	// When set, the endpoint's certificate must chain to one of them: the
+	// system's roots are not trusted for this model (an internal gateway's
+	// CA, and only it).
+	// +optional
+	CABundleSecretRef *SecretKeySelector `json:"caBundleSecretRef,omitempty"`
+
 	// temperature as a decimal string, e.g. "0.2".
 	// +optional
 	// +kubebuilder:validation:MaxLength=8

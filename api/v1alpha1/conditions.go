@@ -113,6 +113,10 @@ const (
 	// ReasonModelRedirected: the model endpoint answered with a redirect,
 	// which is never followed; model.baseURL should be the final address.
 	ReasonModelRedirected = "ModelRedirected"
+	// ReasonModelCertificateUntrusted: the model endpoint's TLS
+	// certificate is not trusted (with model.caBundleSecretRef, not signed
+	// by one of its CAs); a re-send would meet it again, so the run ends.
+	ReasonModelCertificateUntrusted = "ModelCertificateUntrusted"
 	// ReasonInvalidConfiguration: the Agent (or the run's spec against it)
 	// is invalid in a way admission cannot see (the message says what);
 	// the run starts no IO until it is fixed.

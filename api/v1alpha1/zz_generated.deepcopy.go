@@ -1169,6 +1169,16 @@ func (in *ModelSpec) DeepCopyInto(out *ModelSpec) {
 		*out = new(SecretKeySelector)
 		**out = **in
 	}
+	if in.Headers != nil {
+		in, out := &in.Headers, &out.Headers
+		*out = make([]SecretHeader, len(*in))
+		copy(*out, *in)
+	}
+	if in.CABundleSecretRef != nil {
+		in, out := &in.CABundleSecretRef, &out.CABundleSecretRef
+		*out = new(SecretKeySelector)
+		**out = **in
+	}
 	if in.MaxCompletionTokens != nil {
 		in, out := &in.MaxCompletionTokens, &out.MaxCompletionTokens
 		*out = new(int64)

@@ -18,6 +18,7 @@ package egress
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"net/netip"
@@ -93,6 +94,9 @@ type TransportOptions struct {
 	// (DefaultMaxNamespaces when zero); the least recently used one is
 	// dropped, its idle connections closed.
 	MaxNamespaces int
+	// TLS is the TLS client configuration of every underlying transport
+	// (Go's default — the system's roots — when nil); see WithTLS.
+	TLS *tls.Config
 }
 
 // DefaultMaxNamespaces bounds the per-namespace transports.
@@ -139,6 +143,17 @@ func NewClient(o TransportOptions) *http.Client {
 	return &http.Client{Transport: NewTransport(o), CheckRedirect: NoRedirect}
 }
 
+// WithTLS returns a new Transport with t's policy, allow-lists and sizes
+// whose connections use cfg (a model's own CA bundle): its dials are
+// checked exactly as t's, and it pools its connections apart from t's, so
+// a connection verified against one trust store is never reused for
+// another.
+func (t *Transport) WithTLS(cfg *tls.Config) *Transport {
+	o := t.opts
+	o.TLS = cfg
+	return NewTransport(o)
+}
+
 // Policy is the policy of requests with no namespace allow-list.
 func (t *Transport) Policy() *Policy { return t.opts.Policy }
 
@@ -149,6 +164,9 @@ func (o TransportOptions) httpTransport(p *Policy) *http.Transport {
 	t.Proxy = nil
 	t.DialContext = d.DialContext
 	t.MaxResponseHeaderBytes = MaxResponseHeaderBytes
+	if o.TLS != nil {
+		t.TLSClientConfig = o.TLS.Clone()
+	}
 	if o.MaxIdleConns > 0 {
 		t.MaxIdleConns = o.MaxIdleConns
 	}
