@@ -79,6 +79,10 @@ type AgentRunReconciler struct {
 	Tools    *tools.Registry
 	// ModelOptions are the process-wide model client settings.
 	ModelOptions model.Options
+	// MaxRateLimitWait bounds how long one model request waits out rate
+	// limits (DefaultMaxRateLimitWait when zero); the run's deadline and
+	// active time bound it too.
+	MaxRateLimitWait time.Duration
 	// Holder identifies this process in claims; unique per process start.
 	Holder string
 	Hooks  Hooks
@@ -245,6 +249,7 @@ func (r *AgentRunReconciler) turn(ctx context.Context, sc *scope, committed func
 			break
 		}
 	}
+	r.modelWaitCondition(sc) // model_waits.go
 	if sc.action.Kind == loop.ActRunTools {
 		r.Hooks.beforeIntentCommit(ctx, sc.key, sc.action.Calls)
 		if r.stopped(ctx) {

@@ -53,7 +53,26 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 	spec := sc.agent.Spec.Model.DeepCopy()
 	key := sc.key
 	attempt := sc.fence.Attempt
-	r.submit(sc, modelEndpoint(spec), "", func(ctx context.Context) ioResult {
+	// A rate limit's wait is told to the run's condition (model_waits.go);
+	// the life of the wake-up is the manager's, not the job's.
+	waiting := r.rateLimitWaiter(r.lifeOrBackground(), key, attempt)
+	budget := r.waitBudget(sc, waiting)
+	// The Agent's shared model.rateLimit admits the job before it takes an
+	// executor slot (internal/executor Task.Admit); its permit charges the
+	// answer's tokens when the job is done.
+	var used int64
+	var admit func(context.Context) (func(), error)
+	if rl := spec.RateLimit; rl != nil && r.ModelOptions.Limiter != nil {
+		lkey := ns + "/" + sc.agent.Name
+		admit = func(ctx context.Context) (func(), error) {
+			p, err := r.ModelOptions.Limiter.Admit(ctx, lkey, *rl, waiting)
+			if err != nil {
+				return nil, err
+			}
+			return func() { p.Done(used) }, nil
+		}
+	}
+	r.submitAdmitted(sc, modelEndpoint(spec), "", admit, func(ctx context.Context) ioResult {
 		r.Hooks.beforeModelRequest(ctx, key)
 		ctx, end := r.Tracer.StartChat(ctx, key, attempt, spec.Provider, spec.Name) // chat span
 		var res ioResult
@@ -62,9 +81,10 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 		}, r.ModelOptions)
 		if err == nil {
 			var resp loop.ModelResponse
-			if resp, err = p.Complete(ctx, req); err == nil {
+			if resp, err = p.Complete(model.WithWaitBudget(ctx, budget), req); err == nil {
 				resp.PriorCallIDs = priorCallIDs(req.Messages)
 				res.model = &resp
+				used = resp.PromptTokens + resp.CompletionTokens
 			}
 		}
 		res.modelErr = err
@@ -110,10 +130,18 @@ func (r *AgentRunReconciler) dispatchTool(sc *scope, inv loop.ToolInvocation) {
 // again; anything else is a claim this process lost). Losing the
 // run or its claim cancels the job's context.
 func (r *AgentRunReconciler) submit(sc *scope, endpoint, callID string, job func(ctx context.Context) ioResult) {
+	r.submitAdmitted(sc, endpoint, callID, nil, job)
+}
+
+// submitAdmitted is submit with an admission (executor.Task.Admit) the job
+// waits in before it takes any executor slot.
+func (r *AgentRunReconciler) submitAdmitted(sc *scope, endpoint, callID string, admit func(context.Context) (func(), error),
+	job func(ctx context.Context) ioResult) {
 	key, uid, fence := sc.key, sc.run.UID, *sc.fence
 	margin := startMargin(sc.env.LeaseDuration())
 	r.mem.inbox.started(key, 1)
 	r.Executor.Go(executor.Task{
+		Admit:    admit,
 		Endpoint: endpoint,
 		// The run's namespace picks its egress allow-list for every
 		// request of the job (model, tool, MCP).
@@ -145,6 +173,7 @@ func (r *AgentRunReconciler) submit(sc *scope, endpoint, callID string, job func
 // leaves an intent without an outcome in the journal. A job that ends
 // during the drain files its result for the releaser.
 func (r *AgentRunReconciler) finish(ctx context.Context, key types.NamespacedName, res ioResult) {
+	r.mem.waits.forget(key) // whatever it waited for is over
 	if ctx.Err() != nil {
 		r.mem.inbox.abandon(key)
 		return

@@ -47,6 +47,8 @@ type runMemory struct {
 	store *Store
 	// tracer keeps the open span of each run's attempt (nil: no tracing).
 	tracer *telemetry.Tracer
+	// waits are the model requests waiting for a rate limit (model_waits.go).
+	waits modelWaits
 }
 
 func newRunMemory(store *Store, tracer *telemetry.Tracer) *runMemory {
@@ -68,6 +70,7 @@ func (m *runMemory) forget(key types.NamespacedName, now time.Time) {
 	m.inbox.take(key)
 	m.tracer.Forget(key, now) // deleted mid-attempt: no commit will end its span
 	m.mcpWants.forget(key)
+	m.waits.forget(key)
 }
 
 // ended drops what only a live run needs: it is no longer owned, and

@@ -56,6 +56,9 @@ type Options struct {
 	PerEndpoint int
 	// ModelTimeout bounds one model request.
 	ModelTimeout time.Duration
+	// ModelMaxRateLimitWait bounds how long one model request waits out
+	// rate limits (DefaultMaxRateLimitWait when zero).
+	ModelMaxRateLimitWait time.Duration
 	// HTTPClient is shared by model, http tool and MCP requests; built on
 	// an egress.Transport under Egress when nil (a client given here is
 	// used as it is: it is the caller's to dial under a policy).
@@ -202,7 +205,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 			Builtins:   tools.NewBuiltins(mgr.GetConfig(), mgr.GetRESTMapper()),
 			MCP:        &tools.MCPCatalog{Client: o.HTTPClient, Clock: o.Clock, Options: mcplist.Options{Concurrency: o.MCPListConcurrency, Timeout: o.MCPListTimeout}},
 		},
-		ModelOptions:            model.Options{HTTPClient: o.HTTPClient, Timeout: o.ModelTimeout},
+		ModelOptions:            model.Options{HTTPClient: o.HTTPClient, Timeout: o.ModelTimeout, Limiter: &model.Limiter{}},
+		MaxRateLimitWait:        o.ModelMaxRateLimitWait,
 		Holder:                  o.Holder,
 		Hooks:                   o.Hooks,
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,

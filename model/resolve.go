@@ -39,6 +39,9 @@ type Options struct {
 	AttemptTimeout time.Duration
 	MaxRetries     int
 	MaxRetryDelay  time.Duration
+	// Limiter enforces the Agents' model.rateLimit in this process; the
+	// controller asks it before a model job takes an executor slot.
+	Limiter *Limiter
 }
 
 // For builds the provider an Agent's current model spec asks for. The API
@@ -71,7 +74,11 @@ func For(ctx context.Context, spec *exagentv1.ModelSpec, secret SecretGetter, op
 		if cfg.CABundle, err = readCABundle(ctx, spec, secret); err != nil {
 			return nil, err
 		}
-		return NewOpenAI(cfg)
+		p, err := NewOpenAI(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return Waiting{p}, nil // a 429 waits within the run's budget (ratelimit.go)
 	}
 	return nil, fmt.Errorf("model provider %q not supported", spec.Provider)
 }

@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/exagent-io/exagent/internal/egress"
@@ -104,6 +105,11 @@ type retryGuard struct {
 	// bundle says the endpoint is trusted through model.caBundleSecretRef
 	// (for the message of a certificate refused).
 	bundle bool
+	// status and wait are the last answer's status and Retry-After (ok:
+	// it had one), for a RateLimitedError.
+	status  int
+	wait    time.Duration
+	hasWait bool
 }
 
 // RedirectError is a model endpoint's redirect, which is never followed:
@@ -155,6 +161,8 @@ func (g *retryGuard) middleware(req *http.Request, next option.MiddlewareNext) (
 		return nil, g.end(&RedirectError{Status: res.StatusCode, Location: res.Header.Get("Location")})
 	}
 	g.last, g.stopped = res.Status, ""
+	g.status = res.StatusCode
+	g.wait, g.hasWait = retryAfter(res.Header, time.Now())
 	if noRetryStatus[res.StatusCode] {
 		res.Header.Set("x-should-retry", "false")
 		return res, nil
@@ -180,13 +188,21 @@ func (g *retryGuard) end(err error) error {
 	return err
 }
 
-// wrap adds what the tries said to err.
+// wrap adds what the tries said to err. An answer that says "not now"
+// (rateLimitStatus) is a *RateLimitedError, which Waiting waits out.
 func (g *retryGuard) wrap(err error, o RetryOptions) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.final != nil {
 		return g.final
 	}
+	if st := g.status; rateLimitStatus(st, g.hasWait) && apiStatus(err) == st {
+		return &RateLimitedError{Status: st, RetryAfter: g.wait, Err: g.wrapLocked(err, o)}
+	}
+	return g.wrapLocked(err, o)
+}
+
+func (g *retryGuard) wrapLocked(err error, o RetryOptions) error {
 	if errors.Is(err, context.DeadlineExceeded) && g.last != "" {
 		return fmt.Errorf("no answer within the model timeout %s after %s (last: %s): %w", o.Timeout, tries(g.tries), g.last, err)
 	}
@@ -197,6 +213,16 @@ func (g *retryGuard) wrap(err error, o RetryOptions) error {
 		return fmt.Errorf("after %s: %w", tries(g.tries), err)
 	}
 	return err
+}
+
+// apiStatus is the HTTP status of an SDK's error answer (0: err is not an
+// answer — a broken connection, a timeout).
+func apiStatus(err error) int {
+	var oe *openai.Error
+	if errors.As(err, &oe) {
+		return oe.StatusCode
+	}
+	return 0
 }
 
 func tries(n int) string {

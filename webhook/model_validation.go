@@ -40,7 +40,25 @@ func validateModelEndpoint(path *field.Path, m *exagentv1.ModelSpec) field.Error
 		if m.CABundleSecretRef != nil {
 			errs = append(errs, field.Forbidden(path.Child("caBundleSecretRef"), "a Scripted model sends no request"))
 		}
+		if m.RateLimit != nil {
+			errs = append(errs, field.Forbidden(path.Child("rateLimit"), "a Scripted model sends no request"))
+		}
 		return errs
+	}
+	if rl := m.RateLimit; rl != nil {
+		p := path.Child("rateLimit")
+		if rl.RequestsPerMinute == nil && rl.TokensPerMinute == nil && rl.MaxConcurrent == nil {
+			errs = append(errs, field.Required(p, "set at least one of requestsPerMinute, tokensPerMinute, maxConcurrent"))
+		}
+		if v := rl.RequestsPerMinute; v != nil && (*v < 1 || *v > 1000000) {
+			errs = append(errs, field.Invalid(p.Child("requestsPerMinute"), *v, "must be 1 to 1000000"))
+		}
+		if v := rl.TokensPerMinute; v != nil && (*v < 1 || *v > 1000000000) {
+			errs = append(errs, field.Invalid(p.Child("tokensPerMinute"), *v, "must be 1 to 1000000000"))
+		}
+		if v := rl.MaxConcurrent; v != nil && (*v < 1 || *v > 1024) {
+			errs = append(errs, field.Invalid(p.Child("maxConcurrent"), *v, "must be 1 to 1024"))
+		}
 	}
 	errs = append(errs, validateHeaders(path.Child("headers"), m.Headers)...)
 	seen := map[string]bool{}

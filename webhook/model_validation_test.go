@@ -89,6 +89,17 @@ func TestValidateModelEndpoint(t *testing.T) {
 			}),
 			want: []string{"FieldValueInvalid spec.model.caBundleSecretRef"},
 		},
+		"a rate limit": {agent: openAI(func(m *exagentv1.ModelSpec) {
+			m.RateLimit = &exagentv1.ModelRateLimit{RequestsPerMinute: new(int32(60)), TokensPerMinute: new(int64(100000)), MaxConcurrent: new(int32(4))}
+		})},
+		"an empty rate limit": {
+			agent: openAI(func(m *exagentv1.ModelSpec) { m.RateLimit = &exagentv1.ModelRateLimit{} }),
+			want:  []string{"FieldValueRequired spec.model.rateLimit"},
+		},
+		"a rate limit of no requests": {
+			agent: openAI(func(m *exagentv1.ModelSpec) { m.RateLimit = &exagentv1.ModelRateLimit{MaxConcurrent: new(int32(0))} }),
+			want:  []string{"FieldValueInvalid spec.model.rateLimit.maxConcurrent"},
+		},
 		"headers on a Scripted model": {
 			agent: agent(func(a *exagentv1.Agent) {
 				a.Spec.Model.Headers = []exagentv1.SecretHeader{{Name: "X-Tenant", ValueFrom: sel("t")}}

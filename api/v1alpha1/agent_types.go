@@ -173,6 +173,12 @@ type ModelSpec struct {
 	// +optional
 	CABundleSecretRef *SecretKeySelector `json:"caBundleSecretRef,omitempty"`
 
+	// rateLimit bounds the model requests of all runs of this Agent
+	// (model_types.go); a provider's own 429 is waited out whether or not
+	// it is set.
+	// +optional
+	RateLimit *ModelRateLimit `json:"rateLimit,omitempty"`
+
 	// temperature as a decimal string, e.g. "0.2".
 	// +optional
 	// +kubebuilder:validation:MaxLength=8

@@ -117,6 +117,11 @@ const (
 	// certificate is not trusted (with model.caBundleSecretRef, not signed
 	// by one of its CAs); a re-send would meet it again, so the run ends.
 	ReasonModelCertificateUntrusted = "ModelCertificateUntrusted"
+	// ReasonModelRateLimited (Ready=False while Running): the run's model
+	// request waits for the provider's rate limit (a 429 and its
+	// Retry-After) or the Agent's model.rateLimit; the message says until
+	// when. The run keeps its claim; nothing failed.
+	ReasonModelRateLimited = "ModelRateLimited"
 	// ReasonInvalidConfiguration: the Agent (or the run's spec against it)
 	// is invalid in a way admission cannot see (the message says what);
 	// the run starts no IO until it is fixed.

@@ -114,6 +114,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.Int64Var(&f.opts.MaxTranscriptBytes, "max-transcript-bytes", exagentv1.MaxTranscriptBytesLimit, "Cap on every run's transcript: a run gets the lower of this and its Agent's "+
 		"limits.maxTranscriptBytes (default 8 MiB); between 1 MiB and 64 MiB (docs/operating.md, The etcd budget).")
 	fs.DurationVar(&f.opts.ModelTimeout, "model-timeout", 2*time.Minute, "Timeout of one model request.")
+	fs.DurationVar(&f.opts.ModelMaxRateLimitWait, "model-max-rate-limit-wait", controllers.DefaultMaxRateLimitWait,
+		"Longest a model request waits out rate limits (a provider's 429, an Agent's model.rateLimit); the run's deadline and active time bound it too.")
 	fs.StringVar(&f.opts.Holder, "holder-identity", "", "Identity of this process in run claims (default: hostname plus a random suffix; must be unique per process).")
 	fs.StringVar(&f.signingSecret, "decision-signing-secret", "", "namespace/name of the Secret holding the key that signs admitted decisions and requesters "+
 		"(created when missing); default POD_NAMESPACE/"+authz.DefaultSigningSecretName+" when POD_NAMESPACE is set, otherwise none; \"none\" disables signing.")

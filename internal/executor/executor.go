@@ -165,6 +165,13 @@ type Task struct {
 	// its slots were granted): a non-nil error keeps the job from starting.
 	// Jobs can wait long for a slot; what was true at Submit may not be.
 	Ready func() error
+	// Admit, when set, is asked before the task waits for any slot, and
+	// may block (a shared rate limit: internal to the caller): a task
+	// waiting in it holds no executor slot, so it keeps no other job from
+	// starting. A non-nil error keeps the job from starting (NotStarted).
+	// release, when not nil, is called once the job has run or has not
+	// started after all.
+	Admit func(ctx context.Context) (release func(), err error)
 	// Run is the job.
 	Run Job
 	// NotStarted, when set, is called instead of Run when the job never
@@ -196,6 +203,23 @@ func (e *Executor) Go(t Task) {
 		defer e.wg.Done()
 		<-e.started
 		ctx, stop := e.lifetime()
+		if t.Admit != nil {
+			actx, cancel := context.WithCancelCause(owner)
+			unhook := context.AfterFunc(stop, func() { cancel(ErrStopped) })
+			release, err := t.Admit(actx)
+			unhook()
+			cancel(nil)
+			if release != nil {
+				defer release()
+			}
+			if err != nil {
+				if stop.Err() != nil {
+					err = ErrStopped
+				}
+				notStarted(err)
+				return
+			}
+		}
 		// The endpoint slot first: a job waiting on a busy endpoint must not
 		// hold one of the total slots others could use.
 		b := e.acquire(t.Endpoint)

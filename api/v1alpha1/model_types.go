@@ -1,0 +1,46 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// ModelRateLimit bounds the model requests of all runs of one Agent, as
+// enforced by each manager process: with several replicas serving runs at
+// once, each enforces it on its own runs (docs/models.md, "Rate limits").
+// A run waiting for it holds no executor slot and no connection, keeps
+// its claim, and says so in its Ready condition.
+// +kubebuilder:validation:XValidation:rule="has(self.requestsPerMinute) || has(self.tokensPerMinute) || has(self.maxConcurrent)",message="set at least one of requestsPerMinute, tokensPerMinute, maxConcurrent"
+type ModelRateLimit struct {
+	// requestsPerMinute is a token bucket of that many requests, refilled
+	// evenly over a minute.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	RequestsPerMinute *int32 `json:"requestsPerMinute,omitempty"`
+	// tokensPerMinute is a bucket of that many tokens (prompt and
+	// completion as the provider reports them), refilled evenly over a
+	// minute; a request is sent while the bucket is not empty and charged
+	// when its answer comes, so one large answer can overdraw it and the
+	// next request waits until it is paid back.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000000
+	TokensPerMinute *int64 `json:"tokensPerMinute,omitempty"`
+	// maxConcurrent is the most requests in flight at once.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
+	MaxConcurrent *int32 `json:"maxConcurrent,omitempty"`
+}
