@@ -325,6 +325,7 @@ func commandOf(d *exagentv1.ApprovalDecision) loop.DecisionCmd {
 		ApprovalID: d.Spec.ApprovalID, CallID: d.Spec.CallID, PayloadHash: d.Spec.PayloadHash,
 		Revision: d.Spec.Revision, Reason: d.Spec.Reason, Outcome: d.Spec.Outcome, Evidence: d.Spec.Evidence,
 		Arguments: d.Spec.EditedArguments(), Scope: d.Spec.Scope,
+		Answer: d.Spec.AnswerJSON(), Action: d.Spec.Action,
 	}
 	if d.Spec.Actor != nil {
 		cmd.Actor = *d.Spec.Actor

@@ -58,6 +58,9 @@ func Approve(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv
 	if err != nil {
 		return s, exagentv1.Receipt{}, err
 	}
+	if err := notAnApproval(&s.Approvals[i]); err != nil {
+		return s, exagentv1.Receipt{}, err
+	}
 	st := clone(s)
 	a := &st.Approvals[i]
 	c := &st.Calls[findCall(&st, a.CallID)]
@@ -278,6 +281,9 @@ func CheckApprove(s Status, env *Env, d DecisionCmd) error {
 	}
 	st := clone(s)
 	a := &st.Approvals[i]
+	if err := notAnApproval(a); err != nil {
+		return err
+	}
 	c := findCall(&st, a.CallID)
 	if c < 0 {
 		return nil

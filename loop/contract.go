@@ -154,6 +154,10 @@ type DecisionCmd struct {
 	Arguments string
 	// Scope (Approve only): Run also approves later calls of the tool.
 	Scope exagentv1.DecisionScope
+	// Answer (Answer only) is the answer as the decision carries it (JSON
+	// text); Action is Accept (the default), Decline or Cancel.
+	Answer string
+	Action exagentv1.AnswerAction
 	// Identities is what the caller knows about the run's own identities
 	// (namespace, the manager's, whether requestedBy is sealed); Authorize
 	// refuses the ones that never decide.

@@ -42,8 +42,10 @@ func Decide(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv1
 		return Cancel(s, env, d, now)
 	case exagentv1.DecisionResolve:
 		return Resolve(s, env, d, now)
+	case exagentv1.DecisionAnswer:
+		return Answer(s, env, d, now)
 	}
-	return s, exagentv1.Receipt{}, conflictf("decision %q is not Approve, Deny, Cancel or Resolve", d.Decision)
+	return s, exagentv1.Receipt{}, conflictf("decision %q is not Approve, Deny, Cancel, Resolve or Answer", d.Decision)
 }
 
 // decision is the shared front of every decision: operation identity,
@@ -90,6 +92,13 @@ func prepare(s *Status, env *Env, d DecisionCmd, kind exagentv1.DecisionKind, no
 		if d.Scope == exagentv1.ScopeRun {
 			r.Scope = d.Scope
 		}
+	}
+	if kind == exagentv1.DecisionAnswer {
+		h, err := answerHash(d.Action, d.Answer)
+		if err != nil {
+			return nil, nil, err
+		}
+		r.AnswerHash = h
 	}
 	if stored := findReceipt(s, d.Sealed, op); stored != nil {
 		if diff := receiptDiff(stored, &r); diff != "" {
@@ -170,6 +179,9 @@ func receiptDiff(a, b *exagentv1.Receipt) string {
 	if a.ArgsHash != b.ArgsHash {
 		diffs = append(diffs, "edited arguments")
 	}
+	if a.AnswerHash != b.AnswerHash {
+		diffs = append(diffs, "answer")
+	}
 	if a.Scope != b.Scope {
 		diffs = append(diffs, fmt.Sprintf("scope (%s, now %s)", scopeName(a.Scope), scopeName(b.Scope)))
 	}
@@ -220,7 +232,7 @@ func findPendingApproval(s *Status, env *Env, d DecisionCmd, now time.Time) (int
 	// An approval's expiry refuses a late yes; a no that arrives at (or
 	// after) the instant of expiry, before the expiry was committed, stays
 	// a no: it ends the call as the expiry would have, with its reason.
-	if a.ExpiresAt != nil && !now.Before(a.ExpiresAt.Time) && d.Decision == exagentv1.DecisionApprove {
+	if a.ExpiresAt != nil && !now.Before(a.ExpiresAt.Time) && (d.Decision == exagentv1.DecisionApprove || d.Decision == exagentv1.DecisionAnswer) {
 		return -1, errorf(KindExpired, exagentv1.ReasonApprovalExpired,
 			"approval %q expired at %s", a.ID, a.ExpiresAt.UTC().Format(time.RFC3339))
 	}
@@ -251,6 +263,9 @@ func Deny(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv1.R
 	}
 	i, err := findPendingApproval(&s, env, dec.cmd, now)
 	if err != nil {
+		return s, exagentv1.Receipt{}, err
+	}
+	if err := notAnApproval(&s.Approvals[i]); err != nil {
 		return s, exagentv1.Receipt{}, err
 	}
 	st := clone(s)

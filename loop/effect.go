@@ -52,6 +52,10 @@ func admitProposed(st *Status, env *Env) {
 		noteMCP(c, env)
 		action, rule := env.policy.EvaluateTool(c.Tool, env.toolAnnotations(c.Tool), json.RawMessage(c.Args))
 		c.Rule, c.Policy = truncateUTF8(rule, maxRule), env.binding.Policy
+		if env.isAskHuman(c.Tool) {
+			admitQuestion(c, env, action, rule) // question.go
+			continue
+		}
 		switch {
 		case action == exagentv1.PolicyAllow:
 			c.State = exagentv1.CallAllowed

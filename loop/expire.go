@@ -105,6 +105,10 @@ func expireAndContinue(st *Status, now time.Time) bool {
 			c.State = exagentv1.CallRefused
 			c.Outcome = &exagentv1.CallOutcome{Result: fmt.Sprintf(
 				"Nobody approved the call in time: its approval expired at %s (policy onExpire: Continue). The call was not run.", at)}
+			if a.IsQuestion() {
+				c.Outcome.Result = fmt.Sprintf(
+					"Nobody answered the question in time: it expired at %s (policy onExpire: Continue). No answer was given.", at)
+			}
 		}
 		expired = append(expired, a.ID)
 	}

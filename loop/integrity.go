@@ -81,6 +81,9 @@ func checkIntegrity(s *Status) error {
 		if _, ok := calls[a.CallID]; !ok {
 			return corruptf("approval %q names call %q, which is not in status.calls", a.ID, a.CallID)
 		}
+		if (a.Kind == exagentv1.KindQuestion) != (a.Question != nil) || (a.State == exagentv1.ApprovalAnswered && a.Question == nil) {
+			return corruptf("approval %q: kind %q and question do not agree", a.ID, a.Kind)
+		}
 	}
 	return nil
 }
@@ -108,7 +111,7 @@ func knownCallState(st exagentv1.CallState) bool {
 func knownApprovalState(st exagentv1.ApprovalState) bool {
 	switch st {
 	case exagentv1.ApprovalPending, exagentv1.ApprovalApproved, exagentv1.ApprovalDenied,
-		exagentv1.ApprovalCancelled, exagentv1.ApprovalExpired:
+		exagentv1.ApprovalCancelled, exagentv1.ApprovalExpired, exagentv1.ApprovalAnswered:
 		return true
 	}
 	return false

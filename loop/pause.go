@@ -81,6 +81,7 @@ func pause(st *Status, env *Env, now time.Time) ([]exagentv1.Approval, error) {
 			RequestedAt: secTime(now),
 			Quorum:      env.quorumOf(c.Rule),
 		}
+		env.askOf(&a, c) // question.go
 		if !never {
 			a.ExpiresAt = secTimePtr(now.Add(timeout))
 		}
@@ -91,7 +92,7 @@ func pause(st *Status, env *Env, now time.Time) ([]exagentv1.Approval, error) {
 	countPending(st)
 	releaseClaim(st, env, now)
 	setPhase(st, exagentv1.PhaseAwaitingApproval, exagentv1.ReasonPending,
-		fmt.Sprintf("waiting for %d approval(s): %s", len(created), strings.Join(names, ", ")))
+		fmt.Sprintf("waiting for %s: %s", waitingFor(created), strings.Join(names, ", ")))
 	if err := checkSize(st, env, decisionReserve*len(created), "pause"); err != nil {
 		return nil, err
 	}
@@ -106,4 +107,23 @@ func approvalID(callID string, revision int64) string {
 		return id
 	}
 	return fmt.Sprintf("%s-r%d", canonical.Hash([]byte(callID))[len("sha256:"):len("sha256:")+16], revision)
+}
+
+// waitingFor says what the requests ask for: "2 approval(s)", "1
+// answer(s)", "1 approval(s) and 1 answer(s)".
+func waitingFor(reqs []exagentv1.Approval) string {
+	questions := 0
+	for i := range reqs {
+		if reqs[i].IsQuestion() {
+			questions++
+		}
+	}
+	switch approvals := len(reqs) - questions; {
+	case questions == 0:
+		return fmt.Sprintf("%d approval(s)", approvals)
+	case approvals == 0:
+		return fmt.Sprintf("%d answer(s)", questions)
+	default:
+		return fmt.Sprintf("%d approval(s) and %d answer(s)", approvals, questions)
+	}
 }

@@ -17,9 +17,11 @@ limitations under the License.
 package loop
 
 import (
+	"encoding/json"
 	"slices"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
 )
 
 // toolEffect is what a tool's calls do, as far as the Agent configures it:
@@ -64,6 +66,8 @@ type builtinEffect struct {
 	// writes a Secret. Omitted when false: the fingerprints of tools that
 	// predate the field stay what they were.
 	AllowSecrets bool `json:"allowSecrets,omitempty"`
+	// AnswerSchema (AskHuman) is the schema every answer must match.
+	AnswerSchema json.RawMessage `json:"answerSchema,omitempty"`
 }
 
 // mcpEffect: the server, the server's name for the tool (or the import's
@@ -109,6 +113,11 @@ func effectOf(t *exagentv1.ToolSpec) toolEffect {
 		kinds := slices.Clone(t.Builtin.Kinds)
 		slices.Sort(kinds)
 		e.Builtin = &builtinEffect{Operation: t.Builtin.Operation, Kinds: kinds, AllowSecrets: t.Builtin.AllowSecrets}
+		if as := t.Builtin.AnswerSchema; as != nil && len(as.Raw) > 0 {
+			if canon, err := canonical.JSON(json.RawMessage(as.Raw)); err == nil {
+				e.Builtin.AnswerSchema = canon
+			}
+		}
 	case t.MCP != nil:
 		e.MCP = &mcpEffect{URL: t.MCP.URL, Idempotent: t.MCP.Idempotent, Headers: headerRefs(t.MCP.Headers)}
 		if im := t.MCP.Import; im != nil {

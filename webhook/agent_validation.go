@@ -41,7 +41,7 @@ var (
 	policyActions    = []string{string(exagentv1.PolicyAllow), string(exagentv1.PolicyAsk), string(exagentv1.PolicyDeny)}
 	onDenyActions    = []string{string(exagentv1.OnDenyStop), string(exagentv1.OnDenyContinue)}
 	onExpireActions  = []string{string(exagentv1.OnExpireStop), string(exagentv1.OnExpireContinue)}
-	builtinOps       = []string{"Get", "List", "Scale", "Patch", "Apply", "Delete"}
+	builtinOps       = []string{"Get", "List", "Scale", "Patch", "Apply", "Delete", "AskHuman"}
 	reservedToolName = "*" // matches every tool in policy rules
 )
 
@@ -190,6 +190,22 @@ func validateBuiltin(path *field.Path, b *exagentv1.BuiltinTool) field.ErrorList
 	var errs field.ErrorList
 	if !slices.Contains(builtinOps, string(b.Operation)) {
 		errs = append(errs, field.NotSupported(path.Child("operation"), b.Operation, builtinOps))
+	}
+	if b.Operation == exagentv1.BuiltinAskHuman {
+		// A question touches nothing in the cluster.
+		if len(b.Kinds) > 0 {
+			errs = append(errs, field.Forbidden(path.Child("kinds"), "operation AskHuman touches no kinds: remove kinds"))
+		}
+		if b.AllowSecrets {
+			errs = append(errs, field.Forbidden(path.Child("allowSecrets"), "operation AskHuman touches no Secrets: remove allowSecrets"))
+		}
+		if b.AnswerSchema != nil && len(b.AnswerSchema.Raw) > 0 {
+			errs = append(errs, validateAnswerSchema(path.Child("answerSchema"), b.AnswerSchema.Raw)...)
+		}
+		return errs
+	}
+	if b.AnswerSchema != nil {
+		errs = append(errs, field.Forbidden(path.Child("answerSchema"), "only for operation AskHuman"))
 	}
 	if len(b.Kinds) == 0 {
 		errs = append(errs, field.Required(path.Child("kinds"), "name the kinds the tool may touch"))

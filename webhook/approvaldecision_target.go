@@ -86,6 +86,15 @@ func ValidateDecisionTarget(d *exagentv1.ApprovalDecision, run *exagentv1.AgentR
 		return field.ErrorList{field.Invalid(spec.Child("approvalID"), s.ApprovalID,
 			fmt.Sprintf("approval is %s, not Pending", a.State))}
 	}
+	switch question := a.IsQuestion(); {
+	case question && (s.Decision == exagentv1.DecisionApprove || s.Decision == exagentv1.DecisionDeny):
+		return field.ErrorList{field.Invalid(spec.Child("decision"), s.Decision,
+			fmt.Sprintf("%s is a question, not a yes or no: answer it (kubectl approve answer %s %s --text …), or decline it (--decline)",
+				a.ID, run.Name, a.ID))}
+	case !question && s.Decision == exagentv1.DecisionAnswer:
+		return field.ErrorList{field.Invalid(spec.Child("decision"), s.Decision,
+			fmt.Sprintf("%s asks for a yes or no, not an answer: approve or deny it", a.ID))}
+	}
 	var errs field.ErrorList
 	if s.Revision != 0 && s.Revision != a.Revision {
 		errs = append(errs, field.Invalid(spec.Child("revision"), s.Revision,
@@ -147,6 +156,27 @@ func ValidateDecisionEdit(d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun
 	}
 	// The value is the decision's own: the message says what is wrong with it.
 	return field.ErrorList{field.Invalid(path, field.OmitValueType{}, msg)}
+}
+
+// ValidateDecisionAnswer checks an Answer against the question it answers,
+// with the engine's own rules (loop.CheckAnswer): the answer matches the
+// question's journaled schema. The findings name where in the answer.
+func ValidateDecisionAnswer(d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun) field.ErrorList {
+	s := &d.Spec
+	if s.Decision != exagentv1.DecisionAnswer || replayed(d, run) {
+		return nil
+	}
+	cmd := loop.DecisionCmd{Name: d.Name, OperationID: s.OperationID, Decision: s.Decision, ApprovalID: s.ApprovalID,
+		Answer: s.AnswerJSON(), Action: s.Action}
+	err := loop.CheckAnswer(run.Status, cmd)
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if e, ok := loop.AsError(err); ok {
+		msg = e.Message
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("spec", "answer"), field.OmitValueType{}, msg)}
 }
 
 // replayed reports whether d's operation already has a receipt in the run:

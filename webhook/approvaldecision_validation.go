@@ -36,7 +36,11 @@ const (
 
 var decisionKinds = []string{
 	string(exagentv1.DecisionApprove), string(exagentv1.DecisionDeny),
-	string(exagentv1.DecisionCancel), string(exagentv1.DecisionResolve),
+	string(exagentv1.DecisionCancel), string(exagentv1.DecisionResolve), string(exagentv1.DecisionAnswer),
+}
+
+var answerActions = []string{
+	string(exagentv1.AnswerAccept), string(exagentv1.AnswerDecline), string(exagentv1.AnswerCancel),
 }
 
 // ValidateApprovalDecision checks a decision on its own. old is nil on
@@ -61,6 +65,11 @@ func ValidateApprovalDecision(newObj, old *exagentv1.ApprovalDecision) field.Err
 		if s.ApprovalID == "" {
 			errs = append(errs, field.Required(spec.Child("approvalID"), fmt.Sprintf("decision %s names the approval it decides", s.Decision)))
 		}
+	case exagentv1.DecisionAnswer:
+		if s.ApprovalID == "" {
+			errs = append(errs, field.Required(spec.Child("approvalID"), "decision Answer names the question it answers"))
+		}
+		errs = append(errs, validateAnswer(spec, s)...)
 	case exagentv1.DecisionCancel:
 		// approvalID is optional: without it the whole waiting run is cancelled.
 	case exagentv1.DecisionResolve:
@@ -92,6 +101,14 @@ func ValidateApprovalDecision(newObj, old *exagentv1.ApprovalDecision) field.Err
 		}
 		if s.Evidence != "" {
 			errs = append(errs, field.Forbidden(spec.Child("evidence"), "only with decision Resolve"))
+		}
+	}
+	if s.Decision != exagentv1.DecisionAnswer {
+		if s.Answer != nil {
+			errs = append(errs, field.Forbidden(spec.Child("answer"), "only with decision Answer"))
+		}
+		if s.Action != "" {
+			errs = append(errs, field.Forbidden(spec.Child("action"), "only with decision Answer"))
 		}
 	}
 	if s.Decision != exagentv1.DecisionApprove {
@@ -138,6 +155,34 @@ func validateEditedArguments(path *field.Path, raw []byte) field.ErrorList {
 	var obj map[string]any
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
 		return field.ErrorList{field.Invalid(path, "", "must be a JSON object: the call's arguments as they should run")}
+	}
+	return nil
+}
+
+// validateAnswer checks the shape of an Answer: an action MCP knows, and
+// an answer — JSON no larger than a call's result may be — exactly when
+// the action is Accept. Whether it matches the question's schema is
+// checked against the run (ValidateDecisionAnswer).
+func validateAnswer(spec *field.Path, s *exagentv1.ApprovalDecisionSpec) field.ErrorList {
+	switch s.Action {
+	case "", exagentv1.AnswerAccept:
+		if s.Answer == nil || len(s.Answer.Raw) == 0 {
+			return field.ErrorList{field.Required(spec.Child("answer"),
+				"an answer with action Accept carries the answer (kubectl approve answer --text, --set or -f); to refuse, use action Decline")}
+		}
+	case exagentv1.AnswerDecline, exagentv1.AnswerCancel:
+		if s.Answer != nil {
+			return field.ErrorList{field.Forbidden(spec.Child("answer"), fmt.Sprintf("action %s gives no answer: remove answer", s.Action))}
+		}
+		return nil
+	default:
+		return field.ErrorList{field.NotSupported(spec.Child("action"), s.Action, answerActions)}
+	}
+	if len(s.Answer.Raw) > exagentv1.MaxValueBytes {
+		return field.ErrorList{field.TooLong(spec.Child("answer"), "", exagentv1.MaxValueBytes)}
+	}
+	if !json.Valid(s.Answer.Raw) {
+		return field.ErrorList{field.Invalid(spec.Child("answer"), field.OmitValueType{}, "must be JSON")}
 	}
 	return nil
 }

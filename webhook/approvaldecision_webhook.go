@@ -157,6 +157,9 @@ func (w *ApprovalDecisionWebhook) ValidateCreate(ctx context.Context, d *exagent
 	if err := invalid(approvalDecisionGK, d.Name, ValidateDecisionEdit(d, run, agent)); err != nil {
 		return nil, err
 	}
+	if err := invalid(approvalDecisionGK, d.Name, ValidateDecisionAnswer(d, run)); err != nil {
+		return nil, err
+	}
 	return nil, nil
 }
 

@@ -26,6 +26,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/exagent-io/exagent/internal/canonical"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -59,6 +60,35 @@ func validateParameters(path *field.Path, raw []byte) field.ErrorList {
 		return field.ErrorList{field.Invalid(path.Child("type"), shown(t),
 			`a tool's parameters must be an object schema: type must be "object"`)}
 	}
+	return compileSchema(path, raw, doc)
+}
+
+// validateAnswerSchema checks an AskHuman tool's answerSchema: a JSON
+// Schema of any type the validator compiles, small enough to be journaled
+// with every question.
+func validateAnswerSchema(path *field.Path, raw []byte) field.ErrorList {
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return field.ErrorList{field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("must be JSON: %v", err))}
+	}
+	switch doc.(type) {
+	case map[string]any, bool:
+	default:
+		return field.ErrorList{field.Invalid(path, field.OmitValueType{}, "must be a JSON Schema (an object)")}
+	}
+	if canon, err := canonical.JSON(json.RawMessage(raw)); err == nil && len(canon) > maxAnswerSchemaBytes {
+		return field.ErrorList{field.TooLong(path, "", maxAnswerSchemaBytes)}
+	}
+	return compileSchema(path, raw, doc)
+}
+
+// maxAnswerSchemaBytes is Question.schema's MaxLength: every question
+// journals its schema.
+const maxAnswerSchemaBytes = 16384
+
+// compileSchema compiles raw as the engine does and turns its findings
+// into field errors located in the schema.
+func compileSchema(path *field.Path, raw []byte, doc any) field.ErrorList {
 	_, err := loop.CompileArgSchema(raw)
 	if err == nil {
 		return nil

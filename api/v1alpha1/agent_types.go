@@ -67,7 +67,7 @@ const (
 )
 
 // BuiltinOperation is a cluster operation a builtin tool performs.
-// +kubebuilder:validation:Enum=Get;List;Scale;Patch;Apply;Delete
+// +kubebuilder:validation:Enum=Get;List;Scale;Patch;Apply;Delete;AskHuman
 type BuiltinOperation string
 
 const (
@@ -77,6 +77,10 @@ const (
 	BuiltinPatch  BuiltinOperation = "Patch"
 	BuiltinApply  BuiltinOperation = "Apply"
 	BuiltinDelete BuiltinOperation = "Delete"
+	// BuiltinAskHuman touches nothing: a call asks a person a question
+	// (its arguments {question, choices?}) and the run waits for the
+	// answer (kubectl approve answer); the answer, as JSON, is the result.
+	BuiltinAskHuman BuiltinOperation = "AskHuman"
 )
 
 // AgentSpec is the trusted template of a run: instructions, model, tools,
@@ -396,20 +400,24 @@ type AgentTool struct {
 }
 
 // BuiltinTool is an operation on named kinds of the cluster, executed by
-// impersonating the run's ServiceAccount.
+// impersonating the run's ServiceAccount — or AskHuman, a question to a
+// person that touches nothing.
+// +kubebuilder:validation:XValidation:rule="self.operation == 'AskHuman' || (has(self.kinds) && size(self.kinds) > 0)",message="kinds is required: the kinds the operation may touch"
+// +kubebuilder:validation:XValidation:rule="self.operation != 'AskHuman' || !has(self.kinds)",message="operation AskHuman touches no kinds: do not set kinds"
+// +kubebuilder:validation:XValidation:rule="self.operation == 'AskHuman' || !has(self.answerSchema)",message="answerSchema is only for operation AskHuman"
 type BuiltinTool struct {
 	// operation performed.
 	// +required
 	Operation BuiltinOperation `json:"operation"`
 	// kinds the tool may touch, as Kind or Kind.group (Deployment.apps,
-	// ConfigMap); a Kind without a group is in the core group.
-	// +required
-	// +kubebuilder:validation:MinItems=1
+	// ConfigMap); a Kind without a group is in the core group. Required
+	// for every operation but AskHuman, which touches none.
+	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=253
 	// +kubebuilder:validation:items:Pattern=`^[A-Z][A-Za-z0-9]*(\.[a-z0-9.-]+)?$`
 	// +listType=set
-	Kinds []string `json:"kinds"`
+	Kinds []string `json:"kinds,omitempty"`
 	// allowSecrets lets the tool touch Secrets (kind Secret of the core
 	// group). Off by default: a Get returns a Secret's data into the run's
 	// transcript, which everyone who may view the run (exagent-viewer,
@@ -417,6 +425,13 @@ type BuiltinTool struct {
 	// the tool refuses every call that would touch one.
 	// +optional
 	AllowSecrets bool `json:"allowSecrets,omitempty"`
+	// answerSchema (AskHuman only) is the JSON Schema every answer must
+	// match, checked when the answer is admitted (draft 2020-12 unless
+	// $schema names another; self-contained, at most 64 levels). Unset: a
+	// string, one of the call's choices when the model offers some.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	AnswerSchema *runtime.RawExtension `json:"answerSchema,omitempty"`
 }
 
 // PolicySpec decides what each tool call may do and who may decide.

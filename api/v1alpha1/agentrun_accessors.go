@@ -115,3 +115,7 @@ func (a *Approval) votesFrom(group string) int {
 	}
 	return n
 }
+
+// IsQuestion reports whether the request asks for an answer (kind
+// Question), not a yes or no.
+func (a *Approval) IsQuestion() bool { return a.Kind == KindQuestion && a.Question != nil }

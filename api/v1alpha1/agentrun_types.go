@@ -89,7 +89,7 @@ const (
 )
 
 // ApprovalState is the state of one approval request.
-// +kubebuilder:validation:Enum=Pending;Approved;Denied;Cancelled;Expired
+// +kubebuilder:validation:Enum=Pending;Approved;Denied;Cancelled;Expired;Answered
 type ApprovalState string
 
 const (
@@ -98,7 +98,57 @@ const (
 	ApprovalDenied    ApprovalState = "Denied"
 	ApprovalCancelled ApprovalState = "Cancelled"
 	ApprovalExpired   ApprovalState = "Expired"
+	// ApprovalAnswered: a question was answered (or declined).
+	ApprovalAnswered ApprovalState = "Answered"
 )
+
+// ApprovalKind says what a request for a human asks for.
+// +kubebuilder:validation:Enum=Approval;Question
+type ApprovalKind string
+
+const (
+	// KindApproval asks for a yes or no on a call (the default).
+	KindApproval ApprovalKind = "Approval"
+	// KindQuestion asks for an answer (kubectl approve answer).
+	KindQuestion ApprovalKind = "Question"
+)
+
+// QuestionSource says who asks a question.
+// +kubebuilder:validation:Enum=AskHuman
+type QuestionSource string
+
+const (
+	// QuestionAskHuman: the model called a builtin AskHuman tool.
+	QuestionAskHuman QuestionSource = "AskHuman"
+)
+
+// Question is what a request of kind Question asks, and its answer.
+type Question struct {
+	// source of the question.
+	// +required
+	Source QuestionSource `json:"source"`
+	// text of the question, as the asker wrote it (untrusted text).
+	// +required
+	// +kubebuilder:validation:MaxLength=4096
+	Text string `json:"text"`
+	// choices the asker offered, if any.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=256
+	// +listType=atomic
+	Choices []string `json:"choices,omitempty"`
+	// schema is the JSON Schema (canonical JSON) every answer must match.
+	// +required
+	// +kubebuilder:validation:MaxLength=16384
+	Schema string `json:"schema"`
+	// action the person took once answered: Accept, Decline or Cancel.
+	// +optional
+	Action AnswerAction `json:"action,omitempty"`
+	// answer given (canonical JSON), with action Accept.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	Answer string `json:"answer,omitempty"`
+}
 
 // MessageRole is the author of a transcript message.
 // +kubebuilder:validation:Enum=system;user;assistant;tool
@@ -669,10 +719,16 @@ type Approval struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=64
 	ID string `json:"id"`
+	// kind is Approval (a yes or no; the default) or Question (an answer).
+	// +optional
+	Kind ApprovalKind `json:"kind,omitempty"`
 	// callID the approval is for.
 	// +required
 	// +kubebuilder:validation:MaxLength=64
 	CallID string `json:"callID"`
+	// question asked (kind Question), and its answer.
+	// +optional
+	Question *Question `json:"question,omitempty"`
 	// payloadHash the decision must carry.
 	// +required
 	// +kubebuilder:validation:MaxLength=128
@@ -846,6 +902,10 @@ type Receipt struct {
 	// scope of an Approve (Run: approved for the rest of the run).
 	// +optional
 	Scope DecisionScope `json:"scope,omitempty"`
+	// answerHash of an Answer: sha256 of its action and answer.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	AnswerHash string `json:"answerHash,omitempty"`
 }
 
 // Ledger counts usage exactly once across pause, resume and recovery.

@@ -22,7 +22,7 @@ import (
 )
 
 // DecisionKind is what a decider decided.
-// +kubebuilder:validation:Enum=Approve;Deny;Cancel;Resolve
+// +kubebuilder:validation:Enum=Approve;Deny;Cancel;Resolve;Answer
 type DecisionKind string
 
 const (
@@ -30,6 +30,22 @@ const (
 	DecisionDeny    DecisionKind = "Deny"
 	DecisionCancel  DecisionKind = "Cancel"
 	DecisionResolve DecisionKind = "Resolve"
+	// DecisionAnswer answers a question (an approval of kind Question).
+	DecisionAnswer DecisionKind = "Answer"
+)
+
+// AnswerAction is what the person did with a question (MCP's three
+// actions of an elicitation).
+// +kubebuilder:validation:Enum=Accept;Decline;Cancel
+type AnswerAction string
+
+const (
+	// AnswerAccept gives the answer (spec.answer).
+	AnswerAccept AnswerAction = "Accept"
+	// AnswerDecline refuses to answer; the asker is told.
+	AnswerDecline AnswerAction = "Decline"
+	// AnswerCancel dismisses the question without a choice; the asker is told.
+	AnswerCancel AnswerAction = "Cancel"
 )
 
 // ResolveOutcome is the evidence-backed outcome of an Uncertain call.
@@ -68,10 +84,12 @@ const (
 // ApprovalDecisionSpec is one decision. It is immutable.
 // +kubebuilder:validation:XValidation:rule="self.decision == 'Approve' || !has(self.arguments)",message="arguments (an edited call) are only allowed with decision Approve"
 // +kubebuilder:validation:XValidation:rule="self.decision == 'Approve' || !has(self.scope)",message="scope is only allowed with decision Approve"
+// +kubebuilder:validation:XValidation:rule="self.decision == 'Answer' || !has(self.answer)",message="answer is only allowed with decision Answer"
+// +kubebuilder:validation:XValidation:rule="self.decision == 'Answer' || !has(self.action)",message="action is only allowed with decision Answer"
 // +kubebuilder:validation:XValidation:rule="self.decision == 'Resolve' || !has(self.outcome)",message="outcome is only allowed with decision Resolve"
 // +kubebuilder:validation:XValidation:rule="self.decision != 'Resolve' || has(self.outcome)",message="decision Resolve needs an outcome"
 // +kubebuilder:validation:XValidation:rule="self.decision != 'Resolve' || has(self.callID)",message="decision Resolve needs a callID"
-// +kubebuilder:validation:XValidation:rule="self.decision == 'Resolve' || self.decision == 'Cancel' || has(self.approvalID)",message="decisions Approve and Deny need an approvalID"
+// +kubebuilder:validation:XValidation:rule="self.decision == 'Resolve' || self.decision == 'Cancel' || has(self.approvalID)",message="decisions Approve, Deny and Answer need an approvalID"
 type ApprovalDecisionSpec struct {
 	// runRef names the AgentRun (same namespace).
 	// +required
@@ -133,6 +151,18 @@ type ApprovalDecisionSpec struct {
 	// while the tool's binding and the policy are unchanged).
 	// +optional
 	Scope DecisionScope `json:"scope,omitempty"`
+
+	// answer (Answer only) is the answer to a question, any JSON value
+	// (a string for a free-text question): it is validated against the
+	// question's schema. Required with action Accept, refused otherwise.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Answer *runtime.RawExtension `json:"answer,omitempty"`
+
+	// action (Answer only) is Accept (the default: spec.answer is the
+	// answer), Decline or Cancel (no answer; the asker is told).
+	// +optional
+	Action AnswerAction `json:"action,omitempty"`
 
 	// actor is stamped by the admission webhook from the authenticated user.
 	// +optional
@@ -202,12 +232,18 @@ const (
 	// VerbResolve is needed to resolve an Uncertain call (ClusterRole
 	// exagent-resolver grants it).
 	VerbResolve = "resolve"
+	// VerbAnswer is needed to answer a question (ClusterRole
+	// exagent-approver grants it; a Role may grant it alone).
+	VerbAnswer = "answer"
 )
 
 // DeciderVerb returns the RBAC verb on agents/approval a decision of kind needs.
 func DeciderVerb(kind DecisionKind) string {
-	if kind == DecisionResolve {
+	switch kind {
+	case DecisionResolve:
 		return VerbResolve
+	case DecisionAnswer:
+		return VerbAnswer
 	}
 	return VerbApprove
 }
@@ -221,4 +257,20 @@ func (s *ApprovalDecisionSpec) EditedArguments() string {
 		return ""
 	}
 	return string(s.Arguments.Raw)
+}
+
+// AnswerJSON returns spec.answer as JSON text ("" when unset).
+func (s *ApprovalDecisionSpec) AnswerJSON() string {
+	if s.Answer == nil {
+		return ""
+	}
+	return string(s.Answer.Raw)
+}
+
+// AnswerActionOrDefault returns spec.action, Accept when unset.
+func (s *ApprovalDecisionSpec) AnswerActionOrDefault() AnswerAction {
+	if s.Action == "" {
+		return AnswerAccept
+	}
+	return s.Action
 }
