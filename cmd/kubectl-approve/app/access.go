@@ -31,6 +31,7 @@ import (
 var deciderRole = map[string]string{
 	exagentv1.VerbApprove: "exagent-approver",
 	exagentv1.VerbResolve: "exagent-resolver",
+	exagentv1.VerbAnswer:  "exagent-approver",
 }
 
 // mayI asks the apiserver whether the current user may do what attrs say

@@ -53,6 +53,7 @@ type decideOptions struct {
 	DryRunArg  string
 	OutcomeArg string
 	ArgsFile   string
+	answer     answerFlags // answer.go
 
 	dryRun  dryRun
 	printer printers.ResourcePrinter // nil: the human summary
@@ -87,6 +88,8 @@ func (o *decideOptions) AddFlags(cmd *cobra.Command) {
 			"while the tool and the policy are unchanged (decision scope Run).")
 	}
 	switch o.Request.Kind {
+	case exagentv1.DecisionAnswer:
+		o.answer.addFlags(cmd)
 	case exagentv1.DecisionResolve:
 		fs.StringVar(&o.Request.CallID, "call", "", "ID of the Uncertain tool call to resolve (optional when the run has only one).")
 		fs.StringVar(&o.OutcomeArg, "outcome", "", "What really happened: Succeeded, Failed, or Retry (re-send with the same idempotency key).")
@@ -118,6 +121,11 @@ func (o *decideOptions) Complete(f *factory, cmd *cobra.Command, args []string) 
 	}
 	if o.ArgsFile != "" {
 		if o.Request.ArgsFile, err = readArgsFile(o.ArgsFile, o.In); err != nil {
+			return err
+		}
+	}
+	if o.Request.Kind == exagentv1.DecisionAnswer {
+		if err := o.answer.build(&o.Request, o.In); err != nil {
 			return err
 		}
 	}
@@ -308,6 +316,15 @@ func appliedLine(d *exagentv1.ApprovalDecision) string {
 		what = "cancelled"
 	case exagentv1.DecisionResolve:
 		what = fmt.Sprintf("call %s resolved as %s", d.Spec.CallID, d.Spec.Outcome)
+	case exagentv1.DecisionAnswer:
+		switch d.Spec.Action {
+		case exagentv1.AnswerDecline:
+			what = fmt.Sprintf("question %s declined", d.Spec.ApprovalID)
+		case exagentv1.AnswerCancel:
+			what = fmt.Sprintf("question %s dismissed", d.Spec.ApprovalID)
+		default:
+			what = fmt.Sprintf("question %s answered", d.Spec.ApprovalID)
+		}
 	}
 	actor := ""
 	if d.Spec.Actor != nil && d.Spec.Actor.Username != "" {

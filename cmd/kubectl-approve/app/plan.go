@@ -43,6 +43,10 @@ type decisionRequest struct {
 	Sets     []string
 	ArgsFile []byte
 	ForRun   bool
+	// Answer (answer): the answer as JSON, built from --text, --set or -f
+	// (answer.go); Action is Accept, or Decline / Cancel (--decline, --cancel).
+	Answer []byte
+	Action exagentv1.AnswerAction
 }
 
 // edits reports whether the request edits the call.
@@ -120,6 +124,21 @@ func planDecisions(run *exagentv1.AgentRun, req decisionRequest, now time.Time) 
 		d.Spec.Outcome = req.Outcome
 		d.Spec.Evidence = req.Evidence
 		return []*exagentv1.ApprovalDecision{d}, nil
+	case exagentv1.DecisionAnswer:
+		q, err := chooseQuestion(run, req.ApprovalID)
+		if err != nil {
+			return nil, err
+		}
+		d := newDecision(run, req)
+		d.Spec.ApprovalID = q.ID
+		d.Spec.PayloadHash = q.PayloadHash
+		d.Spec.Revision = q.Revision
+		if req.Action != exagentv1.AnswerAccept {
+			d.Spec.Action = req.Action
+		} else {
+			d.Spec.Answer = &runtime.RawExtension{Raw: req.Answer}
+		}
+		return []*exagentv1.ApprovalDecision{d}, nil
 	}
 	return nil, fmt.Errorf("unknown decision %q", req.Kind)
 }
@@ -151,8 +170,20 @@ func generateName(run string, kind exagentv1.DecisionKind) string {
 }
 
 func chooseApprovals(run *exagentv1.AgentRun, req decisionRequest, now time.Time) ([]exagentv1.Approval, error) {
-	pending := run.Status.Pending()
+	var pending []exagentv1.Approval
+	questions := 0
+	for _, a := range run.Status.Pending() {
+		if a.IsQuestion() {
+			questions++ // answered, never approved (answer.go)
+			continue
+		}
+		pending = append(pending, a)
+	}
 	if len(pending) == 0 {
+		if questions > 0 {
+			return nil, fmt.Errorf("run %q waits for an answer, not an approval: see the question with kubectl approve show %s, "+
+				"answer it with kubectl approve answer %s --text …", run.Name, run.Name, run.Name)
+		}
 		return nil, fmt.Errorf("run %q has no pending approvals (phase %s)", run.Name, orNone(string(run.Status.Phase)))
 	}
 	switch {
@@ -160,6 +191,10 @@ func chooseApprovals(run *exagentv1.AgentRun, req decisionRequest, now time.Time
 		a, err := pendingApprovalNamed(run, req.ApprovalID)
 		if err != nil {
 			return nil, err
+		}
+		if a.IsQuestion() {
+			return nil, fmt.Errorf("%s of run %q is a question: answer it with kubectl approve answer %s %s --text … (or --decline)",
+				a.ID, run.Name, run.Name, a.ID)
 		}
 		return []exagentv1.Approval{*a}, nil
 	case req.All || len(pending) == 1:

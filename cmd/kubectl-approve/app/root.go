@@ -58,6 +58,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newDenyCommand(f, streams),
 		newCancelCommand(f, streams),
 		newResolveCommand(f, streams),
+		newAnswerCommand(f, streams),
 		newWaitCommand(f, streams),
 		newLogsCommand(f, streams),
 		newVersionCommand(f, streams),

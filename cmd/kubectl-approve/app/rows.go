@@ -52,6 +52,12 @@ type pendingApproval struct {
 	Path        string     `json:"path,omitempty"`
 	RequestedAt time.Time  `json:"requestedAt"`
 	ExpiresAt   *time.Time `json:"expiresAt,omitempty"`
+	// Kind is Question for a request that waits for an answer; Question,
+	// Choices and AnswerSchema are what it asks.
+	Kind         string          `json:"kind,omitempty"`
+	Question     string          `json:"question,omitempty"`
+	Choices      []string        `json:"choices,omitempty"`
+	AnswerSchema json.RawMessage `json:"answerSchema,omitempty"`
 }
 
 // pendingList is the -o json|yaml document of `list`.
@@ -112,6 +118,12 @@ func newPendingApproval(run *exagentv1.AgentRun, a exagentv1.Approval) pendingAp
 	}
 	if ed := a.Edit; ed != nil && ed.Args != "" && json.Valid([]byte(ed.Args)) {
 		p.Args, p.EditedBy = json.RawMessage(ed.Args), ed.Editor.Username
+	}
+	if a.IsQuestion() {
+		p.Kind, p.Question, p.Choices = string(exagentv1.KindQuestion), a.Question.Text, a.Question.Choices
+		if json.Valid([]byte(a.Question.Schema)) {
+			p.AnswerSchema = json.RawMessage(a.Question.Schema)
+		}
 	}
 	if a.Quorum != nil {
 		p.Quorum, p.Needs = quorumLine(a.Quorum), a.QuorumMissing()

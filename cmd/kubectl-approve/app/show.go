@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -127,10 +128,15 @@ func (o *showOptions) Run(ctx context.Context) error {
 		v.AgentNote = "not readable: " + FormatError(err)
 	}
 	// What the run waits for decides which verb matters: resolve for a run
-	// that only has Uncertain calls, approve otherwise.
+	// that only has Uncertain calls, answer for one that only has questions,
+	// approve otherwise.
 	kind := exagentv1.DecisionApprove
-	if len(run.Status.Pending()) == 0 && len(run.Status.UncertainCalls()) > 0 {
+	pending := run.Status.Pending()
+	if len(pending) == 0 && len(run.Status.UncertainCalls()) > 0 {
 		kind = exagentv1.DecisionResolve
+	}
+	if len(pending) > 0 && !slices.ContainsFunc(pending, func(a exagentv1.Approval) bool { return !a.IsQuestion() }) {
+		kind = exagentv1.DecisionAnswer
 	}
 	v.YouVerb = (&exagentv1.ApprovalDecisionSpec{Decision: kind}).Verb()
 	v.YouMay = o.canDecide(ctx, run, kind)

@@ -86,6 +86,10 @@ func renderShow(w io.Writer, v showView) error {
 	}
 	for _, a := range approvals {
 		p("")
+		if a.IsQuestion() {
+			renderQuestion(w, run, &a, v.Now)
+			continue
+		}
 		p("Approval %s (%s):", a.ID, a.State)
 		call := run.Status.Call(a.CallID)
 		if call != nil {
@@ -323,4 +327,48 @@ func messageLines(m exagentv1.Message) []string {
 		lines = append(lines, "<empty>")
 	}
 	return lines
+}
+
+// renderQuestion prints a request of kind Question: what it asks, the
+// schema an answer must match, and how to answer (or how it was answered).
+// The text is the asker's, untrusted: it is printed indented, never run.
+func renderQuestion(w io.Writer, run *exagentv1.AgentRun, a *exagentv1.Approval, now time.Time) {
+	p := func(format string, args ...any) { _, _ = fmt.Fprintf(w, format+"\n", args...) }
+	field := func(label, format string, args ...any) {
+		_, _ = fmt.Fprintf(w, "%-*s %s\n", labelWidth, label+":", fmt.Sprintf(format, args...))
+	}
+	q := a.Question
+	p("Question %s (%s):", a.ID, a.State)
+	if call := run.Status.Call(a.CallID); call != nil {
+		field("  Asked by", "the model, with tool %s (call %s, step %d)", call.Tool, call.ID, call.Step)
+	}
+	p("  Question:")
+	for _, line := range strings.Split(strings.TrimRight(q.Text, "\n"), "\n") {
+		p("    %s", line)
+	}
+	if len(q.Choices) > 0 {
+		field("  Choices", "%s", strings.Join(q.Choices, " | "))
+	}
+	p("  Answer schema:")
+	_, _ = fmt.Fprintln(w, prettyJSON(q.Schema, "    "))
+	field("  Payload hash", "%s", a.PayloadHash)
+	field("  Revision", "%d", a.Revision)
+	field("  Requested", "%s (%s ago)", a.RequestedAt.UTC().Format(time.RFC3339), age(a.RequestedAt.Time, now))
+	if a.ExpiresAt == nil {
+		field("  Expires", "never")
+	} else {
+		field("  Expires", "%s (%s)", a.ExpiresAt.UTC().Format(time.RFC3339), expires(&a.ExpiresAt.Time, now))
+	}
+	switch {
+	case a.State == exagentv1.ApprovalPending:
+		field("  Answer", "kubectl approve answer %s %s --text …  |  --set key=value  |  -f answer.json", run.Name, a.ID)
+		field("  Or", "kubectl approve answer %s %s --decline --reason …", run.Name, a.ID)
+	case a.State == exagentv1.ApprovalAnswered && a.Actor != nil:
+		if q.Action == exagentv1.AnswerAccept {
+			field("  Answered", "by %s%s", a.Actor.Username, reasonSuffix(a.Reason))
+			_, _ = fmt.Fprintln(w, prettyJSON(q.Answer, "    "))
+		} else {
+			field("  Answered", "%s by %s%s", q.Action, a.Actor.Username, reasonSuffix(a.Reason))
+		}
+	}
 }

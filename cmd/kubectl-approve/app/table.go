@@ -26,6 +26,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/printers"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
 const (
@@ -70,7 +72,7 @@ func writeApprovalTable(w io.Writer, rows []pendingApproval, now time.Time, wide
 		}
 		cols := []string{
 			r.Namespace, run, r.Approval, orNone(r.Tool),
-			truncate(compactJSON(r.Args), width),
+			truncate(argsCell(r), width),
 			age(r.RequestedAt, now),
 			expires(r.ExpiresAt, now),
 		}
@@ -173,4 +175,17 @@ func voteCell(r pendingApproval) string {
 		s += "; " + r.Needs
 	}
 	return s
+}
+
+// argsCell is the ARGS cell: the call's arguments, or for a question what
+// it asks ("question: Which cluster? [eu|us]").
+func argsCell(r pendingApproval) string {
+	if r.Kind != string(exagentv1.KindQuestion) {
+		return compactJSON(r.Args)
+	}
+	cell := "question: " + strings.Join(strings.Fields(r.Question), " ")
+	if len(r.Choices) > 0 {
+		cell += " [" + strings.Join(r.Choices, "|") + "]"
+	}
+	return cell
 }
