@@ -329,7 +329,11 @@ func (r *AgentRunReconciler) drive(ctx context.Context, sc *scope) error {
 	switch act.Kind {
 	case loop.ActPause:
 		for _, a := range act.Approvals {
-			sc.note(exagentv1.EventApprovalRequested, normal, "%s", notify.ApprovalRequestedMessage(sc.run, &next, a)) // actionable Event
+			reason := exagentv1.EventApprovalRequested
+			if a.IsQuestion() {
+				reason = exagentv1.EventInputRequested
+			}
+			sc.note(reason, normal, "%s", notify.ApprovalRequestedMessage(sc.run, &next, a)) // actionable Event
 		}
 		sc.note(exagentv1.EventRunPaused, normal, "%s", next.Message)
 	case loop.ActFinish, loop.ActFail:

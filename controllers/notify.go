@@ -38,7 +38,7 @@ import (
 func reportDropped(d *notify.Deliverer) func(context.Context, *exagentv1.AgentRun, *loop.Status, []notify.Event) {
 	return func(ctx context.Context, run *exagentv1.AgentRun, next *loop.Status, left []notify.Event) {
 		for _, e := range left {
-			if e.Kind == exagentv1.NotifyApprovalRequested || e.Kind == exagentv1.NotifyApprovalExpiring {
+			if e.Kind == exagentv1.NotifyApprovalRequested || e.Kind == exagentv1.NotifyInputRequested || e.Kind == exagentv1.NotifyApprovalExpiring {
 				continue
 			}
 			d.Dropped(ctx, run, e, len(next.Notifications))

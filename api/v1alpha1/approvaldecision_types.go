@@ -156,6 +156,7 @@ type ApprovalDecisionSpec struct {
 	// (a string for a free-text question): it is validated against the
 	// question's schema. Required with action Accept, refused otherwise.
 	// +optional
+	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Answer *runtime.RawExtension `json:"answer,omitempty"`
 

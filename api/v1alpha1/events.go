@@ -23,6 +23,8 @@ const (
 	// EventApprovalRequested: a call waits for a person (one Event per
 	// approval; its message says who may decide and how).
 	EventApprovalRequested = "ApprovalRequested"
+	// EventInputRequested: a question waits for a person's answer.
+	EventInputRequested = "InputRequested"
 	// EventRunPaused: the run paused for approvals.
 	EventRunPaused = "RunPaused"
 	// EventDecisionApplied and EventDecisionRejected: an ApprovalDecision

@@ -33,12 +33,14 @@ const (
 )
 
 // NotifyEvent is something a person may need to act on.
-// +kubebuilder:validation:Enum=ApprovalRequested;ApprovalExpiring;RunUncertain;RunEnded
+// +kubebuilder:validation:Enum=ApprovalRequested;InputRequested;ApprovalExpiring;RunUncertain;RunEnded
 type NotifyEvent string
 
 const (
 	// NotifyApprovalRequested: the run paused for an approval.
 	NotifyApprovalRequested NotifyEvent = "ApprovalRequested"
+	// NotifyInputRequested: the run paused for an answer to a question.
+	NotifyInputRequested NotifyEvent = "InputRequested"
 	// NotifyApprovalExpiring: a pending approval is about to expire (a
 	// quarter of its timeout before, at most an hour before).
 	NotifyApprovalExpiring NotifyEvent = "ApprovalExpiring"
@@ -49,7 +51,7 @@ const (
 )
 
 // NotifyEvents are every event, in the order they happen to a run.
-var NotifyEvents = []NotifyEvent{NotifyApprovalRequested, NotifyApprovalExpiring, NotifyRunUncertain, NotifyRunEnded}
+var NotifyEvents = []NotifyEvent{NotifyApprovalRequested, NotifyInputRequested, NotifyApprovalExpiring, NotifyRunUncertain, NotifyRunEnded}
 
 // MaxNotifySinks bounds spec.notify of an Agent (the marker's value).
 const MaxNotifySinks = 8

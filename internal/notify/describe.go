@@ -49,6 +49,17 @@ func ApprovalCommands(namespace, run, approvalID string) Commands {
 	}
 }
 
+// AnswerCommands are the commands for a question: show it, answer it,
+// decline it (in the Approve and Deny slots, so a consumer of the
+// commands needs no new fields).
+func AnswerCommands(namespace, run, approvalID string) Commands {
+	return Commands{
+		Show:    fmt.Sprintf("kubectl approve show %s -n %s", run, namespace),
+		Approve: fmt.Sprintf("kubectl approve answer %s %s -n %s --text \"…\"", run, approvalID, namespace),
+		Deny:    fmt.Sprintf("kubectl approve answer %s %s -n %s --decline --reason \"…\"", run, approvalID, namespace),
+	}
+}
+
 // ResolveCommand is the command that resolves an Uncertain call.
 func ResolveCommand(namespace, run, callID string) string {
 	return fmt.Sprintf("kubectl approve resolve %s -n %s --call %s --outcome Succeeded|Failed|Retry --evidence \"…\"", run, namespace, callID)
@@ -63,6 +74,14 @@ func ApprovalRequestedMessage(run *exagentv1.AgentRun, st *exagentv1.AgentRunSta
 		tool, args = c.Tool, c.Args
 	}
 	var b strings.Builder
+	if a.IsQuestion() {
+		fmt.Fprintf(&b, "%s asks a question (%s): %q", tool, a.ID, Excerpt(a.Question.Text, 300))
+		if a.ExpiresAt != nil {
+			fmt.Fprintf(&b, " until %s", a.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z"))
+		}
+		fmt.Fprintf(&b, "; answer: %s", AnswerCommands(run.Namespace, run.Name, a.ID).Approve)
+		return Excerpt(b.String(), 1000)
+	}
 	fmt.Fprintf(&b, "%s(%s) waits for approval %s", tool, Excerpt(args, 160), a.ID)
 	if a.ExpiresAt != nil {
 		fmt.Fprintf(&b, " until %s", a.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z"))

@@ -64,7 +64,7 @@ func Transitions(old, next *exagentv1.AgentRunStatus) []Event {
 			continue
 		}
 		if was := old.Approval(a.ID); was == nil || was.State != exagentv1.ApprovalPending {
-			out = append(out, Event{exagentv1.NotifyApprovalRequested, a.ID})
+			out = append(out, Event{RequestedEvent(&a), a.ID})
 		}
 	}
 	if next.Phase == exagentv1.PhaseUncertain && old.Phase != exagentv1.PhaseUncertain {
@@ -123,8 +123,8 @@ func Unannounced(st *exagentv1.AgentRunStatus) []Event {
 		return nil
 	}
 	for i := range st.Approvals {
-		if a := &st.Approvals[i]; a.State == exagentv1.ApprovalPending && !Notified(a, exagentv1.NotifyApprovalRequested) {
-			out = append(out, Event{exagentv1.NotifyApprovalRequested, a.ID})
+		if a := &st.Approvals[i]; a.State == exagentv1.ApprovalPending && !Notified(a, RequestedEvent(a)) {
+			out = append(out, Event{RequestedEvent(a), a.ID})
 		}
 	}
 	return out
@@ -145,7 +145,16 @@ func Notified(a *exagentv1.Approval, e exagentv1.NotifyEvent) bool {
 
 // approvalEvent: an event about one approval (its subject is the approval id).
 func approvalEvent(e exagentv1.NotifyEvent) bool {
-	return e == exagentv1.NotifyApprovalRequested || e == exagentv1.NotifyApprovalExpiring
+	return e == exagentv1.NotifyApprovalRequested || e == exagentv1.NotifyInputRequested || e == exagentv1.NotifyApprovalExpiring
+}
+
+// RequestedEvent is the event that announces request a: InputRequested
+// for a question, ApprovalRequested otherwise.
+func RequestedEvent(a *exagentv1.Approval) exagentv1.NotifyEvent {
+	if a.IsQuestion() {
+		return exagentv1.NotifyInputRequested
+	}
+	return exagentv1.NotifyApprovalRequested
 }
 
 // approvalRecords bounds the records of approval events, so the events of
@@ -212,7 +221,7 @@ func Supersede(st *exagentv1.AgentRunStatus, sinks []exagentv1.NotifySink, check
 		}
 		why := ""
 		switch r.Event {
-		case exagentv1.NotifyApprovalRequested, exagentv1.NotifyApprovalExpiring:
+		case exagentv1.NotifyApprovalRequested, exagentv1.NotifyInputRequested, exagentv1.NotifyApprovalExpiring:
 			if a := st.Approval(r.Subject); a == nil || a.State != exagentv1.ApprovalPending {
 				why = "the approval was settled before the notification was delivered"
 			}

@@ -62,6 +62,17 @@ type ApprovalData struct {
 	Revision    int64      `json:"revision"`
 	RequestedAt time.Time  `json:"requestedAt"`
 	ExpiresAt   *time.Time `json:"expiresAt,omitempty"`
+	// Question is what a request of kind Question asks (InputRequested,
+	// and ApprovalExpiring of a question).
+	Question *QuestionData `json:"question,omitempty"`
+}
+
+// QuestionData is a question's text (an excerpt: untrusted text), its
+// choices and the schema an answer must match.
+type QuestionData struct {
+	Text    string          `json:"text"`
+	Choices []string        `json:"choices,omitempty"`
+	Schema  json.RawMessage `json:"schema,omitempty"`
 }
 
 // CallData is a call without a confirmed outcome.
@@ -89,7 +100,8 @@ func Build(run *exagentv1.AgentRun, agent *exagentv1.Agent, e Event) Data {
 	d := Data{Event: e.Kind, Run: RunRef{Namespace: run.Namespace, Name: run.Name, UID: string(run.UID),
 		Agent: run.Spec.AgentRef.Name, Phase: st.Phase, Reason: st.Reason, Message: Excerpt(st.Message, 1024)}}
 	switch e.Kind {
-	case exagentv1.NotifyApprovalRequested, exagentv1.NotifyApprovalExpiring:
+	case exagentv1.NotifyApprovalRequested, exagentv1.NotifyInputRequested, exagentv1.NotifyApprovalExpiring:
+		verb := exagentv1.VerbApprove
 		if a := st.Approval(e.Subject); a != nil {
 			ad := &ApprovalData{ID: a.ID, CallID: a.CallID, Rule: a.Rule, PayloadHash: a.PayloadHash, Revision: a.Revision,
 				RequestedAt: a.RequestedAt.UTC()}
@@ -102,9 +114,17 @@ func Build(run *exagentv1.AgentRun, agent *exagentv1.Agent, e Event) Data {
 			}
 			d.Approval = ad
 			cmds := ApprovalCommands(run.Namespace, run.Name, a.ID)
+			if a.IsQuestion() {
+				ad.Question = &QuestionData{Text: Excerpt(a.Question.Text, ArgsExcerptBytes), Choices: a.Question.Choices}
+				if len(a.Question.Schema) <= ArgsExcerptBytes && json.Valid([]byte(a.Question.Schema)) {
+					ad.Question.Schema = json.RawMessage(a.Question.Schema)
+				}
+				cmds = AnswerCommands(run.Namespace, run.Name, a.ID)
+				verb = exagentv1.VerbAnswer
+			}
 			d.Commands = &cmds
 		}
-		d.Deciders = deciders(run, agent, exagentv1.VerbApprove)
+		d.Deciders = deciders(run, agent, verb)
 	case exagentv1.NotifyRunUncertain:
 		for _, c := range st.UncertainCalls() {
 			d.Uncertain = append(d.Uncertain, CallData{ID: c.ID, Tool: c.Tool, Args: Excerpt(c.Args, ArgsExcerptBytes)})
@@ -187,10 +207,13 @@ func slackMessage(d Data) slack {
 	run := fmt.Sprintf("%s/%s", d.Run.Namespace, d.Run.Name)
 	var m slack
 	switch d.Event {
-	case exagentv1.NotifyApprovalRequested, exagentv1.NotifyApprovalExpiring:
+	case exagentv1.NotifyApprovalRequested, exagentv1.NotifyInputRequested, exagentv1.NotifyApprovalExpiring:
 		verb := "waits for your approval"
 		if d.Event == exagentv1.NotifyApprovalExpiring {
 			verb = "approval is about to expire"
+		}
+		if a := d.Approval; a != nil && a.Question != nil {
+			return slackQuestion(d, run)
 		}
 		a := d.Approval
 		if a == nil {
@@ -246,6 +269,34 @@ func slackMessage(d Data) slack {
 			detail = d.Run.Reason + ": " + detail
 		}
 		m.Blocks = []slackBlock{section(fmt.Sprintf("*AgentRun `%s`* (agent `%s`) ended *%s*. %s", run, d.Run.Agent, d.Run.Phase, detail))}
+	}
+	return m
+}
+
+// slackQuestion is the Slack message of a question: its text quoted (the
+// asker's words, untrusted, in a code block), the choices and how to answer.
+func slackQuestion(d Data, run string) slack {
+	a := d.Approval
+	verb := "waits for your answer"
+	if d.Event == exagentv1.NotifyApprovalExpiring {
+		verb = "question is about to expire"
+	}
+	var m slack
+	m.Text = fmt.Sprintf("AgentRun %s %s", run, verb)
+	var b strings.Builder
+	fmt.Fprintf(&b, "*AgentRun `%s`* (agent `%s`) %s.\n*Question:* ```%s```\n", run, d.Run.Agent, verb, a.Question.Text)
+	if len(a.Question.Choices) > 0 {
+		fmt.Fprintf(&b, "*Choices:* %s\n", strings.Join(a.Question.Choices, " | "))
+	}
+	if a.ExpiresAt != nil {
+		fmt.Fprintf(&b, "*Expires:* %s\n", a.ExpiresAt.Format(time.RFC3339))
+	}
+	if dd := d.Deciders; dd != nil {
+		fmt.Fprintf(&b, "*Who may answer:* %s", dd.RBAC)
+	}
+	m.Blocks = []slackBlock{section(b.String())}
+	if c := d.Commands; c != nil {
+		m.Blocks = append(m.Blocks, section(fmt.Sprintf("```%s\n%s\n%s```", c.Show, c.Approve, c.Deny)))
 	}
 	return m
 }
