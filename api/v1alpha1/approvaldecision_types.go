@@ -84,7 +84,6 @@ const (
 // ApprovalDecisionSpec is one decision. It is immutable.
 // +kubebuilder:validation:XValidation:rule="self.decision == 'Approve' || !has(self.arguments)",message="arguments (an edited call) are only allowed with decision Approve"
 // +kubebuilder:validation:XValidation:rule="self.decision == 'Approve' || !has(self.scope)",message="scope is only allowed with decision Approve"
-// +kubebuilder:validation:XValidation:rule="self.decision == 'Answer' || !has(self.answer)",message="answer is only allowed with decision Answer"
 // +kubebuilder:validation:XValidation:rule="self.decision == 'Answer' || !has(self.action)",message="action is only allowed with decision Answer"
 // +kubebuilder:validation:XValidation:rule="self.decision == 'Resolve' || !has(self.outcome)",message="outcome is only allowed with decision Resolve"
 // +kubebuilder:validation:XValidation:rule="self.decision != 'Resolve' || has(self.outcome)",message="decision Resolve needs an outcome"
