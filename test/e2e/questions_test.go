@@ -85,7 +85,7 @@ func TestAskHuman(t *testing.T) {
 	}
 
 	wantStderr(t, mustFail(t, "alice", "approve", "ask", "-n", ns), "waits for an answer, not an approval", "kubectl approve answer")
-	wantStderr(t, mustFail(t, "bob", "approve", "answer", "ask", "-n", ns, "--set", "cluster=eu"), `verb "answer"`)
+	wantStderr(t, mustFail(t, "bob", "approve", "answer", "ask", "-n", ns, "--set", "cluster=eu"), "answer on agents/approval")
 	wantStderr(t, mustFail(t, "alice", "approve", "answer", "ask", "-n", ns, "--set", "cluster=mars"),
 		"spec.answer", "the answer does not match the question's schema", "/cluster")
 	wantStderr(t, mustFail(t, "alice", "approve", "answer", "ask", "-n", ns, "--text", "eu"),
