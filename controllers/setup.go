@@ -100,6 +100,9 @@ type Options struct {
 	NotifyWorkers int
 	// NotifyRetry bounds the attempts of one notification (notify.Retry defaults).
 	NotifyRetry notify.Retry
+	// UIURLTemplate links every notification to the run's page (the
+	// manager's --ui-url-template; empty: no link).
+	UIURLTemplate notify.URLTemplate
 	// NotifyHTTPClient sends notifications (default: its own egress
 	// transport under Egress, so a slow sink never holds the tools'
 	// connections).
@@ -277,6 +280,7 @@ func setupNotifier(ctx context.Context, mgr ctrl.Manager, o Options, store *Stor
 		Cache: mgr.GetClient(), Reader: mgr.GetAPIReader(), Informers: mgr.GetCache(), Writer: notifyJournal{store: store, steps: steps},
 		Recorder: evq.Recorder("exagent-notifier"), Clock: clock.RealClock{}, HTTP: hc, Retry: o.NotifyRetry,
 		Workers: o.NotifyWorkers, QueueName: "notify" + o.NameSuffix, BeforeNotify: o.Hooks.BeforeNotify, Life: ctx,
+		UIURL: o.UIURLTemplate,
 	})
 	steps.dropped = reportDropped(d)
 	if err := mgr.Add(d); err != nil {

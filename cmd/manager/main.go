@@ -47,6 +47,7 @@ import (
 	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/mcplist"
+	"github.com/exagent-io/exagent/internal/notify"
 	"github.com/exagent-io/exagent/internal/served"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/internal/version"
@@ -86,6 +87,7 @@ type flags struct {
 	egressNamespaceConfig   string
 	watchNamespaces         string
 	defaultTTLSeconds       int
+	uiURLTemplate           string
 	printVersion            bool
 }
 
@@ -143,6 +145,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.DurationVar(&f.opts.ArchiveTimeout, "archive-timeout", controllers.DefaultArchiveTimeout, "Timeout of one attempt to send a run's archive to its Agent's retention.archive.")
 	fs.DurationVar(&f.opts.AgentRecheckInterval, "agent-recheck-interval", controllers.DefaultAgentRecheckInterval, "How often a Ready Agent is checked again "+
 		"(its Secrets read, its MCP servers listed); an Agent that is not Ready is checked sooner, with backoff. Its status is written only when it changed.")
+	fs.StringVar(&f.uiURLTemplate, "ui-url-template", "", "Link every notification to the run's page (CloudEvents data.links.ui, a Slack button): a URL where {namespace} and {name} "+
+		"stand for the run's, e.g. http://127.0.0.1:8000/runs/{namespace}/{name} (what kubectl approve ui serves, docs/ui.md); empty: no link.")
 	fs.BoolVar(&f.printVersion, "version", false, "Print the version, commit, Go version and platform of this binary, then exit.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
@@ -169,6 +173,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 		return nil, opts, err
 	}
 	f.opts.Namespaces = namespaces
+	if f.opts.UIURLTemplate, err = notify.ParseURLTemplate(f.uiURLTemplate); err != nil {
+		return nil, opts, err
+	}
 	return f, opts, nil
 }
 

@@ -183,3 +183,34 @@ func TestParseFlagsRefusesBadEgress(t *testing.T) {
 		}
 	}
 }
+
+func TestParseFlagsUIURLTemplate(t *testing.T) {
+	tests := map[string]struct {
+		value, want, wantErr string
+	}{
+		"unset: no link":  {},
+		"the page's runs": {value: "http://127.0.0.1:8000/runs/{namespace}/{name}", want: "http://127.0.0.1:8000/runs/{namespace}/{name}"},
+		"behind a proxy":  {value: "https://approvals.example.com/runs/{namespace}/{name}", want: "https://approvals.example.com/runs/{namespace}/{name}"},
+		"no run in it":    {value: "http://127.0.0.1:8000/", wantErr: "must contain {name}"},
+		"not a web page":  {value: "javascript:alert({name})", wantErr: "absolute http or https URL"},
+		"relative":        {value: "/runs/{namespace}/{name}", wantErr: "absolute http or https URL"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+			got, _, err := parseFlags(fs, []string{"--ui-url-template=" + tc.value})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseFlags = %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got.opts.UIURLTemplate) != tc.want {
+				t.Errorf("UIURLTemplate = %q, want %q", got.opts.UIURLTemplate, tc.want)
+			}
+		})
+	}
+}

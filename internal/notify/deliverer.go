@@ -64,6 +64,9 @@ type Config struct {
 	// Life is the context the controllers were set up with (the
 	// manager's): it ends at the stop, before the runnables' own contexts.
 	Life context.Context
+	// UIURL, when set, links every notification to the run's page
+	// (data.links.ui; a button in Slack).
+	UIURL URLTemplate
 }
 
 // defaultWorkers is Config.Workers when unset.

@@ -38,6 +38,8 @@ type Data struct {
 	// Resolve lists the commands that resolve each Uncertain call.
 	Resolve []string `json:"resolve,omitempty"`
 	Output  string   `json:"output,omitempty"`
+	// Links point to the run's page (the manager's --ui-url-template).
+	Links *Links `json:"links,omitempty"`
 }
 
 // RunRef names the run and where it is.
@@ -190,13 +192,30 @@ type slack struct {
 }
 
 type slackBlock struct {
-	Type string     `json:"type"`
-	Text *slackText `json:"text,omitempty"`
+	Type     string         `json:"type"`
+	Text     *slackText     `json:"text,omitempty"`
+	Elements []slackElement `json:"elements,omitempty"`
 }
 
 type slackText struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
+}
+
+// slackElement is a button of an actions block.
+type slackElement struct {
+	Type string     `json:"type"`
+	Text *slackText `json:"text"`
+	URL  string     `json:"url"`
+}
+
+// linkButton is the actions block that opens the run's page.
+func linkButton(l *Links) []slackBlock {
+	if l == nil || l.UI == "" {
+		return nil
+	}
+	return []slackBlock{{Type: "actions", Elements: []slackElement{{Type: "button",
+		Text: &slackText{Type: "plain_text", Text: "Open the run's page"}, URL: l.UI}}}}
 }
 
 func section(md string) slackBlock {
@@ -218,7 +237,7 @@ func slackMessage(d Data) slack {
 		a := d.Approval
 		if a == nil {
 			m.Text = fmt.Sprintf("AgentRun %s: %s", run, verb)
-			m.Blocks = []slackBlock{section(m.Text)}
+			m.Blocks = append([]slackBlock{section(m.Text)}, linkButton(d.Links)...)
 			return m
 		}
 		m.Text = fmt.Sprintf("AgentRun %s %s: %s", run, verb, a.Tool)
@@ -270,6 +289,7 @@ func slackMessage(d Data) slack {
 		}
 		m.Blocks = []slackBlock{section(fmt.Sprintf("*AgentRun `%s`* (agent `%s`) ended *%s*. %s", run, d.Run.Agent, d.Run.Phase, detail))}
 	}
+	m.Blocks = append(m.Blocks, linkButton(d.Links)...)
 	return m
 }
 

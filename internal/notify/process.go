@@ -129,6 +129,7 @@ func (d *Deliverer) deliver(ctx context.Context, run *exagentv1.AgentRun, st *ex
 	view := run.DeepCopy()
 	view.Status = *st
 	data := Build(view, agent, Event{Kind: rec.Event, Subject: rec.Subject})
+	data.Links = d.c.UIURL.links(data)
 	body, ctype, err := Body(sink.FormatOrDefault(), rec.ID, rec.At.Time, rec.Subject, data)
 	if err != nil {
 		return fmt.Errorf("rendering: %w", err)
