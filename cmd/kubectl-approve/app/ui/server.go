@@ -41,6 +41,9 @@ type Server struct {
 	pages   *pages
 	streams chan struct{}
 	mux     *http.ServeMux
+	// addr is the address the page answers as: the configured one, or
+	// the listener's once Serve knows it (--port 0).
+	addr string
 }
 
 // New checks cfg and builds the page.
@@ -63,7 +66,7 @@ func New(cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, id: id, sess: sess, pages: p, streams: make(chan struct{}, maxStreams), mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, id: id, sess: sess, pages: p, streams: make(chan struct{}, maxStreams), mux: http.NewServeMux(), addr: cfg.Address}
 	s.routes()
 	return s, nil
 }
@@ -89,8 +92,8 @@ func (s *Server) routes() {
 // local-mode Host check.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	secureHeaders(w, r)
-	if !s.cfg.Serve && !allowedHost(r, s.cfg.Address) {
-		refuse(w, http.StatusMisdirectedRequest, fmt.Sprintf("This page answers only as %s: the Host %q is another name.", s.cfg.Address, r.Host))
+	if !s.cfg.Serve && !allowedHost(r, s.addr) {
+		refuse(w, http.StatusMisdirectedRequest, fmt.Sprintf("This page answers only as %s: the Host %q is another name.", s.addr, r.Host))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -171,6 +174,7 @@ func (s *Server) Listen() (net.Listener, error) {
 // Serve answers on ln until ctx ends, then shuts down (open event streams
 // end with their requests' contexts).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.addr = ln.Addr().String()
 	srv := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,

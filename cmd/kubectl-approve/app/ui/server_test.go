@@ -309,3 +309,35 @@ func mustURL(t *testing.T, s string) *url.URL {
 	}
 	return u
 }
+
+// With --port 0 the page answers as the address it was given by the
+// system, not as port 0.
+func TestPortZeroAnswersAsTheListener(t *testing.T) {
+	api := newAPIServer(t)
+	cfg := &Config{Address: "127.0.0.1:0", Auth: AuthKubeconfig, Namespace: "team", Decide: noDecide, REST: &rest.Config{Host: api.URL}}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := s.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	resp, err := noRedirects(nil).Get(s.URL(ln.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the printed URL: HTTP %d, want 303 (the token exchanged)", resp.StatusCode)
+	}
+}
