@@ -41,7 +41,11 @@ func secureHeaders(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer a browser sends
+	// "Origin: null" with the page's own form posts, and the origin
+	// check could not tell them from another site's. Other sites never
+	// see a Referer.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	if strings.HasPrefix(r.URL.Path, "/static/") {

@@ -164,7 +164,7 @@ func TestHeaders(t *testing.T) {
 		if got := resp.Header.Get("Content-Security-Policy"); got != csp {
 			t.Errorf("%s: CSP %q, want %q", path, got, csp)
 		}
-		for h, want := range map[string]string{"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer"} {
+		for h, want := range map[string]string{"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "same-origin"} {
 			if got := resp.Header.Get(h); got != want {
 				t.Errorf("%s: %s %q, want %q", path, h, got, want)
 			}
@@ -234,6 +234,7 @@ func TestPostsAreGuarded(t *testing.T) {
 		"no Origin":                {csrf: token, want: http.StatusForbidden},
 		"another port of loopback": {csrf: token, origin: "http://127.0.0.1:1", want: http.StatusForbidden},
 		"another site":             {csrf: token, origin: origin, fetchSite: "same-site", want: http.StatusForbidden},
+		"an opaque origin":         {csrf: token, origin: "null", fetchSite: "same-origin", want: http.StatusForbidden},
 		// Past every guard, the decision is made, and the browser sent
 		// to the run page.
 		"same origin with the token": {csrf: token, origin: origin, fetchSite: "same-origin", want: http.StatusSeeOther},
