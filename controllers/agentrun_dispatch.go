@@ -57,6 +57,8 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 	// the life of the wake-up is the manager's, not the job's.
 	waiting := r.rateLimitWaiter(r.lifeOrBackground(), key, attempt)
 	budget := r.waitBudget(sc, waiting)
+	opts := r.ModelOptions
+	opts.AgentLimits = sc.agent.Spec.Limits.DeepCopy()
 	// The Agent's shared model.rateLimit admits the job before it takes an
 	// executor slot (internal/executor Task.Admit); its permit charges the
 	// answer's tokens when the job is done.
@@ -78,7 +80,7 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 		var res ioResult
 		p, err := model.For(ctx, spec, func(ctx context.Context, sel exagentv1.SecretKeySelector) (string, error) {
 			return r.secret(ctx, ns, sel)
-		}, r.ModelOptions)
+		}, opts)
 		if err == nil {
 			var resp loop.ModelResponse
 			if resp, err = p.Complete(model.WithWaitBudget(ctx, budget), req); err == nil {
@@ -193,8 +195,11 @@ func (r *AgentRunReconciler) secret(ctx context.Context, namespace string, sel e
 
 // modelEndpoint names the executor's per-endpoint bucket of a model.
 func modelEndpoint(spec *exagentv1.ModelSpec) string {
-	if spec.Provider == exagentv1.ModelProviderScripted {
+	switch spec.Provider {
+	case exagentv1.ModelProviderScripted:
 		return "model:scripted"
+	case exagentv1.ModelProviderAnthropic:
+		return "model:" + hostOf(spec.BaseURL, "anthropic")
 	}
 	return "model:" + hostOf(spec.BaseURL, "openai")
 }
@@ -236,9 +241,12 @@ func finalModelError(err error) (reason string, ok bool) {
 	var redirect *model.RedirectError
 	var untrusted *model.UntrustedError
 	var config *model.ConfigError
+	var stop *model.StopError
 	switch {
 	case errors.As(err, &config):
 		return config.Reason, true
+	case errors.As(err, &stop):
+		return stop.Reason, true
 	case errors.As(err, &untrusted):
 		return exagentv1.ReasonModelCertificateUntrusted, true
 	case errors.As(err, &denied):

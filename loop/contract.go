@@ -100,6 +100,11 @@ type ModelResponse struct {
 	ToolCalls        []exagentv1.MessageToolCall
 	PromptTokens     int64
 	CompletionTokens int64
+	// CacheCreationTokens and CacheReadTokens are the part of
+	// PromptTokens the provider wrote to and read from its prompt cache
+	// (Anthropic): billed differently, counted apart in the ledger.
+	CacheCreationTokens int64
+	CacheReadTokens     int64
 	// PriorCallIDs are the tool-call ids the whole transcript already
 	// holds, sealed segments included: the caller fills it from the
 	// request it sent, so a model that reuses an id of a sealed step gets a

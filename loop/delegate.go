@@ -495,6 +495,8 @@ func charge(l, child *exagentv1.Ledger) {
 	l.ToolCalls += child.ToolCalls
 	l.PromptTokens += child.PromptTokens
 	l.CompletionTokens += child.CompletionTokens
+	l.CacheCreationTokens += child.CacheCreationTokens
+	l.CacheReadTokens += child.CacheReadTokens
 	l.ActiveTimeUsed.Duration += child.ActiveTimeUsed.Duration
 	l.Runs += 1 + child.Runs
 }

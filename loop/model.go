@@ -47,6 +47,8 @@ func RecordModelResponse(s Status, env *Env, f Fence, r ModelResponse, now time.
 	st := clone(s)
 	st.Ledger.PromptTokens += max(r.PromptTokens, 0)
 	st.Ledger.CompletionTokens += max(r.CompletionTokens, 0)
+	st.Ledger.CacheCreationTokens += max(r.CacheCreationTokens, 0)
+	st.Ledger.CacheReadTokens += max(r.CacheReadTokens, 0)
 	st.Cursor.ModelRequest = nil
 	st.Cursor.ModelFailures = 0
 	st.Cursor.ModelResends = 0

@@ -15,8 +15,11 @@ limitations under the License.
 */
 
 // Package model owns the model providers: Scripted (replays an Agent's
-// script, one turn per request) and OpenAI (any OpenAI-compatible
-// chat-completions endpoint through the official SDK). A provider turns one
+// script, one turn per request), OpenAI (any OpenAI-compatible
+// chat-completions endpoint through the official SDK) and Anthropic (the
+// Messages API through the official SDK, with prompt caching), the
+// endpoint settings they share (headers, CA bundle: endpoint.go) and the
+// waiting out of rate limits (ratelimit.go, limiter.go). A provider turns one
 // loop.ModelRequest into one loop.ModelResponse; it has no side effect, so a
 // request whose answer was lost is simply sent again by the engine (a
 // bounded number of times per step). Transient failures (429, 5xx,

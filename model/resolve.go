@@ -42,43 +42,72 @@ type Options struct {
 	// Limiter enforces the Agents' model.rateLimit in this process; the
 	// controller asks it before a model job takes an executor slot.
 	Limiter *Limiter
+	// AgentLimits are the limits of the Agent a request is built for (not
+	// process-wide: the controller sets them per request); Anthropic's
+	// max_tokens defaults from them.
+	AgentLimits *exagentv1.LimitsSpec
 }
 
 // For builds the provider an Agent's current model spec asks for. The API
-// key is read now, so a rotated Secret is used by the next request.
+// key, headers and CA bundle are read now, so a rotated Secret is used by
+// the next request. A provider that sends requests is wrapped in Waiting:
+// a rate limit is waited out within the run's budget (ratelimit.go).
 func For(ctx context.Context, spec *exagentv1.ModelSpec, secret SecretGetter, opts Options) (Provider, error) {
-	switch spec.Provider {
-	case exagentv1.ModelProviderScripted:
+	if spec.Provider == exagentv1.ModelProviderScripted {
 		return Scripted{Script: spec.Script}, nil
-	case exagentv1.ModelProviderOpenAI:
-		cfg := OpenAIConfig{
-			BaseURL:             spec.BaseURL,
-			Model:               spec.Name,
-			Temperature:         spec.Temperature,
-			MaxCompletionTokens: spec.MaxCompletionTokens,
-			HTTPClient:          opts.HTTPClient,
-			Retry: RetryOptions{Timeout: opts.Timeout, AttemptTimeout: opts.AttemptTimeout,
-				MaxRetries: opts.MaxRetries, MaxRetryDelay: opts.MaxRetryDelay},
-		}
-		if spec.APIKeySecretRef != nil {
-			key, err := secret(ctx, *spec.APIKeySecretRef)
-			if err != nil {
-				return nil, fmt.Errorf("reading API key: %w", err)
-			}
-			cfg.APIKey = key
-		}
-		var err error
-		if cfg.Headers, err = readHeaders(ctx, spec, secret); err != nil {
-			return nil, err
-		}
-		if cfg.CABundle, err = readCABundle(ctx, spec, secret); err != nil {
-			return nil, err
-		}
-		p, err := NewOpenAI(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return Waiting{p}, nil // a 429 waits within the run's budget (ratelimit.go)
 	}
-	return nil, fmt.Errorf("model provider %q not supported", spec.Provider)
+	ep, err := readEndpoint(ctx, spec, secret)
+	if err != nil {
+		return nil, err
+	}
+	retry := RetryOptions{Timeout: opts.Timeout, AttemptTimeout: opts.AttemptTimeout,
+		MaxRetries: opts.MaxRetries, MaxRetryDelay: opts.MaxRetryDelay}
+	var p Provider
+	switch spec.Provider {
+	case exagentv1.ModelProviderOpenAI:
+		p, err = NewOpenAI(OpenAIConfig{
+			BaseURL: spec.BaseURL, Model: spec.Name, APIKey: ep.apiKey, Temperature: spec.Temperature,
+			MaxCompletionTokens: spec.MaxCompletionTokens, HTTPClient: opts.HTTPClient, Retry: retry,
+			Headers: ep.headers, CABundle: ep.caBundle,
+		})
+	case exagentv1.ModelProviderAnthropic:
+		p, err = NewAnthropic(AnthropicConfig{
+			BaseURL: spec.BaseURL, Model: spec.Name, APIKey: ep.apiKey, Temperature: spec.Temperature,
+			MaxTokens: AnthropicMaxTokens(spec, opts.AgentLimits), HTTPClient: opts.HTTPClient, Retry: retry,
+			Headers: ep.headers, CABundle: ep.caBundle,
+		})
+	default:
+		return nil, &ConfigError{Field: "spec.model.provider", Reason: exagentv1.ReasonInvalidConfiguration,
+			Err: fmt.Errorf("provider %q is not one this manager speaks (OpenAI, Anthropic, Scripted)", spec.Provider)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return Waiting{p}, nil
+}
+
+// endpoint is what an HTTP model's Secrets say.
+type endpoint struct {
+	apiKey   string
+	headers  map[string]string
+	caBundle []byte
+}
+
+func readEndpoint(ctx context.Context, spec *exagentv1.ModelSpec, secret SecretGetter) (endpoint, error) {
+	var ep endpoint
+	if spec.APIKeySecretRef != nil {
+		key, err := secret(ctx, *spec.APIKeySecretRef)
+		if err != nil {
+			return ep, fmt.Errorf("reading API key: %w", err)
+		}
+		ep.apiKey = key
+	}
+	var err error
+	if ep.headers, err = readHeaders(ctx, spec, secret); err != nil {
+		return ep, err
+	}
+	if ep.caBundle, err = readCABundle(ctx, spec, secret); err != nil {
+		return ep, err
+	}
+	return ep, nil
 }

@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
@@ -219,8 +220,12 @@ func (g *retryGuard) wrapLocked(err error, o RetryOptions) error {
 // answer — a broken connection, a timeout).
 func apiStatus(err error) int {
 	var oe *openai.Error
-	if errors.As(err, &oe) {
+	var ae *anthropic.Error
+	switch {
+	case errors.As(err, &oe):
 		return oe.StatusCode
+	case errors.As(err, &ae):
+		return ae.StatusCode
 	}
 	return 0
 }

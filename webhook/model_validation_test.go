@@ -48,6 +48,15 @@ func TestValidateModelEndpoint(t *testing.T) {
 			m.Headers = []exagentv1.SecretHeader{{Name: "X-Tenant", ValueFrom: sel("t")}}
 			m.CABundleSecretRef = new(sel("ca"))
 		})},
+		"anthropic": {agent: agent(func(a *exagentv1.Agent) {
+			a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderAnthropic, Name: "claude-sonnet-4-5"}
+		})},
+		"anthropic without a model name": {
+			agent: agent(func(a *exagentv1.Agent) {
+				a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderAnthropic}
+			}),
+			want: []string{"FieldValueRequired spec.model.name"},
+		},
 		"a bad header name": {
 			agent: openAI(func(m *exagentv1.ModelSpec) {
 				m.Headers = []exagentv1.SecretHeader{{Name: "X Tenant", ValueFrom: sel("t")}}

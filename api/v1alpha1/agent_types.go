@@ -22,12 +22,14 @@ import (
 )
 
 // ModelProvider selects the model client.
-// +kubebuilder:validation:Enum=OpenAI;Scripted
+// +kubebuilder:validation:Enum=OpenAI;Anthropic;Scripted
 type ModelProvider string
 
 const (
 	// ModelProviderOpenAI is any OpenAI-compatible chat-completions endpoint.
 	ModelProviderOpenAI ModelProvider = "OpenAI"
+	// ModelProviderAnthropic is Anthropic's Messages API (docs/models.md).
+	ModelProviderAnthropic ModelProvider = "Anthropic"
 	// ModelProviderScripted replays spec.model.script, one turn per request.
 	ModelProviderScripted ModelProvider = "Scripted"
 )
@@ -141,9 +143,10 @@ type AgentSpec struct {
 
 // ModelSpec configures the model client.
 // +kubebuilder:validation:XValidation:rule="self.provider != 'Scripted' || (has(self.script) && size(self.script) > 0)",message="provider Scripted needs a non-empty script"
-// +kubebuilder:validation:XValidation:rule="self.provider != 'OpenAI' || (has(self.name) && size(self.name) > 0)",message="provider OpenAI needs a model name"
+// +kubebuilder:validation:XValidation:rule="self.provider == 'Scripted' || (has(self.name) && size(self.name) > 0)",message="this provider needs a model name"
 type ModelSpec struct {
-	// provider is OpenAI (any OpenAI-compatible chat-completions endpoint) or Scripted.
+	// provider is OpenAI (any OpenAI-compatible chat-completions endpoint),
+	// Anthropic (the Messages API) or Scripted.
 	// +required
 	Provider ModelProvider `json:"provider"`
 
@@ -189,7 +192,8 @@ type ModelSpec struct {
 	// +kubebuilder:validation:Pattern=`^[0-9](\.[0-9]+)?$`
 	Temperature string `json:"temperature,omitempty"`
 
-	// maxCompletionTokens bounds one model response.
+	// maxCompletionTokens bounds one model response (Anthropic's required
+	// max_tokens; unset: the Agent's limits.maxTokens up to 16384, else 4096).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	MaxCompletionTokens *int64 `json:"maxCompletionTokens,omitempty"`

@@ -922,6 +922,14 @@ type Ledger struct {
 	// completionTokens used.
 	// +optional
 	CompletionTokens int64 `json:"completionTokens,omitempty"`
+	// cacheCreationTokens is the part of promptTokens written to the
+	// provider's prompt cache (Anthropic: billed at 1.25×).
+	// +optional
+	CacheCreationTokens int64 `json:"cacheCreationTokens,omitempty"`
+	// cacheReadTokens is the part of promptTokens read from the
+	// provider's prompt cache (Anthropic: billed at 0.1×).
+	// +optional
+	CacheReadTokens int64 `json:"cacheReadTokens,omitempty"`
 	// runs is how many child runs were created below this run, at every
 	// depth (charged when each child ended); limits.maxRuns bounds it.
 	// +optional

@@ -122,6 +122,12 @@ const (
 	// Retry-After) or the Agent's model.rateLimit; the message says until
 	// when. The run keeps its claim; nothing failed.
 	ReasonModelRateLimited = "ModelRateLimited"
+	// ReasonModelMaxTokens: the model stopped at its max_tokens before
+	// finishing its answer (Anthropic stop_reason max_tokens); the run ends
+	// rather than act on half an answer. Raise model.maxCompletionTokens.
+	ReasonModelMaxTokens = "ModelMaxTokens"
+	// ReasonModelRefused: the model refused to answer (stop_reason refusal).
+	ReasonModelRefused = "ModelRefused"
 	// ReasonInvalidConfiguration: the Agent (or the run's spec against it)
 	// is invalid in a way admission cannot see (the message says what);
 	// the run starts no IO until it is fixed.
