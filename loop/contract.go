@@ -120,6 +120,12 @@ type ToolInvocation struct {
 	IdempotencyKey string
 	// Attempt is the claim attempt that committed the intent.
 	Attempt int64
+	// InputRound, InputResponses and RequestState retry an MCP call the
+	// server answered with input requests (mcpinput.go): the round being
+	// answered, the responses (JSON) and the server's opaque state.
+	InputRound     int32
+	InputResponses json.RawMessage
+	RequestState   string
 }
 
 // ResultKind classifies a tool call's outcome.
@@ -132,6 +138,9 @@ const (
 	ResultFailed ResultKind = "Failed"
 	// ResultUnknown: the request may have had its effect; the call becomes Uncertain.
 	ResultUnknown ResultKind = "Unknown"
+	// ResultInputRequired: an MCP server answered that it needs input from
+	// a person first (InputRequests, RequestState); nothing happened yet.
+	ResultInputRequired ResultKind = "InputRequired"
 )
 
 // ToolResult is what a tool returned for one invocation.
@@ -139,6 +148,10 @@ type ToolResult struct {
 	CallID string
 	Kind   ResultKind
 	Output string
+	// InputRequests (JSON, the server's inputRequests map) and
+	// RequestState come with ResultInputRequired.
+	InputRequests json.RawMessage
+	RequestState  string
 }
 
 // DecisionCmd is one ApprovalDecision as the engine sees it.

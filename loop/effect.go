@@ -254,10 +254,14 @@ func approvalCovers(st *Status, callID, payloadHash string) bool {
 }
 
 func invocation(c *exagentv1.ToolCall) ToolInvocation {
-	return ToolInvocation{
+	inv := ToolInvocation{
 		CallID: c.ID, Tool: c.Tool, Args: json.RawMessage(c.Args),
 		IdempotencyKey: c.IdempotencyKey, Attempt: c.Attempt,
 	}
+	if in := c.Input; in != nil && in.Responses != "" {
+		inv.InputRound, inv.InputResponses, inv.RequestState = in.Round, json.RawMessage(in.Responses), in.RequestState
+	}
+	return inv
 }
 
 // RecordOutcome confirms what a started call did (docs/architecture.md §4.2). An
@@ -289,12 +293,20 @@ func RecordOutcome(s Status, env *Env, f Fence, r ToolResult, now time.Time) (St
 	case ResultUnknown:
 		c.State = exagentv1.CallUncertain
 		return st, nil
+	case ResultInputRequired:
+		// Nothing happened yet: the server waits for answers (mcpinput.go).
+		recordInputRequired(c, env, r)
+		if hotSize(&st, env.in.ValueBytes) > env.budget {
+			return s, errorf(KindTooLarge, exagentv1.ReasonStatusTooLarge,
+				"the input requests of call %q do not fit the status budget of %d bytes", r.CallID, env.budget)
+		}
+		return st, nil
 	case ResultSucceeded:
 		c.State = exagentv1.CallSucceeded
 	case ResultFailed:
 		c.State = exagentv1.CallFailed
 	default:
-		return s, conflictf("result kind %q is not Succeeded, Failed or Unknown", r.Kind)
+		return s, conflictf("result kind %q is not Succeeded, Failed, Unknown or InputRequired", r.Kind)
 	}
 	c.Outcome = &exagentv1.CallOutcome{Succeeded: r.Kind == ResultSucceeded, At: microTimePtr(now)}
 	note := editNote(c) // an approver edited the call: the model is told (approve.go)

@@ -71,6 +71,17 @@ func pause(st *Status, env *Env, now time.Time) ([]exagentv1.Approval, error) {
 	var names []string
 	for _, i := range pending {
 		c := &st.Calls[i]
+		if awaitsInput(c) { // an MCP server's questions (mcpinput.go)
+			for _, q := range inputQuestions(c, st.Revision, now) {
+				if !never {
+					q.ExpiresAt = secTimePtr(now.Add(timeout))
+				}
+				st.Approvals = append(st.Approvals, q)
+				created = append(created, q)
+				names = append(names, fmt.Sprintf("%s (%s)", c.Tool, q.ID))
+			}
+			continue
+		}
 		a := exagentv1.Approval{
 			ID:          approvalID(c.ID, st.Revision),
 			CallID:      c.ID,

@@ -170,6 +170,15 @@ func Answer(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv1
 	c := &st.Calls[findCall(&st, a.CallID)]
 	who := actorString(a.Actor)
 	var what string
+	if isMCPQuestion(a) {
+		// The server asked: the answer goes back to it with the retry
+		// once every question of the call is answered (mcpinput.go).
+		answerInput(&st, c)
+		verb := map[exagentv1.AnswerAction]string{exagentv1.AnswerAccept: "answered", exagentv1.AnswerDecline: "declined",
+			exagentv1.AnswerCancel: "dismissed"}[action]
+		afterDecision(&st, fmt.Sprintf("question %s (%s) %s by %s", a.ID, c.Tool, verb, who))
+		return commitDecision(s, st, env, dec)
+	}
 	if action == exagentv1.AnswerAccept {
 		c.State = exagentv1.CallSucceeded
 		c.Outcome = &exagentv1.CallOutcome{Succeeded: true, Result: answer, At: microTimePtr(now)}

@@ -40,6 +40,11 @@ import (
 // call's idempotency key (the same value as the Idempotency-Key header).
 const MetaIdempotencyKey = "exagent.io/idempotency-key"
 
+// MetaInputRound is the _meta key of a retried tools/call carrying the
+// answers to round N of the server's input requests (the idempotency key
+// stays the call's).
+const MetaInputRound = "exagent.io/input-round"
+
 // DefaultMCPTimeout applies when mcp.timeout is unset.
 const DefaultMCPTimeout = 60 * time.Second
 
@@ -56,10 +61,13 @@ const DefaultMCPTimeout = 60 * time.Second
 // Idempotent, where the call is re-sent with the same idempotency key up
 // to MaxAttempts times. An answer over MaxMCPAnswerBytes → unknown, never
 // re-sent (a re-send gets the same answer); a redirect is never followed
-// and is classified as the http tool classifies it. A server that asks for input
-// (sampling, elicitation, an input-required result) gets no answer it
-// could wait on: this client declares neither capability, and the call
-// fails with a message saying so.
+// and is classified as the http tool classifies it. A server on MCP
+// 2026-07-28 that answers input_required gets a durable pause: the result
+// is ResultInputRequired with its requests and state (loop/mcpinput.go),
+// and the retry carries the answers. A server that asks over the live
+// stream instead (sampling, elicitation on older revisions) gets no answer
+// it could wait on: this client declares neither capability, and the call
+// fails with a message saying the server must use input requests.
 type MCP struct {
 	URL         string
 	Tool        string
@@ -134,21 +142,34 @@ func (m *MCP) once(ctx context.Context, call Call) (res loop.ToolResult, resend 
 	}
 	params := &mcp.CallToolParams{Name: m.Tool, Arguments: args,
 		Meta: mcp.Meta{MetaIdempotencyKey: call.IdempotencyKey, "progressToken": call.IdempotencyKey}}
+	if call.InputRound > 0 {
+		// The retry of an input_required answer (loop/mcpinput.go): the
+		// same arguments and key, the people's answers and the server's state.
+		var responses mcp.InputResponseMap
+		if err := json.Unmarshal(call.InputResponses, &responses); err != nil {
+			return failed(call, "tools/call not sent: the journaled input responses do not decode: %v", err), false
+		}
+		params.InputResponses, params.RequestState = responses, call.RequestState
+		params.Meta[MetaInputRound] = call.InputRound
+	}
 	rt.calling.Store(true)
 	result, err := session.CallTool(ctx, params)
 	if err != nil {
 		return m.callError(call, rt, err)
 	}
 	if result.NeedsInput() {
-		return failed(call, "the MCP server asked for input to complete tool %q (sampling or elicitation); "+
-			"exagent does not answer such requests, so the call was not completed", m.Tool), false
+		reqs, err := json.Marshal(result.InputRequests)
+		if err != nil {
+			return failed(call, "the MCP server asked for input to complete tool %q in a form exagent cannot read: %v", m.Tool, err), false
+		}
+		return loop.ToolResult{CallID: call.CallID, Kind: loop.ResultInputRequired, InputRequests: reqs, RequestState: result.RequestState}, false
 	}
 	text := contentText(result)
 	if result.IsError {
 		if text == "" {
 			text = "(no text)"
 		}
-		return failed(call, "tool %q reported an error: %s", m.Tool, text), false
+		return failed(call, "tool %q reported an error: %s%s", m.Tool, text, liveStreamHint(text)), false
 	}
 	return succeeded(call, text), false
 }
@@ -326,4 +347,16 @@ func (t *mcpTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		})
 	}
 	return resp, err
+}
+
+// liveStreamHint explains a failure a server reports because it asked
+// for input over the live stream (sampling, elicitation on an older
+// revision), which this client never answers.
+func liveStreamHint(text string) string {
+	t := strings.ToLower(text)
+	if !strings.Contains(t, "elicit") && !strings.Contains(t, "sampling") && !strings.Contains(t, "createmessage") {
+		return ""
+	}
+	return " (the server asked for input over the live stream, which no durable pause can hold: to wait for a person, " +
+		"the server must speak MCP 2026-07-28 input requests — answer tools/call with resultType input_required)"
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"strings"
@@ -77,7 +78,7 @@ func TestMCPCall(t *testing.T) {
 		"idempotent: re-sent with the same key": {tool: "flaky", args: `{}`, timeout: "2s", idempotent: true, hangFirst: 1,
 			wantKind: loop.ResultSucceeded, wantOutput: []string{"flaky: done"}, wantCalls: 2},
 		"elicitation is a failure, not a hang": {tool: "ask", args: `{}`, timeout: "20s", wantKind: loop.ResultFailed,
-			wantOutput: []string{"elicitation failed", "does not support elicitation"}, wantCalls: 1},
+			wantOutput: []string{"elicitation failed", "does not support elicitation", "must speak MCP 2026-07-28 input requests"}, wantCalls: 1},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -112,4 +113,30 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// TestMCPInputRequests: a 2026-07-28 server's input_required answer is
+// ResultInputRequired with its requests and state, never a failure and
+// never Unknown; the retry carries the answers, the same idempotency key
+// and the round, and completes.
+func TestMCPInputRequests(t *testing.T) {
+	srv := mcptest.StartStateless()
+	defer srv.Close()
+	m := mcpTool(t, srv.URL, "form", "20s", false)
+	first := m.Invoke(context.Background(), mcpCall("form", `{}`))
+	if first.Kind != loop.ResultInputRequired || first.RequestState != "st-1" ||
+		!strings.Contains(string(first.InputRequests), `"Which region?"`) || !strings.Contains(string(first.InputRequests), `"elicitation/create"`) {
+		t.Fatalf("first answer: %+v (%s)", first, first.InputRequests)
+	}
+	retry := mcpCall("form", `{}`)
+	retry.InputRound, retry.RequestState = 1, first.RequestState
+	retry.InputResponses = json.RawMessage(`{"region":{"action":"accept","content":{"region":"eu"}}}`)
+	done := m.Invoke(context.Background(), retry)
+	if done.Kind != loop.ResultSucceeded || done.Output != "form: region=eu action=accept state=st-1" {
+		t.Fatalf("retry: %+v", done)
+	}
+	calls := srv.Calls("form")
+	if len(calls) != 2 || calls[1].MetaKey != "uid/c1" || calls[1].InputRound != 1 || calls[1].RequestState != "st-1" {
+		t.Fatalf("the server saw %+v", calls)
+	}
 }

@@ -356,6 +356,13 @@ type MCPTool struct {
 	// idempotentHint annotation never sets this.
 	// +optional
 	Idempotent bool `json:"idempotent,omitempty"`
+	// maxInputRounds bounds how many times the server may answer one call
+	// with input requests (MCP 2026-07-28 elicitation) before the call
+	// fails (default 5).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	MaxInputRounds *int32 `json:"maxInputRounds,omitempty"`
 }
 
 // MCPImport selects tools of a server to import under a name prefix.

@@ -114,13 +114,42 @@ const (
 )
 
 // QuestionSource says who asks a question.
-// +kubebuilder:validation:Enum=AskHuman
+// +kubebuilder:validation:Enum=AskHuman;MCPElicitation;MCPElicitationURL
 type QuestionSource string
 
 const (
 	// QuestionAskHuman: the model called a builtin AskHuman tool.
 	QuestionAskHuman QuestionSource = "AskHuman"
+	// QuestionMCPElicitation: an MCP server's tool asked for a form
+	// (elicitation, form mode) before it completes the call.
+	QuestionMCPElicitation QuestionSource = "MCPElicitation"
+	// QuestionMCPElicitationURL: an MCP server's tool asked the person to
+	// visit a URL (elicitation, URL mode); the answer is done or declined.
+	QuestionMCPElicitationURL QuestionSource = "MCPElicitationURL"
 )
+
+// CallInput is an MCP server's input requests for a call (MCP 2026-07-28:
+// a tools/call answered with resultType input_required) and, once every
+// one is answered, the responses the call is retried with.
+type CallInput struct {
+	// round counts the server's input_required answers to this call.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Round int32 `json:"round"`
+	// requests are the server's inputRequests (canonical JSON; untrusted).
+	// +required
+	// +kubebuilder:validation:MaxLength=16384
+	Requests string `json:"requests"`
+	// requestState is the server's opaque state, echoed on the retry.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16384
+	RequestState string `json:"requestState,omitempty"`
+	// responses are the inputResponses (canonical JSON) the call is retried
+	// with, once every request is answered.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	Responses string `json:"responses,omitempty"`
+}
 
 // Question is what a request of kind Question asks, and its answer.
 type Question struct {
@@ -141,6 +170,15 @@ type Question struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=16384
 	Schema string `json:"schema"`
+	// url (MCPElicitationURL) the person is asked to visit; never fetched
+	// by the manager.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	URL string `json:"url,omitempty"`
+	// requestID is the MCP server's id of the input request (MCP sources).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	RequestID string `json:"requestID,omitempty"`
 	// action the person took once answered: Accept, Decline or Cancel.
 	// +optional
 	Action AnswerAction `json:"action,omitempty"`
@@ -617,6 +655,10 @@ type ToolCall struct {
 	// payload hash through the tool's fingerprint).
 	// +optional
 	MCP *CallMCP `json:"mcp,omitempty"`
+	// input is what an MCP server asked for to complete the call (an
+	// input_required result), and the answers it is retried with.
+	// +optional
+	Input *CallInput `json:"input,omitempty"`
 	// child is, for a call of an agent tool, the child run created as its
 	// effect: the call stays Started while the child works (it is not IO in
 	// flight) and its outcome is the child's end.

@@ -206,6 +206,10 @@ const (
 	// ReasonInvalidArguments: the model's arguments do not match the
 	// tool's schema; the model is told, nothing runs.
 	ReasonInvalidArguments = "InvalidArguments"
+	// ReasonMCPInputRefused: an MCP server asked for input exagent cannot
+	// turn into a question for a person (sampling, a schema outside MCP's
+	// subset, too many rounds); the call fails and the model is told.
+	ReasonMCPInputRefused = "MCPInputRefused"
 	// ReasonToolUnavailable prefixes the outcome of a call to an mcp tool
 	// the server no longer offers (or offers with a schema the validator
 	// refuses).

@@ -36,6 +36,11 @@ type Call struct {
 	MetaKey       string
 	Authorization string
 	Args          string
+	// RequestState and InputResponses (JSON) are what a retry after an
+	// input_required answer carried; InputRound its _meta round.
+	RequestState   string
+	InputResponses string
+	InputRound     float64
 }
 
 // Server is a streamable-HTTP MCP server on 127.0.0.1 with these tools:
@@ -43,7 +48,8 @@ type Call struct {
 //   - fail: isError with the text "boom: the tool failed";
 //   - hang: never answers until the client goes away;
 //   - flaky: the first HangFirst calls hang, later ones answer "flaky: done";
-//   - ask: asks the client for input (elicitation) and reports the answer.
+//   - ask: asks the client for input (elicitation) and reports the answer;
+//   - form, visit, twice, sample: MCP 2026-07-28 input requests (mrtr.go).
 type Server struct {
 	URL string
 	MCP *mcp.Server
@@ -67,7 +73,14 @@ func (s *Server) wait(ctx context.Context) {
 }
 
 // Start runs the server until Close.
-func Start() *Server {
+func Start() *Server { return start(nil) }
+
+// StartStateless runs the server in the SDK's stateless mode, the one its
+// streamable HTTP handler speaks MCP 2026-07-28 in (server/discover, and
+// input requests answered input_required instead of over the stream).
+func StartStateless() *Server { return start(&mcp.StreamableHTTPOptions{Stateless: true}) }
+
+func start(opts *mcp.StreamableHTTPOptions) *Server {
 	s := &Server{stop: make(chan struct{}), MCP: mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "v0"}, nil)}
 	ro, notDestructive := true, false
 	s.MCP.AddTool(&mcp.Tool{Name: "echo", Description: "Echoes text.",
@@ -110,7 +123,8 @@ func Start() *Server {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "answer: " + res.Action}}}, nil
 		})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP }, nil)
+	s.addInputTools()
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP }, opts)
 	s.http = httptest.NewServer(s.gate.wrap(h)) // httptest binds 127.0.0.1
 	s.URL = s.http.URL
 	return s
@@ -172,6 +186,14 @@ func (s *Server) record(req *mcp.CallToolRequest) int {
 	}
 	if v, ok := req.Params.Meta["exagent.io/idempotency-key"].(string); ok {
 		c.MetaKey = v
+	}
+	c.RequestState = req.Params.RequestState
+	if len(req.Params.InputResponses) > 0 {
+		b, _ := json.Marshal(req.Params.InputResponses)
+		c.InputResponses = string(b)
+	}
+	if v, ok := req.Params.Meta["exagent.io/input-round"].(float64); ok {
+		c.InputRound = v
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

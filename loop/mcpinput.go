@@ -1,0 +1,346 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package loop
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/canonical"
+)
+
+// MCP input requests as durable pauses (docs/architecture.md §16). A
+// server speaking MCP 2026-07-28 may answer tools/call with resultType
+// input_required: inputRequests (here: elicitations) and an opaque
+// requestState. Nothing happened yet, so the call is not Uncertain: it is
+// journaled Pending with its requests (calls[].input), pause asks one
+// question per request, and once every one is answered the call is
+// Approved again with the responses, to be retried — intent first, as any
+// call — with the same arguments, idempotency key, inputResponses and
+// requestState. A server may ask again, mcp.maxInputRounds times at most.
+
+const (
+	// defaultMaxInputRounds is mcp.maxInputRounds' default.
+	defaultMaxInputRounds = 5
+	// maxInputRequests bounds the journaled inputRequests and requestState
+	// (CallInput's MaxLength): a server's, untrusted.
+	maxInputRequests = 16384
+	// maxInputRequestCount bounds the questions one round asks.
+	maxInputRequestCount = 8
+	// urlDoneSchema is the answer schema of a URL elicitation: the person
+	// says they are done (or declines).
+	urlDoneSchema = `{"enum":["done"],"type":"string"}`
+)
+
+// inputRequest is one entry of inputRequests, as the wire has it.
+type inputRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// elicitParams are the parameters of an elicitation/create request.
+type elicitParams struct {
+	Mode            string          `json:"mode"`
+	Message         string          `json:"message"`
+	RequestedSchema json.RawMessage `json:"requestedSchema"`
+	URL             string          `json:"url"`
+}
+
+// recordInputRequired journals an input_required answer to call c: the
+// call waits Pending with its requests, or fails when the server asks too
+// often, asks for more than fits, or asks for what no person here answers
+// (sampling, roots): the model is told.
+func recordInputRequired(c *exagentv1.ToolCall, env *Env, r ToolResult) {
+	round := int32(1)
+	if c.Input != nil {
+		round = c.Input.Round + 1
+	}
+	fail := func(format string, a ...any) {
+		c.State = exagentv1.CallFailed
+		c.Outcome = &exagentv1.CallOutcome{Result: bound(fmt.Sprintf(format, a...), maxContent)}
+	}
+	if max := env.maxInputRounds(c.Tool); round > max {
+		fail("%s: the MCP server asked for input %d times to complete tool %q, more than mcp.maxInputRounds (%d); the call was not completed",
+			exagentv1.ReasonMCPInputRefused, round, c.Tool, max)
+		return
+	}
+	canon, err := canonical.JSON(r.InputRequests)
+	switch {
+	case err != nil:
+		fail("%s: the MCP server's input requests are not JSON: %v", exagentv1.ReasonMCPInputRefused, err)
+		return
+	case len(canon) > maxInputRequests || len(r.RequestState) > maxInputRequests:
+		fail("%s: the MCP server's input requests (%d bytes) or requestState (%d bytes) are larger than %d bytes; the call was not completed",
+			exagentv1.ReasonMCPInputRefused, len(canon), len(r.RequestState), maxInputRequests)
+		return
+	}
+	reqs, err := parseInputRequests(canon)
+	if err != nil {
+		fail("%s: %v; the call was not completed", exagentv1.ReasonMCPInputRefused, err)
+		return
+	}
+	for _, id := range sortedKeys(reqs) {
+		if _, err := questionOfInput(id, reqs[id]); err != nil {
+			fail("%s: %v; the call was not completed", exagentv1.ReasonMCPInputRefused, err)
+			return
+		}
+	}
+	c.State = exagentv1.CallPending
+	c.Outcome = nil
+	c.Input = &exagentv1.CallInput{Round: round, Requests: string(canon), RequestState: r.RequestState}
+}
+
+func parseInputRequests(canon []byte) (map[string]inputRequest, error) {
+	var reqs map[string]inputRequest
+	if err := json.Unmarshal(canon, &reqs); err != nil || reqs == nil {
+		return nil, fmt.Errorf("the MCP server's input requests are not a map of requests")
+	}
+	switch n := len(reqs); {
+	case n == 0:
+		return nil, fmt.Errorf("the MCP server answered input_required with no input requests")
+	case n > maxInputRequestCount:
+		return nil, fmt.Errorf("the MCP server asked %d questions at once, more than %d", n, maxInputRequestCount)
+	}
+	for id := range reqs {
+		if id == "" || len(id) > 128 {
+			return nil, fmt.Errorf("the MCP server named an input request %q: ids are 1-128 characters", truncateUTF8(id, 140))
+		}
+	}
+	return reqs, nil
+}
+
+// questionOfInput is the question one input request asks. Only
+// elicitations are answered by people: sampling (the server asking the
+// client's model) and roots are refused with what the server asked.
+func questionOfInput(id string, r inputRequest) (*exagentv1.Question, error) {
+	if r.Method != "elicitation/create" {
+		return nil, fmt.Errorf("the MCP server asked for %q (input request %s), which exagent does not answer: only elicitations "+
+			"(a form or a URL for a person) pause a run", truncateUTF8(r.Method, 64), id)
+	}
+	var p elicitParams
+	if err := json.Unmarshal(r.Params, &p); err != nil {
+		return nil, fmt.Errorf("elicitation %s: its params are not an object: %v", id, err)
+	}
+	text := strings.TrimSpace(p.Message)
+	if text == "" {
+		return nil, fmt.Errorf("elicitation %s has no message for the person", id)
+	}
+	q := &exagentv1.Question{Text: truncateUTF8(text, maxQuestionText), RequestID: id}
+	switch p.Mode {
+	case "url":
+		if origin := URLOrigin(p.URL); origin == "" || len(p.URL) > 2048 {
+			return nil, fmt.Errorf("elicitation %s: url %q is not an absolute http(s) URL of at most 2048 bytes", id, truncateUTF8(p.URL, 256))
+		}
+		q.Source, q.URL, q.Schema = exagentv1.QuestionMCPElicitationURL, p.URL, urlDoneSchema
+		return q, nil
+	case "", "form":
+	default:
+		return nil, fmt.Errorf("elicitation %s: mode %q is not form or url", id, truncateUTF8(p.Mode, 32))
+	}
+	schema, err := restrictedSchema(p.RequestedSchema)
+	if err != nil {
+		return nil, fmt.Errorf("elicitation %s: %w", id, err)
+	}
+	q.Source, q.Schema = exagentv1.QuestionMCPElicitation, schema
+	return q, nil
+}
+
+// restrictedSchema checks an elicitation's requestedSchema against MCP's
+// restricted subset — a flat object whose properties are strings,
+// numbers, integers, booleans or enums (a multi-select is an array of an
+// enum) — and returns it canonical and compiled.
+func restrictedSchema(raw json.RawMessage) (string, error) {
+	var s struct {
+		Type       string                     `json:"type"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil || s.Type != "object" {
+		return "", fmt.Errorf("requestedSchema must be an object schema (type \"object\"), as MCP's elicitation requires")
+	}
+	for name, prop := range s.Properties {
+		var p struct {
+			Type  any `json:"type"`
+			Items *struct {
+				Enum  []any `json:"enum"`
+				AnyOf []any `json:"anyOf"`
+			} `json:"items"`
+		}
+		if err := json.Unmarshal(prop, &p); err != nil {
+			return "", fmt.Errorf("requestedSchema property %q is not a schema", truncateUTF8(name, 64))
+		}
+		switch p.Type {
+		case "string", "number", "integer", "boolean":
+		case "array":
+			if p.Items == nil || (len(p.Items.Enum) == 0 && len(p.Items.AnyOf) == 0) {
+				return "", fmt.Errorf("requestedSchema property %q is an array of something other than an enum, outside MCP's restricted subset", truncateUTF8(name, 64))
+			}
+		default:
+			return "", fmt.Errorf("requestedSchema property %q has type %v, outside MCP's restricted subset (string, number, integer, boolean, enum)",
+				truncateUTF8(name, 64), p.Type)
+		}
+	}
+	canon, err := canonical.JSON(raw)
+	if err != nil {
+		return "", fmt.Errorf("requestedSchema is not JSON: %w", err)
+	}
+	if len(canon) > maxAnswerSchema {
+		return "", fmt.Errorf("requestedSchema takes %d bytes, more than %d", len(canon), maxAnswerSchema)
+	}
+	if _, err := CompileArgSchema(canon); err != nil {
+		return "", fmt.Errorf("requestedSchema is not a usable JSON Schema: %w", err)
+	}
+	return string(canon), nil
+}
+
+// inputQuestions are the questions pause asks for call c waiting on an
+// MCP server's input requests: one per request, in id order, each bound
+// to the call's payload and the request it answers.
+func inputQuestions(c *exagentv1.ToolCall, revision int64, now time.Time) []exagentv1.Approval {
+	reqs, err := parseInputRequests([]byte(c.Input.Requests))
+	if err != nil {
+		return nil // recorded only once checked: not reached
+	}
+	var out []exagentv1.Approval
+	for k, id := range sortedKeys(reqs) {
+		q, err := questionOfInput(id, reqs[id])
+		if err != nil {
+			continue
+		}
+		reqJSON, _ := json.Marshal(reqs[id])
+		out = append(out, exagentv1.Approval{
+			ID:          questionID(c.ID, revision, k),
+			Kind:        exagentv1.KindQuestion,
+			CallID:      c.ID,
+			Question:    q,
+			PayloadHash: canonical.Hash([]byte(c.PayloadHash + "\x00" + id + "\x00" + string(reqJSON))),
+			Revision:    revision,
+			State:       exagentv1.ApprovalPending,
+			Rule:        c.Rule,
+			RequestedAt: secTime(now),
+		})
+	}
+	return out
+}
+
+func questionID(callID string, revision int64, k int) string {
+	id := fmt.Sprintf("%s-r%d-i%d", callID, revision, k)
+	if len(id) <= maxID {
+		return id
+	}
+	return fmt.Sprintf("%s-r%d-i%d", canonical.Hash([]byte(callID))[len("sha256:"):len("sha256:")+16], revision, k)
+}
+
+// awaitsInput reports whether pending call c waits for answers to its
+// server's input requests (not for an approval).
+func awaitsInput(c *exagentv1.ToolCall) bool {
+	return c.State == exagentv1.CallPending && c.Input != nil && c.Input.Responses == ""
+}
+
+// isMCPQuestion reports whether a asks a person on behalf of an MCP server.
+func isMCPQuestion(a *exagentv1.Approval) bool {
+	return a.IsQuestion() && a.Question.Source != exagentv1.QuestionAskHuman
+}
+
+// answerInput applies an answer to one of call c's input requests: once
+// none of the call's questions is pending any more, the responses are
+// built from the latest answer to each request and the call is Approved
+// to be retried with them.
+func answerInput(st *Status, c *exagentv1.ToolCall) {
+	latest := map[string]*exagentv1.Approval{}
+	for i := range st.Approvals {
+		a := &st.Approvals[i]
+		if a.CallID != c.ID || !isMCPQuestion(a) {
+			continue
+		}
+		if a.State == exagentv1.ApprovalPending {
+			return // more to answer
+		}
+		latest[a.Question.RequestID] = a
+	}
+	reqs, err := parseInputRequests([]byte(c.Input.Requests))
+	if err != nil {
+		return
+	}
+	responses := map[string]any{}
+	for id := range reqs {
+		a := latest[id]
+		if a == nil || a.State != exagentv1.ApprovalAnswered {
+			return // expired or cancelled: the call does not go on with a gap
+		}
+		resp := map[string]any{"action": strings.ToLower(string(answerAction(a.Question.Action)))}
+		if a.Question.Action == exagentv1.AnswerAccept && a.Question.Source == exagentv1.QuestionMCPElicitation {
+			resp["content"] = json.RawMessage(a.Question.Answer)
+		}
+		responses[id] = resp
+	}
+	canon, err := canonical.JSON(responses)
+	if err != nil {
+		return
+	}
+	c.Input.Responses = string(canon)
+	c.State = exagentv1.CallApproved
+}
+
+// maxInputRounds is the tool's mcp.maxInputRounds, else the default.
+func (e *Env) maxInputRounds(tool string) int32 {
+	if t := e.tool(tool); t != nil && t.MCP != nil && t.MCP.MaxInputRounds != nil {
+		return *t.MCP.MaxInputRounds
+	}
+	return defaultMaxInputRounds
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// URLOrigin is scheme://host of an absolute http(s) URL without spaces or
+// control characters, else "": what a person is told before they visit a
+// URL a server gave (the manager never fetches it).
+func URLOrigin(u string) string {
+	rest, scheme := "", ""
+	switch {
+	case strings.HasPrefix(u, "https://"):
+		scheme, rest = "https", u[len("https://"):]
+	case strings.HasPrefix(u, "http://"):
+		scheme, rest = "http", u[len("http://"):]
+	default:
+		return ""
+	}
+	if strings.ContainsFunc(u, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return ""
+	}
+	host := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		host = rest[:i]
+	}
+	if at := strings.LastIndexByte(host, '@'); at >= 0 {
+		host = host[at+1:] // userinfo is never part of the origin
+	}
+	if host == "" {
+		return ""
+	}
+	return scheme + "://" + host
+}
