@@ -105,7 +105,7 @@ func setupUsers(e *testenv.Env) error {
 		&rbacv1.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{Name: "test-approver"},
 			Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{"exagent.io"}, Resources: []string{"agents/approval"}, Verbs: []string{"approve", "resolve"}},
+				{APIGroups: []string{"exagent.io"}, Resources: []string{"agents/approval"}, Verbs: []string{"approve", "resolve", "answer"}},
 			},
 		},
 		binding("test-decider-alice", "test-decider", alice),

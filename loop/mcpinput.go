@@ -146,7 +146,7 @@ func questionOfInput(id string, r inputRequest) (*exagentv1.Question, error) {
 	q := &exagentv1.Question{Text: truncateUTF8(text, maxQuestionText), RequestID: id}
 	switch p.Mode {
 	case "url":
-		if origin := URLOrigin(p.URL); origin == "" || len(p.URL) > 2048 {
+		if origin := exagentv1.URLOrigin(p.URL); origin == "" || len(p.URL) > 2048 {
 			return nil, fmt.Errorf("elicitation %s: url %q is not an absolute http(s) URL of at most 2048 bytes", id, truncateUTF8(p.URL, 256))
 		}
 		q.Source, q.URL, q.Schema = exagentv1.QuestionMCPElicitationURL, p.URL, urlDoneSchema
@@ -314,33 +314,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// URLOrigin is scheme://host of an absolute http(s) URL without spaces or
-// control characters, else "": what a person is told before they visit a
-// URL a server gave (the manager never fetches it).
-func URLOrigin(u string) string {
-	rest, scheme := "", ""
-	switch {
-	case strings.HasPrefix(u, "https://"):
-		scheme, rest = "https", u[len("https://"):]
-	case strings.HasPrefix(u, "http://"):
-		scheme, rest = "http", u[len("http://"):]
-	default:
-		return ""
-	}
-	if strings.ContainsFunc(u, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		return ""
-	}
-	host := rest
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		host = rest[:i]
-	}
-	if at := strings.LastIndexByte(host, '@'); at >= 0 {
-		host = host[at+1:] // userinfo is never part of the origin
-	}
-	if host == "" {
-		return ""
-	}
-	return scheme + "://" + host
 }

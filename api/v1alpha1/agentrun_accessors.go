@@ -119,3 +119,32 @@ func (a *Approval) votesFrom(group string) int {
 // IsQuestion reports whether the request asks for an answer (kind
 // Question), not a yes or no.
 func (a *Approval) IsQuestion() bool { return a.Kind == KindQuestion && a.Question != nil }
+
+// URLOrigin is scheme://host of an absolute http(s) URL without spaces or
+// control characters, else "": what a person is told before they visit a
+// URL a server gave (the manager never fetches it).
+func URLOrigin(u string) string {
+	rest, scheme := "", ""
+	switch {
+	case strings.HasPrefix(u, "https://"):
+		scheme, rest = "https", u[len("https://"):]
+	case strings.HasPrefix(u, "http://"):
+		scheme, rest = "http", u[len("http://"):]
+	default:
+		return ""
+	}
+	if strings.ContainsFunc(u, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return ""
+	}
+	host := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		host = rest[:i]
+	}
+	if at := strings.LastIndexByte(host, '@'); at >= 0 {
+		host = host[at+1:] // userinfo is never part of the origin
+	}
+	if host == "" {
+		return ""
+	}
+	return scheme + "://" + host
+}

@@ -349,6 +349,14 @@ func renderQuestion(w io.Writer, run *exagentv1.AgentRun, a *exagentv1.Approval,
 	if len(q.Choices) > 0 {
 		field("  Choices", "%s", strings.Join(q.Choices, " | "))
 	}
+	if q.Source != exagentv1.QuestionAskHuman {
+		field("  Asked by", "the MCP server of the call (input request %s), not the model", q.RequestID)
+	}
+	if q.URL != "" {
+		field("  Visit", "%s", q.URL)
+		field("  Origin", "%s (the server's link: check it before you open it; the manager never fetches it)", orNone(exagentv1.URLOrigin(q.URL)))
+		field("  Then", "kubectl approve answer %s %s --text done   (or --decline)", run.Name, a.ID)
+	}
 	p("  Answer schema:")
 	_, _ = fmt.Fprintln(w, prettyJSON(q.Schema, "    "))
 	field("  Payload hash", "%s", a.PayloadHash)
