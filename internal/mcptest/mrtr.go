@@ -81,6 +81,7 @@ func (s *Server) addInputTools() {
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			s.record(req)
 			return &mcp.CallToolResult{RequestState: "s-1", InputRequests: mcp.InputRequestMap{
+				//nolint:staticcheck // sampling is deprecated since 2026-07-28 (SEP-2577): a server that still asks is what this tool plays
 				"llm": &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{
 					{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}}}}, nil
 		})
