@@ -49,7 +49,8 @@ type Call struct {
 //   - hang: never answers until the client goes away;
 //   - flaky: the first HangFirst calls hang, later ones answer "flaky: done";
 //   - ask: asks the client for input (elicitation) and reports the answer;
-//   - form, visit, twice, sample: MCP 2026-07-28 input requests (mrtr.go).
+//   - form, visit, twice, sample (StartStateless only): MCP 2026-07-28
+//     input requests (mrtr.go).
 type Server struct {
 	URL string
 	MCP *mcp.Server
@@ -123,7 +124,9 @@ func start(opts *mcp.StreamableHTTPOptions) *Server {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "answer: " + res.Action}}}, nil
 		})
-	s.addInputTools()
+	if opts != nil && opts.Stateless {
+		s.addInputTools() // only a stateless handler speaks 2026-07-28 input requests
+	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP }, opts)
 	s.http = httptest.NewServer(s.gate.wrap(h)) // httptest binds 127.0.0.1
 	s.URL = s.http.URL
