@@ -249,7 +249,8 @@ func contentText(res *mcp.CallToolResult) string {
 }
 
 // connectMCP opens a session: the initialize handshake over streamable
-// HTTP. The client declares no sampling or elicitation capability, turns
+// HTTP. The client declares no sampling capability and refuses live-stream
+// elicitations (refuseLiveElicitation), turns
 // off the SDK's automatic multi-round-trip retries (a re-send is this
 // tool's decision alone) and reconnects of broken streams, and follows no
 // redirect (whatever base says).
@@ -259,7 +260,7 @@ func connectMCP(ctx context.Context, url string, base *http.Client, rt http.Roun
 		hc.Jar = base.Jar
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "exagent", Version: exagentv1.GroupVersion.Version},
-		&mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+		&mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, ElicitationHandler: refuseLiveElicitation})
 	t := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
 	return client.Connect(ctx, t, nil)
 }
@@ -349,11 +350,27 @@ func (t *mcpTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// errLiveElicitation answers an elicitation a server sends over the live
+// stream: a person may take hours, and no stream is held that long.
+var errLiveElicitation = errors.New("exagent does not answer elicitation over the live stream: to wait for a person, " +
+	"the server must speak MCP 2026-07-28 input requests (answer tools/call with resultType input_required), which pause the run durably")
+
+// refuseLiveElicitation is the client's elicitation handler. Declaring the
+// capability lets servers that only offer asking tools to clients that can
+// answer (server-everything) list them, and their calls then fail at once
+// with errLiveElicitation instead of a tool the server does not offer.
+func refuseLiveElicitation(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	return nil, errLiveElicitation
+}
+
 // liveStreamHint explains a failure a server reports because it asked
 // for input over the live stream (sampling, elicitation on an older
 // revision), which this client never answers.
 func liveStreamHint(text string) string {
 	t := strings.ToLower(text)
+	if strings.Contains(t, "2026-07-28") {
+		return "" // the server passed on what the client told it
+	}
 	if !strings.Contains(t, "elicit") && !strings.Contains(t, "sampling") && !strings.Contains(t, "createmessage") {
 		return ""
 	}

@@ -78,7 +78,7 @@ func TestMCPCall(t *testing.T) {
 		"idempotent: re-sent with the same key": {tool: "flaky", args: `{}`, timeout: "2s", idempotent: true, hangFirst: 1,
 			wantKind: loop.ResultSucceeded, wantOutput: []string{"flaky: done"}, wantCalls: 2},
 		"elicitation is a failure, not a hang": {tool: "ask", args: `{}`, timeout: "20s", wantKind: loop.ResultFailed,
-			wantOutput: []string{"elicitation failed", "does not support elicitation", "must speak MCP 2026-07-28 input requests"}, wantCalls: 1},
+			wantOutput: []string{"elicitation failed", "does not answer elicitation over the live stream", "must speak MCP 2026-07-28 input requests"}, wantCalls: 1},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -58,13 +58,16 @@ func everythingDir(t *testing.T) string {
 // before echo, alice approves with the plugin (show names the server and
 // the annotations), the run succeeds with the server's answer in the
 // transcript.
-func TestMCPEverything(t *testing.T) {
+// startEverything starts server-everything on a free 127.0.0.1 port for
+// the test and returns its address.
+func startEverything(t *testing.T, log string) string {
+	t.Helper()
 	dir := everythingDir(t)
 	port, err := procs.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := procs.Start(procs.Spec{Name: "mcp-everything", Log: filepath.Join(s.work, "mcp-everything.log"),
+	srv, err := procs.Start(procs.Spec{Name: "mcp-everything", Log: filepath.Join(s.work, log),
 		Env: append(os.Environ(), "PORT="+strconv.Itoa(port)), Bin: "node", Args: []string{"--require", filepath.Join(dir, "loopback.cjs"),
 			filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "streamableHttp"}})
 	if err != nil {
@@ -75,6 +78,57 @@ func TestMCPEverything(t *testing.T) {
 	if err := srv.WaitReady(60*time.Second, procs.Listening(addr)); err != nil {
 		t.Fatalf("the MCP server listening on %s: %v", addr, err)
 	}
+	return addr
+}
+
+// TestMCPLiveElicitation: server-everything's trigger-elicitation-request
+// asks over the live stream (the older way, which no durable pause can
+// hold): the call fails at once with the reason — the server must use
+// 2026-07-28 input requests — the model is told, and nothing hangs.
+func TestMCPLiveElicitation(t *testing.T) {
+	addr := startEverything(t, "mcp-everything-elicit.log")
+	s.up(t)
+	ns := namespace(t, "e2e-elicit")
+	must(t, "", fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+kind: Agent
+metadata: {name: asks, namespace: %s}
+spec:
+  model:
+    provider: Scripted
+    script:
+    - toolCalls:
+      - {id: e1, name: ev_trigger-elicitation-request, arguments: {}}
+    - text: gave up
+  tools:
+  - name: everything
+    mcp:
+      url: http://%s/mcp
+      import: {prefix: ev_, tools: [trigger-elicitation-request]}
+      timeout: 30s
+  policy:
+    default: Allow
+---
+apiVersion: exagent.io/v1alpha1
+kind: AgentRun
+metadata: {name: elicit-1, namespace: %s}
+spec:
+  agentRef: {name: asks}
+  input: ask me
+`, ns, addr, ns), "apply", "-f", "-")
+	must(t, "", "", "approve", "wait", "elicit-1", "-n", ns, "--for=done", "--timeout="+waitTimeout)
+	run := getRun(t, ns, "elicit-1")
+	if run.Status.Phase != exagentv1.PhaseSucceeded {
+		t.Fatalf("run is %s (%s: %s), want Succeeded (the model told)", run.Status.Phase, run.Status.Reason, run.Status.Message)
+	}
+	c := run.Status.Call("e1")
+	if c == nil || c.State != exagentv1.CallFailed || c.Outcome == nil ||
+		!strings.Contains(c.Outcome.Result, "must speak MCP 2026-07-28 input requests") {
+		t.Fatalf("call e1 = %+v, want Failed saying the server must use input requests", c)
+	}
+}
+
+func TestMCPEverything(t *testing.T) {
+	addr := startEverything(t, "mcp-everything.log")
 
 	ns := namespace(t, "e2e-mcp")
 	bindApprovers(t, ns)
