@@ -110,6 +110,9 @@ func TestAskHuman(t *testing.T) {
 	if a == nil || a.State != exagentv1.ApprovalAnswered || a.Actor == nil || a.Actor.Username != "alice" || a.Question.Answer != `{"cluster":"eu","ticket":4711}` {
 		t.Fatalf("question after the answer: %+v", a)
 	}
+	if logs := must(t, "alice", "", "approve", "logs", "ask", "-n", ns); !strings.Contains(logs, "question "+q.ID+" answered by alice") {
+		t.Errorf("logs do not say who answered:\n%s", logs)
+	}
 	if len(final.Status.Receipts) != 1 || final.Status.Receipts[0].AnswerHash == "" {
 		t.Errorf("receipts %+v, want one with the answer's hash", final.Status.Receipts)
 	}

@@ -67,6 +67,9 @@ func callProvenance(c *exagentv1.ToolCall, approvals []exagentv1.Approval, grant
 
 // approvalOutcome is what became of an approval, in a few words.
 func approvalOutcome(a *exagentv1.Approval) string {
+	if a.IsQuestion() {
+		return questionOutcome(a)
+	}
 	switch a.State {
 	case exagentv1.ApprovalPending:
 		s := "waiting for a decision"
@@ -176,4 +179,30 @@ func grantNamed(decision, tool string, grants []exagentv1.RunGrant) *exagentv1.R
 		}
 	}
 	return nil
+}
+
+// questionOutcome is what became of a question: "question q1-r1 answered
+// by alice", "… declined by bob", "… waiting for an answer".
+func questionOutcome(a *exagentv1.Approval) string {
+	what := "question " + a.ID
+	if a.Question.Source != exagentv1.QuestionAskHuman {
+		what = "the MCP server's question " + a.ID
+	}
+	switch a.State {
+	case exagentv1.ApprovalPending:
+		return what + " waiting for an answer"
+	case exagentv1.ApprovalExpired:
+		return what + ": nobody answered in time"
+	case exagentv1.ApprovalAnswered:
+		verb := map[exagentv1.AnswerAction]string{exagentv1.AnswerDecline: "declined", exagentv1.AnswerCancel: "dismissed"}[a.Question.Action]
+		if verb == "" {
+			verb = "answered"
+		}
+		by := ""
+		if a.Actor != nil {
+			by = " by " + a.Actor.Username
+		}
+		return what + " " + verb + by
+	}
+	return what + " " + strings.ToLower(string(a.State))
 }
