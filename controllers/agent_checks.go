@@ -81,7 +81,19 @@ func (r *AgentReconciler) checkConfig(_ context.Context, sc *agentScope) error {
 // a request would (a Scripted model names none).
 func (r *AgentReconciler) checkModel(ctx context.Context, sc *agentScope) error {
 	m := &sc.agent.Spec.Model
-	if m.Provider == exagentv1.ModelProviderScripted {
+	switch m.Provider {
+	case exagentv1.ModelProviderScripted:
+		return nil
+	case exagentv1.ModelProviderOpenAI, exagentv1.ModelProviderAnthropic:
+	case exagentv1.ModelProviderBedrock:
+		if m.Region == "" {
+			sc.fail("model (region)", exagentv1.ReasonInvalidConfiguration,
+				"provider Bedrock needs spec.model.region, the model's AWS region: runs fail before any request until it is set")
+			return nil
+		}
+	default:
+		sc.fail("model (provider)", exagentv1.ReasonInvalidConfiguration, fmt.Sprintf(
+			"provider %q is not one this manager speaks (OpenAI, Anthropic, Bedrock, Scripted): runs fail before any request", m.Provider))
 		return nil
 	}
 	type ref struct {

@@ -200,6 +200,8 @@ func modelEndpoint(spec *exagentv1.ModelSpec) string {
 		return "model:scripted"
 	case exagentv1.ModelProviderAnthropic:
 		return "model:" + hostOf(spec.BaseURL, "anthropic")
+	case exagentv1.ModelProviderBedrock:
+		return "model:" + hostOf(spec.BaseURL, "bedrock-runtime."+spec.Region)
 	}
 	return "model:" + hostOf(spec.BaseURL, "openai")
 }

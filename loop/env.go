@@ -243,6 +243,9 @@ func (e *Env) fingerprint() error {
 	if ca := ag.Model.CABundleSecretRef; ca != nil {
 		model["caBundleSecretRef"] = *ca
 	}
+	if r := ag.Model.Region; r != "" {
+		model["region"] = r // Bedrock: another region is another endpoint
+	}
 	if b.Model, err = canonical.HashOf(model); err != nil {
 		return fmt.Errorf("model fingerprint: %w", err)
 	}

@@ -64,6 +64,7 @@ func TestModelFingerprintEndpoint(t *testing.T) {
 		"a CA bundle": func(m *exagentv1.ModelSpec) {
 			m.CABundleSecretRef = &exagentv1.SecretKeySelector{Name: "ca", Key: "ca.crt"}
 		},
+		"a region": func(m *exagentv1.ModelSpec) { m.Region = "us-east-1" },
 	}
 	for name, mut := range differ {
 		if got := fp(mut); got == none || got == tenant {

@@ -76,9 +76,14 @@ func For(ctx context.Context, spec *exagentv1.ModelSpec, secret SecretGetter, op
 			MaxTokens: AnthropicMaxTokens(spec, opts.AgentLimits), HTTPClient: opts.HTTPClient, Retry: retry,
 			Headers: ep.headers, CABundle: ep.caBundle,
 		})
+	case exagentv1.ModelProviderBedrock:
+		p, err = NewBedrock(BedrockConfig{
+			Region: spec.Region, Model: spec.Name, BaseURL: spec.BaseURL, Temperature: spec.Temperature,
+			MaxTokens: spec.MaxCompletionTokens, HTTPClient: opts.HTTPClient, Retry: retry, CABundle: ep.caBundle,
+		})
 	default:
 		return nil, &ConfigError{Field: "spec.model.provider", Reason: exagentv1.ReasonInvalidConfiguration,
-			Err: fmt.Errorf("provider %q is not one this manager speaks (OpenAI, Anthropic, Scripted)", spec.Provider)}
+			Err: fmt.Errorf("provider %q is not one this manager speaks (OpenAI, Anthropic, Bedrock, Scripted)", spec.Provider)}
 	}
 	if err != nil {
 		return nil, err

@@ -37,7 +37,7 @@ var (
 )
 
 var (
-	providers        = []string{string(exagentv1.ModelProviderOpenAI), string(exagentv1.ModelProviderAnthropic), string(exagentv1.ModelProviderScripted)}
+	providers        = []string{string(exagentv1.ModelProviderOpenAI), string(exagentv1.ModelProviderAnthropic), string(exagentv1.ModelProviderBedrock), string(exagentv1.ModelProviderScripted)}
 	policyActions    = []string{string(exagentv1.PolicyAllow), string(exagentv1.PolicyAsk), string(exagentv1.PolicyDeny)}
 	onDenyActions    = []string{string(exagentv1.OnDenyStop), string(exagentv1.OnDenyContinue)}
 	onExpireActions  = []string{string(exagentv1.OnExpireStop), string(exagentv1.OnExpireContinue)}
@@ -82,7 +82,7 @@ func validateModel(path *field.Path, m *exagentv1.ModelSpec) field.ErrorList {
 		if len(m.Script) == 0 {
 			errs = append(errs, field.Required(path.Child("script"), "provider Scripted replays a script: give at least one turn"))
 		}
-	case exagentv1.ModelProviderOpenAI, exagentv1.ModelProviderAnthropic:
+	case exagentv1.ModelProviderOpenAI, exagentv1.ModelProviderAnthropic, exagentv1.ModelProviderBedrock:
 		if m.Name == "" {
 			errs = append(errs, field.Required(path.Child("name"), fmt.Sprintf("provider %s needs the model's name", m.Provider)))
 		}

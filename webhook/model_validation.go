@@ -19,6 +19,7 @@ package webhook
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -60,6 +61,7 @@ func validateModelEndpoint(path *field.Path, m *exagentv1.ModelSpec) field.Error
 			errs = append(errs, field.Invalid(p.Child("maxConcurrent"), *v, "must be 1 to 1024"))
 		}
 	}
+	errs = append(errs, validateRegion(path, m)...)
 	errs = append(errs, validateHeaders(path.Child("headers"), m.Headers)...)
 	seen := map[string]bool{}
 	for i, h := range m.Headers {
@@ -84,6 +86,35 @@ func validateModelEndpoint(path *field.Path, m *exagentv1.ModelSpec) field.Error
 			errs = append(errs, field.Invalid(p, fmt.Sprintf("%s/%s", ca.Name, ca.Key),
 				"a CA bundle only applies to an https baseURL; this one is plain http"))
 		}
+	}
+	return errs
+}
+
+var regionRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+
+// validateRegion: Bedrock needs its AWS region and takes its credentials
+// from the manager's AWS identity (no key, no header: SigV4 signs the
+// request); the others have no region.
+func validateRegion(path *field.Path, m *exagentv1.ModelSpec) field.ErrorList {
+	var errs field.ErrorList
+	if m.Provider != exagentv1.ModelProviderBedrock {
+		if m.Region != "" {
+			errs = append(errs, field.Forbidden(path.Child("region"), "only with provider Bedrock"))
+		}
+		return errs
+	}
+	switch {
+	case m.Region == "":
+		errs = append(errs, field.Required(path.Child("region"), "provider Bedrock needs the model's AWS region, e.g. us-east-1"))
+	case !regionRE.MatchString(m.Region):
+		errs = append(errs, field.Invalid(path.Child("region"), m.Region, "must be an AWS region, e.g. us-east-1"))
+	}
+	if m.APIKeySecretRef != nil {
+		errs = append(errs, field.Forbidden(path.Child("apiKeySecretRef"),
+			"Bedrock uses the manager's AWS identity (IRSA, Pod Identity, the environment), not a key"))
+	}
+	if len(m.Headers) > 0 {
+		errs = append(errs, field.Forbidden(path.Child("headers"), "Bedrock requests are signed with SigV4; extra headers are not sent"))
 	}
 	return errs
 }

@@ -57,6 +57,26 @@ func TestValidateModelEndpoint(t *testing.T) {
 			}),
 			want: []string{"FieldValueRequired spec.model.name"},
 		},
+		"bedrock": {agent: agent(func(a *exagentv1.Agent) {
+			a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderBedrock, Name: "anthropic.claude-sonnet-4-5-v1:0", Region: "us-east-1"}
+		})},
+		"bedrock without a region, with a key and a header": {
+			agent: agent(func(a *exagentv1.Agent) {
+				a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderBedrock, Name: "m",
+					APIKeySecretRef: new(sel("k")), Headers: []exagentv1.SecretHeader{{Name: "X-Tenant", ValueFrom: sel("t")}}}
+			}),
+			want: []string{"FieldValueRequired spec.model.region", "FieldValueForbidden spec.model.apiKeySecretRef", "FieldValueForbidden spec.model.headers"},
+		},
+		"bedrock with a bad region": {
+			agent: agent(func(a *exagentv1.Agent) {
+				a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderBedrock, Name: "m", Region: "Virginia"}
+			}),
+			want: []string{"FieldValueInvalid spec.model.region"},
+		},
+		"a region on an OpenAI model": {
+			agent: openAI(func(m *exagentv1.ModelSpec) { m.Region = "us-east-1" }),
+			want:  []string{"FieldValueForbidden spec.model.region"},
+		},
 		"a bad header name": {
 			agent: openAI(func(m *exagentv1.ModelSpec) {
 				m.Headers = []exagentv1.SecretHeader{{Name: "X Tenant", ValueFrom: sel("t")}}

@@ -44,6 +44,11 @@ func TestModelSamplesAreValid(t *testing.T) {
 				t.Errorf("the Anthropic sample should be provider Anthropic with a key: %+v", m)
 			}
 		},
+		"../config/samples/models/bedrock.yaml": func(t *testing.T, m *exagentv1.ModelSpec) {
+			if m.Provider != exagentv1.ModelProviderBedrock || m.Region == "" || m.APIKeySecretRef != nil {
+				t.Errorf("the Bedrock sample should name a region and no key: %+v", m)
+			}
+		},
 		"../config/samples/models/gateway.yaml": func(t *testing.T, m *exagentv1.ModelSpec) {
 			if m.CABundleSecretRef == nil || len(m.Headers) == 0 {
 				t.Errorf("the gateway sample should show a tenant header and a CA bundle: %+v", m)

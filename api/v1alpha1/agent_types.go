@@ -22,7 +22,7 @@ import (
 )
 
 // ModelProvider selects the model client.
-// +kubebuilder:validation:Enum=OpenAI;Anthropic;Scripted
+// +kubebuilder:validation:Enum=OpenAI;Anthropic;Bedrock;Scripted
 type ModelProvider string
 
 const (
@@ -30,6 +30,9 @@ const (
 	ModelProviderOpenAI ModelProvider = "OpenAI"
 	// ModelProviderAnthropic is Anthropic's Messages API (docs/models.md).
 	ModelProviderAnthropic ModelProvider = "Anthropic"
+	// ModelProviderBedrock is AWS Bedrock's Converse API, with the
+	// manager's AWS identity (docs/models.md).
+	ModelProviderBedrock ModelProvider = "Bedrock"
 	// ModelProviderScripted replays spec.model.script, one turn per request.
 	ModelProviderScripted ModelProvider = "Scripted"
 )
@@ -144,9 +147,10 @@ type AgentSpec struct {
 // ModelSpec configures the model client.
 // +kubebuilder:validation:XValidation:rule="self.provider != 'Scripted' || (has(self.script) && size(self.script) > 0)",message="provider Scripted needs a non-empty script"
 // +kubebuilder:validation:XValidation:rule="self.provider == 'Scripted' || (has(self.name) && size(self.name) > 0)",message="this provider needs a model name"
+// +kubebuilder:validation:XValidation:rule="self.provider != 'Bedrock' || (has(self.region) && size(self.region) > 0)",message="provider Bedrock needs a region"
 type ModelSpec struct {
 	// provider is OpenAI (any OpenAI-compatible chat-completions endpoint),
-	// Anthropic (the Messages API) or Scripted.
+	// Anthropic (the Messages API), Bedrock (AWS Converse) or Scripted.
 	// +required
 	Provider ModelProvider `json:"provider"`
 
@@ -160,6 +164,13 @@ type ModelSpec struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:Pattern=`^https?://`
 	BaseURL string `json:"baseURL,omitempty"`
+
+	// region is the AWS region of a Bedrock model (required for Bedrock,
+	// refused for the others), e.g. us-east-1.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z]{2}(-[a-z]+)+-[0-9]+$`
+	Region string `json:"region,omitempty"`
 
 	// apiKeySecretRef selects the API key.
 	// +optional
