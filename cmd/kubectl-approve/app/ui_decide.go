@@ -41,7 +41,7 @@ func uiDecide(ctx context.Context, c client.Client, req ui.DecideRequest) (*exag
 		return nil, err
 	}
 	decisions, err := planDecisions(run, decisionRequest{Kind: req.Kind, ApprovalID: req.ApprovalID, CallID: req.CallID,
-		Outcome: req.Outcome, Evidence: req.Evidence, Reason: req.Reason}, time.Now())
+		Outcome: req.Outcome, Evidence: req.Evidence, Reason: req.Reason, Action: req.Action, Answer: req.Answer}, time.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,11 @@ type DecideRequest struct {
 	CallID   string
 	Outcome  exagentv1.ResolveOutcome
 	Evidence string
-	Reason   string
+	// Action and Answer are an Answer's: Accept with the answer (JSON),
+	// or Decline / Cancel with none.
+	Action exagentv1.AnswerAction
+	Answer []byte
+	Reason string
 }
 
 // Decider creates the ApprovalDecision req means with c — the same object

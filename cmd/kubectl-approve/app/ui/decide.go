@@ -18,6 +18,7 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -43,7 +44,15 @@ func (s *Server) decide(q *request) {
 	req := DecideRequest{Namespace: q.r.PathValue("namespace"), Run: q.r.PathValue("name"),
 		Kind: exagentv1.DecisionKind(f.Get("decision")), ApprovalID: form.Approval, CallID: form.Call,
 		Outcome: exagentv1.ResolveOutcome(f.Get("outcome")), Evidence: form.Evidence, Reason: form.Reason}
-	if msg := checkRequest(req); msg != "" {
+	msg := ""
+	if req.Kind == exagentv1.DecisionAnswer {
+		form.Answer, form.As, form.Choice = f.Get("answer"), f.Get("as"), f.Get("choice")
+		req.Action, req.Answer, msg = answerOf(exagentv1.AnswerAction(f.Get("action")), form)
+	}
+	if msg == "" {
+		msg = checkRequest(req)
+	}
+	if msg != "" {
 		s.renderRun(q, http.StatusUnprocessableEntity, &flash{Kind: "error", Text: msg}, form)
 		return
 	}
@@ -73,6 +82,10 @@ func checkRequest(r DecideRequest) string {
 		if r.Reason == "" {
 			return "A reason is required: say why you " + strings.ToLower(string(r.Kind)) + " this call (it is recorded with your name)."
 		}
+	case exagentv1.DecisionAnswer:
+		if r.ApprovalID == "" {
+			return "Name the question to answer."
+		}
 	case exagentv1.DecisionResolve:
 		if r.CallID == "" {
 			return "Name the call to resolve."
@@ -86,7 +99,7 @@ func checkRequest(r DecideRequest) string {
 			return "Evidence is required: say what you checked to know the outcome (a ticket, a log line, …)."
 		}
 	default:
-		return fmt.Sprintf("Unknown decision %q: the page decides Approve, Deny or Resolve.", r.Kind)
+		return fmt.Sprintf("Unknown decision %q: the page decides Approve, Deny, Answer or Resolve.", r.Kind)
 	}
 	if len(r.Reason) > maxText || len(r.Evidence) > maxText {
 		return fmt.Sprintf("The reason and the evidence are at most %d bytes each.", maxText)
@@ -102,8 +115,14 @@ func decisionFlash(d *exagentv1.ApprovalDecision) *flash {
 	}
 	what := strings.ToLower(string(d.Spec.Decision))
 	target := "approval " + d.Spec.ApprovalID
-	if d.Spec.Decision == exagentv1.DecisionResolve {
+	switch d.Spec.Decision {
+	case exagentv1.DecisionResolve:
 		target = "call " + d.Spec.CallID + " (" + string(d.Spec.Outcome) + ")"
+	case exagentv1.DecisionAnswer:
+		target = "question " + d.Spec.ApprovalID
+		if d.Spec.Action != "" && d.Spec.Action != exagentv1.AnswerAccept {
+			what = strings.ToLower(string(d.Spec.Action))
+		}
 	}
 	switch d.Status.Phase {
 	case exagentv1.DecisionRejected:
@@ -116,4 +135,36 @@ func decisionFlash(d *exagentv1.ApprovalDecision) *flash {
 		return &flash{Kind: "ok", Text: text + ")."}
 	}
 	return &flash{Kind: "ok", Text: fmt.Sprintf("Sent: %s of %s by %s (approvaldecision %s); the operator has not applied it yet.", what, target, actor, d.Name)}
+}
+
+// answerOf builds an Answer's action and answer from the form: a chosen
+// choice is a JSON string; the answer field is a JSON string ("as" text)
+// or a JSON document ("as" json). Decline and Cancel carry none. The
+// question's schema is admission's to check.
+func answerOf(action exagentv1.AnswerAction, f formState) (exagentv1.AnswerAction, []byte, string) {
+	switch action {
+	case exagentv1.AnswerDecline, exagentv1.AnswerCancel:
+		return action, nil, ""
+	case exagentv1.AnswerAccept:
+	default:
+		return "", nil, fmt.Sprintf("Unknown answer action %q: Accept, Decline or Cancel.", action)
+	}
+	var b []byte
+	switch {
+	case f.Choice != "":
+		b, _ = json.Marshal(f.Choice)
+	case strings.TrimSpace(f.Answer) == "":
+		return "", nil, "Give an answer (or pick one of the choices), or decline."
+	case f.As == "json":
+		if !json.Valid([]byte(f.Answer)) {
+			return "", nil, "The answer is not valid JSON; choose \"as text\" to send it as a string."
+		}
+		b = []byte(strings.TrimSpace(f.Answer))
+	default:
+		b, _ = json.Marshal(f.Answer)
+	}
+	if len(b) > exagentv1.MaxValueBytes {
+		return "", nil, fmt.Sprintf("The answer takes %d bytes, more than %d.", len(b), exagentv1.MaxValueBytes)
+	}
+	return exagentv1.AnswerAccept, b, ""
 }

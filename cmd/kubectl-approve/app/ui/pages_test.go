@@ -32,16 +32,38 @@ func TestRunContentIsEscaped(t *testing.T) {
 	payload := `<script>window.pwned=1</script><img src=x onerror="window.pwned=1"><a href="javascript:window.pwned=1">x</a>`
 	row := inboxRow{Key: "ns/r/a", Namespace: "ns", Run: "r", Tool: payload, Args: payload, Rule: payload, Deciders: payload,
 		Votes: []string{payload}, Quorum: payload, Requested: time.Now()}
-	html, err := p.fragment("inbox", "row", row)
+	question := row
+	question.Question = &questionView{Text: payload, Choices: []string{payload}, Schema: payload}
+	for _, r := range []inboxRow{row, question} {
+		html, err := p.fragment("inbox", "row", r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"<script", "<img", "<a href=\"javascript"} {
+			if strings.Contains(html, bad) {
+				t.Fatalf("the row contains %q unescaped:\n%s", bad, html)
+			}
+		}
+		if !strings.Contains(html, "&lt;script&gt;") {
+			t.Fatalf("the payload is not shown as text:\n%s", html)
+		}
+	}
+}
+
+// The transcript's Older link is a query the run page reads back (the
+// template must not escape its separators away).
+func TestOlderLink(t *testing.T) {
+	p, err := loadPages()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"<script", "<img", "<a href=\"javascript"} {
-		if strings.Contains(html, bad) {
-			t.Fatalf("the row contains %q unescaped:\n%s", bad, html)
-		}
+	v := runView{Namespace: "ns", Name: "r", Transcript: transcriptView{Title: "Latest messages", Latest: true}}
+	v.Transcript.older("0f3a", 3)
+	var b strings.Builder
+	if err := p.byName["run"].ExecuteTemplate(&b, "layout", v); err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(html, "&lt;script&gt;") {
-		t.Fatalf("the payload is not shown as text:\n%s", html)
+	if want := `href="/runs/ns/r?segment=0f3a&amp;index=3#transcript"`; !strings.Contains(b.String(), want) {
+		t.Fatalf("the page lacks %s", want)
 	}
 }

@@ -55,6 +55,19 @@ type inboxRow struct {
 	Votes  []string
 	Needed int32
 	Needs  string
+	// Question is what a question asks (kind Question), nil for an
+	// approval: the "what is asked" template shows one or the other.
+	Question *questionView
+}
+
+// questionView is a question waiting for an answer.
+type questionView struct {
+	Text    string
+	Choices []string
+	Schema  string
+	// Object tells whether the schema wants an object (the answer field
+	// is then JSON by default).
+	Object bool
 }
 
 // VotesLine is "n of m" for a quorum row.
@@ -81,7 +94,7 @@ func rowsOf(run *exagentv1.AgentRun, agent *exagentv1.Agent) []inboxRow {
 			ApprovalID: a.ID,
 			CallID:     a.CallID,
 			Rule:       ruleOf(a.Rule),
-			Deciders:   deciders(run, agent),
+			Deciders:   deciders(run, agent, exagentv1.VerbApprove),
 			Requested:  a.RequestedAt.UTC(),
 		}
 		if d := run.Spec.Delegation; d != nil {
@@ -100,6 +113,12 @@ func rowsOf(run *exagentv1.AgentRun, agent *exagentv1.Agent) []inboxRow {
 		}
 		if ed := a.Edit; ed != nil && ed.Args != "" {
 			row.Args, row.EditedBy = shownJSON(ed.Args, maxShownArgs), ed.Editor.Username
+		}
+		if a.IsQuestion() {
+			q := a.Question
+			row.Question = &questionView{Text: q.Text, Choices: q.Choices, Schema: shownJSON(q.Schema, maxShownArgs),
+				Object: schemaType(q.Schema) == "object"}
+			row.Deciders = deciders(run, agent, exagentv1.VerbAnswer)
 		}
 		if q := a.Quorum; q != nil {
 			row.Quorum, row.Needed, row.Needs = quorumLine(q), q.Needed(), a.QuorumMissing()
@@ -131,8 +150,8 @@ func sortRows(rows []inboxRow) {
 
 // deciders says who may decide the run's approvals: the RBAC verb, then
 // the Agent's approvers (docs/architecture.md §2).
-func deciders(run *exagentv1.AgentRun, agent *exagentv1.Agent) string {
-	line := fmt.Sprintf("verb approve on agents/approval %q in %s", run.Spec.AgentRef.Name, run.Namespace)
+func deciders(run *exagentv1.AgentRun, agent *exagentv1.Agent, verb string) string {
+	line := fmt.Sprintf("verb %s on agents/approval %q in %s", verb, run.Spec.AgentRef.Name, run.Namespace)
 	if agent == nil {
 		return line
 	}
@@ -191,4 +210,17 @@ func shownJSON(s string, n int) string {
 		s = b.String()
 	}
 	return clip.Bytes(s, n, clip.Ellipsis)
+}
+
+// schemaType is the top-level "type" of a JSON Schema ("" when it names
+// none or several).
+func schemaType(schema string) string {
+	var s struct {
+		Type any `json:"type"`
+	}
+	if json.Unmarshal([]byte(schema), &s) != nil {
+		return ""
+	}
+	t, _ := s.Type.(string)
+	return t
 }

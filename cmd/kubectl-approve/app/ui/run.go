@@ -65,6 +65,8 @@ type flash struct {
 
 type formState struct {
 	Approval, Call, Reason, Evidence string
+	// Answer, As and Choice are a question's form.
+	Answer, As, Choice string
 }
 
 type callView struct {

@@ -52,9 +52,12 @@ type transcriptView struct {
 	Title    string
 	Messages []messageView
 	Calls    []callView
-	// Older is the query of the page before this one; empty on the first.
-	Older  string
-	Latest bool
+	// Older names the page before this one (the segment and its index
+	// in the chain); HasOlder is false on the first page.
+	HasOlder   bool
+	OlderName  string
+	OlderIndex int32
+	Latest     bool
 }
 
 type messageView struct {
@@ -80,7 +83,7 @@ func transcriptPage(ctx context.Context, c client.Client, run *exagentv1.AgentRu
 		if head != nil {
 			first = head.Messages
 			if head.Segments > 0 {
-				v.Older = olderQuery(head.Head, head.Segments-1)
+				v.older(head.Head, head.Segments-1)
 			}
 		}
 		values := resolveValues(ctx, c, run, run.Status.History, nil)
@@ -97,7 +100,7 @@ func transcriptPage(ctx context.Context, c client.Client, run *exagentv1.AgentRu
 	}
 	v := transcriptView{Title: fmt.Sprintf("Segment %d of %d", index+1, head.Segments)}
 	if index > 0 {
-		v.Older = olderQuery(seg.Spec.Previous, int32(index-1))
+		v.older(seg.Spec.Previous, int32(index-1))
 	}
 	values := resolveValues(ctx, c, run, seg.Spec.Messages, &seg)
 	v.Messages = messagesOf(seg.Spec.Messages, seg.Spec.FirstMessage, values)
@@ -107,8 +110,8 @@ func transcriptPage(ctx context.Context, c client.Client, run *exagentv1.AgentRu
 	return v, nil
 }
 
-func olderQuery(name string, index int32) string {
-	return url.Values{"segment": {name}, "index": {strconv.Itoa(int(index))}}.Encode() + "#transcript"
+func (v *transcriptView) older(name string, index int32) {
+	v.HasOlder, v.OlderName, v.OlderIndex = true, name, index
 }
 
 // readSegment reads segment name of run and checks that it is the chain's
