@@ -89,8 +89,12 @@ k8s-binaries: ## Build (or reuse) kube-apiserver, etcd and kubectl into the cach
 	@hack/k8s-binaries.sh
 
 .PHONY: test
-test: verify vet mcp-everything ## Run unit and envtest integration tests (builds the control-plane binaries once).
+test: verify vet mcp-everything chromium ## Run unit and envtest integration tests (builds the control-plane binaries once).
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: chromium
+chromium: ## Install (once, with apt-get) Debian's headless Chromium, which the browser tests of kubectl approve ui drive (test/e2e/ui_test.go).
+	@hack/chromium.sh >/dev/null
 
 .PHONY: mcp-everything
 mcp-everything: ## Install (once, with npm, into ~/.cache/exagent) the reference MCP server the e2e suite runs on 127.0.0.1.
@@ -112,11 +116,12 @@ chaos: ## Run the fault-injection suite (test/chaos) at full size: kill -9 matri
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -v -timeout $(CHAOS_TIMEOUT) -run '^TestLoadNeverUncertain$$' ./controllers/ -args -load.runs=1000 -load.model-delay=1s
 
 .PHONY: bench
-bench: ## Benchmarks on envtest: pause → approve → finish (BENCH_RUNS=N), then the fast path (approve → intent stages, bursts, throughput, slow models, waiting runs in-process and as the manager process, status write cost by shape; FAST_ARGS='-fast.waiting=N …'), each a ratio to the same apiserver's CAS round trip or ceiling; profiles in bin/bench; then the transcript (write cost at step 1/50/last, segment bytes, memory of finished runs; TRANSCRIPT_ARGS='-bench.turns=N -bench.finished=N …'); then retention (10,000 ended runs with 256 KiB chains and a 1 s TTL, archived and deleted: rate as a ratio of the write ceiling; RETENTION_ARGS='-retention.runs=N -retention.chain-kib=N').
+bench: ## Benchmarks on envtest: pause → approve → finish (BENCH_RUNS=N), then the fast path (approve → intent stages, bursts, throughput, slow models, waiting runs in-process and as the manager process, status write cost by shape; FAST_ARGS='-fast.waiting=N …'), each a ratio to the same apiserver's CAS round trip or ceiling; profiles in bin/bench; then the transcript (write cost at step 1/50/last, segment bytes, memory of finished runs; TRANSCRIPT_ARGS='-bench.turns=N -bench.finished=N …'); then retention (10,000 ended runs with 256 KiB chains and a 1 s TTL, archived and deleted: rate as a ratio of the write ceiling; RETENTION_ARGS='-retention.runs=N -retention.chain-kib=N'); then the approver's page: first paint of an inbox of 200 approvals in headless Chromium.
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 60m -run '^$$' -bench '^BenchmarkPauseApproveFinish$$' -benchtime $(BENCH_RUNS)x ./controllers/...
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 60m -run '^$$' -bench '^BenchmarkFast$(FAST)' -benchtime 1x ./controllers/ -args -fast.profiles=$(CURDIR)/bin/bench $(FAST_ARGS)
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 60m -run '^$$' -bench '^Benchmark(TranscriptWriteCost|FinishedRunsMemory)$$' -benchtime 1x ./controllers/ -args $(TRANSCRIPT_ARGS)
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 120m -run '^$$' -bench '^BenchmarkRetention$$' -benchtime 1x ./controllers/ -args $(RETENTION_ARGS)
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 20m -run '^$$' -bench '^BenchmarkInboxFirstPaint$$' -benchtime 20x ./cmd/kubectl-approve/app/ui/
 
 ##@ Build
 
