@@ -58,6 +58,10 @@ type inboxRow struct {
 	// Question is what a question asks (kind Question), nil for an
 	// approval: the "what is asked" template shows one or the other.
 	Question *questionView
+	// Schema is the tool's parameters schema from the current Agent
+	// (what the arguments are checked against), when the person may
+	// read the Agent.
+	Schema string
 }
 
 // questionView is a question waiting for an answer.
@@ -106,6 +110,7 @@ func rowsOf(run *exagentv1.AgentRun, agent *exagentv1.Agent) []inboxRow {
 		}
 		if c := run.Status.Call(a.CallID); c != nil {
 			row.Tool = c.Tool
+			row.Schema = toolSchema(agent, c.Tool)
 			row.Args = shownJSON(c.Args, maxShownArgs)
 			if c.Args == "" && c.ArgsRef != nil {
 				row.Args = fmt.Sprintf("(%d bytes, sealed: open the run)", c.ArgsRef.Bytes)
@@ -223,4 +228,18 @@ func schemaType(schema string) string {
 	}
 	t, _ := s.Type.(string)
 	return t
+}
+
+// toolSchema is the parameters schema of tool in agent, indented ("" when
+// unknown).
+func toolSchema(agent *exagentv1.Agent, tool string) string {
+	if agent == nil {
+		return ""
+	}
+	for _, t := range agent.Spec.Tools {
+		if t.Name == tool && t.Parameters != nil {
+			return shownJSON(string(t.Parameters.Raw), maxShownArgs)
+		}
+	}
+	return ""
 }
