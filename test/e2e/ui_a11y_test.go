@@ -67,7 +67,7 @@ func TestUIAccessible(t *testing.T) {
 	if got := eval[string](t, b, `document.activeElement.value`); got != "Approve" {
 		t.Fatalf("after the reason, Tab reaches %q, want the Approve button", got)
 	}
-	do(t, b, "Enter on Approve", chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS("main .flash, body > pre")))
+	do(t, b, "Enter on Approve", markStale(), chromedp.KeyEvent(kb.Enter), waitAnswered())
 	if got := text(t, b, "body"); !strings.Contains(got, "Applied: approve") {
 		t.Fatalf("after Enter on Approve the page reads:\n%.1000s", got)
 	}

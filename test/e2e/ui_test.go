@@ -49,13 +49,28 @@ func decideOnPage(t *testing.T, ctx context.Context, id, decision, reason string
 	do(t, ctx, decision+" "+id,
 		chromedp.WaitVisible(chromedp.CSS(card+" textarea[name=reason]")),
 		chromedp.SendKeys(chromedp.CSS(card+" textarea[name=reason]"), reason),
+		markStale(),
 		chromedp.Click(chromedp.CSS(card+" button[value="+decision+"]")),
-		// The run page again, or a refusal before it (plain text).
-		chromedp.WaitVisible(chromedp.CSS("main .flash, body > pre")),
+		waitAnswered(),
 	)
 	if eval[bool](t, ctx, `document.querySelector('main .flash') === null`) {
 		t.Fatalf("%s %s: refused before the run page: %s", decision, id, text(t, ctx, "body"))
 	}
+}
+
+// markStale marks the page shown now, so that waitAnswered waits for the
+// next one (the POST's answer), not for what this one already shows.
+func markStale() chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](`document.body.dataset.stale = "1", true`)(ctx, tg)
+		return err
+	})
+}
+
+// waitAnswered waits for the page a POST answered with: the run page
+// again, or a refusal before it (plain text).
+func waitAnswered() chromedp.Action[chromedp.Void] {
+	return chromedp.WaitVisible(chromedp.CSS("body:not([data-stale]) main .flash, body:not([data-stale]) > pre"))
 }
 
 // TestUIApproveLive: alice keeps the inbox open; when a run pauses its
@@ -370,8 +385,9 @@ func TestUIQuestion(t *testing.T) {
 		card := "#approval-" + q.ID
 		do(t, b, "answer "+doc,
 			chromedp.SetValue(chromedp.CSS(card+" textarea[name=answer]"), doc),
+			markStale(),
 			chromedp.Click(chromedp.CSS(card+" button[value=Accept]")),
-			chromedp.WaitVisible(chromedp.CSS("main .flash, body > pre")))
+			waitAnswered())
 	}
 	answer(`{"cluster": "mars"}`)
 	if got := text(t, b, "main .flash"); !strings.Contains(got, "the answer does not match the question's schema") {
