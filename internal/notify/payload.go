@@ -72,7 +72,11 @@ type ApprovalData struct {
 // QuestionData is a question's text (an excerpt: untrusted text), its
 // choices and the schema an answer must match.
 type QuestionData struct {
-	Text    string          `json:"text"`
+	Text string `json:"text"`
+	// URL (an MCP server's URL elicitation) the person is asked to visit,
+	// and its origin spelled out; the manager never fetches it.
+	URL     string          `json:"url,omitempty"`
+	Origin  string          `json:"origin,omitempty"`
 	Choices []string        `json:"choices,omitempty"`
 	Schema  json.RawMessage `json:"schema,omitempty"`
 }
@@ -122,6 +126,11 @@ func Build(run *exagentv1.AgentRun, agent *exagentv1.Agent, e Event) Data {
 					ad.Question.Schema = json.RawMessage(a.Question.Schema)
 				}
 				cmds = AnswerCommands(run.Namespace, run.Name, a.ID)
+				if a.Question.URL != "" {
+					// A URL to visit: the answer is that it was done.
+					cmds.Approve = strings.Replace(cmds.Approve, `--text "…"`, "--text done", 1)
+					ad.Question.URL, ad.Question.Origin = a.Question.URL, exagentv1.URLOrigin(a.Question.URL)
+				}
 				verb = exagentv1.VerbAnswer
 			}
 			d.Commands = &cmds
