@@ -175,7 +175,7 @@ func (o *decideOptions) Run(ctx context.Context) error {
 	if err := errNotServed(run); err != nil {
 		return err
 	}
-	if k := o.Request.Kind; (k == exagentv1.DecisionApprove || k == exagentv1.DecisionDeny) && o.Request.ApprovalID == "" {
+	if k := o.Request.Kind; (k == exagentv1.DecisionApprove || k == exagentv1.DecisionDeny || k == exagentv1.DecisionAnswer) && o.Request.ApprovalID == "" {
 		// Named after a run whose tree holds the approval (tree.go).
 		if run, err = delegatedTarget(ctx, o.client, run); err != nil {
 			return err
