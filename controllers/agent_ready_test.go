@@ -183,8 +183,12 @@ func TestAgentReady(t *testing.T) {
 		}
 		h.createRun("keyless", "keyless")
 		run := h.waitPhase("keyless", exagentv1.PhaseFailed)
-		if run.Status.Reason != exagentv1.ReasonModelError || !strings.Contains(run.Status.Message, `Agent "keyless" is not Ready (SecretNotFound): model (apiKeySecretRef): Secret "openai"`) {
-			t.Errorf("run ended %s %q, want ModelError naming the Agent's failing condition", run.Status.Reason, run.Status.Message)
+		// Failed at the first request, before any IO, naming the field
+		// and the Agent's failing condition.
+		if run.Status.Reason != exagentv1.ReasonSecretNotFound || !strings.Contains(run.Status.Message, `spec.model.apiKeySecretRef: the Secret "openai" does not exist`) ||
+			!strings.Contains(run.Status.Message, `Agent "keyless" is not Ready (SecretNotFound): model (apiKeySecretRef): Secret "openai"`) || run.Status.Ledger.Requests != 1 {
+			t.Errorf("run ended %s %q after %d requests, want SecretNotFound at the first, naming the field and the Agent's failing condition",
+				run.Status.Reason, run.Status.Message, run.Status.Ledger.Requests)
 		}
 		if n := len(model.journal()); n != 0 {
 			t.Errorf("the model endpoint saw %d requests, want none", n)

@@ -30,10 +30,33 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/net/http/httpguts"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/egress"
+	secretread "github.com/exagent-io/exagent/internal/secrets"
 )
+
+// secretError is a Secret a model needs that cannot be read. Missing, or
+// without its key, or not readable by the manager: a ConfigError naming
+// the field (the run fails before any request: the next would meet the
+// same). Anything else (the apiserver did not answer) is returned as it
+// is, and the request is retried as any failed one.
+func secretError(field string, sel exagentv1.SecretKeySelector, err error) error {
+	var nokey *secretread.KeyNotFoundError
+	switch {
+	case apierrors.IsNotFound(err):
+		return &ConfigError{Field: field, Reason: exagentv1.ReasonSecretNotFound,
+			Err: fmt.Errorf("the Secret %q does not exist in the run's namespace; create it, or fix the reference", sel.Name)}
+	case errors.As(err, &nokey):
+		return &ConfigError{Field: field, Reason: exagentv1.ReasonSecretKeyNotFound,
+			Err: fmt.Errorf("the Secret %q has no key %q; add it, or fix the reference", sel.Name, sel.Key)}
+	case apierrors.IsForbidden(err):
+		return &ConfigError{Field: field, Reason: exagentv1.ReasonSecretNotReadable,
+			Err: fmt.Errorf("the manager may not read Secret %q (%v); is the namespace one the manager serves?", sel.Name, err)}
+	}
+	return fmt.Errorf("reading %s (Secret %q): %w", field, sel.Name, err)
+}
 
 // ConfigError is a model the manager cannot build from the Agent's current
 // spec and Secrets: nothing was sent, and the next request would fail the
@@ -80,7 +103,7 @@ func readHeaders(ctx context.Context, spec *exagentv1.ModelSpec, secret SecretGe
 		}
 		v, err := secret(ctx, h.ValueFrom)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s.valueFrom (header %s): %w", f, h.Name, err)
+			return nil, secretError(f+".valueFrom", h.ValueFrom, err)
 		}
 		v = strings.TrimRight(v, "\r\n") // a Secret written from a file often ends with a newline
 		if !httpguts.ValidHeaderFieldValue(v) {
@@ -101,7 +124,7 @@ func readCABundle(ctx context.Context, spec *exagentv1.ModelSpec, secret SecretG
 	}
 	v, err := secret(ctx, *ref)
 	if err != nil {
-		return nil, fmt.Errorf("reading spec.model.caBundleSecretRef: %w", err)
+		return nil, secretError("spec.model.caBundleSecretRef", *ref, err)
 	}
 	if _, err := ParseCABundle([]byte(v)); err != nil {
 		return nil, &ConfigError{Field: "spec.model.caBundleSecretRef", Reason: exagentv1.ReasonInvalidConfiguration,

@@ -20,15 +20,20 @@ import (
 	"context"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/certs"
 	"github.com/exagent-io/exagent/internal/egress"
+	secretread "github.com/exagent-io/exagent/internal/secrets"
 )
 
 const chatAnswer = `{"id":"x","object":"chat.completion","created":1,"model":"m",
@@ -202,6 +207,36 @@ func TestModelCABundle(t *testing.T) {
 				t.Errorf("err = %q, want it to name the field", err)
 			case strings.Contains(err.Error(), "tries"):
 				t.Errorf("err = %q: a refused certificate is not retried", err)
+			}
+		})
+	}
+}
+
+// TestModelSecretErrors: a Secret the model needs, missing, without its
+// key or not readable, is a ConfigError naming the field with the Agent
+// check's reason; an apiserver that did not answer is not (retried).
+func TestModelSecretErrors(t *testing.T) {
+	gr := schema.GroupResource{Resource: "secrets"}
+	cases := map[string]struct {
+		err        error
+		wantReason string
+	}{
+		"missing":      {fmt.Errorf("secret ns/k: %w", apierrors.NewNotFound(gr, "k")), exagentv1.ReasonSecretNotFound},
+		"no such key":  {&secretread.KeyNotFoundError{Namespace: "ns", Name: "k", Key: "apiKey"}, exagentv1.ReasonSecretKeyNotFound},
+		"forbidden":    {apierrors.NewForbidden(gr, "k", errors.New("no")), exagentv1.ReasonSecretNotReadable},
+		"not answered": {apierrors.NewServiceUnavailable("later"), ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := &exagentv1.ModelSpec{Provider: exagentv1.ModelProviderAnthropic, Name: "m",
+				APIKeySecretRef: &exagentv1.SecretKeySelector{Name: "k", Key: "apiKey"}}
+			_, err := For(context.Background(), spec, func(context.Context, exagentv1.SecretKeySelector) (string, error) { return "", tc.err }, Options{})
+			var ce *ConfigError
+			switch {
+			case tc.wantReason == "" && errors.As(err, &ce):
+				t.Errorf("err = %v: a transient failure is not a ConfigError", err)
+			case tc.wantReason != "" && (!errors.As(err, &ce) || ce.Reason != tc.wantReason || ce.Field != "spec.model.apiKeySecretRef"):
+				t.Errorf("err = %v, want a ConfigError %s on spec.model.apiKeySecretRef", err, tc.wantReason)
 			}
 		})
 	}

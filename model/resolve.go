@@ -103,7 +103,7 @@ func readEndpoint(ctx context.Context, spec *exagentv1.ModelSpec, secret SecretG
 	if spec.APIKeySecretRef != nil {
 		key, err := secret(ctx, *spec.APIKeySecretRef)
 		if err != nil {
-			return ep, fmt.Errorf("reading API key: %w", err)
+			return ep, secretError("spec.model.apiKeySecretRef", *spec.APIKeySecretRef, err)
 		}
 		ep.apiKey = key
 	}

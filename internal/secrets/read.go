@@ -38,7 +38,14 @@ func Read(ctx context.Context, r client.Reader, namespace string, sel exagentv1.
 	}
 	v, ok := s.Data[sel.Key]
 	if !ok {
-		return "", fmt.Errorf("secret %s/%s has no key %q", namespace, sel.Name, sel.Key)
+		return "", &KeyNotFoundError{Namespace: namespace, Name: sel.Name, Key: sel.Key}
 	}
 	return string(v), nil
+}
+
+// KeyNotFoundError is a Secret that exists without the key asked for.
+type KeyNotFoundError struct{ Namespace, Name, Key string }
+
+func (e *KeyNotFoundError) Error() string {
+	return fmt.Sprintf("secret %s/%s has no key %q", e.Namespace, e.Name, e.Key)
 }
