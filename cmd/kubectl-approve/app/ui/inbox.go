@@ -19,6 +19,7 @@ package ui
 import (
 	"context"
 	"net/http"
+	"sync"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,12 +39,23 @@ type inboxPage struct {
 // inbox renders the approvals waiting now; the script then follows the
 // event stream from the same resourceVersion (events.go).
 func (s *Server) inbox(q *request) {
-	runs, rv, err := s.listRuns(q.r.Context(), q.c)
+	// The three reads are independent: made at once, the page waits for
+	// the slowest, not for their sum.
+	var (
+		runs   []exagentv1.AgentRun
+		rv     string
+		err    error
+		agents map[client.ObjectKey]*exagentv1.Agent
+		wg     sync.WaitGroup
+	)
+	wg.Go(func() { runs, rv, err = s.listRuns(q.r.Context(), q.c) })
+	wg.Go(func() { agents = s.agents(q.r.Context(), q.c) })
+	wg.Go(func() { s.who(q) })
+	wg.Wait()
 	if err != nil {
 		s.problem(q, err)
 		return
 	}
-	agents := s.agents(q.r.Context(), q.c)
 	var rows []inboxRow
 	for i := range runs {
 		rows = append(rows, rowsOf(&runs[i], agents[client.ObjectKey{Namespace: runs[i].Namespace, Name: runs[i].Spec.AgentRef.Name}])...)

@@ -121,14 +121,32 @@ func (s *Server) problem(q *request, err error) {
 }
 
 func (s *Server) base(q *request, title string) base {
-	b := base{Title: title, CSRF: s.sess.csrf(q.session), Scope: s.cfg.Namespace}
+	b := base{Title: title, CSRF: s.sess.csrf(q.session), Scope: s.cfg.Namespace, Who: s.who(q)}
 	if s.cfg.AllNamespaces {
 		b.Scope = "all namespaces"
 	}
-	if who, err := whoAmI(q.r, q.c); err == nil {
-		b.Who = who
-	}
 	return b
+}
+
+// who is the person the apiserver sees for q ("" when it cannot say),
+// asked once per request. In local mode it is the kubeconfig's person
+// for the life of the process, asked once.
+func (s *Server) who(q *request) string {
+	if q.whoDone {
+		return q.whoName
+	}
+	if !s.cfg.Serve {
+		s.localWho.mu.Lock()
+		defer s.localWho.mu.Unlock()
+		if s.localWho.name == "" { // a failed question is asked again
+			s.localWho.name, _ = whoAmI(q.r, q.c)
+		}
+		q.whoName = s.localWho.name
+	} else if who, err := whoAmI(q.r, q.c); err == nil {
+		q.whoName = who
+	}
+	q.whoDone = true
+	return q.whoName
 }
 
 func staticHandler() http.Handler {

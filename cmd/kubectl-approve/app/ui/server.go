@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,6 +45,11 @@ type Server struct {
 	// addr is the address the page answers as: the configured one, or
 	// the listener's once Serve knows it (--port 0).
 	addr string
+	// localWho is the kubeconfig's person (local mode), asked once.
+	localWho struct {
+		mu   sync.Mutex
+		name string
+	}
 }
 
 // New checks cfg and builds the page.
@@ -78,6 +84,9 @@ type request struct {
 	c client.WithWatch
 	// session identifies the person's session (CSRF tokens bind it).
 	session string
+	// whoName is the person the apiserver sees, once asked (who).
+	whoName string
+	whoDone bool
 }
 
 func (s *Server) routes() {
