@@ -164,6 +164,7 @@ func (r *AgentRunReconciler) submitAdmitted(sc *scope, endpoint, callID string, 
 				r.finish(r.life, key, ioResult{uid: uid, fence: fence, notStarted: &notStarted{callID: callID, cause: cause}})
 				return
 			}
+			r.mem.waits.forget(key) // a wait in admission (model_waits.go) ends with the job
 			r.mem.inbox.abandon(key)
 		},
 	})
