@@ -18,6 +18,7 @@ package controllers_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -92,5 +93,35 @@ func TestAnthropicParallelToolUse(t *testing.T) {
 	if l.Requests != 2 || l.PromptTokens != want.PromptTokens || l.CompletionTokens != want.CompletionTokens ||
 		l.CacheCreationTokens != want.CacheCreationTokens || l.CacheReadTokens != want.CacheReadTokens {
 		t.Errorf("ledger %+v, want the server's bill %+v", l, want)
+	}
+}
+
+// TestAnthropicStopReasons: an answer cut at max_tokens, or a refusal,
+// ends the run at once with its own reason — no tool runs on half an
+// answer, and the request is not sent again.
+func TestAnthropicStopReasons(t *testing.T) {
+	h := newHarness(t)
+	h.startManager(controllers.Options{})
+	for reason, stop := range map[string]string{exagentv1.ReasonModelMaxTokens: "max_tokens", exagentv1.ReasonModelRefused: "refusal"} {
+		t.Run(stop, func(t *testing.T) {
+			h := &harness{t: t, ns: h.ns, c: h.c}
+			ts := newToolServer(t)
+			srv := anthropictest.Start(func(*anthropictest.Request) anthropictest.Reply {
+				return anthropictest.Reply{Text: "I will refu", ToolUses: []anthropictest.ToolUse{{ID: "toolu_1", Name: "refund", Input: map[string]any{}}}, StopReason: stop}
+			})
+			t.Cleanup(srv.Close)
+			name := "stop-" + strings.ReplaceAll(stop, "_", "-")
+			h.createAgent(name, exagentv1.AgentSpec{
+				Model:  exagentv1.ModelSpec{Provider: exagentv1.ModelProviderAnthropic, Name: "claude-test", BaseURL: srv.URL},
+				Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("refund", ts.url("/refund"))},
+				Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
+			})
+			h.createRun(name, name)
+			run := h.waitPhase(name, exagentv1.PhaseFailed)
+			if run.Status.Reason != reason || run.Status.Ledger.Requests != 1 || len(ts.journal()) != 0 {
+				t.Errorf("ended %s %q after %d requests and %d tool calls; want %s after 1 and none",
+					run.Status.Reason, run.Status.Message, run.Status.Ledger.Requests, len(ts.journal()), reason)
+			}
+		})
 	}
 }
