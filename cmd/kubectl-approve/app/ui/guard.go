@@ -30,8 +30,9 @@ import (
 const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
 	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// maxFormBytes bounds a POST's body: a reason and evidence, nothing more.
-const maxFormBytes = 64 << 10
+// maxFormBytes bounds a POST's body: a reason, evidence, and an answer
+// of up to 64 KiB (MaxValueBytes), which form encoding may triple.
+const maxFormBytes = 256 << 10
 
 // secureHeaders sets the headers every response carries. Responses with
 // run content are never cached (static assets, embedded and the same for

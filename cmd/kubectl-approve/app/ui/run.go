@@ -104,6 +104,12 @@ func (s *Server) renderRun(q *request, code int, f *flash, form formState) {
 	key := types.NamespacedName{Namespace: q.r.PathValue("namespace"), Name: q.r.PathValue("name")}
 	run := &exagentv1.AgentRun{}
 	if err := q.c.Get(ctx, key, run); err != nil {
+		if f != nil {
+			// The refusal must not be lost behind a failed read.
+			s.pages.render(q.w, code, "problem", problemPage{base: s.base(q, "Problem"),
+				Message: f.Text + " (The run could not be read again: " + s.cfg.explain(err) + ")"})
+			return
+		}
 		s.problem(q, err)
 		return
 	}

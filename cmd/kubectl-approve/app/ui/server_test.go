@@ -18,6 +18,7 @@ package ui
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -226,8 +227,8 @@ func TestPostsAreGuarded(t *testing.T) {
 	c, token := session(t, s, ts)
 	origin := ts.URL
 	tc := map[string]struct {
-		csrf, origin, fetchSite string
-		want                    int
+		csrf, origin, fetchSite, answer string
+		want                            int
 	}{
 		"no CSRF token":            {origin: origin, fetchSite: "same-origin", want: http.StatusForbidden},
 		"another session's token":  {csrf: s.sess.csrf("someone-else"), origin: origin, want: http.StatusForbidden},
@@ -238,6 +239,10 @@ func TestPostsAreGuarded(t *testing.T) {
 		// Past every guard, the decision is made, and the browser sent
 		// to the run page.
 		"same origin with the token": {csrf: token, origin: origin, fetchSite: "same-origin", want: http.StatusSeeOther},
+		// The largest answer a question takes, every byte percent-encoded
+		// (a JSON string of 64 KiB: "/" is sent as %2F).
+		"a 64 KiB answer fits":  {csrf: token, origin: origin, fetchSite: "same-origin", answer: strings.Repeat("/", exagentv1.MaxValueBytes-2), want: http.StatusSeeOther},
+		"a body past the bound": {csrf: token, origin: origin, fetchSite: "same-origin", answer: strings.Repeat("x", maxFormBytes), want: http.StatusBadRequest},
 	}
 	for name, tc := range tc {
 		t.Run(name, func(t *testing.T) {
@@ -245,6 +250,11 @@ func TestPostsAreGuarded(t *testing.T) {
 			form := url.Values{"decision": {"Approve"}, "approval": {"a-1"}, "reason": {"looks right"}}
 			if tc.csrf != "" {
 				form.Set("csrf", tc.csrf)
+			}
+			if tc.answer != "" {
+				form.Set("decision", "Answer")
+				form.Set("action", "Accept")
+				form.Set("answer", tc.answer)
 			}
 			req, _ := http.NewRequest(http.MethodPost, ts.URL+"/runs/team/r1/decide", strings.NewReader(form.Encode()))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -258,9 +268,10 @@ func TestPostsAreGuarded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != tc.want {
-				t.Fatalf("HTTP %d, want %d", resp.StatusCode, tc.want)
+				t.Fatalf("HTTP %d, want %d: %.3000s", resp.StatusCode, tc.want, body)
 			}
 			if n := len(decided) - before; (tc.want == http.StatusSeeOther) != (n == 1) {
 				t.Fatalf("%d decisions made, want %v", n, tc.want == http.StatusSeeOther)
