@@ -19,6 +19,7 @@ package webhook
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -116,5 +117,27 @@ func validateRegion(path *field.Path, m *exagentv1.ModelSpec) field.ErrorList {
 	if len(m.Headers) > 0 {
 		errs = append(errs, field.Forbidden(path.Child("headers"), "Bedrock requests are signed with SigV4; extra headers are not sent"))
 	}
+	if m.BaseURL != "" && !awsEndpoint(m.BaseURL) {
+		// A signed request carries the manager's access key id and session
+		// token, and can be replayed for minutes: it goes to AWS only.
+		errs = append(errs, field.Invalid(path.Child("baseURL"), m.BaseURL,
+			"a Bedrock baseURL must be an https endpoint of AWS (*.amazonaws.com, *.amazonaws.com.cn, *.api.aws: "+
+				"a regional or VPC endpoint), because the request is signed with the manager's AWS identity"))
+	}
 	return errs
+}
+
+// awsEndpoint reports whether raw is an https URL of an AWS host.
+func awsEndpoint(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "https" || u.User != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	for _, suffix := range []string{".amazonaws.com", ".amazonaws.com.cn", ".api.aws"} {
+		if strings.HasSuffix(host, suffix) {
+			return true
+		}
+	}
+	return false
 }

@@ -67,6 +67,24 @@ func TestValidateModelEndpoint(t *testing.T) {
 			}),
 			want: []string{"FieldValueRequired spec.model.region", "FieldValueForbidden spec.model.apiKeySecretRef", "FieldValueForbidden spec.model.headers"},
 		},
+		"bedrock through a VPC endpoint": {agent: agent(func(a *exagentv1.Agent) {
+			a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderBedrock, Name: "m", Region: "us-east-1",
+				BaseURL: "https://vpce-0abc-1234.bedrock-runtime.us-east-1.vpce.amazonaws.com"}
+		})},
+		"bedrock signing for a host that is not AWS's": {
+			agent: agent(func(a *exagentv1.Agent) {
+				a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderBedrock, Name: "m", Region: "us-east-1",
+					BaseURL: "https://bedrock.amazonaws.com.evil.example/"}
+			}),
+			want: []string{"FieldValueInvalid spec.model.baseURL"},
+		},
+		"bedrock over plain http": {
+			agent: agent(func(a *exagentv1.Agent) {
+				a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderBedrock, Name: "m", Region: "us-east-1",
+					BaseURL: "http://bedrock-runtime.us-east-1.amazonaws.com"}
+			}),
+			want: []string{"FieldValueInvalid spec.model.baseURL"},
+		},
 		"bedrock with a bad region": {
 			agent: agent(func(a *exagentv1.Agent) {
 				a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderBedrock, Name: "m", Region: "Virginia"}
