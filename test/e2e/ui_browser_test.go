@@ -148,10 +148,13 @@ func mustGet[T any](t *testing.T, ctx context.Context, what string, a chromedp.A
 	return v
 }
 
-// text is the text of the first node the CSS selector sel matches.
+// text is the text of the first node the CSS selector sel matches: its
+// textContent, which does not depend on layout (innerText of an inbox
+// card the browser has not laid out yet — content-visibility: auto — is
+// empty).
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	return mustGet(t, ctx, "reading "+sel, chromedp.Text(chromedp.CSS(sel)))
+	return mustGet(t, ctx, "reading "+sel, chromedp.TextContent(chromedp.CSS(sel)))
 }
 
 // eval evaluates js in the page, awaiting a promise.
