@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -494,12 +495,17 @@ func TestRetentionTree(t *testing.T) {
 	h.startManager(controllers.Options{Clock: clk})
 	h.tree(ts)
 	retain := func(agent string, r exagentv1.RetentionSpec) {
-		a := &exagentv1.Agent{}
-		if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: agent}, a); err != nil {
-			t.Fatal(err)
-		}
-		a.Spec.Retention = r
-		if err := h.c.Update(context.Background(), a); err != nil {
+		// The Agent reconciler writes the Agent's status meanwhile: read
+		// again on a conflict, as any client of a live object must.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			a := &exagentv1.Agent{}
+			if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: agent}, a); err != nil {
+				return err
+			}
+			a.Spec.Retention = r
+			return h.c.Update(context.Background(), a)
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
