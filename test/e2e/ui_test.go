@@ -406,3 +406,72 @@ func TestUIQuestion(t *testing.T) {
 		t.Fatalf("run %s, question %+v: want Succeeded with alice's answer", final.Status.Phase, a)
 	}
 }
+
+// TestUIDelegationTree: a run that delegated two levels down shows its
+// whole tree on its page — the child and the grandchild, indented by
+// depth — and names the grandchild that waits for a person.
+func TestUIDelegationTree(t *testing.T) {
+	s.up(t)
+	ns := namespace(t, "e2e-ui-tree")
+	bindApprovers(t, ns)
+	delegating := func(name, to string, depth int) string {
+		return fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+kind: Agent
+metadata: {name: %s, namespace: %s}
+spec:
+  model:
+    provider: Scripted
+    script:
+    - toolCalls:
+      - {id: hand-off, name: next, arguments: {input: go on}}
+    - text: handed off
+  tools:
+  - name: next
+    agent: {agentRef: {name: %s}}
+  policy:
+    default: Allow
+  limits: {maxDepth: %d}
+---
+`, name, ns, to, depth)
+	}
+	leaf := fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+kind: Agent
+metadata: {name: leaf, namespace: %s}
+spec:
+  model:
+    provider: Scripted
+    script:
+    - toolCalls:
+      - {id: ask-1, name: ask_human, arguments: {question: "Proceed?"}}
+    - text: done
+  tools:
+  - name: ask_human
+    builtin: {operation: AskHuman}
+  policy:
+    default: Allow
+`, ns)
+	must(t, "", delegating("top", "middle", 2)+delegating("middle", "leaf", 1)+leaf+"---\n"+runYAML(ns, "tree", "top"), "apply", "-f", "-")
+	must(t, "", "", "approve", "wait", "tree", "-n", ns, "--for=paused", "--timeout="+waitTimeout)
+	top := getRun(t, ns, "tree")
+	if len(top.Status.Children) != 1 {
+		t.Fatalf("the root has children %+v", top.Status.Children)
+	}
+	middle := getRun(t, ns, top.Status.Children[0].Name)
+	if len(middle.Status.Children) != 1 {
+		t.Fatalf("the middle run has children %+v", middle.Status.Children)
+	}
+	grandchild := middle.Status.Children[0].Name
+
+	base := startUI(t, "alice", "--port", "0", "-n", ns)
+	b := browser(t)
+	do(t, b, "the root's page", chromedp.Navigate(base), chromedp.Navigate(runURL(base, ns, "tree")),
+		chromedp.WaitVisible(chromedp.CSS(".tree li.depth-2")))
+	if got := text(t, b, ".tree li.depth-1"); !strings.Contains(got, middle.Name) {
+		t.Errorf("the tree's first level shows %q, want the child %s", got, middle.Name)
+	}
+	if got := text(t, b, ".tree li.depth-2"); !strings.Contains(got, grandchild) || !strings.Contains(got, "waits for 1 approval(s)") {
+		t.Errorf("the tree's second level shows %q, want the waiting grandchild %s", got, grandchild)
+	}
+	must(t, "alice", "", "approve", "answer", grandchild, "-n", ns, "--text", "yes")
+	must(t, "", "", "approve", "wait", "tree", "-n", ns, "--for=done", "--timeout="+waitTimeout)
+}

@@ -90,6 +90,8 @@ type receiptView struct {
 type childView struct {
 	Name, Agent, Phase, Message string
 	Pending                     int32
+	// Depth is 1 for a child of the page's run, 2 for a grandchild, …
+	Depth int
 }
 
 // runPage renders the run the path names.
@@ -154,8 +156,11 @@ func (s *Server) renderRun(q *request, code int, f *flash, form formState) {
 	for _, r := range run.Status.Receipts {
 		v.Receipts = append(v.Receipts, receiptOf(r))
 	}
-	for _, ch := range run.Status.Children {
-		v.Children = append(v.Children, childView{Name: ch.Name, Agent: ch.Agent, Phase: string(ch.Phase), Message: ch.Message, Pending: ch.PendingApprovals})
+	if v.Children = descendants(ctx, q.c, run); v.Children == nil { // tree.go
+		for _, ch := range run.Status.Children {
+			v.Children = append(v.Children, childView{Name: ch.Name, Agent: ch.Agent, Phase: string(ch.Phase), Message: ch.Message,
+				Pending: ch.PendingApprovals, Depth: 1})
+		}
 	}
 	v.Output = value(run.Status.Output, run.Status.OutputRef, values)
 	t, err := transcriptPage(ctx, q.c, run, q.r.URL.Query())
