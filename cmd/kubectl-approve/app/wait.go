@@ -115,14 +115,35 @@ func (o *waitOptions) Run(ctx context.Context) error {
 // runStateLine is kubectl wait's "<resource>/<name> condition met", with the phase.
 func runStateLine(run *exagentv1.AgentRun, cond string) string {
 	line := fmt.Sprintf("agentrun.exagent.io/%s %s: %s", run.Name, cond, run.Status.Phase)
-	switch {
-	case run.Status.PendingApprovals == 1:
-		line += " (1 pending approval)"
-	case run.Status.PendingApprovals > 1:
-		line += fmt.Sprintf(" (%d pending approvals)", run.Status.PendingApprovals)
+	if p := pendingLine(run); p != "" {
+		line += " (" + p + ")"
 	}
 	if run.Status.Phase != exagentv1.PhaseSucceeded && run.Status.Reason != "" && cond == "done" {
 		line += " (" + run.Status.Reason + ")"
 	}
 	return line
+}
+
+// pendingLine counts what the run waits for: "1 pending approval",
+// "2 pending questions", "1 pending approval and 1 pending question".
+func pendingLine(run *exagentv1.AgentRun) string {
+	approvals, questions := 0, 0
+	for _, a := range run.Status.Pending() {
+		if a.IsQuestion() {
+			questions++
+		} else {
+			approvals++
+		}
+	}
+	if approvals+questions == 0 && run.Status.PendingApprovals > 0 {
+		approvals = int(run.Status.PendingApprovals) // a status without its entries: say what it counts
+	}
+	var parts []string
+	if approvals > 0 {
+		parts = append(parts, fmt.Sprintf("%d pending %s", approvals, pluralWord(approvals, "approval", "approvals")))
+	}
+	if questions > 0 {
+		parts = append(parts, fmt.Sprintf("%d pending %s", questions, pluralWord(questions, "question", "questions")))
+	}
+	return strings.Join(parts, " and ")
 }
