@@ -19,6 +19,7 @@ package loop
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -97,7 +98,7 @@ func recordInputRequired(c *exagentv1.ToolCall, env *Env, r ToolResult) {
 		fail("%s: %v; the call was not completed", exagentv1.ReasonMCPInputRefused, err)
 		return
 	}
-	for _, id := range sortedKeys(reqs) {
+	for _, id := range slices.Sorted(maps.Keys(reqs)) {
 		if _, err := questionOfInput(id, reqs[id]); err != nil {
 			fail("%s: %v; the call was not completed", exagentv1.ReasonMCPInputRefused, err)
 			return
@@ -219,7 +220,7 @@ func inputQuestions(c *exagentv1.ToolCall, revision int64, now time.Time) []exag
 		return nil // recorded only once checked: not reached
 	}
 	var out []exagentv1.Approval
-	for k, id := range sortedKeys(reqs) {
+	for k, id := range slices.Sorted(maps.Keys(reqs)) {
 		q, err := questionOfInput(id, reqs[id])
 		if err != nil {
 			continue
@@ -305,13 +306,4 @@ func (e *Env) maxInputRounds(tool string) int32 {
 		return *t.MCP.MaxInputRounds
 	}
 	return defaultMaxInputRounds
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -148,3 +148,21 @@ func URLOrigin(u string) string {
 	}
 	return scheme + "://" + host
 }
+
+// TreePath is run's chain of runs from its delegation tree's root down to
+// run itself, read through byName (runs by name); it stops at a parent not
+// in byName, and at the deepest delegation there can be.
+func (run *AgentRun) TreePath(byName map[string]*AgentRun) []string {
+	path := []string{run.Name}
+	cur := run
+	for i := 0; cur.Spec.Delegation != nil && i < MaxDelegationDepth; i++ {
+		parent := cur.Spec.Delegation.Parent.Name
+		path = append([]string{parent}, path...)
+		next, ok := byName[parent]
+		if !ok {
+			break
+		}
+		cur = next
+	}
+	return path
+}

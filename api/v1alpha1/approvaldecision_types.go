@@ -266,11 +266,3 @@ func (s *ApprovalDecisionSpec) AnswerJSON() string {
 	}
 	return string(s.Answer.Raw)
 }
-
-// AnswerActionOrDefault returns spec.action, Accept when unset.
-func (s *ApprovalDecisionSpec) AnswerActionOrDefault() AnswerAction {
-	if s.Action == "" {
-		return AnswerAccept
-	}
-	return s.Action
-}

@@ -36,23 +36,6 @@ import (
 // pathSep joins the runs of a path from the root: triage-42 › deploy-7f3a.
 const pathSep = " › "
 
-// runPath is the chain of run names from the root down to run, as far as
-// byName knows the ancestors.
-func runPath(run *exagentv1.AgentRun, byName map[string]*exagentv1.AgentRun) []string {
-	path := []string{run.Name}
-	cur := run
-	for i := 0; cur.Spec.Delegation != nil && i < exagentv1.MaxDelegationDepth; i++ {
-		parent := cur.Spec.Delegation.Parent.Name
-		path = append([]string{parent}, path...)
-		next, ok := byName[parent]
-		if !ok {
-			break
-		}
-		cur = next
-	}
-	return path
-}
-
 // rootName is the name of run's tree's root (run itself for a root).
 func rootName(run *exagentv1.AgentRun) string {
 	if d := run.Spec.Delegation; d != nil {
@@ -80,7 +63,7 @@ func treeOf(ctx context.Context, c client.Client, run *exagentv1.AgentRun) ([]ex
 		if r.Spec.Delegation == nil || r.Spec.Delegation.Root.Name != root || r.Name == run.Name {
 			continue
 		}
-		path := runPath(r, byName)
+		path := r.TreePath(byName)
 		for _, n := range path[:len(path)-1] {
 			if n == run.Name {
 				below = append(below, *r)
@@ -89,7 +72,7 @@ func treeOf(ctx context.Context, c client.Client, run *exagentv1.AgentRun) ([]ex
 		}
 	}
 	sort.Slice(below, func(i, j int) bool {
-		return strings.Join(runPath(&below[i], byName), "/") < strings.Join(runPath(&below[j], byName), "/")
+		return strings.Join(below[i].TreePath(byName), "/") < strings.Join(below[j].TreePath(byName), "/")
 	})
 	return below, byName, nil
 }
@@ -112,7 +95,7 @@ func withPaths(rows []pendingApproval, runs []exagentv1.AgentRun) []pendingAppro
 			}
 		}
 		rows[i].Root = rootName(run)
-		rows[i].Path = strings.Join(runPath(run, local), pathSep)
+		rows[i].Path = strings.Join(run.TreePath(local), pathSep)
 	}
 	return rows
 }
@@ -173,7 +156,7 @@ func delegatedTarget(ctx context.Context, c client.Client, run *exagentv1.AgentR
 			holders = append(holders, &below[i])
 			for _, a := range p {
 				row := newPendingApproval(&below[i], a)
-				row.Root, row.Path = rootName(&below[i]), strings.Join(runPath(&below[i], byName), pathSep)
+				row.Root, row.Path = rootName(&below[i]), strings.Join(below[i].TreePath(byName), pathSep)
 				rows = append(rows, row)
 			}
 		}
@@ -201,9 +184,9 @@ func renderTree(w io.Writer, run *exagentv1.AgentRun, below []exagentv1.AgentRun
 	}
 	_, _ = fmt.Fprintln(w)
 	_, _ = fmt.Fprintln(w, "Tree:")
-	base := len(runPath(run, byName))
+	base := len(run.TreePath(byName))
 	line := func(r *exagentv1.AgentRun) {
-		depth := len(runPath(r, byName)) - base
+		depth := len(r.TreePath(byName)) - base
 		pending := ""
 		if n := len(r.Status.Pending()); n > 0 {
 			ids := make([]string, 0, n)
@@ -220,7 +203,7 @@ func renderTree(w io.Writer, run *exagentv1.AgentRun, below []exagentv1.AgentRun
 			orNone(string(r.Status.Phase)), pending)
 	}
 	if run.Spec.Delegation != nil {
-		_, _ = fmt.Fprintf(w, "  path: %s\n", strings.Join(runPath(run, byName), pathSep))
+		_, _ = fmt.Fprintf(w, "  path: %s\n", strings.Join(run.TreePath(byName), pathSep))
 	}
 	line(run)
 	for i := range below {

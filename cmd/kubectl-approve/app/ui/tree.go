@@ -58,7 +58,7 @@ func descendants(ctx context.Context, c client.Client, run *exagentv1.AgentRun) 
 		if r.Name == run.Name || r.Spec.Delegation == nil {
 			continue
 		}
-		path := parentsOf(r, byName)
+		path := r.TreePath(byName)
 		at := -1
 		for k, n := range path {
 			if n == run.Name {
@@ -77,21 +77,4 @@ func descendants(ctx context.Context, c client.Client, run *exagentv1.AgentRun) 
 		out[i] = rows[i].view
 	}
 	return out
-}
-
-// parentsOf is run's chain from the tree's root down to run itself,
-// bounded by the deepest delegation there can be.
-func parentsOf(run *exagentv1.AgentRun, byName map[string]*exagentv1.AgentRun) []string {
-	path := []string{run.Name}
-	cur := run
-	for i := 0; cur.Spec.Delegation != nil && i < exagentv1.MaxDelegationDepth; i++ {
-		parent := cur.Spec.Delegation.Parent.Name
-		path = append([]string{parent}, path...)
-		next, ok := byName[parent]
-		if !ok {
-			break
-		}
-		cur = next
-	}
-	return path
 }
