@@ -111,7 +111,7 @@ func (r *AgentRunReconciler) prepareIO(ctx context.Context, sc *scope, before lo
 		return nil
 	}
 	chain, err := r.chain(ctx, sc)
-	if err == nil && act.Model != nil {
+	if err == nil && act.Model != nil && !act.Model.Sampling { // a sampling request sends the server's messages only
 		var msgs []exagentv1.Message
 		if msgs, err = segment.Transcript(chain, act.Model.Messages); err == nil {
 			m := *act.Model

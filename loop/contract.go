@@ -92,6 +92,13 @@ type ModelRequest struct {
 	// Sealed is the transcript head when part of it is in segments.
 	Sealed *exagentv1.TranscriptHead
 	Tools  []ToolDef
+	// Sampling marks a request that answers an MCP server's sampling
+	// request (mcpsample.go): Messages are the server's, no tools are
+	// offered, and the Scripted provider answers it from the last message.
+	Sampling bool
+	// MaxTokens, when positive, caps the response's tokens below the
+	// model's own setting (a sampling request's maxTokens).
+	MaxTokens int64
 }
 
 // ModelResponse is what a provider returned.

@@ -67,8 +67,8 @@ type elicitParams struct {
 
 // recordInputRequired journals an input_required answer to call c: the
 // call waits Pending with its requests, or fails when the server asks too
-// often, asks for more than fits, or asks for what no person here answers
-// (sampling, roots): the model is told.
+// often, asks for more than fits, or asks for what exagent does not
+// answer (roots, sampling under mcp.sampling Deny): the model is told.
 func recordInputRequired(c *exagentv1.ToolCall, env *Env, r ToolResult) {
 	round := int32(1)
 	if c.Input != nil {
@@ -99,6 +99,18 @@ func recordInputRequired(c *exagentv1.ToolCall, env *Env, r ToolResult) {
 		return
 	}
 	for _, id := range slices.Sorted(maps.Keys(reqs)) {
+		if reqs[id].Method == samplingMethod { // mcpsample.go
+			if env.samplingPolicy(c.Tool) == exagentv1.SamplingDeny {
+				fail("%s: the MCP server asked the run's model for a completion (sampling request %s) and tool %q has "+
+					"mcp.sampling Deny; the call was not completed", exagentv1.ReasonMCPInputRefused, id, c.Tool)
+				return
+			}
+			if _, err := checkSampling(id, reqs[id]); err != nil {
+				fail("%s: %v; the call was not completed", exagentv1.ReasonMCPInputRefused, err)
+				return
+			}
+			continue
+		}
 		if _, err := questionOfInput(id, reqs[id]); err != nil {
 			fail("%s: %v; the call was not completed", exagentv1.ReasonMCPInputRefused, err)
 			return
@@ -128,13 +140,13 @@ func parseInputRequests(canon []byte) (map[string]inputRequest, error) {
 	return reqs, nil
 }
 
-// questionOfInput is the question one input request asks. Only
-// elicitations are answered by people: sampling (the server asking the
-// client's model) and roots are refused with what the server asked.
+// questionOfInput is the question one elicitation asks a person. Other
+// requests than elicitations and sampling (mcpsample.go), roots among
+// them, are refused with what the server asked.
 func questionOfInput(id string, r inputRequest) (*exagentv1.Question, error) {
 	if r.Method != "elicitation/create" {
 		return nil, fmt.Errorf("the MCP server asked for %q (input request %s), which exagent does not answer: only elicitations "+
-			"(a form or a URL for a person) pause a run", truncateUTF8(r.Method, 64), id)
+			"(a form or a URL for a person) and sampling (the run's model) are answered", truncateUTF8(r.Method, 64), id)
 	}
 	var p elicitParams
 	if err := json.Unmarshal(r.Params, &p); err != nil {
@@ -212,16 +224,31 @@ func restrictedSchema(raw json.RawMessage) (string, error) {
 }
 
 // inputQuestions are the questions pause asks for call c waiting on an
-// MCP server's input requests: one per request, in id order, each bound
+// MCP server's input requests: one per elicitation, and one per sampling
+// request not answered yet under mcp.sampling Ask, in id order, each bound
 // to the call's payload and the request it answers.
-func inputQuestions(c *exagentv1.ToolCall, revision int64, now time.Time) []exagentv1.Approval {
+func inputQuestions(c *exagentv1.ToolCall, env *Env, revision int64, now time.Time) []exagentv1.Approval {
 	reqs, err := parseInputRequests([]byte(c.Input.Requests))
 	if err != nil {
 		return nil // recorded only once checked: not reached
 	}
 	var out []exagentv1.Approval
+	samples := samplesOf(c)
 	for k, id := range slices.Sorted(maps.Keys(reqs)) {
-		q, err := questionOfInput(id, reqs[id])
+		var q *exagentv1.Question
+		var err error
+		if reqs[id].Method == samplingMethod {
+			if env.samplingPolicy(c.Tool) != exagentv1.SamplingAsk || samples[id] != nil {
+				continue // the run's model answers it (mcpsample.go)
+			}
+			var s sampling
+			if s, err = checkSampling(id, reqs[id]); err == nil {
+				s.maxTokens = env.samplingTokens(s.maxTokens)
+				q = samplingQuestion(id, c.Tool, s)
+			}
+		} else {
+			q, err = questionOfInput(id, reqs[id])
+		}
 		if err != nil {
 			continue
 		}
@@ -260,28 +287,38 @@ func isMCPQuestion(a *exagentv1.Approval) bool {
 	return a.IsQuestion() && a.Question.Source != exagentv1.QuestionAskHuman
 }
 
-// answerInput applies an answer to one of call c's input requests: once
-// none of the call's questions is pending any more, the responses are
-// built from the latest answer to each request and the call is Approved
-// to be retried with them.
+// answerInput applies an answer (a person's, or the run's model's to a
+// sampling request) to one of call c's input requests: once none of the
+// call's questions is pending any more and every sampling request has its
+// answer, the responses are built from the latest answer to each request
+// and the call is Approved to be retried with them. A sampling request a
+// person declined fails the call: MCP has no declined completion.
 func answerInput(st *Status, c *exagentv1.ToolCall) {
-	latest := map[string]*exagentv1.Approval{}
-	for i := range st.Approvals {
-		a := &st.Approvals[i]
-		if a.CallID != c.ID || !isMCPQuestion(a) {
-			continue
-		}
-		if a.State == exagentv1.ApprovalPending {
-			return // more to answer
-		}
-		latest[a.Question.RequestID] = a
+	latest := latestInputAnswers(st, c)
+	if latest == nil {
+		return // more to answer
 	}
 	reqs, err := parseInputRequests([]byte(c.Input.Requests))
 	if err != nil {
 		return
 	}
+	samples := samplesOf(c)
 	responses := map[string]any{}
-	for id := range reqs {
+	for id, req := range reqs {
+		if req.Method == samplingMethod {
+			if a := latest[id]; a != nil && a.State == exagentv1.ApprovalAnswered && a.Question.Action != exagentv1.AnswerAccept {
+				c.State = exagentv1.CallFailed
+				c.Outcome = &exagentv1.CallOutcome{Result: bound(fmt.Sprintf(
+					"%s: %s declined the MCP server's request for a completion of the run's model (sampling request %s); the call was not completed",
+					exagentv1.ReasonMCPInputRefused, actorString(a.Actor), id), maxContent)}
+				return
+			}
+			if samples[id] == nil {
+				return // the run's model has not answered it yet (mcpsample.go)
+			}
+			responses[id] = samples[id]
+			continue
+		}
 		a := latest[id]
 		if a == nil || a.State != exagentv1.ApprovalAnswered {
 			return // expired or cancelled: the call does not go on with a gap

@@ -40,7 +40,7 @@ func TestInputRequestsHostile(t *testing.T) {
 	cases := []struct {
 		name, requests, state, want string
 	}{
-		{"sampling", `{"llm":{"method":"sampling/createMessage","params":{"maxTokens":5}}}`, "", `asked for "sampling/createMessage"`},
+		{"sampling without messages", `{"llm":{"method":"sampling/createMessage","params":{"maxTokens":5}}}`, "", `sampling request llm has no messages`},
 		{"roots", `{"r":{"method":"roots/list","params":{}}}`, "", `"roots/list"`},
 		{"nested object", form(`{"type":"object","properties":{"a":{"type":"object"}}}`), "", "outside MCP's restricted subset"},
 		{"array of objects", form(`{"type":"object","properties":{"a":{"type":"array","items":{"type":"object"}}}}`), "", "array of something other than an enum"},

@@ -40,6 +40,9 @@ func RecordModelResponse(s Status, env *Env, f Fence, r ModelResponse, now time.
 	if err := checkModelOutstanding(&s, f, now); err != nil {
 		return s, err
 	}
+	if s.Cursor.ModelRequest.CallID != "" {
+		return recordSample(s, env, r) // an MCP server's sampling request (mcpsample.go)
+	}
 	if len(r.ToolCalls) > maxToolCalls {
 		return RecordModelFailure(s, env, f,
 			fmt.Sprintf("the model asked for %d tool calls in one turn; at most %d are accepted", len(r.ToolCalls), maxToolCalls), now)
@@ -191,7 +194,13 @@ func checkModelOutstanding(s *Status, f Fence, now time.Time) error {
 		return err
 	}
 	m := s.Cursor.ModelRequest
-	if s.Cursor.Stage != exagentv1.StageRequest || m == nil || m.Attempt != f.Attempt {
+	// A turn is requested at stage Request; a sampling request of an MCP
+	// call (mcpsample.go) at stage Batch.
+	stage := exagentv1.StageRequest
+	if m != nil && m.CallID != "" {
+		stage = exagentv1.StageBatch
+	}
+	if s.Cursor.Stage != stage || m == nil || m.Attempt != f.Attempt {
 		return notPendingf("no model request of attempt %d is outstanding", f.Attempt)
 	}
 	return nil

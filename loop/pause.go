@@ -72,7 +72,7 @@ func pause(st *Status, env *Env, now time.Time) ([]exagentv1.Approval, error) {
 	for _, i := range pending {
 		c := &st.Calls[i]
 		if awaitsInput(c) { // an MCP server's questions (mcpinput.go)
-			for _, q := range inputQuestions(c, st.Revision, now) {
+			for _, q := range inputQuestions(c, env, st.Revision, now) {
 				if !never {
 					q.ExpiresAt = secTimePtr(now.Add(timeout))
 				}

@@ -118,6 +118,9 @@ func driveBatch(st *Status, env *Env, f Fence, now time.Time) (Action, bool, err
 	if anyCall(st, isUncertain) {
 		return goUncertain(st, env, now), true, nil
 	}
+	if act, ok, err := driveSampling(st, env, f, now); ok || err != nil { // mcpsample.go
+		return act, true, err
+	}
 	var ready []string
 	for _, i := range stepCalls(st) {
 		if c := &st.Calls[i]; c.State == exagentv1.CallAllowed || c.State == exagentv1.CallApproved {

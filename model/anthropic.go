@@ -184,6 +184,9 @@ func (a *Anthropic) Complete(ctx context.Context, req loop.ModelRequest) (loop.M
 // the prefix test, which check what is sent).
 func (a *Anthropic) Params(req loop.ModelRequest) (anthropic.MessageNewParams, error) {
 	p := anthropic.MessageNewParams{Model: anthropic.Model(a.cfg.Model), MaxTokens: a.cfg.MaxTokens}
+	if req.MaxTokens > 0 && req.MaxTokens < p.MaxTokens {
+		p.MaxTokens = req.MaxTokens // a sampling request's maxTokens
+	}
 	for _, t := range req.Tools {
 		schema := json.RawMessage(`{"type":"object","properties":{}}`)
 		if len(t.Parameters) > 0 {

@@ -204,8 +204,8 @@ func classifyBedrock(err error, bundle bool) error {
 func (b *Bedrock) input(req loop.ModelRequest) (*bedrockruntime.ConverseInput, error) {
 	in := &bedrockruntime.ConverseInput{ModelId: aws.String(b.cfg.Model)}
 	inf := &types.InferenceConfiguration{}
-	if b.cfg.MaxTokens != nil {
-		inf.MaxTokens = aws.Int32(int32(min(*b.cfg.MaxTokens, 1<<31-1)))
+	if mt := capTokens(b.cfg.MaxTokens, req.MaxTokens); mt != nil {
+		inf.MaxTokens = aws.Int32(int32(min(*mt, 1<<31-1)))
 	}
 	if b.cfg.Temperature != "" {
 		t, err := strconv.ParseFloat(b.cfg.Temperature, 32)

@@ -164,8 +164,8 @@ func (o *OpenAI) params(req loop.ModelRequest) (openai.ChatCompletionNewParams, 
 		}
 		p.Temperature = openai.Float(t)
 	}
-	if o.cfg.MaxCompletionTokens != nil {
-		p.MaxCompletionTokens = openai.Int(*o.cfg.MaxCompletionTokens)
+	if mt := capTokens(o.cfg.MaxCompletionTokens, req.MaxTokens); mt != nil {
+		p.MaxCompletionTokens = openai.Int(*mt)
 	}
 	for _, m := range req.Messages {
 		msg, err := toParam(m)

@@ -32,3 +32,16 @@ type Provider interface {
 // ErrScriptExhausted is returned by Scripted when a run asks for a turn past
 // the end of its script; the controller fails the run with ScriptExhausted.
 var ErrScriptExhausted = errors.New("script exhausted")
+
+// capTokens is the response-token cap of a request: the model's own
+// setting, lowered to the request's MaxTokens (a sampling request's) when
+// that is smaller; nil when neither sets one.
+func capTokens(model *int64, request int64) *int64 {
+	switch {
+	case request <= 0:
+		return model
+	case model != nil && *model > 0 && *model < request:
+		return model
+	}
+	return &request
+}

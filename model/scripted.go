@@ -35,6 +35,12 @@ var _ Provider = Scripted{}
 
 // Complete returns the turn for req.Step, or ErrScriptExhausted.
 func (s Scripted) Complete(_ context.Context, req loop.ModelRequest) (loop.ModelResponse, error) {
+	if req.Sampling && len(req.Messages) > 0 {
+		// An MCP server's sampling request: deterministic, from its last
+		// message, so a re-sent request gets the same answer.
+		last := req.Messages[len(req.Messages)-1].Content
+		return loop.ModelResponse{Content: "sampled: " + last, PromptTokens: int64(len(last)), CompletionTokens: 1}, nil
+	}
 	if req.Step < 0 || int(req.Step) >= len(s.Script) {
 		return loop.ModelResponse{}, fmt.Errorf("step %d of a %d-turn script: %w", req.Step, len(s.Script), ErrScriptExhausted)
 	}

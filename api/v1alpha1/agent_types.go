@@ -374,7 +374,31 @@ type MCPTool struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=20
 	MaxInputRounds *int32 `json:"maxInputRounds,omitempty"`
+	// sampling says what happens when the server asks the client's model
+	// for a completion (an MCP sampling/createMessage input request): Allow
+	// (default) sends it to the run's own model as a model request of its
+	// own, journaled and charged to the run's ledger under the Agent's
+	// limits, with at most the server's maxTokens (and the model's
+	// maxCompletionTokens, else 4096); Ask first asks a person to approve
+	// the request (answer "approve", or decline); Deny fails the call. The
+	// run's transcript is never shared with the server (includeContext is
+	// ignored), and only text messages are accepted.
+	// +optional
+	Sampling MCPSamplingPolicy `json:"sampling,omitempty"`
 }
+
+// MCPSamplingPolicy says whether an MCP server may use the run's model.
+// +kubebuilder:validation:Enum=Allow;Ask;Deny
+type MCPSamplingPolicy string
+
+const (
+	// SamplingAllow: the run's model answers the server's sampling requests.
+	SamplingAllow MCPSamplingPolicy = "Allow"
+	// SamplingAsk: a person approves each sampling request first.
+	SamplingAsk MCPSamplingPolicy = "Ask"
+	// SamplingDeny: a sampling request fails the call.
+	SamplingDeny MCPSamplingPolicy = "Deny"
+)
 
 // MCPImport selects tools of a server to import under a name prefix.
 type MCPImport struct {

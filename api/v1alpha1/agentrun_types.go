@@ -114,7 +114,7 @@ const (
 )
 
 // QuestionSource says who asks a question.
-// +kubebuilder:validation:Enum=AskHuman;MCPElicitation;MCPElicitationURL
+// +kubebuilder:validation:Enum=AskHuman;MCPElicitation;MCPElicitationURL;MCPSampling
 type QuestionSource string
 
 const (
@@ -126,6 +126,10 @@ const (
 	// QuestionMCPElicitationURL: an MCP server's tool asked the person to
 	// visit a URL (elicitation, URL mode); the answer is done or declined.
 	QuestionMCPElicitationURL QuestionSource = "MCPElicitationURL"
+	// QuestionMCPSampling: an MCP server's tool asked for a completion of
+	// the run's model and mcp.sampling is Ask: the person approves the
+	// request (answers "approve") or declines it.
+	QuestionMCPSampling QuestionSource = "MCPSampling"
 )
 
 // CallInput is an MCP server's input requests for a call (MCP 2026-07-28:
@@ -149,6 +153,12 @@ type CallInput struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=65536
 	Responses string `json:"responses,omitempty"`
+	// samples are the run's model's answers to the server's sampling
+	// requests (canonical JSON: request id → CreateMessageResult), each a
+	// model request of the run's ledger.
+	// +optional
+	// +kubebuilder:validation:MaxLength=65536
+	Samples string `json:"samples,omitempty"`
 }
 
 // Question is what a request of kind Question asks, and its answer.
@@ -537,6 +547,15 @@ type ModelRequestIntent struct {
 	// request is the ledger's request number this request was charged as.
 	// +required
 	Request int64 `json:"request"`
+	// callID is the MCP call whose sampling request this request answers,
+	// when it is one (not a turn of the run).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	CallID string `json:"callID,omitempty"`
+	// inputRequest is the id of that sampling request.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	InputRequest string `json:"inputRequest,omitempty"`
 }
 
 // Message is one transcript entry.
