@@ -42,7 +42,8 @@ func pendingQuestions(run *exagentv1.AgentRun) []exagentv1.Approval {
 // 127.0.0.1): the call pauses durably as questions, the answers go back
 // with the server's requestState and the same idempotency key, and the
 // effect runs once; a server that asks twice gets two rounds; sampling is
-// refused with the reason, and the model is told.
+// answered by the run's own model (one model request, charged once),
+// refused under mcp.sampling Deny, approved by a person first under Ask.
 func TestMCPInputRequests(t *testing.T) {
 	h := newHarness(t)
 	h.mcpSecret()
@@ -118,16 +119,63 @@ func TestMCPInputRequests(t *testing.T) {
 		}
 	})
 
-	t.Run("sampling is refused with the reason; the model is told", func(t *testing.T) {
+	t.Run("sampling: the run's model answers, one extra model request charged once", func(t *testing.T) {
 		h := &harness{t: t, ns: h.ns, c: h.c}
 		srv := mcptest.StartStateless()
 		defer srv.Close()
 		h.createAgent("sample", mcpAgent(srv, "sample", nil, allow, fixture.CallTurn("c1", "sample", map[string]any{}), fixture.TextTurn("done")))
 		h.createRun("sample", "sample")
 		done := h.waitPhase("sample", exagentv1.PhaseSucceeded)
+		if st, out := callResult(t, done, "c1"); st != exagentv1.CallSucceeded || out != "sample: sampled: hi state=s-1" {
+			t.Fatalf("call = %s %q, want the server's tool completed with the run's model's answer", st, out)
+		}
+		if n := done.Status.Ledger.Requests; n != 3 {
+			t.Errorf("ledger requests %d, want 3: two turns and the sampling request, each charged once", n)
+		}
+		if c := done.Status.Call("c1"); c.Input == nil || !strings.Contains(c.Input.Samples, "sampled: hi") {
+			t.Errorf("call input %+v, want the sample journaled", c.Input)
+		}
+		if n := len(srv.Calls("sample")); n != 2 {
+			t.Errorf("the server saw %d calls, want 2 (the first and the retry)", n)
+		}
+	})
+
+	t.Run("sampling Deny: refused with the reason; the model is told", func(t *testing.T) {
+		h := &harness{t: t, ns: h.ns, c: h.c}
+		srv := mcptest.StartStateless()
+		defer srv.Close()
+		deny := func(m *exagentv1.MCPTool) { m.Sampling = exagentv1.SamplingDeny }
+		h.createAgent("nosample", mcpAgent(srv, "sample", deny, allow, fixture.CallTurn("c1", "sample", map[string]any{}), fixture.TextTurn("done")))
+		h.createRun("nosample", "nosample")
+		done := h.waitPhase("nosample", exagentv1.PhaseSucceeded)
 		if st, out := callResult(t, done, "c1"); st != exagentv1.CallFailed || !strings.Contains(out, "MCPInputRefused") ||
-			!strings.Contains(out, `"sampling/createMessage"`) {
-			t.Fatalf("call = %s %q, want Failed with MCPInputRefused naming sampling", st, out)
+			!strings.Contains(out, "mcp.sampling Deny") {
+			t.Fatalf("call = %s %q, want Failed with MCPInputRefused naming mcp.sampling Deny", st, out)
+		}
+		if n := done.Status.Ledger.Requests; n != 2 {
+			t.Errorf("ledger requests %d, want 2: no sampling request", n)
+		}
+	})
+
+	t.Run("sampling Ask: a person approves the request, then the run's model answers", func(t *testing.T) {
+		h := &harness{t: t, ns: h.ns, c: h.c}
+		srv := mcptest.StartStateless()
+		defer srv.Close()
+		ask := func(m *exagentv1.MCPTool) { m.Sampling = exagentv1.SamplingAsk }
+		h.createAgent("asksample", mcpAgent(srv, "sample", ask, allow, fixture.CallTurn("c1", "sample", map[string]any{}), fixture.TextTurn("done")))
+		h.createRun("asksample", "asksample")
+		paused := h.waitPhase("asksample", exagentv1.PhaseAwaitingApproval)
+		qs := pendingQuestions(paused)
+		if len(qs) != 1 || qs[0].Question.Source != exagentv1.QuestionMCPSampling || !strings.Contains(qs[0].Question.Text, "hi") {
+			t.Fatalf("questions %+v, want the sampling request shown", qs)
+		}
+		if n := paused.Status.Ledger.Requests; n != 1 {
+			t.Errorf("ledger requests %d while asking, want 1: nothing sampled before the approval", n)
+		}
+		h.decide(alice, h.decision("asksample", "s1").Answer(qs[0], `"approve"`, ""))
+		done := h.waitPhase("asksample", exagentv1.PhaseSucceeded)
+		if st, out := callResult(t, done, "c1"); st != exagentv1.CallSucceeded || out != "sample: sampled: hi state=s-1" {
+			t.Fatalf("call = %s %q", st, out)
 		}
 	})
 }

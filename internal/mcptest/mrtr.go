@@ -30,7 +30,9 @@ import (
 //     "form: region=R action=A state=S";
 //   - visit: a URL elicitation; completes with "visit: A";
 //   - twice: asks one question, then another, then completes;
-//   - sample: asks for sampling (createMessage), which a person cannot answer.
+//   - sample: asks the client's model for a completion (sampling/createMessage,
+//     maxTokens 10, "hi"); completes with "sample: TEXT state=S" from the
+//     CreateMessageResult of the retry.
 func (s *Server) addInputTools() {
 	regionSchema := map[string]any{"type": "object", "required": []any{"region"},
 		"properties": map[string]any{"region": map[string]any{"type": "string", "enum": []any{"eu", "us"}}}}
@@ -80,6 +82,17 @@ func (s *Server) addInputTools() {
 	s.MCP.AddTool(&mcp.Tool{Name: "sample", Description: "Asks the client's model.", InputSchema: objectSchema()},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			s.record(req)
+			//nolint:staticcheck // sampling is deprecated since 2026-07-28 (SEP-2577); servers still ask
+			if r, ok := req.Params.InputResponses["llm"].(*mcp.CreateMessageWithToolsResult); ok && req.Params.RequestState == "s-1" {
+				var t *mcp.TextContent
+				if len(r.Content) == 1 {
+					t, _ = r.Content[0].(*mcp.TextContent)
+				}
+				if t == nil || r.Role != "assistant" {
+					return nil, fmt.Errorf("the sampling answer is not an assistant's text: %+v", r)
+				}
+				return text(fmt.Sprintf("sample: %s state=%s", t.Text, req.Params.RequestState)), nil
+			}
 			return &mcp.CallToolResult{RequestState: "s-1", InputRequests: mcp.InputRequestMap{
 				//nolint:staticcheck // sampling is deprecated since 2026-07-28 (SEP-2577): a server that still asks is what this tool plays
 				"llm": &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{
