@@ -368,6 +368,9 @@ func renderQuestion(w io.Writer, run *exagentv1.AgentRun, a *exagentv1.Approval,
 		field("  Expires", "%s (%s)", a.ExpiresAt.UTC().Format(time.RFC3339), expires(&a.ExpiresAt.Time, now))
 	}
 	switch {
+	case a.State == exagentv1.ApprovalPending && q.Source == exagentv1.QuestionMCPSampling:
+		field("  Answer", "kubectl approve answer %s %s --text approve   (sends the server's request to the run's model, charged to this run)", run.Name, a.ID)
+		field("  Or", "kubectl approve answer %s %s --decline --reason …   (the call fails)", run.Name, a.ID)
 	case a.State == exagentv1.ApprovalPending && q.URL != "":
 		field("  Or", "kubectl approve answer %s %s --decline --reason …", run.Name, a.ID)
 	case a.State == exagentv1.ApprovalPending:
