@@ -272,13 +272,7 @@ func driveSampling(st *Status, env *Env, f Fence, now time.Time) (Action, bool, 
 func recordSample(s Status, env *Env, r ModelResponse) (Status, error) {
 	st := clone(s)
 	m := st.Cursor.ModelRequest
-	st.Ledger.PromptTokens += max(r.PromptTokens, 0)
-	st.Ledger.CompletionTokens += max(r.CompletionTokens, 0)
-	st.Ledger.CacheCreationTokens += max(r.CacheCreationTokens, 0)
-	st.Ledger.CacheReadTokens += max(r.CacheReadTokens, 0)
-	st.Cursor.ModelRequest = nil
-	st.Cursor.ModelFailures = 0
-	st.Cursor.ModelResends = 0
+	chargeAnswer(&st, r)
 	i := findCall(&st, m.CallID)
 	if i < 0 || !awaitsInput(&st.Calls[i]) {
 		return st, nil // the call ended meanwhile: charged, not used

@@ -48,13 +48,7 @@ func RecordModelResponse(s Status, env *Env, f Fence, r ModelResponse, now time.
 			fmt.Sprintf("the model asked for %d tool calls in one turn; at most %d are accepted", len(r.ToolCalls), maxToolCalls), now)
 	}
 	st := clone(s)
-	st.Ledger.PromptTokens += max(r.PromptTokens, 0)
-	st.Ledger.CompletionTokens += max(r.CompletionTokens, 0)
-	st.Ledger.CacheCreationTokens += max(r.CacheCreationTokens, 0)
-	st.Ledger.CacheReadTokens += max(r.CacheReadTokens, 0)
-	st.Cursor.ModelRequest = nil
-	st.Cursor.ModelFailures = 0
-	st.Cursor.ModelResends = 0
+	chargeAnswer(&st, r)
 
 	msg := exagentv1.Message{Role: exagentv1.RoleAssistant, Content: bound(r.Content, maxContent)}
 	used := map[string]bool{}
@@ -204,4 +198,16 @@ func checkModelOutstanding(s *Status, f Fence, now time.Time) error {
 		return notPendingf("no model request of attempt %d is outstanding", f.Attempt)
 	}
 	return nil
+}
+
+// chargeAnswer charges an answered model request's tokens (a turn or a
+// sampling request) and closes its intent.
+func chargeAnswer(st *Status, r ModelResponse) {
+	st.Ledger.PromptTokens += max(r.PromptTokens, 0)
+	st.Ledger.CompletionTokens += max(r.CompletionTokens, 0)
+	st.Ledger.CacheCreationTokens += max(r.CacheCreationTokens, 0)
+	st.Ledger.CacheReadTokens += max(r.CacheReadTokens, 0)
+	st.Cursor.ModelRequest = nil
+	st.Cursor.ModelFailures = 0
+	st.Cursor.ModelResends = 0
 }
