@@ -176,6 +176,9 @@ func startManagerProcess(b *testing.B) *managerProcess {
 			"--metrics-secure=false",
 			"--health-probe-bind-address=0",
 			"--leader-elect=false",
+			// The benchmarks' model and tool servers are on loopback, which
+			// the egress policy denies by default.
+			"--egress-allow-cidrs=127.0.0.1/32",
 		},
 		Env: childEnv(), Log: filepath.Join(profilesDir(b), name+".manager.log"),
 		// The kernel kills the child if the benchmark process dies first (a

@@ -63,6 +63,9 @@ var (
 	fastInFlight  = flag.Int("fast.inflight", 0, "executor MaxInFlight of the benchmark managers (0: the default)")
 	fastPerEP     = flag.Int("fast.per-endpoint", 0, "executor PerEndpoint of the benchmark managers (0: the default)")
 	fastWorkers   = flag.Int("fast.workers", 0, "MaxConcurrentReconciles of the benchmark managers (0: the default)")
+	fastCPUShort  = flag.Int("fast.cpu-short", 200, "BenchmarkFastApiserverCPU: two-call runs of load (a)")
+	fastCPUProbe  = flag.Int("fast.cpu-probe", 4800, "BenchmarkFastApiserverCPU: plain 2 KiB status writes of the probe (each time it is measured)")
+	fastCPUDump   = flag.Bool("fast.cpu-dump", false, "BenchmarkFastApiserverCPU: log the status of one finished run of each load")
 )
 
 // casUnit is the apiserver's raw speed in this run: the p50 of one
