@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -179,36 +180,60 @@ func (p *managerProcess) waitSucceeded(b *testing.B, ns string, n int, timeout t
 	}
 }
 
-// apiserverProfile saves the apiserver's CPU profile over seconds (its
-// /debug/pprof, served to the envtest's admin: --profiling defaults to
-// true) to path; done is closed when it is written.
-func apiserverProfile(b *testing.B, seconds int, path string) (done chan struct{}) {
+// cpuProfile saves the CPU profile over seconds that get(ctx, seconds)
+// streams to path; done is closed when it is written.
+func cpuProfile(b *testing.B, seconds int, path string, get func(context.Context, int) (io.ReadCloser, error)) (done chan struct{}) {
 	done = make(chan struct{})
-	cs, err := kubernetes.NewForConfig(env().Config)
-	must(b, err)
 	go func() {
 		defer close(done)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds+60)*time.Second)
 		defer cancel()
-		rc, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(seconds)).Stream(ctx)
+		rc, err := get(ctx, seconds)
 		if err != nil {
-			b.Logf("no apiserver CPU profile: %v", err)
+			b.Logf("no CPU profile %s: %v", path, err)
 			return
 		}
 		defer rc.Close()
 		f, err := os.Create(path)
 		if err != nil {
-			b.Logf("no apiserver CPU profile: %v", err)
+			b.Logf("no CPU profile %s: %v", path, err)
 			return
 		}
 		defer f.Close()
 		if _, err := io.Copy(f, rc); err != nil {
-			b.Logf("apiserver CPU profile %s: %v", path, err)
-			return
+			b.Logf("CPU profile %s: %v", path, err)
 		}
-		b.Logf("apiserver CPU profile: %s", path)
 	}()
 	return done
+}
+
+// apiserverProfile is the apiserver's CPU profile (its /debug/pprof,
+// served to the envtest's admin: --profiling defaults to true).
+func apiserverProfile(b *testing.B, seconds int, path string) chan struct{} {
+	cs, err := kubernetes.NewForConfig(env().Config)
+	must(b, err)
+	return cpuProfile(b, seconds, path, func(ctx context.Context, s int) (io.ReadCloser, error) {
+		return cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(s)).Stream(ctx)
+	})
+}
+
+// managerProfile is the manager process's CPU profile (--pprof-bind-address).
+func (p *managerProcess) managerProfile(b *testing.B, seconds int, path string) chan struct{} {
+	return cpuProfile(b, seconds, path, func(ctx context.Context, s int) (io.ReadCloser, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.pprof, s), nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := (&http.Client{}).Do(req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return nil, fmt.Errorf("%s: %s", req.URL, resp.Status)
+		}
+		return resp.Body, nil
+	})
 }
 
 // apiserverRequests is the apiserver's apiserver_request_total by verb,
@@ -290,11 +315,16 @@ func statusShape(b *testing.B, ns, name string) (bytes, values int) {
 // status write the manager made, for (a) -fast.cpu-short runs of two
 // allowed calls and (b) -fast.slow-runs runs of loadTurns turns whose
 // model answers after -fast.slow-delay; each as a ratio to the same
-// figure for the plain 2 KiB status write (measureCAS's unit, written by
-// casWriters writers) on the same apiserver in the same run. Everything
-// the runs cause counts (creates through admission, status writes, reads,
-// reviews, Events); the divisor is the status writes. The apiserver's CPU
-// profile of (b) is saved in -fast.profiles.
+// figure for a plain 2 KiB status write on a schemaless custom resource
+// (probeStatusWrites, casWriters writers) on the same apiserver in the
+// same run, measured before and after the loads. Everything the runs
+// cause counts (creates through admission, status writes, reads, reviews,
+// Events: the apiserver's requests per run are logged); the divisor is
+// the status writes. Then, with the manager stopped, the shape alone: a
+// finished short run's status written as the probe is, and the same with
+// its journal as one opaque string — what the status's JSON values cost
+// apart from its bytes. The apiserver's and the manager's CPU profiles of
+// (b) are saved in -fast.profiles.
 func BenchmarkFastApiserverCPU(b *testing.B) {
 	h := benchNamespace(b, "fast-cpu")
 	bt := newBenchTools(b, nil)
@@ -327,7 +357,6 @@ func BenchmarkFastApiserverCPU(b *testing.B) {
 	}
 	probe("before")
 	_, ceiling8 := probeStatusWrites(b, h.ns, *fastCPUProbe/4, 8)
-	b.Logf("probe: %.0f writes/s by 8 writers; idle: apiserver %.3f, etcd %.3f, manager %.3f CPU-s/s", ceiling8, m.idle[0], m.idle[1], m.idle[2])
 	b.ReportMetric(ceiling8, "probe-8-writers-w/s")
 
 	type result struct {
@@ -339,14 +368,15 @@ func BenchmarkFastApiserverCPU(b *testing.B) {
 		size, value int
 	}
 	var results []result
-	load := func(tag string, n int, setup func(*harness), mutate func(*exagentv1.AgentRunSpec), profilePath string) {
+	load := func(tag string, n int, setup func(*harness), mutate func(*exagentv1.AgentRunSpec), profilePath string) *harness {
 		lh := benchNamespace(b, "fast-cpu-"+tag)
 		setup(lh)
 		w0, r0 := p.statusWrites(b), apiserverRequests(b)
-		var prof chan struct{}
+		var prof, mprof chan struct{}
 		m.begin()
 		if profilePath != "" {
-			prof = apiserverProfile(b, 20, profilePath)
+			prof = apiserverProfile(b, 20, profilePath+".apiserver.cpu.pprof")
+			mprof = p.managerProfile(b, 20, profilePath+".manager.cpu.pprof")
 		}
 		createRuns(b, lh, "r", n, mutate)
 		p.waitSucceeded(b, lh.ns, n, 15*time.Minute)
@@ -354,13 +384,15 @@ func BenchmarkFastApiserverCPU(b *testing.B) {
 		writes := p.statusWrites(b) - w0
 		if prof != nil {
 			<-prof
+			<-mprof
 		}
 		b.Logf("%s: %d runs in %s, apiserver requests per run: %s", tag, n, wall.Round(time.Millisecond), requestsSince(b, r0, n))
 		size, values := statusShape(b, lh.ns, "r-00000")
 		results = append(results, result{tag, n, used, writes, wall, size, values})
+		return lh
 	}
 
-	load("short", *fastCPUShort, func(lh *harness) { shortAgent(lh, bt.srv.URL, 2) }, nil, "")
+	short := load("short", *fastCPUShort, func(lh *harness) { shortAgent(lh, bt.srv.URL, 2) }, nil, "")
 	var modelConns connCounter
 	ms := benchModel(b, *fastSlowDelay, &modelConns)
 	load("slow", *fastSlow, func(lh *harness) {
@@ -369,13 +401,46 @@ func BenchmarkFastApiserverCPU(b *testing.B) {
 			Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("t", bt.srv.URL+"/t")},
 			Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 		})
-	}, func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "30s" }, filepath.Join(profilesDir(b), "BenchmarkFastApiserverCPU.slow.apiserver.cpu.pprof"))
+	}, func(r *exagentv1.AgentRunSpec) { r.LeaseDuration = "30s" }, filepath.Join(profilesDir(b), "BenchmarkFastApiserverCPU.slow"))
 	probe("after")
+	// The shape alone: a finished short run's status written as the probe
+	// is (casWriters writers, the reason changing each write) — what the
+	// status's shape costs, apart from the rest of a run's requests. The
+	// manager is stopped first: it would run the copies.
+	p.Kill()
+	// shapeCost is the apiserver's CPU per write of status st on
+	// casWriters copies of the finished short run.
+	c := benchClient(b)
+	src := &exagentv1.AgentRun{}
+	must(b, c.Get(context.Background(), client.ObjectKey{Namespace: short.ns, Name: "r-00000"}, src))
+	shapeCost := func(prefix string, st exagentv1.AgentRunStatus) float64 {
+		cpu0, t0 := cpuSeconds(b, api), time.Now()
+		writeCeiling(b, c, short.ns, prefix, src.Spec, st, *fastCPUProbe/casWriters,
+			func(s *exagentv1.AgentRunStatus, j int) { s.Reason = "W" + strconv.Itoa(j) })
+		used := cpuSeconds(b, api) - cpu0 - m.idle[0]*time.Since(t0).Seconds()
+		return used / float64(*fastCPUProbe/casWriters*casWriters) * 1000
+	}
+	shape := shapeCost("shape", src.Status)
+	// …and the same status with its journal (binding, cursor, calls,
+	// history, conditions) as one opaque JSON string, not JSON values: what
+	// the apiserver spends on the values rather than the bytes (a
+	// measurement only — DESIGN.md keeps the journal in fields).
+	opaque := *src.Status.DeepCopy()
+	journal, err := json.Marshal(map[string]any{"binding": opaque.Binding, "cursor": opaque.Cursor, "calls": opaque.Calls,
+		"history": opaque.History, "conditions": opaque.Conditions})
+	must(b, err)
+	opaque.Binding, opaque.Cursor, opaque.Calls, opaque.History, opaque.Conditions = nil, exagentv1.Cursor{}, nil, nil, nil
+	opaque.Output = string(journal)
+	opaqueCost := shapeCost("opaque", opaque)
 	b.StopTimer()
 
 	perProbe := [3]float64{(probes[0][0] + probes[1][0]) / 2, (probes[0][1] + probes[1][1]) / 2}
 	b.ReportMetric(perProbe[0], "probe-apiserver-ms/w")
 	b.ReportMetric(perProbe[1], "probe-etcd-ms/w")
+	b.ReportMetric(shape/perProbe[0], "shape-apiserver/probe")
+	b.ReportMetric(opaqueCost/perProbe[0], "opaque-apiserver/probe")
+	b.Logf("shape: a finished short run's status written as the probe is: apiserver %.2f ms per write (%.2f× the probe), its journal as one string %.2f ms (%.2f×); the probe by 8 writers %.0f writes/s; idle apiserver %.3f, etcd %.3f, manager %.3f CPU-s/s",
+		shape, shape/perProbe[0], opaqueCost, opaqueCost/perProbe[0], ceiling8, m.idle[0], m.idle[1], m.idle[2])
 	for _, r := range results {
 		per := func(i int) float64 { return r.used[i] / r.writes * 1000 }
 		for i, name := range cpuNames {

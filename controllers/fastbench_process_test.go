@@ -143,6 +143,7 @@ func BenchmarkFastWaitingRunsProcess(b *testing.B) {
 type managerProcess struct {
 	*procs.Process
 	metrics string // http://127.0.0.1:PORT
+	pprof   string // http://127.0.0.1:PORT (--pprof-bind-address)
 	http    *http.Client
 	name    string // the benchmark's, for file names
 }
@@ -166,6 +167,8 @@ func startManagerProcess(b *testing.B) *managerProcess {
 	must(b, procs.WriteKubeconfig(kubeconfig, env().Config))
 	port, err := procs.FreePort()
 	must(b, err)
+	pprofPort, err := procs.FreePort()
+	must(b, err)
 
 	name := strings.ReplaceAll(b.Name(), "/", "_")
 	p, err := procs.StartManager(procs.ManagerSpec{
@@ -175,6 +178,7 @@ func startManagerProcess(b *testing.B) *managerProcess {
 			"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(port),
 			"--metrics-secure=false",
 			"--health-probe-bind-address=0",
+			"--pprof-bind-address", "127.0.0.1:" + strconv.Itoa(pprofPort),
 			"--leader-elect=false",
 			// The benchmarks' model and tool servers are on loopback, which
 			// the egress policy denies by default.
@@ -190,7 +194,7 @@ func startManagerProcess(b *testing.B) *managerProcess {
 	// write each) on the apiserver the next benchmark measures.
 	b.Cleanup(p.Kill)
 	b.Logf("manager pid %d, metrics %s, log %s", p.Pid(), fmt.Sprintf("http://127.0.0.1:%d", port), p.Log)
-	return &managerProcess{Process: p, metrics: fmt.Sprintf("http://127.0.0.1:%d", port),
+	return &managerProcess{Process: p, metrics: fmt.Sprintf("http://127.0.0.1:%d", port), pprof: fmt.Sprintf("http://127.0.0.1:%d", pprofPort),
 		http: &http.Client{Timeout: 30 * time.Second}, name: name}
 }
 

@@ -75,6 +75,7 @@ type flags struct {
 	metricsAddr             string
 	metricsSecure           bool
 	probeAddr               string
+	pprofAddr               string
 	enableWebhooks          bool
 	webhookHost             string
 	webhookPort             int
@@ -99,6 +100,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint (e.g. :8443); 0 disables it.")
 	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS (self-signed unless certificates are mounted), each scrape authenticated and authorized by the apiserver.")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address of the health probes; 0 disables them.")
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "Address of Go's /debug/pprof endpoints (CPU and heap profiles; unauthenticated: bind it to 127.0.0.1 and reach it with kubectl port-forward); 0 disables them.")
 	fs.BoolVar(&f.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks.")
 	fs.StringVar(&f.webhookHost, "webhook-host", "127.0.0.1", "Address the webhook server listens on (0.0.0.0 in a pod).")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
@@ -269,6 +271,7 @@ func (f *flags) ownPorts() []egress.Port {
 	}
 	add("metrics", f.metricsAddr)
 	add("health probe", f.probeAddr)
+	add("pprof", f.pprofAddr)
 	return out
 }
 
@@ -361,6 +364,7 @@ func run() error {
 		Cache:                         cacheOpts,
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        f.probeAddr,
+		PprofBindAddress:              f.pprofAddr,
 		LeaderElection:                f.leaderElect,
 		LeaderElectionID:              f.leaderElectionID,
 		LeaderElectionNamespace:       f.leaderElectionNamespace,

@@ -58,7 +58,7 @@ func TestParseFlags(t *testing.T) {
 	}{
 		"defaults: webhook on loopback, metrics off": {
 			want: flags{leaderElectionID: "exagent-manager.exagent.io", metricsAddr: "0", metricsSecure: true,
-				probeAddr: ":8081", enableWebhooks: true, webhookHost: "127.0.0.1", webhookPort: 9443,
+				probeAddr: ":8081", pprofAddr: "0", enableWebhooks: true, webhookHost: "127.0.0.1", webhookPort: 9443,
 				opts: controllers.Options{MaxConcurrentReconciles: controllers.DefaultMaxConcurrentReconciles,
 					MaxConcurrentDecisions: controllers.DefaultMaxConcurrentDecisions, MaxInFlight: executor.DefaultMaxInFlight,
 					PerEndpoint: executor.DefaultPerEndpoint, ModelTimeout: 2 * time.Minute, ModelMaxRateLimitWait: controllers.DefaultMaxRateLimitWait, ReleaseOnStop: true,
@@ -74,7 +74,7 @@ func TestParseFlags(t *testing.T) {
 				"--mcp-list-concurrency=4", "--mcp-list-timeout=5s", "--max-transcript-bytes=16777216",
 				"--default-ttl-seconds-after-finished=86400", "--retention-workers=4", "--archive-timeout=5m", "--agent-recheck-interval=1m"},
 			want: flags{leaderElect: true, leaderElectionID: "exagent-manager.exagent.io", metricsAddr: ":8443",
-				metricsSecure: true, probeAddr: ":8081", enableWebhooks: true, webhookHost: "0.0.0.0", webhookPort: 9443,
+				metricsSecure: true, probeAddr: ":8081", pprofAddr: "0", enableWebhooks: true, webhookHost: "0.0.0.0", webhookPort: 9443,
 				webhookCertDir: "/certs", defaultTTLSeconds: 86400,
 				opts: controllers.Options{MaxConcurrentReconciles: 8,
 					MaxConcurrentDecisions: controllers.DefaultMaxConcurrentDecisions, MaxInFlight: 100, PerEndpoint: 4,
@@ -86,7 +86,7 @@ func TestParseFlags(t *testing.T) {
 		"namespace-scoped": {
 			args: []string{"--watch-namespaces=team-b, team-a"},
 			want: flags{leaderElectionID: "exagent-manager.exagent.io", metricsAddr: "0", metricsSecure: true,
-				probeAddr: ":8081", enableWebhooks: true, webhookHost: "127.0.0.1", webhookPort: 9443, watchNamespaces: "team-b, team-a",
+				probeAddr: ":8081", pprofAddr: "0", enableWebhooks: true, webhookHost: "127.0.0.1", webhookPort: 9443, watchNamespaces: "team-b, team-a",
 				opts: controllers.Options{MaxConcurrentReconciles: controllers.DefaultMaxConcurrentReconciles,
 					MaxConcurrentDecisions: controllers.DefaultMaxConcurrentDecisions, MaxInFlight: executor.DefaultMaxInFlight,
 					PerEndpoint: executor.DefaultPerEndpoint, ModelTimeout: 2 * time.Minute, ModelMaxRateLimitWait: controllers.DefaultMaxRateLimitWait, ReleaseOnStop: true,
