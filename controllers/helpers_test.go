@@ -50,6 +50,12 @@ func TestMergeConditions(t *testing.T) {
 			computed: []metav1.Condition{cond("Ready", "True", "Succeeded", t1)},
 			want:     []metav1.Condition{cond("Ready", "True", "Succeeded", t1)},
 		},
+		"a condition no longer reported is dropped; one reported again takes the new time": {
+			old: []metav1.Condition{cond("Ready", "False", "Running", t0), cond("AwaitingApproval", "True", "Pending", t0),
+				cond("Stalled", "False", "NotEnded", t0)},
+			computed: []metav1.Condition{cond("Ready", "False", "Running", t1), cond("Uncertain", "True", "OutcomeUncertain", t1)},
+			want:     []metav1.Condition{cond("Ready", "False", "Running", t0), cond("Uncertain", "True", "OutcomeUncertain", t1)},
+		},
 		"an override wins over the journal's view": {
 			computed:  []metav1.Condition{cond("Ready", "False", "Queued", t1), cond("Uncertain", "False", "NoUncertainCall", t1)},
 			overrides: []metav1.Condition{cond("Ready", "False", "AgentNotFound", t1)},

@@ -356,15 +356,18 @@ func (s *Store) recheckFence(ctx context.Context, run *exagentv1.AgentRun, f loo
 	return fmt.Errorf("%w: %v", ErrConflict, cause)
 }
 
-// mergeConditions keeps lastTransitionTime of conditions whose status did
-// not change, then applies the overrides (e.g. Ready=False AgentNotFound).
+// mergeConditions is the computed conditions, each keeping the
+// lastTransitionTime it had in old when its status did not change, then
+// the overrides (e.g. Ready=False AgentNotFound). A condition old has and
+// computed no longer reports is dropped: only conditions that say
+// something are written (loop.Conditions).
 func mergeConditions(old, computed, overrides []metav1.Condition) []metav1.Condition {
 	out := make([]metav1.Condition, 0, len(computed)+len(overrides))
-	for i := range old {
-		out = append(out, *old[i].DeepCopy())
-	}
 	for _, c := range computed {
-		meta.SetStatusCondition(&out, c)
+		if prev := meta.FindStatusCondition(old, c.Type); prev != nil && prev.Status == c.Status {
+			c.LastTransitionTime = prev.LastTransitionTime
+		}
+		out = append(out, c)
 	}
 	for _, c := range overrides {
 		meta.SetStatusCondition(&out, c)

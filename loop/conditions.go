@@ -27,20 +27,25 @@ import (
 )
 
 // Conditions computes the run's conditions from the journal; they are a
-// view, never memory:
-//   - Ready: True only when Succeeded;
-//   - AwaitingApproval: True while approvals are pending;
-//   - Uncertain: True while a call has no confirmed outcome;
-//   - Ended: True once the run ended, however (reason: the phase);
-//   - Succeeded: Unknown until the end, then True or False;
-//   - Reconciling / Stalled: kstatus' view — in progress while the run has
-//     not ended (a human wait included), failed when it ended otherwise
-//     than Succeeded;
+// view, never memory, and only those that say something are reported
+// (each condition costs the shared apiserver on every status write, issue
+// 27; an absent condition reads as False to kubectl wait and kstatus):
+//   - Ready: always; True only when Succeeded;
+//   - AwaitingApproval: only while approvals are pending (True);
+//   - Uncertain: only while a call has no confirmed outcome (True);
+//   - Ended: always; False while the run goes on, True once it ended,
+//     however (reason: the phase);
+//   - Succeeded: only once the run ended, True or False;
+//   - Reconciling: only while the run has not ended, a human wait
+//     included (True: kstatus' in progress);
+//   - Stalled: only when the run ended otherwise than Succeeded (True:
+//     kstatus' failed);
 //   - Archived, only on a run retention archives: True once its archive
 //     sink answered 2xx, False while a failing sink holds the run.
 //
-// LastTransitionTime is now; callers merge with meta.SetStatusCondition,
-// which keeps it when the status did not change.
+// LastTransitionTime is now; callers merge with the conditions the run had
+// (mergeConditions keeps the time of a condition whose status did not
+// change, and drops those no longer reported).
 func Conditions(s Status, generation int64, now time.Time) []metav1.Condition {
 	at := secTime(now)
 	mk := func(t string, st metav1.ConditionStatus, reason, msg string) metav1.Condition {
@@ -80,10 +85,7 @@ func Conditions(s Status, generation int64, now time.Time) []metav1.Condition {
 	case s.Reason == exagentv1.ReasonChildAwaitingApproval && s.Phase == exagentv1.PhaseAwaitingApproval:
 		// A descendant waits for a human (delegate.go): the message names it.
 		out = append(out, mk(exagentv1.ConditionAwaitingApproval, metav1.ConditionTrue, exagentv1.ReasonChildAwaitingApproval, s.Message))
-	default:
-		out = append(out, mk(exagentv1.ConditionAwaitingApproval, metav1.ConditionFalse, exagentv1.ReasonNoApprovalPending, "no approval is pending"))
 	}
-
 	var uncertain []string
 	for i := range s.Calls {
 		if c := &s.Calls[i]; c.State == exagentv1.CallUncertain {
@@ -96,8 +98,6 @@ func Conditions(s Status, generation int64, now time.Time) []metav1.Condition {
 			"no confirmed outcome: "+strings.Join(uncertain, ", ")))
 	case s.Reason == exagentv1.ReasonChildUncertain && s.Phase == exagentv1.PhaseUncertain:
 		out = append(out, mk(exagentv1.ConditionUncertain, metav1.ConditionTrue, exagentv1.ReasonChildUncertain, s.Message))
-	default:
-		out = append(out, mk(exagentv1.ConditionUncertain, metav1.ConditionFalse, exagentv1.ReasonNoUncertainCall, "every started call has an outcome"))
 	}
 	out = append(out, endConditions(s, phase, readyReason, mk)...)
 	return append(out, archiveCondition(&s, mk)...) // retention.go
@@ -114,9 +114,7 @@ func endConditions(s Status, phase, reason string, mk func(t string, st metav1.C
 	if !s.Phase.IsTerminal() {
 		return []metav1.Condition{
 			mk(exagentv1.ConditionEnded, metav1.ConditionFalse, phase, goingOn),
-			mk(exagentv1.ConditionSucceeded, metav1.ConditionUnknown, exagentv1.ReasonNotEnded, goingOn),
 			mk(exagentv1.ConditionReconciling, metav1.ConditionTrue, phase, goingOn),
-			mk(exagentv1.ConditionStalled, metav1.ConditionFalse, exagentv1.ReasonNotEnded, goingOn),
 		}
 	}
 	ended := "the run ended " + phase
@@ -130,14 +128,11 @@ func endConditions(s Status, phase, reason string, mk func(t string, st metav1.C
 		return []metav1.Condition{
 			mk(exagentv1.ConditionEnded, metav1.ConditionTrue, phase, ended),
 			mk(exagentv1.ConditionSucceeded, metav1.ConditionTrue, exagentv1.ReasonSucceeded, ended),
-			mk(exagentv1.ConditionReconciling, metav1.ConditionFalse, phase, ended),
-			mk(exagentv1.ConditionStalled, metav1.ConditionFalse, phase, ended),
 		}
 	}
 	return []metav1.Condition{
 		mk(exagentv1.ConditionEnded, metav1.ConditionTrue, phase, ended),
 		mk(exagentv1.ConditionSucceeded, metav1.ConditionFalse, reason, ended),
-		mk(exagentv1.ConditionReconciling, metav1.ConditionFalse, phase, ended),
 		mk(exagentv1.ConditionStalled, metav1.ConditionTrue, reason, ended),
 	}
 }

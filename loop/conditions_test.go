@@ -40,28 +40,25 @@ func TestConditions(t *testing.T) {
 	cond := func(typ string, st metav1.ConditionStatus, reason string) metav1.Condition {
 		return metav1.Condition{Type: typ, Status: st, Reason: reason, ObservedGeneration: 3, LastTransitionTime: secTime(now)}
 	}
-	// goingOn and ended are the four end conditions of a run that goes on
-	// (in phase) and of one that ended (in phase, with reason).
+	// goingOn and failed are the end conditions of a run that goes on (in
+	// phase) and of one that ended otherwise than Succeeded (in phase, with
+	// reason): only those that say something (Succeeded not before the end,
+	// Reconciling and Stalled only when True).
 	goingOn := func(phase string) []metav1.Condition {
 		return []metav1.Condition{
 			cond(exagentv1.ConditionEnded, F, phase),
-			cond(exagentv1.ConditionSucceeded, U, exagentv1.ReasonNotEnded),
 			cond(exagentv1.ConditionReconciling, T, phase),
-			cond(exagentv1.ConditionStalled, F, exagentv1.ReasonNotEnded),
 		}
 	}
 	failed := func(phase, reason string) []metav1.Condition {
 		return []metav1.Condition{
 			cond(exagentv1.ConditionEnded, T, phase),
 			cond(exagentv1.ConditionSucceeded, F, reason),
-			cond(exagentv1.ConditionReconciling, F, phase),
 			cond(exagentv1.ConditionStalled, T, reason),
 		}
 	}
-	none := []metav1.Condition{
-		cond(exagentv1.ConditionAwaitingApproval, F, exagentv1.ReasonNoApprovalPending),
-		cond(exagentv1.ConditionUncertain, F, exagentv1.ReasonNoUncertainCall),
-	}
+	// none: no approval pending and no uncertain call are not reported.
+	var none []metav1.Condition
 	list := func(parts ...[]metav1.Condition) []metav1.Condition {
 		var out []metav1.Condition
 		for _, p := range parts {
@@ -79,17 +76,13 @@ func TestConditions(t *testing.T) {
 		"not started": {s: Status{}, want: list(ready(F, "NotStarted"), none, goingOn("NotStarted"))},
 		"running":     {s: running(t, env), want: list(ready(F, exagentv1.ReasonRunning), none, goingOn("Running"))},
 		"awaiting": {s: awaiting, want: list(ready(F, exagentv1.ReasonPending), []metav1.Condition{
-			cond(exagentv1.ConditionAwaitingApproval, T, exagentv1.ReasonPending),
-			cond(exagentv1.ConditionUncertain, F, exagentv1.ReasonNoUncertainCall)}, goingOn("AwaitingApproval"))},
+			cond(exagentv1.ConditionAwaitingApproval, T, exagentv1.ReasonPending)}, goingOn("AwaitingApproval"))},
 		"uncertain": {s: unc, want: list(ready(F, exagentv1.ReasonOutcomeUncertain), []metav1.Condition{
-			cond(exagentv1.ConditionAwaitingApproval, F, exagentv1.ReasonNoApprovalPending),
 			cond(exagentv1.ConditionUncertain, T, exagentv1.ReasonOutcomeUncertain)}, goingOn("Uncertain"))},
 		"succeeded": {s: Status{Phase: exagentv1.PhaseSucceeded, Reason: exagentv1.ReasonSucceeded}, want: list(ready(T, exagentv1.ReasonSucceeded), none,
 			[]metav1.Condition{
 				cond(exagentv1.ConditionEnded, T, "Succeeded"),
 				cond(exagentv1.ConditionSucceeded, T, exagentv1.ReasonSucceeded),
-				cond(exagentv1.ConditionReconciling, F, "Succeeded"),
-				cond(exagentv1.ConditionStalled, F, "Succeeded"),
 			})},
 		"failed": {s: Status{Phase: exagentv1.PhaseFailed, Reason: exagentv1.ReasonScriptExhausted},
 			want: list(ready(F, exagentv1.ReasonScriptExhausted), none, failed("Failed", exagentv1.ReasonScriptExhausted))},

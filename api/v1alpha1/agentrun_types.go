@@ -284,7 +284,10 @@ type AgentRunSpec struct {
 // AgentRunStatus is the single durable record of a run: snapshot, journal
 // and receipts. It is written only by compare-and-swap.
 type AgentRunStatus struct {
-	// conditions are a view computed from the journal, one per type. The
+	// conditions are a view computed from the journal, one per type, and
+	// only those that say something: Ready and Ended always, Succeeded once
+	// the run ended, AwaitingApproval, Uncertain, Reconciling and Stalled
+	// only while True (an absent condition reads as False). The
 	// status around them is atomic for server-side apply (see Status), so
 	// no field ownership is tracked per condition.
 	// +optional

@@ -28,15 +28,18 @@ const (
 	// Denied, Cancelled, Expired), with the phase as reason:
 	// `kubectl wait --for=condition=Ended` returns for every outcome.
 	ConditionEnded = "Ended"
-	// ConditionSucceeded is Unknown while the run has not ended, then True
+	// ConditionSucceeded is absent while the run has not ended, then True
 	// (Succeeded) or False (any other end, status.reason as reason):
 	// `kubectl wait --for=condition=Succeeded=False` catches a failure.
+	// A run reports only conditions that say something: Ready and Ended
+	// always, AwaitingApproval, Uncertain, Reconciling and Stalled only
+	// while True (absent reads as False to kubectl wait and kstatus).
 	ConditionSucceeded = "Succeeded"
 	// ConditionReconciling and ConditionStalled are the kstatus abnormal-true
 	// conditions (sigs.k8s.io/cli-utils kstatus, Flux, Argo CD's kstatus
 	// users): Reconciling is True while the run has not ended (a run waiting
 	// for a human is in progress), Stalled is True when it ended other than
-	// Succeeded (kstatus Failed). A Succeeded run has both False: Current.
+	// Succeeded (kstatus Failed). A Succeeded run has neither: Current.
 	ConditionReconciling = "Reconciling"
 	ConditionStalled     = "Stalled"
 )
@@ -69,11 +72,13 @@ const (
 	ReasonCorruptStatus = "CorruptStatus"
 	// ReasonNotStarted is the reason of conditions of a run no controller has seen yet.
 	ReasonNotStarted = "NotStarted"
-	// ReasonNoApprovalPending is AwaitingApproval=False's reason.
+	// ReasonNoApprovalPending was AwaitingApproval=False's reason (runs
+	// written before issue 27 carry it; the condition is now absent then).
 	ReasonNoApprovalPending = "NoApprovalPending"
-	// ReasonNoUncertainCall is Uncertain=False's reason.
+	// ReasonNoUncertainCall was Uncertain=False's reason (as above).
 	ReasonNoUncertainCall = "NoUncertainCall"
-	// ReasonNotEnded is Succeeded=Unknown's and Stalled=False's reason while the run goes on.
+	// ReasonNotEnded was Succeeded=Unknown's and Stalled=False's reason while
+	// the run went on (as above).
 	ReasonNotEnded = "NotEnded"
 	// ReasonMCPServerUnavailable: the tools/list of an mcp tool's server
 	// could not be read (unreachable, refused the credentials, not an MCP
