@@ -54,6 +54,7 @@ manifests: controller-gen ## Generate CRDs, RBAC and webhook manifests into conf
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
+	go run ./hack/crdschemaless config/crd/bases/exagent.io_agentruns.yaml
 	hack/chart-files.sh
 
 .PHONY: fmt
