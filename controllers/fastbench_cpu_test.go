@@ -396,7 +396,7 @@ func BenchmarkFastApiserverCPU(b *testing.B) {
 	short := load("short", *fastCPUShort, func(lh *harness) { shortAgent(lh, bt.srv.URL, 2) }, nil, "")
 	var modelConns connCounter
 	ms := benchModel(b, *fastSlowDelay, &modelConns)
-	load("slow", *fastSlow, func(lh *harness) {
+	slow := load("slow", *fastSlow, func(lh *harness) {
 		lh.createAgent("a", exagentv1.AgentSpec{
 			Model:  exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI, Name: "load", BaseURL: ms.URL + "/v1"},
 			Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("t", bt.srv.URL+"/t")},
@@ -456,6 +456,11 @@ func BenchmarkFastApiserverCPU(b *testing.B) {
 	}
 	perShape := func(k int) float64 { return shapeUsed[k] / float64(rounds*each*casWriters) * 1000 }
 	shape, silentCost, opaqueCost := perShape(0), perShape(1), perShape(2)
+	// The runs go (no finalizers; the manager is stopped): the benchmarks
+	// after this one in the same envtest find no 2,200 runs in their cache.
+	for _, lh := range []*harness{short, slow} {
+		must(b, c.DeleteAllOf(context.Background(), &exagentv1.AgentRun{}, client.InNamespace(lh.ns)))
+	}
 	b.StopTimer()
 
 	perProbe := [3]float64{(probes[0][0] + probes[1][0]) / 2, (probes[0][1] + probes[1][1]) / 2}

@@ -282,17 +282,16 @@ func (p *managerProcess) memory(b *testing.B) procs.Memory {
 	return m
 }
 
-// heapProfile saves the manager's heap profile when its metrics endpoint
-// serves pprof (cmd/manager registers none today: then it says so).
+// heapProfile saves the manager's heap profile (its --pprof-bind-address).
 func (p *managerProcess) heapProfile(b *testing.B) {
-	resp, err := p.http.Get(p.metrics + "/debug/pprof/heap")
+	resp, err := p.http.Get(p.pprof + "/debug/pprof/heap")
 	if err != nil {
 		b.Logf("no heap profile of the manager: %v", err)
 		return
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b.Logf("no heap profile of the manager: its metrics endpoint answers %s to /debug/pprof/heap (cmd/manager serves no pprof)", resp.Status)
+		b.Logf("no heap profile of the manager: its --pprof-bind-address answers %s to /debug/pprof/heap", resp.Status)
 		return
 	}
 	path := filepath.Join(profilesDir(b), p.name+".manager.heap.pprof")
