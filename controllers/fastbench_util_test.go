@@ -406,6 +406,25 @@ func (rc *requestCounter) reset() {
 	rc.n = map[string]int{}
 }
 
+// writes is how many of the counted requests wrote (POST, PUT, PATCH,
+// DELETE; not the reviews, which are POSTs that store nothing).
+func (rc *requestCounter) writes() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	w := 0
+	for k, n := range rc.n {
+		verb, res, _ := strings.Cut(k, " ")
+		if strings.HasSuffix(res, "reviews") {
+			continue
+		}
+		switch verb {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+			w += n
+		}
+	}
+	return w
+}
+
 // String lists the counts, most first.
 func (rc *requestCounter) String() string {
 	rc.mu.Lock()
