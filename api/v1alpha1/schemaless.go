@@ -47,3 +47,8 @@ var SchemalessStatusFields = []string{
 	"archive",
 	"outputRef",
 }
+
+// SchemalessDocHeader starts, on a line of its own after the field's own
+// description, the documentation of a schemaless field's subtree that
+// hack/crdschemaless renders (the tests read it back from there).
+const SchemalessDocHeader = "Fields (schemaless: not validated by the apiserver, the manager is their only writer):"

@@ -37,7 +37,7 @@ import (
 
 // schemalessHeader starts the documentation hack/crdschemaless renders into
 // the description of a schemaless status field.
-const schemalessHeader = "\n\nFields (schemaless: not validated by the apiserver, the manager is their only writer):\n"
+const schemalessHeader = "\n\n" + exagentv1.SchemalessDocHeader + "\n"
 
 var docLine = regexp.MustCompile(`^((?:  )*)- ([A-Za-z0-9_]+) \((.*?)\)(?:: .*)?$`)
 

@@ -57,10 +57,6 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// Header starts the rendered documentation of a schemaless field's subtree in
-// its description.
-const Header = "Fields (schemaless: not validated by the apiserver, the manager is their only writer):"
-
 // summaryRunes bounds the description of one field in a rendered subtree.
 const summaryRunes = 200
 
@@ -154,8 +150,7 @@ func schemaless(p apiextensionsv1.JSONSchemaProps) (apiextensionsv1.JSONSchemaPr
 	if isSchemaless(p) {
 		return p, nil
 	}
-	fields := properties(p)
-	if len(fields) == 0 {
+	if len(objectOf(p).Properties) == 0 {
 		return p, errors.New("has no fields to document")
 	}
 	var doc strings.Builder
@@ -164,7 +159,7 @@ func schemaless(p apiextensionsv1.JSONSchemaProps) (apiextensionsv1.JSONSchemaPr
 	if desc != "" {
 		desc += "\n\n"
 	}
-	desc += Header + "\n" + strings.TrimRight(doc.String(), "\n")
+	desc += exagentv1.SchemalessDocHeader + "\n" + strings.TrimRight(doc.String(), "\n")
 	object := apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
 	switch p.Type {
 	case "array":
@@ -186,30 +181,31 @@ func schemaless(p apiextensionsv1.JSONSchemaProps) (apiextensionsv1.JSONSchemaPr
 	}
 }
 
-// properties are the fields of p's subtree: an object's, a list's items' or
-// a map's values'.
-func properties(p apiextensionsv1.JSONSchemaProps) map[string]apiextensionsv1.JSONSchemaProps {
+// objectOf is the object schema whose fields p's subtree has: p's own, its
+// list items' or its map values'.
+func objectOf(p apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {
 	switch {
 	case len(p.Properties) > 0:
-		return p.Properties
+		return p
 	case p.Items != nil && p.Items.Schema != nil:
-		return properties(*p.Items.Schema)
+		return objectOf(*p.Items.Schema)
 	case p.AdditionalProperties != nil && p.AdditionalProperties.Schema != nil:
-		return properties(*p.AdditionalProperties.Schema)
+		return objectOf(*p.AdditionalProperties.Schema)
 	}
-	return nil
+	return apiextensionsv1.JSONSchemaProps{}
 }
 
 // render writes one line per field of p's subtree, nested by indentation:
 // "- name (type, bounds): summary".
 func render(b *strings.Builder, p apiextensionsv1.JSONSchemaProps, depth int) {
-	fields := properties(p)
+	obj := objectOf(p)
+	fields := obj.Properties
 	names := make([]string, 0, len(fields))
 	for name := range fields {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	required := requiredOf(p)
+	required := obj.Required
 	for _, name := range names {
 		f := fields[name]
 		attrs := []string{typeOf(f)}
@@ -224,20 +220,6 @@ func render(b *strings.Builder, p apiextensionsv1.JSONSchemaProps, depth int) {
 		b.WriteString("\n")
 		render(b, f, depth+1)
 	}
-}
-
-// requiredOf is the required list of the object whose properties render
-// writes.
-func requiredOf(p apiextensionsv1.JSONSchemaProps) []string {
-	switch {
-	case len(p.Properties) > 0:
-		return p.Required
-	case p.Items != nil && p.Items.Schema != nil:
-		return requiredOf(*p.Items.Schema)
-	case p.AdditionalProperties != nil && p.AdditionalProperties.Schema != nil:
-		return requiredOf(*p.AdditionalProperties.Schema)
-	}
-	return nil
 }
 
 // typeOf names p's type: string, int64, []object, map[string]string, JSON, ….
