@@ -36,7 +36,6 @@ import (
 	"github.com/prometheus/common/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,14 +47,27 @@ import (
 // (100 on every Linux this runs on).
 const clockTicks = 100
 
+// procStat is the command name of process pid and the fields of
+// /proc/PID/stat after it (the name, field 2, may hold spaces: fields[0]
+// is the state, field 3).
+func procStat(pid int) (comm string, fields []string, err error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", nil, err
+	}
+	s := string(raw)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open || end+2 > len(s) {
+		return "", nil, fmt.Errorf("/proc/%d/stat: no command name in %q", pid, s)
+	}
+	return s[open+1 : end], strings.Fields(s[end+2:]), nil
+}
+
 // cpuSeconds is the CPU time (user + system) process pid has used so far.
 func cpuSeconds(b *testing.B, pid int) float64 {
 	b.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	_, fields, err := procStat(pid)
 	must(b, err)
-	// The command name (field 2) may hold spaces: the fields after it.
-	s := string(raw)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
 	utime, err := strconv.ParseFloat(fields[11], 64)
 	must(b, err)
 	stime, err := strconv.ParseFloat(fields[12], 64)
@@ -75,20 +87,14 @@ func controlPlanePIDs(b *testing.B) (apiserver, etcd int) {
 		if err != nil {
 			continue
 		}
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		comm, fields, err := procStat(pid)
 		if err != nil {
-			continue
+			continue // gone, or not a process
 		}
-		s := string(raw)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		fields := strings.Fields(s[end+2:])
 		if ppid, _ := strconv.Atoi(fields[1]); ppid != self {
 			continue
 		}
-		switch s[open+1 : end] {
+		switch comm {
 		case "kube-apiserver":
 			apiserver = pid
 		case "etcd":
@@ -141,44 +147,7 @@ func (p *managerProcess) statusWrites(b *testing.B) float64 {
 	b.Helper()
 	mf, err := p.scrape()
 	must(b, err)
-	w := 0.0
-	for _, m := range mf["exagent_status_writes_total"].GetMetric() {
-		w += m.GetCounter().GetValue()
-	}
-	return w
-}
-
-// waitSucceeded polls the manager process's exagent_runs gauge (its cache,
-// not the apiserver) until n runs of ns have succeeded.
-func (p *managerProcess) waitSucceeded(b *testing.B, ns string, n int, timeout time.Duration) {
-	b.Helper()
-	done := 0.0
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		if err := p.Alive(); err != nil {
-			return false, err
-		}
-		mf, err := p.scrape()
-		if err != nil {
-			return false, nil
-		}
-		done = 0
-		for _, m := range mf["exagent_runs"].GetMetric() {
-			if label(m, "namespace") != ns {
-				continue
-			}
-			phase := exagentv1.RunPhase(label(m, "phase"))
-			if phase.IsTerminal() && phase != exagentv1.PhaseSucceeded && m.GetGauge().GetValue() > 0 {
-				return false, fmt.Errorf("%.0f runs ended %s (manager log: %s)", m.GetGauge().GetValue(), phase, p.Log)
-			}
-			if phase == exagentv1.PhaseSucceeded {
-				done = m.GetGauge().GetValue()
-			}
-		}
-		return done >= float64(n), nil
-	})
-	if err != nil {
-		b.Fatalf("waiting for %d runs of %s to succeed (%.0f did): %v", n, ns, done, err)
-	}
+	return statusWritesOf(mf)
 }
 
 // cpuProfile saves the CPU profile over seconds that get(ctx, seconds)
@@ -380,7 +349,7 @@ func BenchmarkFastApiserverCPU(b *testing.B) {
 			mprof = p.managerProfile(b, 20, profilePath+".manager.cpu.pprof")
 		}
 		createRuns(b, lh, "r", n, mutate)
-		p.waitSucceeded(b, lh.ns, n, 15*time.Minute)
+		p.waitRuns(b, lh.ns, exagentv1.PhaseSucceeded, n, 500*time.Millisecond, 15*time.Minute)
 		used, wall := m.end()
 		writes := p.statusWrites(b) - w0
 		if prof != nil {

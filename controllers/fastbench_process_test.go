@@ -56,7 +56,6 @@ func BenchmarkFastWaitingRunsProcess(b *testing.B) {
 	approvalAgent(h, bt.srv.URL)
 
 	p := startManagerProcess(b)
-	ctx := context.Background()
 	// Idle baseline: the metrics endpoint answers only once the run
 	// collector's cache read works (an error is an HTTP 500), then the
 	// start-up work (sweep, first reconciles) has settled.
@@ -71,33 +70,8 @@ func BenchmarkFastWaitingRunsProcess(b *testing.B) {
 	b.ResetTimer()
 	t0 := time.Now()
 	createRuns(b, h, "r", n, nil)
-	waited := 0.0
-	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 20*time.Minute, true, func(context.Context) (bool, error) {
-		if err := p.Alive(); err != nil {
-			return false, err
-		}
-		mf, err := p.scrape()
-		if err != nil {
-			return false, nil // a slow scrape under load: the next poll
-		}
-		waited = 0
-		for _, m := range mf["exagent_runs"].GetMetric() {
-			if label(m, "namespace") != h.ns {
-				continue
-			}
-			phase := exagentv1.RunPhase(label(m, "phase"))
-			if phase.IsTerminal() && phase != exagentv1.PhaseSucceeded && m.GetGauge().GetValue() > 0 {
-				return false, fmt.Errorf("%.0f runs ended %s (manager log: %s)", m.GetGauge().GetValue(), phase, p.Log)
-			}
-			if phase == exagentv1.PhaseAwaitingApproval {
-				waited = m.GetGauge().GetValue()
-			}
-		}
-		return waited >= float64(n), nil
-	})
-	if err != nil {
-		b.Fatalf("waiting for %d runs to wait for approval (%.0f do): %v", n, waited, err)
-	}
+	// A slow scrape of that many runs: every 2 s.
+	p.waitRuns(b, h.ns, exagentv1.PhaseAwaitingApproval, n, 2*time.Second, 20*time.Minute)
 	elapsed := time.Since(t0)
 	b.StopTimer()
 
@@ -241,6 +215,49 @@ func (p *managerProcess) scrape() (map[string]*dto.MetricFamily, error) {
 	return mf, nil
 }
 
+// waitRuns polls the manager process's exagent_runs gauge (its cache, not
+// the apiserver) every interval until n runs of ns are in phase; a run of
+// ns that ended otherwise than Succeeded fails the benchmark at once.
+func (p *managerProcess) waitRuns(b *testing.B, ns string, phase exagentv1.RunPhase, n int, interval, timeout time.Duration) {
+	b.Helper()
+	in := 0.0
+	err := wait.PollUntilContextTimeout(context.Background(), interval, timeout, true, func(context.Context) (bool, error) {
+		if err := p.Alive(); err != nil {
+			return false, err
+		}
+		mf, err := p.scrape()
+		if err != nil {
+			return false, nil // a slow scrape under load: the next poll
+		}
+		in = 0
+		for _, m := range mf["exagent_runs"].GetMetric() {
+			if label(m, "namespace") != ns {
+				continue
+			}
+			at := exagentv1.RunPhase(label(m, "phase"))
+			if at.IsTerminal() && at != exagentv1.PhaseSucceeded && m.GetGauge().GetValue() > 0 {
+				return false, fmt.Errorf("%.0f runs ended %s (manager log: %s)", m.GetGauge().GetValue(), at, p.Log)
+			}
+			if at == phase {
+				in = m.GetGauge().GetValue()
+			}
+		}
+		return in >= float64(n), nil
+	})
+	if err != nil {
+		b.Fatalf("waiting for %d runs of %s to be %s (%.0f are): %v", n, ns, phase, in, err)
+	}
+}
+
+// statusWritesOf is exagent_status_writes_total (all results) in mf.
+func statusWritesOf(mf map[string]*dto.MetricFamily) float64 {
+	w := 0.0
+	for _, m := range mf["exagent_status_writes_total"].GetMetric() {
+		w += m.GetCounter().GetValue()
+	}
+	return w
+}
+
 // waitQuiet waits until the endpoint answers and exagent_status_writes_total
 // (all results) has not moved for quiet, and returns the last scrape.
 func (p *managerProcess) waitQuiet(b *testing.B, quiet, timeout time.Duration) map[string]*dto.MetricFamily {
@@ -256,10 +273,7 @@ func (p *managerProcess) waitQuiet(b *testing.B, quiet, timeout time.Duration) m
 			return false, nil // not serving yet, or the cache not synced (HTTP 500)
 		}
 		last = mf
-		w := 0.0
-		for _, m := range mf["exagent_status_writes_total"].GetMetric() {
-			w += m.GetCounter().GetValue()
-		}
+		w := statusWritesOf(mf)
 		if w != prev {
 			prev, since = w, time.Now()
 			return false, nil
