@@ -115,7 +115,8 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName,
 // checkAgent finds the run's Agent usable, or puts the run in the
 // no-IO mode: the Agent is missing (GitOps may apply the run first, or it
 // was deleted), has a tool kind this version cannot run, or an invalid
-// configuration. The run shows Ready=False with the reason, and the
+// configuration — or the run's own spec changed after it was created. The
+// run shows Ready=False with the reason, and the
 // Agent's watch wakes it when that changes. Without a usable Agent the
 // run keeps its clocks and its results (docs/architecture.md §4.7): deadline and
 // approval expiry still fire, an owner still commits the results of IO in
@@ -124,10 +125,18 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName,
 // empty Agent stands in for the missing one.
 func (r *AgentRunReconciler) checkAgent(ctx context.Context, sc *scope) error {
 	reason, msg := r.unusableAgent(ctx, sc)
-	if reason == "" {
+	if reason == "" && sc.run.Generation <= 1 {
 		return nil
 	}
-	if agentReason, note := agentNotReady(sc.agent); agentReason != "" && agentReason != reason {
+	if sc.run.Generation > 1 {
+		// The spec changed after creation (generation counts spec changes):
+		// admission checked what the run may do (its ServiceAccount, its
+		// Agent, its limits) when it was created, so a changed run starts
+		// no IO — whatever changed it, e.g. a cluster without the policy
+		// that refuses the change.
+		reason, msg = exagentv1.ReasonSpecChanged, fmt.Sprintf("the run's spec changed after it was created (generation %d): a run does only what it was admitted to do, so it starts no more model or tool calls; delete it and create a new AgentRun (and install the ValidatingAdmissionPolicy exagent-agentrun-spec, which refuses such a change: docs/install.md)", sc.run.Generation)
+		sc.env = nil // evaluated against its own spec only, as without an Agent
+	} else if agentReason, note := agentNotReady(sc.agent); agentReason != "" && agentReason != reason {
 		msg += note // the Agent's check names the cause (e.g. the header Secret an MCP listing needs)
 	}
 	sc.overrides = append(sc.overrides, notReady(reason, msg, sc))

@@ -7,6 +7,8 @@
 #   files/config/webhook/         the generated webhook configurations
 #   files/config/namespaced-install/  the namespace-scoped mode's Roles
 #   files/config/flowcontrol/     API Priority and Fairness for the manager
+#   files/config/policy/          the admission policy keeping a run's spec
+#                                 immutable
 #   files/config/prometheus/      the ServiceMonitor and the alert rules
 #                                 (their {{ $labels }} are Prometheus
 #                                 templates, not Helm's)
@@ -20,6 +22,7 @@ chart=charts/exagent
 rm -rf "$chart/crds" "$chart/files/config"
 mkdir -p "$chart/crds" "$chart/files/config/rbac" "$chart/files/config/webhook" \
   "$chart/files/config/namespaced-install/served-namespace" "$chart/files/config/flowcontrol" \
+  "$chart/files/config/policy" \
   "$chart/files/config/prometheus"
 cp config/crd/bases/*.yaml "$chart/crds/"
 cp config/rbac/role.yaml config/rbac/*_role.yaml "$chart/files/config/rbac/"
@@ -27,4 +30,5 @@ cp config/webhook/manifests.yaml "$chart/files/config/webhook/"
 cp config/namespaced-install/cluster-role.yaml "$chart/files/config/namespaced-install/"
 cp config/namespaced-install/served-namespace/role.yaml "$chart/files/config/namespaced-install/served-namespace/"
 cp config/flowcontrol/flowcontrol.yaml "$chart/files/config/flowcontrol/"
+cp config/policy/agentrun-spec.yaml "$chart/files/config/policy/"
 cp config/prometheus/monitor.yaml config/prometheus/rules.yaml "$chart/files/config/prometheus/"

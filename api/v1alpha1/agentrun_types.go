@@ -247,10 +247,9 @@ type AgentRunSpec struct {
 	// +optional
 	ActiveTimeLimit Duration `json:"activeTimeLimit,omitempty"`
 
-	// leaseDuration of a claim (default 30s; admission refuses less than 5s);
-	// a run whose lease expired is recovered.
+	// leaseDuration of a claim (default 30s; admission refuses less than 5s,
+	// and Never); a run whose lease expired is recovered.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self != 'Never'",message="leaseDuration cannot be Never"
 	LeaseDuration Duration `json:"leaseDuration,omitempty"`
 
 	// serviceAccountName the builtin tools impersonate (default "default").
@@ -1032,9 +1031,13 @@ type AgentRun struct {
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// spec is what the run does: its Agent, its input, its limits. Immutable.
+	// spec is what the run does: its Agent, its input, its limits. Immutable:
+	// the ValidatingAdmissionPolicy exagent-agentrun-spec (config/policy)
+	// and the validating webhook refuse a change, and the manager starts no
+	// IO for a run whose spec changed anyway (Ready=False, reason
+	// SpecChanged). Not a CEL rule of the CRD, which would run on every
+	// status write too.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: create a new AgentRun instead"
 	Spec AgentRunSpec `json:"spec"`
 	// status is the single durable record of the run. It defaults to
 	// observedGeneration 0, so a run no controller has seen yet reads as in

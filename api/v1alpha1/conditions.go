@@ -137,6 +137,12 @@ const (
 	// is invalid in a way admission cannot see (the message says what);
 	// the run starts no IO until it is fixed.
 	ReasonInvalidConfiguration = "InvalidConfiguration"
+	// ReasonSpecChanged: the run's spec changed after it was created
+	// (metadata.generation above 1) — a cluster without the admission
+	// policy that refuses it (config/policy). Admission authorized what
+	// the run does when it was created, so it starts no IO; delete it and
+	// create a new run.
+	ReasonSpecChanged = "SpecChanged"
 )
 
 // Reasons of an Agent's Ready condition and of its status.tools[].reason

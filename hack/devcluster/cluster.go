@@ -150,6 +150,12 @@ func (c *cluster) install(ctx context.Context, cfg *rest.Config, o options) erro
 	if err != nil {
 		return err
 	}
+	// The admission policy that keeps a run's spec immutable belongs with
+	// the CRDs (config/policy).
+	p, err := testenv.InstallPolicies(ctx, cl, o.Root)
+	if err != nil {
+		return err
+	}
 	// The manager's namespace, as on a real cluster: the manager keeps the
 	// Secret with its decision signing key there (--decision-signing-secret).
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.ManagerNamespace}}
@@ -160,8 +166,8 @@ func (c *cluster) install(ctx context.Context, cfg *rest.Config, o options) erro
 	if err != nil {
 		return err
 	}
-	logf("installed the CRDs, %d ClusterRoles, the webhook configuration (https://%s:%d), namespace %s and the manager's ServiceAccount, Role and bindings (%d objects)",
-		n, o.WebhookHost, o.WebhookPort, o.ManagerNamespace, m)
+	logf("installed the CRDs, %d admission policy objects, %d ClusterRoles, the webhook configuration (https://%s:%d), namespace %s and the manager's ServiceAccount, Role and bindings (%d objects)",
+		p, n, o.WebhookHost, o.WebhookPort, o.ManagerNamespace, m)
 
 	if err := writeKubeconfig(filepath.Join(o.Dir, "kubeconfig"), "admin", cfg); err != nil {
 		return err

@@ -17,6 +17,7 @@ limitations under the License.
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -69,7 +70,7 @@ type Options struct {
 }
 
 // Start boots kube-apiserver and etcd with the CRDs of config/crd/bases
-// (unless WithoutCRDs).
+// and the admission policy of config/policy (unless WithoutCRDs).
 // Call Stop when done (typically from TestMain).
 func Start(opts Options) (*Env, error) {
 	assets, err := BinaryAssets()
@@ -111,6 +112,14 @@ func Start(opts Options) (*Env, error) {
 	if err != nil {
 		_ = e.Stop()
 		return nil, fmt.Errorf("client: %w", err)
+	}
+	if !opts.WithoutCRDs {
+		// The API as shipped: its CRDs and the admission policy that keeps
+		// a run's spec immutable (config/policy).
+		if _, err := InstallPolicies(context.Background(), c, root); err != nil {
+			_ = e.Stop()
+			return nil, err
+		}
 	}
 	return &Env{Environment: e, Client: c, Scheme: scheme}, nil
 }

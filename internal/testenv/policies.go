@@ -1,0 +1,119 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// PolicyFile is the admission policy of exagent's API in the repository
+// (config/policy): the ValidatingAdmissionPolicy that keeps an AgentRun's
+// spec immutable, and its binding. It belongs with the CRDs — every
+// control plane the tests and the devcluster start installs both.
+var PolicyFile = filepath.Join("config", "policy", "agentrun-spec.yaml")
+
+// InstallPolicies creates the policies and bindings of root's PolicyFile
+// (an existing one is left as it is), waits until the apiserver enforces
+// them where that can be seen, and returns how many it created.
+func InstallPolicies(ctx context.Context, c client.Client, root string) (int, error) {
+	raw, err := os.ReadFile(filepath.Join(root, PolicyFile))
+	if err != nil {
+		return 0, fmt.Errorf("reading the admission policies: %w", err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	n := 0
+	for {
+		var doc map[string]any
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return n, waitEnforced(ctx, c)
+			}
+			return n, fmt.Errorf("%s: %w", PolicyFile, err)
+		}
+		if len(doc) == 0 {
+			continue
+		}
+		var o client.Object
+		switch kind, _ := doc["kind"].(string); kind {
+		case "ValidatingAdmissionPolicy":
+			o = &admissionv1.ValidatingAdmissionPolicy{}
+		case "ValidatingAdmissionPolicyBinding":
+			o = &admissionv1.ValidatingAdmissionPolicyBinding{}
+		default:
+			return n, fmt.Errorf("%s: unexpected kind %q", PolicyFile, kind)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(doc, o); err != nil {
+			return n, fmt.Errorf("%s: %w", PolicyFile, err)
+		}
+		if err := c.Create(ctx, o); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				continue
+			}
+			return n, fmt.Errorf("installing %s %s: %w", doc["kind"], o.GetName(), err)
+		}
+		n++
+	}
+}
+
+// waitEnforced waits until the apiserver's admission plugin refuses a run
+// with leaseDuration Never (a server-side dry run in namespace default):
+// it loads a new policy from its informer asynchronously, and a test that
+// updates a spec at once could otherwise get through. The policy's status
+// says nothing here (kube-controller-manager writes it; envtest has none).
+// Where a mutating webhook that nothing serves yet comes first (envtest
+// with webhooks, the devcluster before its manager starts), the refusal
+// cannot be seen: the webhook refuses the same runs once it is served.
+func waitEnforced(ctx context.Context, c client.Client) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		probe := &exagentv1.AgentRun{
+			ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, GenerateName: "policy-probe-"},
+			Spec:       exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: "policy-probe"}, Input: "probe", LeaseDuration: exagentv1.Never},
+		}
+		err := c.Create(ctx, probe, client.DryRunAll)
+		switch {
+		case err != nil && strings.Contains(err.Error(), "exagent-agentrun-spec"):
+			return nil
+		case err != nil && strings.Contains(err.Error(), "failed calling webhook"):
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("the admission policy exagent-agentrun-spec is not enforced a minute after its install (a dry-run run with leaseDuration Never: %v)", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
