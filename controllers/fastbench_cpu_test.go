@@ -17,12 +17,14 @@ limitations under the License.
 package controllers_test
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
+	"math/rand"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -278,6 +280,20 @@ func statusShape(b *testing.B, ns, name string) (bytes, values int) {
 	return len(raw), walk(u.Object["status"])
 }
 
+// jsonObject is v as the JSON object a typed client sends for it (its
+// omitempty fields left out, its numbers as written): the same bytes,
+// for an unstructured client.
+func jsonObject(b *testing.B, v any) map[string]any {
+	b.Helper()
+	raw, err := json.Marshal(v)
+	must(b, err)
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var out map[string]any
+	must(b, d.Decode(&out))
+	return out
+}
+
 // BenchmarkFastApiserverCPU is what an agent step costs the apiserver
 // the cluster shares (issue 27): the CPU seconds of the envtest's
 // kube-apiserver and etcd and of the manager running as its own process
@@ -291,10 +307,19 @@ func statusShape(b *testing.B, ns, name string) (bytes, values int) {
 // cause counts (creates through admission, status writes, reads, reviews,
 // Events: the apiserver's requests per run are logged); the divisor is
 // the status writes. Then, with the manager stopped, the shape alone: a
-// finished short run's status written as the probe is, and the same with
-// its journal as one opaque string — what the status's JSON values cost
-// apart from its bytes. The apiserver's and the manager's CPU profiles of
-// (b) are saved in -fast.profiles.
+// finished short run's status written as the probe is; the same with four
+// silent conditions; with its journal as one opaque string — what the
+// status's JSON values cost apart from its bytes; an AgentRun with the
+// same spec and a status of only phase and message — the type's fixed
+// cost (its schema, CEL rules, spec and managedFields), which no change
+// to the status's shape removes; and the finished run's exact JSON on a
+// CRD with no schema at all (looseGVK) — what its values cost with
+// nothing validated, the floor for this JSON. Together they split the
+// status's cost into the type's and the values': while the schemaless
+// figure is above issue 27's target (1.5× the probe per write), no change
+// to the schema meets it with the status API as it is, and the empty
+// status shows how much of the target the type alone takes. The apiserver's
+// and the manager's CPU profiles of (b) are saved in -fast.profiles.
 func BenchmarkFastApiserverCPU(b *testing.B) {
 	h := benchNamespace(b, "fast-cpu")
 	bt := newBenchTools(b, nil)
@@ -378,16 +403,14 @@ func BenchmarkFastApiserverCPU(b *testing.B) {
 	// status's shape costs, apart from the rest of a run's requests. The
 	// manager is stopped first: it would run the copies.
 	p.Kill()
-	// shapeCost is the apiserver's CPU per write of status st on
-	// casWriters copies of the finished short run.
 	c := benchClient(b)
 	src := &exagentv1.AgentRun{}
 	must(b, c.Get(context.Background(), client.ObjectKey{Namespace: short.ns, Name: "r-00000"}, src))
-	shapeCPU := func(prefix string, st exagentv1.AgentRunStatus, each int) float64 {
-		cpu0, t0 := cpuSeconds(b, api), time.Now()
-		writeCeiling(b, c, short.ns, prefix, src.Spec, st, each,
-			func(s *exagentv1.AgentRunStatus, j int) { s.Reason = "W" + strconv.Itoa(j) })
-		return cpuSeconds(b, api) - cpu0 - m.idle[0]*time.Since(t0).Seconds()
+	// reason makes each write differ from the last, as the probe's
+	// message does (an unchanged object is not stored).
+	reason := func(s *exagentv1.AgentRunStatus, j int) { s.Reason = "W" + strconv.Itoa(j) }
+	typed := func(st exagentv1.AgentRunStatus) func(string, int) {
+		return func(prefix string, each int) { writeCeiling(b, c, short.ns, prefix, src.Spec, st, each, reason) }
 	}
 	// …the same status with the four conditions a run reported before
 	// issue 27 that say nothing (AwaitingApproval, Uncertain, Reconciling
@@ -402,29 +425,51 @@ func BenchmarkFastApiserverCPU(b *testing.B) {
 		c.ObservedGeneration, c.LastTransitionTime = src.Generation, metav1.Now()
 		silent.Conditions = append(silent.Conditions, c)
 	}
-	// …and with its journal (binding, cursor, calls, history, conditions)
-	// as one opaque JSON string, not JSON values: what the apiserver spends
+	// …with its journal (binding, cursor, calls, history, conditions) as
+	// one opaque JSON string, not JSON values: what the apiserver spends
 	// on the values rather than the bytes (a measurement only — DESIGN.md
-	// keeps the journal in fields).
+	// keeps the journal in fields)…
 	opaque := *src.Status.DeepCopy()
 	journal, err := json.Marshal(map[string]any{"binding": opaque.Binding, "cursor": opaque.Cursor, "calls": opaque.Calls,
 		"history": opaque.History, "conditions": opaque.Conditions})
 	must(b, err)
 	opaque.Binding, opaque.Cursor, opaque.Calls, opaque.History, opaque.Conditions = nil, exagentv1.Cursor{}, nil, nil, nil
 	opaque.Output = string(journal)
-	// Interleaved rounds (the apiserver's pace drifts with its heap): the
-	// CPU per write of each shape over all rounds.
-	shapes := []exagentv1.AgentRunStatus{src.Status, silent, opaque}
-	var shapeUsed [3]float64
+	// …an AgentRun with the same spec and a status of only its phase and
+	// message: what the type costs whatever the status holds (its schema,
+	// CEL rules, spec, managedFields), the part no change to the status's
+	// shape can take away…
+	empty := exagentv1.AgentRunStatus{Phase: exagentv1.PhaseSucceeded, Message: src.Status.Message}
+	// …and the finished run's exact JSON (name and namespace, the same
+	// spec, the same status) on a CRD with no schema, as the probe is
+	// written: what the JSON's values cost with nothing pruned, defaulted
+	// or validated — the floor for this status, whatever its schema.
+	installSchemalessCRD(b, looseGVK)
+	looseSpec, looseStatus := jsonObject(b, src.Spec), jsonObject(b, src.Status)
+	schemaless := func(prefix string, each int) {
+		unstructuredStatusWrites(b, c, looseGVK, short.ns, prefix, casWriters, each, looseSpec, func(j int) map[string]any {
+			st := maps.Clone(looseStatus) // shallow: SetNestedField copies it deep
+			st["reason"] = "W" + strconv.Itoa(j)
+			return st
+		})
+	}
+	shapes := []func(prefix string, each int){typed(src.Status), typed(silent), typed(opaque), typed(empty), schemaless}
+	// Interleaved rounds, the shapes in a new random order each round
+	// (the apiserver's pace drifts with its heap and the machine's load:
+	// neither favours a shape): the apiserver's CPU per write of each
+	// shape over all rounds, its idle rate subtracted.
+	shapeUsed := make([]float64, len(shapes))
 	const rounds = 3
 	each := max(1, *fastCPUProbe/casWriters/rounds)
 	for r := range rounds {
-		for k, st := range shapes {
-			shapeUsed[k] += shapeCPU(fmt.Sprintf("shape%d-%d", k, r), st, each)
+		for _, k := range rand.Perm(len(shapes)) {
+			cpu0, t0 := cpuSeconds(b, api), time.Now()
+			shapes[k](fmt.Sprintf("shape%d-%d", k, r), each)
+			shapeUsed[k] += cpuSeconds(b, api) - cpu0 - m.idle[0]*time.Since(t0).Seconds()
 		}
 	}
 	perShape := func(k int) float64 { return shapeUsed[k] / float64(rounds*each*casWriters) * 1000 }
-	shape, silentCost, opaqueCost := perShape(0), perShape(1), perShape(2)
+	shape, silentCost, opaqueCost, emptyCost, schemalessCost := perShape(0), perShape(1), perShape(2), perShape(3), perShape(4)
 	// The runs go (no finalizers; the manager is stopped): the benchmarks
 	// after this one in the same envtest find no 2,200 runs in their cache.
 	for _, lh := range []*harness{short, slow} {
@@ -438,8 +483,11 @@ func BenchmarkFastApiserverCPU(b *testing.B) {
 	b.ReportMetric(shape/perProbe[0], "shape-apiserver/probe")
 	b.ReportMetric(opaqueCost/perProbe[0], "opaque-apiserver/probe")
 	b.ReportMetric(silentCost/shape, "silent-conditions/shape")
-	b.Logf("shape: a finished short run's status written as the probe is: apiserver %.2f ms per write (%.2f× the probe); with 4 silent conditions %.2f ms (%.2f× the status as written); its journal as one string %.2f ms (%.2f× the probe); the probe by 8 writers %.0f writes/s; idle apiserver %.3f, etcd %.3f, manager %.3f CPU-s/s",
-		shape, shape/perProbe[0], silentCost, silentCost/shape, opaqueCost, opaqueCost/perProbe[0], ceiling8, m.idle[0], m.idle[1], m.idle[2])
+	b.ReportMetric(emptyCost/perProbe[0], "empty-apiserver/probe")
+	b.ReportMetric(schemalessCost/perProbe[0], "schemaless-apiserver/probe")
+	b.Logf("shape: a finished short run's status written as the probe is: apiserver %.2f ms per write (%.2f× the probe); with 4 silent conditions %.2f ms (%.2f× the status as written); its journal as one string %.2f ms (%.2f× the probe); an AgentRun with an empty status %.2f ms (%.2f× the probe); the same JSON on a CRD with no schema %.2f ms (%.2f× the probe); the probe by 8 writers %.0f writes/s; idle apiserver %.3f, etcd %.3f, manager %.3f CPU-s/s",
+		shape, shape/perProbe[0], silentCost, silentCost/shape, opaqueCost, opaqueCost/perProbe[0], emptyCost, emptyCost/perProbe[0],
+		schemalessCost, schemalessCost/perProbe[0], ceiling8, m.idle[0], m.idle[1], m.idle[2])
 	for _, r := range results {
 		per := func(i int) float64 { return r.used[i] / r.writes * 1000 }
 		for i, name := range cpuNames {

@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -36,18 +37,33 @@ import (
 // status write costs an apiserver, the yardstick of issue 27.
 var probeGVK = schema.GroupVersionKind{Group: "bench.exagent.io", Version: "v1", Kind: "Probe"}
 
+// looseGVK is a second schemaless custom resource, for a finished run's
+// status JSON written with no schema at all (BenchmarkFastApiserverCPU's
+// "schemaless" shape): apart from the probe's objects, so neither
+// measurement shares the other's objects or watch cache.
+var looseGVK = schema.GroupVersionKind{Group: "bench.exagent.io", Version: "v1", Kind: "Loose"}
+
 // installProbeCRD installs the Probe CRD (once per envtest; installing it
 // again is a no-op) and waits until it is served.
-func installProbeCRD(b *testing.B) {
+func installProbeCRD(b *testing.B) { installSchemalessCRD(b, probeGVK) }
+
+// installSchemalessCRD installs a namespaced CRD of kind gvk whose spec
+// and status are objects kept as sent (x-kubernetes-preserve-unknown-
+// fields: nothing pruned or validated below them) with a status
+// subresource, and waits until it is served (envtest.InstallCRDs waits
+// for it; installing it again is a no-op). Its plural is the kind's lower
+// case with an s.
+func installSchemalessCRD(b *testing.B, gvk schema.GroupVersionKind) {
 	b.Helper()
 	preserve := true
+	singular := strings.ToLower(gvk.Kind)
 	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "probes.bench.exagent.io"},
+		ObjectMeta: metav1.ObjectMeta{Name: singular + "s." + gvk.Group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: probeGVK.Group, Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "probes", Singular: "probe", Kind: probeGVK.Kind, ListKind: "ProbeList"},
+			Group: gvk.Group, Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: singular + "s", Singular: singular, Kind: gvk.Kind, ListKind: gvk.Kind + "List"},
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: probeGVK.Version, Served: true, Storage: true,
+				Name: gvk.Version, Served: true, Storage: true,
 				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 					Type: "object",
@@ -70,17 +86,33 @@ func installProbeCRD(b *testing.B) {
 func probeStatusWrites(b *testing.B, ns string, n, writers int) (int, float64) {
 	b.Helper()
 	installProbeCRD(b)
-	c := benchClient(b)
-	ctx := context.Background()
 	each := n / writers
 	pad := strings.Repeat("x", 1500)
+	wall := unstructuredStatusWrites(b, benchClient(b), probeGVK, ns, "probe", writers, each, map[string]any{"input": "x"},
+		func(j int) map[string]any {
+			return map[string]any{"phase": "Running", "attempts": int64(1), "message": fmt.Sprintf("%s%d", pad, j)}
+		})
+	return each * writers, float64(each*writers) / wall.Seconds()
+}
+
+// unstructuredStatusWrites creates writers objects of gvk in ns (named
+// prefix-0…, with spec and nothing else but their name and namespace),
+// then has writers writers write each its own object's status each times
+// at once, status(j) the j-th (each write must differ from the last: an
+// unchanged object is not stored). The objects are deleted after; it
+// returns the writes' wall time. The objects are unstructured: the
+// client sends exactly the JSON given, whatever the CRD's schema.
+func unstructuredStatusWrites(b *testing.B, c client.Client, gvk schema.GroupVersionKind, ns, prefix string, writers, each int,
+	spec map[string]any, status func(j int) map[string]any) time.Duration {
+	b.Helper()
+	ctx := context.Background()
 	objs := make([]*unstructured.Unstructured, writers)
 	for i := range objs {
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(probeGVK)
+		u.SetGroupVersionKind(gvk)
 		u.SetNamespace(ns)
-		u.SetName(fmt.Sprintf("probe-%d", i))
-		must(b, unstructured.SetNestedField(u.Object, map[string]any{"input": "x"}, "spec"))
+		u.SetName(fmt.Sprintf("%s-%d", prefix, i))
+		must(b, unstructured.SetNestedField(u.Object, spec, "spec"))
 		must(b, c.Create(ctx, u))
 		objs[i] = u
 	}
@@ -89,16 +121,15 @@ func probeStatusWrites(b *testing.B, ns string, n, writers int) (int, float64) {
 	for _, u := range objs {
 		wg.Go(func() {
 			for j := range each {
-				status := map[string]any{"phase": "Running", "attempts": int64(1), "message": fmt.Sprintf("%s%d", pad, j)}
-				must(b, unstructured.SetNestedField(u.Object, status, "status"))
+				must(b, unstructured.SetNestedField(u.Object, status(j), "status"))
 				must(b, c.Status().Update(ctx, u))
 			}
 		})
 	}
 	wg.Wait()
-	ceiling := float64(each*writers) / time.Since(t0).Seconds()
+	wall := time.Since(t0)
 	for _, u := range objs {
 		_ = c.Delete(ctx, u)
 	}
-	return each * writers, ceiling
+	return wall
 }
