@@ -7,8 +7,8 @@
 #   files/config/webhook/         the generated webhook configurations
 #   files/config/namespaced-install/  the namespace-scoped mode's Roles
 #   files/config/flowcontrol/     API Priority and Fairness for the manager
-#   files/config/policy/          the admission policy keeping a run's spec
-#                                 immutable
+#   files/config/policy/          the admission policies keeping runs' and
+#                                 decisions' specs immutable
 #   files/config/prometheus/      the ServiceMonitor and the alert rules
 #                                 (their {{ $labels }} are Prometheus
 #                                 templates, not Helm's)
@@ -30,5 +30,5 @@ cp config/webhook/manifests.yaml "$chart/files/config/webhook/"
 cp config/namespaced-install/cluster-role.yaml "$chart/files/config/namespaced-install/"
 cp config/namespaced-install/served-namespace/role.yaml "$chart/files/config/namespaced-install/served-namespace/"
 cp config/flowcontrol/flowcontrol.yaml "$chart/files/config/flowcontrol/"
-cp config/policy/agentrun-spec.yaml "$chart/files/config/policy/"
+cp config/policy/*-spec.yaml "$chart/files/config/policy/"
 cp config/prometheus/monitor.yaml config/prometheus/rules.yaml "$chart/files/config/prometheus/"

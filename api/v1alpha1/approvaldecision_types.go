@@ -81,14 +81,13 @@ const (
 	ScopeRun DecisionScope = "Run"
 )
 
-// ApprovalDecisionSpec is one decision. It is immutable.
-// +kubebuilder:validation:XValidation:rule="self.decision == 'Approve' || !has(self.arguments)",message="arguments (an edited call) are only allowed with decision Approve"
-// +kubebuilder:validation:XValidation:rule="self.decision == 'Approve' || !has(self.scope)",message="scope is only allowed with decision Approve"
-// +kubebuilder:validation:XValidation:rule="self.decision == 'Answer' || !has(self.action)",message="action is only allowed with decision Answer"
-// +kubebuilder:validation:XValidation:rule="self.decision == 'Resolve' || !has(self.outcome)",message="outcome is only allowed with decision Resolve"
-// +kubebuilder:validation:XValidation:rule="self.decision != 'Resolve' || has(self.outcome)",message="decision Resolve needs an outcome"
-// +kubebuilder:validation:XValidation:rule="self.decision != 'Resolve' || has(self.callID)",message="decision Resolve needs a callID"
-// +kubebuilder:validation:XValidation:rule="self.decision == 'Resolve' || self.decision == 'Cancel' || has(self.approvalID)",message="decisions Approve, Deny and Answer need an approvalID"
+// ApprovalDecisionSpec is one decision. It is immutable, and consistent
+// with its decision: arguments and scope only with Approve, action only
+// with Answer, outcome only with Resolve, which needs an outcome and a
+// callID; Approve, Deny and Answer need an approvalID. The
+// ValidatingAdmissionPolicy exagent-approvaldecision-spec (config/policy)
+// and the validating webhook check both — not CEL rules of the CRD, which
+// would run at each of the manager's writes of the decision too.
 type ApprovalDecisionSpec struct {
 	// runRef names the AgentRun (same namespace).
 	// +required
@@ -200,9 +199,9 @@ type ApprovalDecision struct {
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// spec is the decision: its run, its target, its verdict. Immutable.
+	// spec is the decision: its run, its target, its verdict. Immutable
+	// (the ValidatingAdmissionPolicy exagent-approvaldecision-spec).
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: create a new ApprovalDecision instead"
 	Spec ApprovalDecisionSpec `json:"spec"`
 	// status says whether the decision was applied, and why not.
 	// +optional

@@ -37,17 +37,35 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// PolicyFile is the admission policy of exagent's API in the repository
-// (config/policy): the ValidatingAdmissionPolicy that keeps an AgentRun's
-// spec immutable, and its binding. It belongs with the CRDs — every
-// control plane the tests and the devcluster start installs both.
-var PolicyFile = filepath.Join("config", "policy", "agentrun-spec.yaml")
+// PolicyDir holds the admission policies of exagent's API in the
+// repository: the ValidatingAdmissionPolicies that keep an AgentRun's and
+// an ApprovalDecision's spec immutable (and a decision's consistent), with
+// their bindings. They belong with the CRDs — every control plane the
+// tests and the devcluster start installs both.
+var PolicyDir = filepath.Join("config", "policy")
 
-// InstallPolicies creates the policies and bindings of root's PolicyFile
+// InstallPolicies creates the policies and bindings of root's PolicyDir
 // (an existing one is left as it is), waits until the apiserver enforces
 // them where that can be seen, and returns how many it created.
 func InstallPolicies(ctx context.Context, c client.Client, root string) (int, error) {
-	raw, err := os.ReadFile(filepath.Join(root, PolicyFile))
+	files, err := filepath.Glob(filepath.Join(root, PolicyDir, "*-spec.yaml"))
+	if err != nil || len(files) == 0 {
+		return 0, fmt.Errorf("no admission policies in %s (%v)", filepath.Join(root, PolicyDir), err)
+	}
+	n := 0
+	for _, f := range files {
+		m, err := installPolicyFile(ctx, c, f)
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, waitEnforced(ctx, c)
+}
+
+// installPolicyFile creates the objects of one policy file.
+func installPolicyFile(ctx context.Context, c client.Client, file string) (int, error) {
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		return 0, fmt.Errorf("reading the admission policies: %w", err)
 	}
@@ -57,9 +75,9 @@ func InstallPolicies(ctx context.Context, c client.Client, root string) (int, er
 		var doc map[string]any
 		if err := dec.Decode(&doc); err != nil {
 			if errors.Is(err, io.EOF) {
-				return n, waitEnforced(ctx, c)
+				return n, nil
 			}
-			return n, fmt.Errorf("%s: %w", PolicyFile, err)
+			return n, fmt.Errorf("%s: %w", file, err)
 		}
 		if len(doc) == 0 {
 			continue
@@ -71,10 +89,10 @@ func InstallPolicies(ctx context.Context, c client.Client, root string) (int, er
 		case "ValidatingAdmissionPolicyBinding":
 			o = &admissionv1.ValidatingAdmissionPolicyBinding{}
 		default:
-			return n, fmt.Errorf("%s: unexpected kind %q", PolicyFile, kind)
+			return n, fmt.Errorf("%s: unexpected kind %q", file, kind)
 		}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(doc, o); err != nil {
-			return n, fmt.Errorf("%s: %w", PolicyFile, err)
+			return n, fmt.Errorf("%s: %w", file, err)
 		}
 		if err := c.Create(ctx, o); err != nil {
 			if apierrors.IsAlreadyExists(err) {
@@ -86,34 +104,50 @@ func InstallPolicies(ctx context.Context, c client.Client, root string) (int, er
 	}
 }
 
-// waitEnforced waits until the apiserver's admission plugin refuses a run
-// with leaseDuration Never (a server-side dry run in namespace default):
-// it loads a new policy from its informer asynchronously, and a test that
-// updates a spec at once could otherwise get through. The policy's status
-// says nothing here (kube-controller-manager writes it; envtest has none).
-// Where a mutating webhook that nothing serves yet comes first (envtest
-// with webhooks, the devcluster before its manager starts), the refusal
-// cannot be seen: the webhook refuses the same runs once it is served.
+// waitEnforced waits until the apiserver's admission plugin refuses what
+// each policy refuses (a server-side dry run in namespace default: a run
+// with leaseDuration Never, a Resolve without an outcome): it loads a new
+// policy from its informer asynchronously, and a test that updates a spec
+// at once could otherwise get through. The policies' status says nothing
+// here (kube-controller-manager writes it; envtest has none). Where a
+// mutating webhook that nothing serves yet comes first (envtest with
+// webhooks, the devcluster before its manager starts), the refusal cannot
+// be seen: the webhook refuses the same objects once it is served.
 func waitEnforced(ctx context.Context, c client.Client) error {
+	probes := map[string]func() client.Object{
+		"exagent-agentrun-spec": func() client.Object {
+			return &exagentv1.AgentRun{
+				ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, GenerateName: "policy-probe-"},
+				Spec:       exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: "policy-probe"}, Input: "probe", LeaseDuration: exagentv1.Never},
+			}
+		},
+		"exagent-approvaldecision-spec": func() client.Object {
+			return &exagentv1.ApprovalDecision{
+				ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, GenerateName: "policy-probe-"},
+				Spec: exagentv1.ApprovalDecisionSpec{RunRef: exagentv1.LocalObjectReference{Name: "policy-probe"},
+					Decision: exagentv1.DecisionResolve, CallID: "c1"},
+			}
+		},
+	}
 	deadline := time.Now().Add(time.Minute)
-	for {
-		probe := &exagentv1.AgentRun{
-			ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, GenerateName: "policy-probe-"},
-			Spec:       exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: "policy-probe"}, Input: "probe", LeaseDuration: exagentv1.Never},
-		}
-		err := c.Create(ctx, probe, client.DryRunAll)
-		switch {
-		case err != nil && strings.Contains(err.Error(), "exagent-agentrun-spec"):
-			return nil
-		case err != nil && strings.Contains(err.Error(), "failed calling webhook"):
-			return nil
-		case time.Now().After(deadline):
-			return fmt.Errorf("the admission policy exagent-agentrun-spec is not enforced a minute after its install (a dry-run run with leaseDuration Never: %v)", err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+	for policy, probe := range probes {
+		for {
+			err := c.Create(ctx, probe(), client.DryRunAll)
+			switch {
+			case err != nil && strings.Contains(err.Error(), policy):
+			case err != nil && strings.Contains(err.Error(), "failed calling webhook"):
+			case time.Now().After(deadline):
+				return fmt.Errorf("the admission policy %s is not enforced a minute after its install (a dry run it refuses: %v)", policy, err)
+			default:
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(50 * time.Millisecond):
+				}
+				continue
+			}
+			break
 		}
 	}
+	return nil
 }

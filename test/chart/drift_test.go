@@ -189,7 +189,7 @@ func TestChartFilesAreConfig(t *testing.T) {
 	add("config/namespaced-install/cluster-role.yaml", "charts/exagent/files/config/namespaced-install")
 	add("config/namespaced-install/served-namespace/role.yaml", "charts/exagent/files/config/namespaced-install/served-namespace")
 	add("config/flowcontrol/flowcontrol.yaml", "charts/exagent/files/config/flowcontrol")
-	add("config/policy/agentrun-spec.yaml", "charts/exagent/files/config/policy")
+	add("config/policy/*-spec.yaml", "charts/exagent/files/config/policy")
 	add("config/prometheus/*.yaml", "charts/exagent/files/config/prometheus")
 	delete(pairs, filepath.Join("config", "prometheus", "kustomization.yaml"))
 	for src, dst := range pairs {
