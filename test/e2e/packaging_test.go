@@ -118,6 +118,10 @@ func TestDefaultKustomization(t *testing.T) {
 		"FlowSchema/exagent-manager-leases",
 		"FlowSchema/exagent-manager-run-commits",
 		"PriorityLevelConfiguration/exagent-manager",
+		"ValidatingAdmissionPolicy/exagent-agentrun-spec",
+		"ValidatingAdmissionPolicyBinding/exagent-agentrun-spec",
+		"ValidatingAdmissionPolicy/exagent-approvaldecision-spec",
+		"ValidatingAdmissionPolicyBinding/exagent-approvaldecision-spec",
 	} {
 		if got[want] == nil {
 			t.Errorf("config/default lacks %s", want)
@@ -126,7 +130,8 @@ func TestDefaultKustomization(t *testing.T) {
 	for key, o := range got {
 		switch o.GetKind() {
 		case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration",
-			"ValidatingWebhookConfiguration", "FlowSchema", "PriorityLevelConfiguration":
+			"ValidatingWebhookConfiguration", "FlowSchema", "PriorityLevelConfiguration",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 			if o.GetNamespace() != "" {
 				t.Errorf("cluster-scoped %s has namespace %q", key, o.GetNamespace())
 			}
