@@ -150,8 +150,8 @@ func (c *cluster) install(ctx context.Context, cfg *rest.Config, o options) erro
 	if err != nil {
 		return err
 	}
-	// The admission policy that keeps a run's spec immutable belongs with
-	// the CRDs (config/policy).
+	// The admission policies that keep runs' and decisions' specs
+	// immutable belong with the CRDs (config/policy).
 	p, err := testenv.InstallPolicies(ctx, cl, o.Root)
 	if err != nil {
 		return err

@@ -70,7 +70,7 @@ type Options struct {
 }
 
 // Start boots kube-apiserver and etcd with the CRDs of config/crd/bases
-// and the admission policy of config/policy (unless WithoutCRDs).
+// and the admission policies of config/policy (unless WithoutCRDs).
 // Call Stop when done (typically from TestMain).
 func Start(opts Options) (*Env, error) {
 	assets, err := BinaryAssets()
@@ -114,8 +114,8 @@ func Start(opts Options) (*Env, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	if !opts.WithoutCRDs {
-		// The API as shipped: its CRDs and the admission policy that keeps
-		// a run's spec immutable (config/policy).
+		// The API as shipped: its CRDs and the admission policies that keep
+		// runs' and decisions' specs immutable (config/policy).
 		if _, err := InstallPolicies(context.Background(), c, root); err != nil {
 			_ = e.Stop()
 			return nil, err
