@@ -36,8 +36,10 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -437,7 +439,7 @@ func BenchmarkFastApiserverCPU(b *testing.B) {
 	opaque.Output = string(journal)
 	// …an AgentRun with the same spec and a status of only its phase and
 	// message: what the type costs whatever the status holds (its schema,
-	// CEL rules, spec, managedFields), the part no change to the status's
+	// spec, managedFields), the part no change to the status's
 	// shape can take away…
 	empty := exagentv1.AgentRunStatus{Phase: exagentv1.PhaseSucceeded, Message: src.Status.Message}
 	// …and the finished run's exact JSON (name and namespace, the same
@@ -453,7 +455,28 @@ func BenchmarkFastApiserverCPU(b *testing.B) {
 			return st
 		})
 	}
-	shapes := []func(prefix string, each int){typed(src.Status), typed(silent), typed(opaque), typed(empty), schemaless}
+	// …and the same JSON on two copies of the AgentRun CRD under a bench
+	// group: as shipped, and with the two CEL rules the spec had before
+	// they became a ValidatingAdmissionPolicy (config/policy) — what CRD
+	// rules cost every status write, though they only look at the spec.
+	shipped := installAgentRunCopy(b, "copy.bench.exagent.io", nil)
+	formerCEL := installAgentRunCopy(b, "cel.bench.exagent.io", func(spec *apiextensionsv1.JSONSchemaProps) {
+		spec.XValidations = apiextensionsv1.ValidationRules{{Rule: "self == oldSelf", Message: "spec is immutable: create a new AgentRun instead"}}
+		lease := spec.Properties["leaseDuration"]
+		lease.XValidations = apiextensionsv1.ValidationRules{{Rule: "self != 'Never'", Message: "leaseDuration cannot be Never"}}
+		spec.Properties["leaseDuration"] = lease
+	})
+	onCopy := func(gvk schema.GroupVersionKind) func(prefix string, each int) {
+		return func(prefix string, each int) {
+			unstructuredStatusWrites(b, c, gvk, short.ns, prefix, casWriters, each, looseSpec, func(j int) map[string]any {
+				st := maps.Clone(looseStatus)
+				st["reason"] = "W" + strconv.Itoa(j)
+				return st
+			})
+		}
+	}
+	shapes := []func(prefix string, each int){typed(src.Status), typed(silent), typed(opaque), typed(empty), schemaless,
+		onCopy(shipped), onCopy(formerCEL)}
 	// Interleaved rounds, the shapes in a new random order each round
 	// (the apiserver's pace drifts with its heap and the machine's load:
 	// neither favours a shape): the apiserver's CPU per write of each
@@ -470,6 +493,7 @@ func BenchmarkFastApiserverCPU(b *testing.B) {
 	}
 	perShape := func(k int) float64 { return shapeUsed[k] / float64(rounds*each*casWriters) * 1000 }
 	shape, silentCost, opaqueCost, emptyCost, schemalessCost := perShape(0), perShape(1), perShape(2), perShape(3), perShape(4)
+	shippedCost, formerCELCost := perShape(5), perShape(6)
 	// The runs go (no finalizers; the manager is stopped): the benchmarks
 	// after this one in the same envtest find no 2,200 runs in their cache.
 	for _, lh := range []*harness{short, slow} {
@@ -485,9 +509,10 @@ func BenchmarkFastApiserverCPU(b *testing.B) {
 	b.ReportMetric(silentCost/shape, "silent-conditions/shape")
 	b.ReportMetric(emptyCost/perProbe[0], "empty-apiserver/probe")
 	b.ReportMetric(schemalessCost/perProbe[0], "schemaless-apiserver/probe")
-	b.Logf("shape: a finished short run's status written as the probe is: apiserver %.2f ms per write (%.2f× the probe); with 4 silent conditions %.2f ms (%.2f× the status as written); its journal as one string %.2f ms (%.2f× the probe); an AgentRun with an empty status %.2f ms (%.2f× the probe); the same JSON on a CRD with no schema %.2f ms (%.2f× the probe); the probe by 8 writers %.0f writes/s; idle apiserver %.3f, etcd %.3f, manager %.3f CPU-s/s",
+	b.ReportMetric(formerCELCost/shippedCost, "former-cel-rules/shipped")
+	b.Logf("shape: a finished short run's status written as the probe is: apiserver %.2f ms per write (%.2f× the probe); with 4 silent conditions %.2f ms (%.2f× the status as written); its journal as one string %.2f ms (%.2f× the probe); an AgentRun with an empty status %.2f ms (%.2f× the probe); the same JSON on a CRD with no schema %.2f ms (%.2f× the probe); on a copy of the AgentRun CRD %.2f ms, with the spec's former CEL rules %.2f ms (%.2f×); the probe by 8 writers %.0f writes/s; idle apiserver %.3f, etcd %.3f, manager %.3f CPU-s/s",
 		shape, shape/perProbe[0], silentCost, silentCost/shape, opaqueCost, opaqueCost/perProbe[0], emptyCost, emptyCost/perProbe[0],
-		schemalessCost, schemalessCost/perProbe[0], ceiling8, m.idle[0], m.idle[1], m.idle[2])
+		schemalessCost, schemalessCost/perProbe[0], shippedCost, formerCELCost, formerCELCost/shippedCost, ceiling8, m.idle[0], m.idle[1], m.idle[2])
 	for _, r := range results {
 		per := func(i int) float64 { return r.used[i] / r.writes * 1000 }
 		for i, name := range cpuNames {

@@ -19,6 +19,8 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 )
 
 // probeGVK is the schemaless custom resource the probe writes: a status
@@ -132,4 +135,27 @@ func unstructuredStatusWrites(b *testing.B, c client.Client, gvk schema.GroupVer
 		_ = c.Delete(ctx, u)
 	}
 	return wall
+}
+
+// installAgentRunCopy installs the AgentRun CRD of config/crd/bases under
+// group (same schema, no short names or categories), edit applied to its
+// spec's schema first (nil: as shipped), and returns its kind: for what a
+// schema change costs, measured on one apiserver against the CRD as it is.
+func installAgentRunCopy(b *testing.B, group string, edit func(spec *apiextensionsv1.JSONSchemaProps)) schema.GroupVersionKind {
+	b.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "config", "crd", "bases", "exagent.io_agentruns.yaml"))
+	must(b, err)
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	must(b, yaml.Unmarshal(raw, crd))
+	crd.Name, crd.Spec.Group = "agentruns."+group, group
+	crd.Spec.Names.ShortNames, crd.Spec.Names.Categories = nil, nil
+	v := &crd.Spec.Versions[0]
+	if edit != nil {
+		spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
+		edit(&spec)
+		v.Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	}
+	_, err = envtest.InstallCRDs(env().Config, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+	must(b, err)
+	return schema.GroupVersionKind{Group: group, Version: v.Name, Kind: crd.Spec.Names.Kind}
 }
