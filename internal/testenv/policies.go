@@ -31,6 +31,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -129,24 +130,14 @@ func waitEnforced(ctx context.Context, c client.Client) error {
 			}
 		},
 	}
-	deadline := time.Now().Add(time.Minute)
 	for policy, probe := range probes {
-		for {
-			err := c.Create(ctx, probe(), client.DryRunAll)
-			switch {
-			case err != nil && strings.Contains(err.Error(), policy):
-			case err != nil && strings.Contains(err.Error(), "failed calling webhook"):
-			case time.Now().After(deadline):
-				return fmt.Errorf("the admission policy %s is not enforced a minute after its install (a dry run it refuses: %v)", policy, err)
-			default:
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(50 * time.Millisecond):
-				}
-				continue
-			}
-			break
+		var last error
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			last = c.Create(ctx, probe(), client.DryRunAll)
+			return last != nil && (strings.Contains(last.Error(), policy) || strings.Contains(last.Error(), "failed calling webhook")), nil
+		})
+		if err != nil {
+			return fmt.Errorf("the admission policy %s is not enforced a minute after its install (a dry run it refuses: %v): %w", policy, last, err)
 		}
 	}
 	return nil
