@@ -110,6 +110,9 @@ func (r *AgentRunReconciler) createChild(ctx context.Context, parent *exagentv1.
 		},
 		Spec: plan.Spec,
 	}
+	if refusal, err := r.childServiceAccountRefusal(ctx, parent.Namespace, plan.Spec); refusal != "" || err != nil {
+		return loop.ChildRef{}, refusal, err
+	}
 	var last error
 	for try := range childCreateTries {
 		if try > 0 {
@@ -139,6 +142,38 @@ func (r *AgentRunReconciler) createChild(ctx context.Context, parent *exagentv1.
 		last = err
 	}
 	return loop.ChildRef{}, "", fmt.Errorf("creating child run %s: %w", plan.Name, last)
+}
+
+// childServiceAccountRefusal says why a child of spec may not be created
+// ("" when it may): it inherits its parent's ServiceAccount, and its
+// builtin tools would act as it, so the child's Agent must allow it as it
+// must for a root run (authority only narrows: a parent cannot lend an
+// Agent an identity its author never vouched for). Read past the cache,
+// so an Agent edited a moment ago is what decides. A missing Agent is
+// not this check's to refuse: the child fails on it by itself. The
+// child's builtin tools ask again before they act (dispatchTool), for an
+// Agent edited once the child exists.
+func (r *AgentRunReconciler) childServiceAccountRefusal(ctx context.Context, namespace string, spec exagentv1.AgentRunSpec) (string, error) {
+	sa := spec.ServiceAccount()
+	agent := &exagentv1.Agent{}
+	switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: spec.AgentRef.Name}, agent); {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("reading Agent %s/%s to check the child's ServiceAccount: %w", namespace, spec.AgentRef.Name, err)
+	case agent.Spec.AllowsInheritedServiceAccount(sa):
+		return "", nil
+	}
+	return inheritedServiceAccountRefusal(namespace, sa, spec.AgentRef.Name) + " The child run was not created.", nil
+}
+
+// inheritedServiceAccountRefusal is what a delegation call (or a child's
+// builtin call) that may not act as sa tells the model and the journal.
+func inheritedServiceAccountRefusal(namespace, sa, agent string) string {
+	return fmt.Sprintf("%s: a child run acts as its parent's ServiceAccount %s/%s, which Agent %q does not allow: "+
+		"add %q to Agent %q's spec.serviceAccountNames (whoever adds it needs the verb \"use\" on it), "+
+		"or run the parent as a ServiceAccount that Agent allows.",
+		exagentv1.ReasonServiceAccountNotAllowed, namespace, sa, agent, sa, agent)
 }
 
 // findChild reads the child past the cache and checks it is this call's.

@@ -19,10 +19,13 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -46,6 +49,59 @@ func (r *AgentRunReconciler) dispatch(sc *scope) {
 			r.dispatchTool(sc, call)
 		}
 	}
+}
+
+// errActiveTimeUp is the cause of an IO's context the run's active-time
+// balance ran out on (activeBound).
+var errActiveTimeUp = errors.New("the run's active time ran out")
+
+// activeBound is when the run's active-time balance runs out for the IO
+// dispatched now; zero when the run has no active-time limit. The engine
+// says what is left of the owner's reservation (loop.ActiveTimeLeft);
+// the time a job waits in the executor is owned time too, so the bound
+// is an instant, not a duration from the job's start.
+func (r *AgentRunReconciler) activeBound(sc *scope) time.Time {
+	left, ok := loop.ActiveTimeLeft(sc.status, sc.env, r.Clock.Now())
+	if !ok {
+		return time.Time{}
+	}
+	return r.Clock.Now().Add(left)
+}
+
+// boundActive is ctx cut at the instant at (activeBound; none when zero),
+// by the reconciler's clock, with cause errActiveTimeUp: a model request
+// or tool call started near the end of the balance does not run past it.
+// A tool call cut after its request was sent has an unknown outcome like
+// any other broken call — Uncertain (docs/architecture.md §4.7): an
+// idempotent tool is not re-sent either, as no active time is left to
+// re-send it in. stop releases the timer.
+func (r *AgentRunReconciler) boundActive(ctx context.Context, at time.Time) (bounded context.Context, stop func()) {
+	if at.IsZero() {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	cut := func() { cancel(errActiveTimeUp) }
+	d := at.Sub(r.Clock.Now())
+	if d <= 0 {
+		cut()
+		return ctx, func() {}
+	}
+	var t interface{ Stop() bool }
+	if c, ok := r.Clock.(clock.WithDelayedExecution); ok {
+		t = c.AfterFunc(d, cut)
+	} else {
+		t = time.AfterFunc(d, cut)
+	}
+	return ctx, func() { t.Stop(); cancel(nil) }
+}
+
+// cutByActiveTime says what the model (or the run's message) is told
+// about an IO the run's active time cut.
+func cutByActiveTime(ctx context.Context) (string, bool) {
+	if !errors.Is(context.Cause(ctx), errActiveTimeUp) {
+		return "", false
+	}
+	return "cut when the run's active time ran out (limits.activeTime / spec.activeTimeLimit)", true
 }
 
 func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
@@ -74,7 +130,10 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 			return func() { p.Done(used) }, nil
 		}
 	}
+	activeEnd := r.activeBound(sc)
 	r.submitAdmitted(sc, modelEndpoint(spec), "", admit, func(ctx context.Context) ioResult {
+		ctx, stop := r.boundActive(ctx, activeEnd)
+		defer stop()
 		r.Hooks.beforeModelRequest(ctx, key)
 		ctx, end := r.Tracer.StartChat(ctx, key, attempt, spec.Provider, spec.Name) // chat span
 		var res ioResult
@@ -88,6 +147,9 @@ func (r *AgentRunReconciler) dispatchModel(sc *scope, req loop.ModelRequest) {
 				res.model = &resp
 				used = resp.PromptTokens + resp.CompletionTokens
 			}
+		}
+		if why, cut := cutByActiveTime(ctx); cut && err != nil {
+			err = fmt.Errorf("%s: %w", why, err)
 		}
 		res.modelErr = err
 		observeModelRequest(spec.Provider, res.model, err) // metrics (controllers/metrics.go)
@@ -113,10 +175,21 @@ func (r *AgentRunReconciler) dispatchTool(sc *scope, inv loop.ToolInvocation) {
 		RunUID:         string(sc.run.UID),
 		ServiceAccount: sc.run.Spec.ServiceAccount(),
 	}
+	if sa := call.ServiceAccount; sc.run.Spec.Delegation != nil && !sc.agent.Spec.AllowsInheritedServiceAccount(sa) {
+		// The child's current Agent, asked again where its builtins act
+		// (agentrun_delegate.go asked before the child was created).
+		call.ServiceAccountRefusal = inheritedServiceAccountRefusal(sc.run.Namespace, sa, sc.agent.Name)
+	}
 	attempt := sc.fence.Attempt
+	activeEnd := r.activeBound(sc)
 	r.submit(sc, toolEndpoint(spec), inv.CallID, func(ctx context.Context) ioResult {
+		ctx, stop := r.boundActive(ctx, activeEnd)
+		defer stop()
 		ctx, end := r.Tracer.StartTool(ctx, key, attempt, inv.Tool, toolKind(spec), inv.CallID) // execute_tool span
 		out := r.Tools.Invoke(ctx, spec, call)
+		if why, cut := cutByActiveTime(ctx); cut && out.Kind != loop.ResultSucceeded {
+			out.Output = why + ": " + out.Output
+		}
 		observeToolCall(inv.Tool, out.Kind) // metrics (controllers/metrics.go)
 		end(string(out.Kind), nil)          // execute_tool span
 		r.Hooks.afterEffect(ctx, key, out)

@@ -142,7 +142,7 @@ func (r *ApprovalDecisionReconciler) decide(ctx context.Context, key types.Names
 		return nil, err
 	}
 	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("run", dsc.d.Spec.RunRef.Name, "decision", dsc.d.Spec.Decision))
-	for _, phase := range []decisionPhase{r.verify, r.apply} {
+	for _, phase := range []decisionPhase{r.verify, r.checkRun, r.apply} {
 		if err := phase(ctx, dsc); err != nil {
 			return nil, err
 		}

@@ -162,6 +162,23 @@ func (r *ApprovalDecisionReconciler) verify(ctx context.Context, dsc *decisionSc
 	return nil
 }
 
+// checkRun rejects a decision bound to another run than the one its name
+// finds now (spec.runUID): the run was deleted and re-created under the
+// same name since the decider looked, and a call under the same approval
+// ID may be another call. Admission refuses it first; this holds when the
+// webhook was bypassed or the run was re-created after admission. It runs
+// on the run apply decides on (verify has swapped in the fresh read), and
+// a rejection on a cached read is judged again on a fresh one (Reconcile).
+func (r *ApprovalDecisionReconciler) checkRun(_ context.Context, dsc *decisionScope) error {
+	if dsc.result != "" {
+		return nil
+	}
+	if msg := dsc.d.Spec.StaleRunUID(string(dsc.run.UID)); msg != "" {
+		dsc.reject("%s", msg)
+	}
+	return nil
+}
+
 // apply runs the engine's Decide on the fresh run and commits it with CAS.
 // A conflict is retried from a fresh read: the engine's idempotency and
 // conflict rules then decide (same operation → its receipt; another

@@ -24,6 +24,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/bedrocktest"
+	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 
@@ -53,11 +54,16 @@ func TestBedrockToolLoop(t *testing.T) {
 		return bedrocktest.Reply{ToolUses: []bedrocktest.ToolUse{{ID: "tooluse_1", Name: "refund", Input: map[string]any{"amount": 7}}}, Input: 30, Output: 9}
 	})
 	t.Cleanup(srv.Close)
-	h.startManager(controllers.Options{})
+	// The Agent names Bedrock's regional endpoint, the only kind the
+	// provider accepts; the manager's client stands in for AWS's DNS and
+	// sends it to our server (every other request, under the egress policy).
+	hc := egress.NewClient(egress.TransportOptions{Policy: testEgress})
+	hc.Transport = srv.Transport(hc.Transport)
+	h.startManager(controllers.Options{HTTPClient: hc})
 	h.createAgent("bedrock", exagentv1.AgentSpec{
 		Instructions: "You refund customers.",
 		Model: exagentv1.ModelSpec{Provider: exagentv1.ModelProviderBedrock, Name: "anthropic.claude-test-v1:0",
-			Region: region, BaseURL: srv.URL},
+			Region: region, BaseURL: srv.Endpoint()},
 		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("refund", ts.url("/refund"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	})

@@ -53,6 +53,9 @@ func (h *harness) tree(ts *toolServer) {
 		Model:        fixture.Scripted(fixture.CallTurn("deploy", "deploy", map[string]any{"input": "deploy v2 with 3 replicas"}), fixture.TextTurn("fixed: v2 is out")),
 		Tools:        []exagentv1.ToolSpec{fixture.AgentTool("deploy", "deployer")},
 		Policy:       exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
+		// A child acts as the root's ServiceAccount (asCarol's) only where
+		// its Agent allows it.
+		ServiceAccountNames: []string{"triage-bot"},
 	})
 	deployer := exagentv1.AgentSpec{
 		Instructions: "You deploy.",
@@ -60,6 +63,7 @@ func (h *harness) tree(ts *toolServer) {
 		Tools:        []exagentv1.ToolSpec{fixture.HTTPTool("scale", ts.url("/scale"))},
 		Policy:       fixture.AskPolicy("scale"),
 	}
+	deployer.ServiceAccountNames = []string{"triage-bot"}
 	deployer.Policy.Approvers = &exagentv1.Approvers{Users: []string{alice, bob}}
 	h.createAgent("deployer", deployer)
 }

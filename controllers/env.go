@@ -50,6 +50,9 @@ func (c envConfig) env(run *exagentv1.AgentRun, agent *exagentv1.Agent, x envExt
 		RunUID: string(run.UID), RunName: run.Name, Run: &run.Spec, Agent: &exagentv1.AgentSpec{},
 		ValueBytes: c.valueBytes, MaxTranscriptBytes: c.maxTranscriptBytes,
 		MCP: x.mcp, ChildLimits: x.childLimits,
+		// The limits the run journaled bound it as much as its Agent's
+		// current ones: an Agent edit narrows a run, never widens it.
+		Limits: run.Status.Limits,
 	}
 	if agent != nil {
 		in.Agent, in.AgentGeneration = &agent.Spec, agent.Generation

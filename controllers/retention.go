@@ -75,6 +75,14 @@ const (
 // the sink) is tried again.
 const retentionErrorRetry = 2 * time.Second
 
+// lateOutcomeWindow is how long after a call started retention keeps a
+// Cancelled run whose call was in flight at the cancel and has no
+// outcome (loop.Reapable): longer than one call's IO may take at the
+// tools' default timeouts (http 30s, mcp 60s) with room for a slow one.
+// Where the IO runs in this process, retention waits for its journal
+// however long it takes (reaper.running).
+const lateOutcomeWindow = 10 * time.Minute
+
 // reaper deletes the ended runs whose retention says so — past their TTL,
 // or no longer among their Agent's keepLast newest — with their segments
 // and decisions, archiving each first when its Agent has
@@ -103,6 +111,13 @@ type reaper struct {
 	hooks      Hooks
 	informer   cache.Informers
 	queue      workqueue.TypedDelayingInterface[reapItem]
+	// fair shares the workers among namespaces (retention_fair.go).
+	fair *fairShare
+	// running says whether this process still has IO of the run in
+	// flight, or its results not yet journaled (the run reconciler's
+	// inbox); lateWindow is loop.Reapable's window for the others.
+	running    func(types.NamespacedName) bool
+	lateWindow time.Duration
 	// life is the manager's context: it ends at the stop, before the
 	// runnables' own contexts.
 	life context.Context
@@ -220,11 +235,14 @@ func (r *reaper) agentChanged(o any) {
 }
 
 func (r *reaper) work(ctx context.Context) bool {
-	item, quit := r.queue.Get()
+	item, fromQueue, quit := r.fair.next(r.queue)
 	if quit {
 		return false
 	}
-	defer r.queue.Done(item)
+	defer r.fair.done(item)
+	if fromQueue {
+		defer r.queue.Done(item)
+	}
 	if ctx.Err() != nil || r.life.Err() != nil {
 		return true // stopping: what is left is found again at the next start
 	}
@@ -268,7 +286,25 @@ func (r *reaper) processRun(ctx context.Context, key types.NamespacedName) (time
 	if now := r.clock.Now(); now.Before(at) {
 		return at.Sub(now), nil
 	}
+	if r.keptFromGitOps(run, ret, false) {
+		return 0, nil // an Agent or flag change brings it back (agentChanged)
+	}
 	return r.reap(ctx, run, deletedTTL)
+}
+
+// keptFromGitOps tells, with a Warning Event on the run, when retention
+// leaves a due run alone because a GitOps tool manages it
+// (loop.KeptFromGitOps).
+func (r *reaper) keptFromGitOps(run *exagentv1.AgentRun, ret loop.Retention, byKeepLast bool) bool {
+	why, kept := loop.KeptFromGitOps(run.Labels, run.Annotations, ret, byKeepLast)
+	if !kept {
+		return false
+	}
+	logf.FromContext(r.life).V(1).Info("retention: the run is due but a GitOps tool manages it", "run", run.Name, "namespace", run.Namespace)
+	if r.recorder != nil {
+		r.recorder.Eventf(run, nil, warning, exagentv1.ReasonRetentionGitOpsManaged, exagentv1.ReasonRetentionGitOpsManaged, "%s", why)
+	}
+	return true
 }
 
 // processAgent applies an Agent's history limit: its ended root runs
@@ -305,6 +341,9 @@ func (r *reaper) processAgent(ctx context.Context, key types.NamespacedName) (ti
 	for _, i := range loop.BeyondKeepLast(ended, int(*keep)) {
 		if ctx.Err() != nil {
 			return 0, nil
+		}
+		if r.keptFromGitOps(refs[i], loop.Retention{}, true) {
+			continue
 		}
 		after, err := r.reap(ctx, refs[i].DeepCopy(), deletedKeepLast)
 		if err != nil {

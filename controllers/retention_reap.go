@@ -26,6 +26,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -38,22 +39,30 @@ import (
 
 // reap deletes a due root run and its tree, each run archived first when
 // its Agent has retention.archive, each with its segments and decisions.
-// Every step is idempotent and the run is deleted last, so work a crash
-// interrupts is finished when the run is reaped again: a delivered
-// archive is journaled (not sent again), a decision or segment already
-// deleted is skipped. It returns when to look again when the run cannot
+// Every step is idempotent, so work a crash interrupts is finished when
+// the run is reaped again: a delivered archive is journaled (not sent
+// again while the run's content is the one it covers); a run already
+// deleted leaves its decisions and segments to the dependents' queue
+// (controllers/dependents.go) and the start-up sweep. It returns when to look again when the run cannot
 // go yet (its archive sink fails: the backoff), 0 otherwise.
 //
 // Order, for each run of the tree, deepest first, then the root:
 //  1. the run as stored is read past the cache, and must still be the run
-//     decided on (same UID), ended, with no notification pending;
-//  2. with an archive sink and no delivered archive: after the backoff,
-//     the whole record is sent; the attempt is journaled (status.archive)
-//     whatever its outcome; a failure holds the run — condition, Event,
-//     metric — and nothing is deleted;
-//  3. its decisions, then its segments, are deleted;
-//  4. the run is deleted, on the version read (a run written meanwhile is
-//     looked at again).
+//     decided on (same UID), ended, with no notification pending and no
+//     call whose outcome may still come (loop.Reapable);
+//  2. with an archive sink and no delivered archive of the run's content
+//     as it is now (loop.ArchiveCovers): after the backoff, the whole
+//     record is sent; the attempt is journaled (status.archive, with the
+//     digest of the content sent) whatever its outcome; a failure holds
+//     the run — condition, Event, metric — and nothing is deleted; a
+//     journal that had to be written on a newer version (the run moved
+//     while it was sent) covers nothing, and the run is archived again;
+//  3. the run is deleted with a resourceVersion precondition: the version
+//     whose archive was delivered. A run written meanwhile is looked at
+//     again, and archived again before it goes: nothing unarchived is
+//     ever deleted;
+//  4. its decisions, then its segments, are deleted (after the run, so a
+//     run that moved keeps what its next archive reads).
 func (r *reaper) reap(ctx context.Context, cached *exagentv1.AgentRun, reason string) (time.Duration, error) {
 	key := client.ObjectKeyFromObject(cached)
 	if !r.take(key) {
@@ -67,20 +76,21 @@ func (r *reaper) reap(ctx context.Context, cached *exagentv1.AgentRun, reason st
 	if root.UID != cached.UID {
 		return 0, nil // re-created: the new run is looked at on its own
 	}
-	if ok, why := loop.Reapable(&root.Status); !ok {
-		// Its own next write (the notification Deliverer's journal) brings it back.
+	if ok, why, until := r.reapable(root); !ok {
+		// Its own next write (the notification Deliverer's journal, a late
+		// outcome's) brings it back, or the clock.
 		logf.FromContext(ctx).V(1).Info("retention: the run is due but kept for now", "run", key, "why", why)
-		return 0, nil
+		return r.lookAgainAt(until), nil
 	}
 	tree, err := r.descendants(ctx, root)
 	if err != nil {
 		return 0, err
 	}
 	for i := range tree {
-		if ok, why := loop.Reapable(&tree[i].Status); !ok {
+		if ok, why, until := r.reapable(&tree[i]); !ok {
 			// The child's end (or the notification Deliverer's journal of it) brings the root back.
 			logf.FromContext(ctx).V(1).Info("retention: the run is due but its tree is not done", "run", key, "child", tree[i].Name, "why", why)
-			return 0, nil
+			return r.lookAgainAt(until), nil
 		}
 	}
 	for i := range tree {
@@ -89,6 +99,22 @@ func (r *reaper) reap(ctx context.Context, cached *exagentv1.AgentRun, reason st
 		}
 	}
 	return r.archiveAndDelete(ctx, root, reason)
+}
+
+// reapable is loop.Reapable of a run read past the cache, on the
+// controllers' clock, with what this process knows of the run's IO.
+func (r *reaper) reapable(run *exagentv1.AgentRun) (bool, string, time.Time) {
+	running := r.running != nil && r.running(client.ObjectKeyFromObject(run))
+	return loop.Reapable(&run.Status, r.clock.Now(), r.lateWindow, running)
+}
+
+// lookAgainAt is how long until at (0 when at is zero: a write brings
+// the run back), at least a millisecond.
+func (r *reaper) lookAgainAt(at time.Time) time.Duration {
+	if at.IsZero() {
+		return 0
+	}
+	return max(at.Sub(r.clock.Now()), time.Millisecond)
 }
 
 // descendants are the runs of root's delegation tree, deepest first, each
@@ -131,21 +157,22 @@ func (r *reaper) descendants(ctx context.Context, root *exagentv1.AgentRun) ([]e
 func (r *reaper) archiveAndDelete(ctx context.Context, run *exagentv1.AgentRun, reason string) (time.Duration, error) {
 	key := client.ObjectKeyFromObject(run)
 	agent := r.agentOf(ctx, run)
-	if agent != nil && agent.Spec.Retention.Archive != nil &&
-		(run.Status.Archive == nil || run.Status.Archive.State != exagentv1.ArchiveDelivered) {
+	digest := archiveDigest(run)
+	if agent != nil && agent.Spec.Retention.Archive != nil && !loop.ArchiveCovers(run.Status.Archive, digest) {
 		sink := agent.Spec.Retention.Archive
 		now := r.clock.Now()
-		if next := r.retry.NextAttempt(run.Status.Archive); now.Before(next) {
+		id := loop.ArchiveAttemptID(run.Status.Archive, string(run.UID), digest)
+		if next := r.retry.NextAttempt(run.Status.Archive, id); now.Before(next) {
 			return next.Sub(now), nil // held: the backoff since the last failure
 		}
-		sent := r.send(ctx, run, sink, now)
+		sent := r.send(ctx, run, sink, id, now)
 		if err := r.hooks.beforeArchiveJournal(ctx, key, sent); err != nil {
 			return 0, fmt.Errorf("archive of run %s abandoned before it was journaled: %w", key, err)
 		}
 		if ctx.Err() != nil || r.life.Err() != nil {
 			return 0, nil // stopping: nothing journaled, the archive is sent again
 		}
-		written, err := r.journal(ctx, run, sink.Name, sent, now)
+		written, err := r.journal(ctx, run, loop.ArchiveAttempt{ID: id, Digest: digest, Sink: sink.Name}, sent, now)
 		if u, ok := AsUnstorable(err); ok {
 			// The apiserver refuses the run's status for good (it was at its
 			// size limit): the journal is bookkeeping, the sink's answer is
@@ -166,10 +193,16 @@ func (r *reaper) archiveAndDelete(ctx context.Context, run *exagentv1.AgentRun, 
 		if sent != nil {
 			archiveAttemptsTotal.WithLabelValues("Failed").Inc()
 			r.held(written, sent)
-			next := r.retry.NextAttempt(written.Status.Archive)
+			next := r.retry.NextAttempt(written.Status.Archive, id)
 			return max(next.Sub(r.clock.Now()), time.Millisecond), nil
 		}
 		archiveAttemptsTotal.WithLabelValues("Delivered").Inc()
+		if !loop.ArchiveCovers(written.Status.Archive, archiveDigest(written)) {
+			// The journal met a newer version (a late outcome, a label): what
+			// was delivered is not what would be deleted. Archived again.
+			logf.FromContext(ctx).Info("retention: the run changed while its archive was sent; archiving it again", "run", key)
+			return 0, fmt.Errorf("run %s/%s changed while its archive was sent (%w)", run.Namespace, run.Name, errRunChanged)
+		}
 		run = written
 	}
 	if err := r.deleteRun(ctx, run); err != nil {
@@ -185,8 +218,13 @@ func (r *reaper) archiveAndDelete(ctx context.Context, run *exagentv1.AgentRun, 
 // is looked at again at once (a conflict, not a failure).
 var errRunChanged = errors.New("looking again")
 
-// send makes one attempt to deliver run's archive to sink.
-func (r *reaper) send(ctx context.Context, run *exagentv1.AgentRun, sink *exagentv1.NotifySink, now time.Time) error {
+// archiveDigest is loop.ArchiveDigest of run.
+func archiveDigest(run *exagentv1.AgentRun) string {
+	return loop.ArchiveDigest(run.Labels, run.Annotations, &run.Spec, &run.Status)
+}
+
+// send makes one attempt to deliver run's archive to sink, as CloudEvent id.
+func (r *reaper) send(ctx context.Context, run *exagentv1.AgentRun, sink *exagentv1.NotifySink, id string, now time.Time) error {
 	var chain []segment.Segment
 	if r.segments != nil {
 		c, err := r.segments.ChainOnce(ctx, run)
@@ -205,7 +243,7 @@ func (r *reaper) send(ctx context.Context, run *exagentv1.AgentRun, sink *exagen
 			return fmt.Errorf("signing key: %w", err)
 		}
 	}
-	in := archive.Input{Run: run, Chain: chain, Decisions: decisions, ID: loop.ArchiveID(string(run.UID)), At: now}
+	in := archive.Input{Run: run, Chain: chain, Decisions: decisions, ID: id, At: now}
 	actx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	return archive.Send(actx, r.http, archive.Request{URL: sink.URL, ID: in.ID, Key: key, At: now, Namespace: run.Namespace,
@@ -213,16 +251,17 @@ func (r *reaper) send(ctx context.Context, run *exagentv1.AgentRun, sink *exagen
 }
 
 // journal records the attempt in the run's status with CAS; a run written
-// meanwhile is read again and the attempt recorded on it. The status is
-// written unsealed: an ended run has nothing more to seal, and a run a
-// refused segment ended must not meet that refusal again.
-func (r *reaper) journal(ctx context.Context, run *exagentv1.AgentRun, sink string, sent error, now time.Time) (*exagentv1.AgentRun, error) {
-	failure := ""
+// meanwhile is read again and the attempt recorded on it (a fact: it was
+// made) — its digest then differs from the run's, so the newer version is
+// not covered by it (the caller archives again). The status is written
+// unsealed: an ended run has nothing more to seal, and a run a refused
+// segment ended must not meet that refusal again.
+func (r *reaper) journal(ctx context.Context, run *exagentv1.AgentRun, a loop.ArchiveAttempt, sent error, now time.Time) (*exagentv1.AgentRun, error) {
 	if sent != nil {
-		failure = sent.Error()
+		a.Failure = sent.Error()
 	}
 	for attempt := 0; ; attempt++ {
-		next := loop.RecordArchiveAttempt(run.Status, string(run.UID), sink, failure, now)
+		next := loop.RecordArchiveAttempt(run.Status, a, now)
 		written, err := r.store.Commit(ctx, Write{Run: run, Status: next, Now: now, Steps: r.steps.Unsealed(r.steps.AgentSinks(ctx, run))})
 		if err == nil {
 			return written, nil
@@ -273,10 +312,25 @@ func (r *reaper) unjournaled(run *exagentv1.AgentRun, sink string, sent error, u
 		sink, truncate(sent.Error(), 300), u.Reason, r.retry.WithDefaults().Max, run.Spec.AgentRef.Name)
 }
 
-// deleteRun deletes run's decisions and segments, then run itself on the
-// version read. Each step is idempotent, so a crash in between is
-// finished the next time the run is reaped (it still exists).
+// deleteRun deletes run on the version read (the one archived, when it
+// was): a resourceVersion precondition, so a version written since —
+// which no archive covers — is never deleted; it is looked at again
+// (errRunChanged), and archived again. Its decisions and segments go
+// after it, never before: a run that turns out to have moved keeps
+// everything its next archive reads. They are deleted here at once, and
+// are the dependents' queue's (and, on a cluster, the garbage
+// collector's) when this process stops in between — each delete is
+// idempotent.
 func (r *reaper) deleteRun(ctx context.Context, run *exagentv1.AgentRun) error {
+	err := r.client.Delete(ctx, run, client.Preconditions{UID: &run.UID, ResourceVersion: &run.ResourceVersion},
+		client.PropagationPolicy(metav1.DeletePropagationBackground))
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+	case apierrors.IsConflict(err):
+		return fmt.Errorf("run %s/%s changed since it was read (%w): %v", run.Namespace, run.Name, errRunChanged, err)
+	default:
+		return fmt.Errorf("deleting run %s/%s: %w", run.Namespace, run.Name, err)
+	}
 	var errs []error
 	if err := deleteDecisionsOf(ctx, r.client, run); err != nil {
 		errs = append(errs, err)
@@ -287,15 +341,18 @@ func (r *reaper) deleteRun(ctx context.Context, run *exagentv1.AgentRun) error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return err
+		// The run is gone: its dependents are the dependents' queue's now.
+		logf.FromContext(ctx).Info("retention: the run is deleted; its dependents are left to the dependents' queue", "run", client.ObjectKeyFromObject(run), "error", err.Error())
 	}
-	err := r.client.Delete(ctx, run, client.Preconditions{UID: &run.UID, ResourceVersion: &run.ResourceVersion},
-		client.PropagationPolicy(metav1.DeletePropagationBackground))
-	switch {
-	case err == nil, apierrors.IsNotFound(err):
-		return nil
-	case apierrors.IsConflict(err):
-		return fmt.Errorf("run %s/%s changed since it was read (%w): %v", run.Namespace, run.Name, errRunChanged, err)
-	}
-	return fmt.Errorf("deleting run %s/%s: %w", run.Namespace, run.Name, err)
+	return nil
+}
+
+// holdsIO says whether this process has IO of the run in flight, or
+// results of it not yet journaled: a Cancelled run's late outcome is on
+// its way (the reaper's running).
+func (r *AgentRunReconciler) holdsIO(key types.NamespacedName) bool {
+	b := r.mem.inbox
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.inFlight[key] > 0 || len(b.results[key]) > 0
 }

@@ -153,11 +153,12 @@ func TestRetentionTTL(t *testing.T) {
 	}
 	clk.Step(2 * time.Second)
 	h.waitGone("r")
-	if n := len(segmentsOf(t, h, run)); n != 0 {
-		t.Errorf("%d segments of the deleted run remain", n)
+	// The run goes first, its dependents right after it.
+	if !eventually(func() bool { return len(segmentsOf(t, h, run)) == 0 }) {
+		t.Errorf("%d segments of the deleted run remain", len(segmentsOf(t, h, run)))
 	}
-	if n := len(h.decisionsNaming("r")); n != 0 {
-		t.Errorf("%d decisions of the deleted run remain", n)
+	if !eventually(func() bool { return len(h.decisionsNaming("r")) == 0 }) {
+		t.Errorf("%d decisions of the deleted run remain", len(h.decisionsNaming("r")))
 	}
 
 	clk.Step(365 * 24 * time.Hour)
@@ -304,11 +305,11 @@ func TestRetentionArchive(t *testing.T) {
 	if diff := cmp.Diff(names, r.Segments); diff != "" {
 		t.Errorf("archived segment names (-chain +archived):\n%s", diff)
 	}
-	if n := len(segmentsOf(t, h, run)); n != 0 {
-		t.Errorf("%d segments remain", n)
+	if !eventually(func() bool { return len(segmentsOf(t, h, run)) == 0 }) { // the run goes first, its dependents right after it
+		t.Errorf("%d segments remain", len(segmentsOf(t, h, run)))
 	}
-	if n := len(h.decisionsNaming("r")); n != 0 {
-		t.Errorf("%d decisions remain", n)
+	if !eventually(func() bool { return len(h.decisionsNaming("r")) == 0 }) {
+		t.Errorf("%d decisions remain", len(h.decisionsNaming("r")))
 	}
 }
 
@@ -355,8 +356,8 @@ func TestRetentionArchiveCrashBeforeJournal(t *testing.T) {
 	if diff := cmp.Diff(evs[0].Data.Transcript, evs[1].Data.Transcript); diff != "" {
 		t.Errorf("the second archive's transcript differs (-first +second):\n%s", diff)
 	}
-	if n := len(segmentsOf(t, h, run)); n != 0 {
-		t.Errorf("%d segments remain", n)
+	if !eventually(func() bool { return len(segmentsOf(t, h, run)) == 0 }) { // the run goes first, its dependents right after it
+		t.Errorf("%d segments remain", len(segmentsOf(t, h, run)))
 	}
 }
 
@@ -472,8 +473,8 @@ func TestRetentionKeepLast(t *testing.T) {
 	}
 	waitNames("r4", "r5")
 	for _, gone := range []string{"r1", "r2", "r3"} {
-		if n, d := len(segmentsOf(t, h, runs[gone])), len(h.decisionsNaming(gone)); n != 0 || d != 0 {
-			t.Errorf("run %s: %d segments and %d decisions remain", gone, n, d)
+		if !eventually(func() bool { return len(segmentsOf(t, h, runs[gone])) == 0 && len(h.decisionsNaming(gone)) == 0 }) {
+			t.Errorf("run %s: %d segments and %d decisions remain", gone, len(segmentsOf(t, h, runs[gone])), len(h.decisionsNaming(gone)))
 		}
 	}
 	runs["r6"] = h.approvedRun("r6", "pay")
@@ -537,7 +538,7 @@ func TestRetentionTree(t *testing.T) {
 	if diff := cmp.Diff([]string{grandchild, "triage-42"}, order); diff != "" {
 		t.Errorf("archives (-want +got): the grandchild's (its Agent has a sink) before its root's, none of the child's\n%s", diff)
 	}
-	if n := len(h.decisionsNaming(grandchild)); n != 0 {
-		t.Errorf("%d decisions of the deleted grandchild remain", n)
+	if !eventually(func() bool { return len(h.decisionsNaming(grandchild)) == 0 }) {
+		t.Errorf("%d decisions of the deleted grandchild remain", len(h.decisionsNaming(grandchild)))
 	}
 }

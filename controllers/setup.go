@@ -257,7 +257,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if err := setupNotifier(ctx, mgr, o, store, steps, evq); err != nil {
 		return nil, err
 	}
-	if err := setupRetention(ctx, mgr, o, store, steps, segments, evq); err != nil {
+	if err := setupRetention(ctx, mgr, o, store, steps, segments, evq, runs.holdsIO); err != nil {
 		return nil, err
 	}
 	if o.RunMetrics {
@@ -291,7 +291,8 @@ func setupNotifier(ctx context.Context, mgr ctrl.Manager, o Options, store *Stor
 
 // setupRetention registers the reaper (controllers/retention.go) and the
 // index that lists a run's decisions.
-func setupRetention(ctx context.Context, mgr ctrl.Manager, o Options, store *Store, steps *CommitSteps, segments *Segments, evq *eventqueue.Queue) error {
+func setupRetention(ctx context.Context, mgr ctrl.Manager, o Options, store *Store, steps *CommitSteps, segments *Segments, evq *eventqueue.Queue,
+	running func(types.NamespacedName) bool) error {
 	if err := indexDecisions(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -305,6 +306,7 @@ func setupRetention(ctx context.Context, mgr ctrl.Manager, o Options, store *Sto
 		retry: o.ArchiveRetry.WithDefaults(), defaultTTL: o.DefaultTTLAfterFinished, timeout: o.ArchiveTimeout,
 		workers: o.RetentionWorkers, hooks: o.Hooks, informer: mgr.GetCache(), life: ctx,
 		queue: newReaperQueue("retention"+o.NameSuffix, c), busy: map[types.NamespacedName]bool{},
+		running: running, lateWindow: lateOutcomeWindow,
 	}
 	if r.http == nil {
 		r.http = egress.NewClient(egress.TransportOptions{Policy: o.Egress, AllowLists: o.EgressAllowLists})
@@ -312,6 +314,7 @@ func setupRetention(ctx context.Context, mgr ctrl.Manager, o Options, store *Sto
 	if r.workers <= 0 {
 		r.workers = DefaultRetentionWorkers
 	}
+	r.fair = newFairShare(r.workers)
 	if r.timeout <= 0 {
 		r.timeout = DefaultArchiveTimeout
 	}

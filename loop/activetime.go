@@ -89,3 +89,16 @@ func activeExhausted(s *Status, env *Env, now time.Time) bool {
 	}
 	return elapsedActive(s, now) >= s.Ledger.ActiveTimeReserved.Duration
 }
+
+// ActiveTimeLeft is how long the current owner may still work before its
+// reservation (the whole remaining balance, reserved at its claim or last
+// checkpoint) is used up: the controller bounds the IO it dispatches by
+// it, so a call started near the end of the balance does not run past
+// it. ok is false when the run has no active-time limit or no owner.
+func ActiveTimeLeft(s Status, env *Env, now time.Time) (left time.Duration, ok bool) {
+	env = env.forRun(&s)
+	if _, never := env.ActiveTimeLimit(); never || s.Claim == nil {
+		return 0, false
+	}
+	return max(s.Ledger.ActiveTimeReserved.Duration-elapsedActive(&s, now), 0), true
+}

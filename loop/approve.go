@@ -38,8 +38,9 @@ import (
 //     another quorum would ask), and the call runs with exactly them; the
 //     call keeps the model's version (calls[].edit);
 //   - under a quorum (approvals[].quorum) each distinct approver's Approve
-//     is one vote; the approval is Approved once the votes meet it, and
-//     every vote must be on the same version of the call;
+//     is one vote, journaled with the version of the call it approves; the
+//     approval is Approved once the votes on the version that will run
+//     meet it; only the first vote may edit the call (quorum.go);
 //   - scope Run (when the rule allows it, and under a quorum only when
 //     every vote chose it) records a grant: later calls of the tool that
 //     the same rule asks about run without asking (grants.go).
@@ -91,7 +92,7 @@ func Approve(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv
 	c.State = exagentv1.CallApproved
 	what := fmt.Sprintf("approval %s approved by %s", a.ID, approvers(a))
 	if a.Edit != nil {
-		applyEdit(&st, c, a)
+		applyEdit(&st, env, c, a)
 		what += fmt.Sprintf(" (arguments edited by %s)", actorString(&a.Edit.Editor))
 	}
 	if scope == exagentv1.ScopeRun {
@@ -166,8 +167,10 @@ func editedArgs(raw string) ([]byte, string, error) {
 
 // applyEdit makes the approved edited version the call: it runs with
 // exactly those arguments, the call keeps the model's version, and the
-// model's next request shows the call as it ran.
-func applyEdit(st *Status, c *exagentv1.ToolCall, a *exagentv1.Approval) {
+// model's next request shows the call as it ran. A call that was already
+// sent under another version (asked again after a Resolve Retry) gets the
+// key of its new version (Env.callIdempotencyKey).
+func applyEdit(st *Status, env *Env, c *exagentv1.ToolCall, a *exagentv1.Approval) {
 	ed := a.Edit
 	if c.Edit == nil {
 		c.Edit = &exagentv1.CallEdit{ModelArgs: c.Args, ModelArgsRef: c.ArgsRef.DeepCopy(),
@@ -176,6 +179,9 @@ func applyEdit(st *Status, c *exagentv1.ToolCall, a *exagentv1.Approval) {
 	c.Edit.Editor, c.Edit.ApprovalID = ed.Editor, a.ID
 	c.Args, c.ArgsRef, c.ArgsHash, c.PayloadHash = ed.Args, nil, ed.ArgsHash, ed.PayloadHash
 	ed.Args = "" // the call holds them now
+	if c.IdempotencyKey != "" {
+		c.IdempotencyKey = env.callIdempotencyKey(c)
+	}
 	for m := len(st.History) - 1; m >= 0; m-- {
 		for k := range st.History[m].ToolCalls {
 			if tc := &st.History[m].ToolCalls[k]; tc.ID == c.ID {
@@ -293,6 +299,9 @@ func CheckApprove(s Status, env *Env, d DecisionCmd) error {
 		if err := alreadyVoted(a, &d.Actor); err != nil {
 			return err
 		}
+		if err := checkEditAfterVotes(a, call, d); err != nil {
+			return err
+		}
 	}
 	if env.tool(call.Tool) == nil {
 		return nil // an mcp tool without a listing here: the controller checks
@@ -303,11 +312,27 @@ func CheckApprove(s Status, env *Env, d DecisionCmd) error {
 		}
 	}
 	edit, err := env.editOf(a, call, d)
-	if err != nil || edit == nil || a.Quorum == nil || a.Edit == nil {
+	if err != nil || a.Quorum == nil {
 		return err
 	}
-	if a.Edit.ArgsHash != edit.ArgsHash {
+	return checkVoteVersion(a, edit)
+}
+
+// checkEditAfterVotes is the part of checkVoteVersion that needs no tool
+// listing: arguments that differ from the version every vote so far is on.
+func checkEditAfterVotes(a *exagentv1.Approval, c *exagentv1.ToolCall, d DecisionCmd) error {
+	if d.Arguments == "" || len(a.Votes) == 0 {
+		return nil
+	}
+	_, hash, err := editedArgs(d.Arguments)
+	if err != nil {
+		return err
+	}
+	switch {
+	case a.Edit != nil && hash != a.Edit.ArgsHash:
 		return editedBefore(a)
+	case a.Edit == nil && hash != c.ArgsHash:
+		return editAfterVotes(a)
 	}
 	return nil
 }

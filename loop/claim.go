@@ -50,10 +50,13 @@ func Start(s Status, env *Env, now time.Time) (Status, error) {
 // later owner transition checks.
 //
 // Touches: phase (Running), attempts, claim {holder, attempt, leaseExpiresAt,
-// claimedAt}, ledger.activeTimeReserved (the whole remaining balance).
+// claimedAt}, ledger.activeTimeReserved (the whole remaining balance),
+// limits (journaled at the first claim: the limits the run holds from
+// then on, limits.go).
 // Guards: phase Queued or Approved; the definition and model did not drift;
 // the continuation holds what the next step needs.
 func Claim(s Status, env *Env, holder string, now time.Time) (Status, Fence, error) {
+	env = env.forRun(&s)
 	if holder == "" {
 		return s, Fence{}, conflictf("claim needs a holder")
 	}
@@ -75,6 +78,7 @@ func Claim(s Status, env *Env, holder string, now time.Time) (Status, Fence, err
 		return s, Fence{}, err
 	}
 	st := clone(s)
+	journalLimits(&st, env)
 	st.Attempts++
 	f := Fence{Holder: holder, Attempt: st.Attempts}
 	st.Claim = &exagentv1.Claim{
@@ -102,6 +106,7 @@ func attemptOf(c *exagentv1.Claim) int64 {
 // Touches: ledger.activeTimeUsed, ledger.activeTimeReserved, claim.claimedAt.
 // Guard: the fence.
 func Checkpoint(s Status, env *Env, f Fence, now time.Time) (Status, error) {
+	env = env.forRun(&s)
 	if err := checkFence(&s, f, now); err != nil {
 		return s, err
 	}
@@ -119,6 +124,7 @@ func Checkpoint(s Status, env *Env, f Fence, now time.Time) (Status, error) {
 // Touches: phase (Queued or Approved), claim (nil), ledger active time.
 // Guards: the fence; no tool call is in flight.
 func Release(s Status, env *Env, f Fence, now time.Time) (Status, error) {
+	env = env.forRun(&s)
 	if err := checkFence(&s, f, now); err != nil {
 		return s, err
 	}

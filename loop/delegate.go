@@ -116,6 +116,9 @@ func (e *Env) depthLeft() int32 {
 	if d := e.in.Run.Delegation; d != nil && d.Limits.MaxDepth != nil && *d.Limits.MaxDepth < left {
 		left = *d.Limits.MaxDepth
 	}
+	if h := e.held; h != nil && h.MaxDepth != nil && *h.MaxDepth < left {
+		left = *h.MaxDepth // journaled at the first claim (limits.go)
+	}
 	return left
 }
 
@@ -172,6 +175,7 @@ type ChildPlan struct {
 // the active time left. refusal is non-empty when no child may be created
 // (no active time is left): the call fails with it and the model sees why.
 func PlanChild(s Status, env *Env, callID string, now time.Time) (plan ChildPlan, refusal string, err error) {
+	env = env.forRun(&s) // the child's active time is what is left of the parent's, as journaled (limits.go)
 	i := findCall(&s, callID)
 	if i < 0 {
 		return ChildPlan{}, "", notPendingf("no call %q", callID)

@@ -123,7 +123,8 @@ func refuse(c *exagentv1.ToolCall, rule string) {
 //     for it, reserve.go); when nothing is left to reserve → a failed call
 //     the model sees (LimitExceeded), never begun;
 //   - otherwise → Started with the attempt and the idempotency key
-//     runUID/callID (kept across re-sends).
+//     runUID/callID (kept across re-sends; "/edit-<argsHash>" appended
+//     for an edited call, so each version of the arguments has its own).
 //
 // Touches: calls (state, rule, payloadHash, attempt, idempotencyKey,
 // startedAt), ledger.toolCalls (once per call, on its first start: a
@@ -184,9 +185,9 @@ func beginEffect(st *Status, env *Env, f Fence, callIDs []string, now time.Time)
 			continue
 		}
 		if c.IdempotencyKey == "" {
-			c.IdempotencyKey = env.idempotencyKey(c.ID)
 			st.Ledger.ToolCalls++
 		}
+		c.IdempotencyKey = env.callIdempotencyKey(c)
 		c.State = exagentv1.CallStarted
 		c.Attempt = f.Attempt
 		c.StartedAt = microTimePtr(now)

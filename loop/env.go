@@ -67,6 +67,12 @@ type EnvInput struct {
 	// reservation is at most its own Agent's limits (reserve.go). An Agent
 	// missing from it sets no limits of its own.
 	ChildLimits map[string]exagentv1.LimitsSpec
+	// Limits are the limits the run journaled at its first claim
+	// (status.limits; nil before it): they only narrow what the Agent
+	// says now (limits.go). Every transition that gates on a limit also
+	// narrows by the status it is given, so a caller that leaves this
+	// unset never widens a run.
+	Limits *exagentv1.RunLimits
 }
 
 // Env is a validated EnvInput: the compiled policy, fingerprints, tool
@@ -96,6 +102,10 @@ type Env struct {
 	activeNever     bool
 	lease           time.Duration
 	budget          int
+	// held are the limits the run journaled (status.limits), nil when
+	// none: limits() and the active-time limit are the stricter of them
+	// and the current ones (limits.go).
+	held *exagentv1.RunLimits
 }
 
 // NewEnv validates the configuration, compiles the policy and computes the
@@ -143,7 +153,7 @@ func NewEnv(in EnvInput) (*Env, error) {
 	if err := e.fingerprint(); err != nil {
 		return nil, fmt.Errorf("env: %w", err)
 	}
-	return e, nil
+	return e.holding(in.Limits), nil
 }
 
 // activeTimeLimit combines the run's activeTimeLimit with the Agent's
@@ -330,7 +340,6 @@ func (e *Env) ToolSpec(name string) *exagentv1.ToolSpec {
 	return nil
 }
 
-// limits are the Agent's, narrowed by what the run's ancestors left it.
 // childLimits are the limits of the child Agent named agent (ChildLimits).
 func (e *Env) childLimits(agent string) exagentv1.LimitsSpec { return e.in.ChildLimits[agent] }
 
@@ -340,8 +349,10 @@ func (e *Env) childLimits(agent string) exagentv1.LimitsSpec { return e.in.Child
 // provider: admission requires one.)
 func (e *Env) standIn() bool { return e.in.Agent.Model.Provider == "" }
 
+// limits are the Agent's, narrowed by what the run's ancestors left it
+// and by the limits the run journaled (held): never wider than either.
 func (e *Env) limits() exagentv1.LimitsSpec {
-	return narrowLimits(e.in.Agent.Limits, e.in.Run.Delegation)
+	return heldLimits(narrowLimits(e.in.Agent.Limits, e.in.Run.Delegation), e.held)
 }
 
 func (e *Env) deadline() *time.Time {
@@ -358,6 +369,20 @@ func (e *Env) onExpire() exagentv1.OnExpire { return e.in.Agent.Policy.OnExpireA
 
 // idempotencyKey is stable per call: the same key on every (re-)send.
 func (e *Env) idempotencyKey(callID string) string { return e.in.RunUID + "/" + callID }
+
+// callIdempotencyKey is the key call c is sent with: one per version of
+// its arguments — runUID/callID for the model's, with an "/edit-<hash>"
+// suffix for an edited version — so a re-send of the same call reuses its
+// key, and an edited call never carries the key under which other
+// arguments were sent (a deduplicating endpoint would answer it with the
+// old call's result).
+func (e *Env) callIdempotencyKey(c *exagentv1.ToolCall) string {
+	key := e.idempotencyKey(c.ID)
+	if c.Edit == nil || c.ArgsHash == c.Edit.ModelArgsHash {
+		return key
+	}
+	return key + "/edit-" + strings.TrimPrefix(canonical.Short(c.ArgsHash), "sha256:")
+}
 
 // payloadHash binds what an approval covers: the tool's current
 // fingerprint (its schema and its effect configuration — URL, idempotency,

@@ -19,6 +19,7 @@ package loop
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -423,7 +424,7 @@ func (r *fuzzRun) check(name string, op byte, prev, got Status, w *fuzzWorker, o
 		p, existed := prevCalls[c.ID]
 		// No effect begins without a committed intent by the current owner.
 		if c.State == exagentv1.CallStarted && (!existed || p.State != exagentv1.CallStarted) {
-			if op != 2 && op != 15 || got.Claim == nil || c.Attempt != got.Claim.Attempt || c.IdempotencyKey != runUID+"/"+c.ID ||
+			if op != 2 && op != 15 || got.Claim == nil || c.Attempt != got.Claim.Attempt || !strings.HasPrefix(c.IdempotencyKey, runUID+"/"+c.ID) ||
 				c.StartedAt == nil || prev.Claim == nil || prev.Claim.Attempt != w.fence.Attempt {
 				r.fail("%s started %s without a fenced intent", name, c.ID)
 			}

@@ -337,6 +337,51 @@ func answerInput(st *Status, c *exagentv1.ToolCall) {
 	c.State = exagentv1.CallApproved
 }
 
+// refuseDeniedSampling re-checks the step's calls whose MCP server asked
+// for sampling against the current Agent (its env): a sampling request is
+// journaled while the tool's mcp.sampling allowed it, then served later —
+// sent to the run's model, or its journaled answer sent back to the server
+// with the call's retry — possibly after a restart or an edit of the
+// Agent. Once the tool says Deny, neither happens: the call fails as it
+// would have had Deny been set when the server asked (MCPInputRefused, the
+// model is told why), and the server, stateless between rounds, is not
+// called again — in MCP 2026-07-28 a client refuses an input request by
+// not answering it. It runs before any sampling is sent
+// (driveSampling) and so before a call with sampling answers is retried.
+// Touches: calls[].state and outcome. Guards: only calls waiting on their
+// server's input (Pending with requests) or approved to be retried with
+// the responses, never one whose intent is committed.
+func refuseDeniedSampling(st *Status, env *Env) {
+	for _, i := range stepCalls(st) {
+		c := &st.Calls[i]
+		if c.Input == nil || !(awaitsInput(c) || c.State == exagentv1.CallApproved && c.Input.Responses != "") {
+			continue
+		}
+		if env.samplingPolicy(c.Tool) != exagentv1.SamplingDeny {
+			continue
+		}
+		reqs, err := parseInputRequests([]byte(c.Input.Requests))
+		if err != nil {
+			continue // recorded only once checked: not reached
+		}
+		for _, id := range slices.Sorted(maps.Keys(reqs)) {
+			if reqs[id].Method != samplingMethod {
+				continue
+			}
+			answered := "not sent to the run's model"
+			if samplesOf(c)[id] != nil {
+				answered = "the run's model's journaled answer was not sent back"
+			}
+			c.State = exagentv1.CallFailed
+			c.Outcome = &exagentv1.CallOutcome{Result: bound(fmt.Sprintf(
+				"%s: the MCP server asked the run's model for a completion (sampling request %s) while tool %q allowed it, "+
+					"and the Agent now sets mcp.sampling Deny on it: the request was refused (%s) and the call was not completed",
+				exagentv1.ReasonMCPInputRefused, id, c.Tool, answered), maxContent)}
+			break
+		}
+	}
+}
+
 // maxInputRounds is the tool's mcp.maxInputRounds, else the default.
 func (e *Env) maxInputRounds(tool string) int32 {
 	if t := e.tool(tool); t != nil && t.MCP != nil && t.MCP.MaxInputRounds != nil {

@@ -86,3 +86,85 @@ func TestURLOrigin(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPSamplingDenyRechecked: a sampling request journaled while the
+// tool's mcp.sampling allowed it is served only while the current Agent
+// still does. Once the Agent says Deny — before the request is sent,
+// after a person approved it under Ask, after the owner died with it out,
+// or after the run's model answered it but before the call is retried
+// with the answer — the call fails MCPInputRefused saying why, no
+// sampling request is sent and the server is not called again.
+func TestMCPSamplingDenyRechecked(t *testing.T) {
+	deny := samplingEnv(t, exagentv1.SamplingDeny)
+	cases := map[string]struct {
+		// journal brings the run to where the Agent is edited.
+		journal    func(t *testing.T) *harness
+		wantAnswer string
+	}{
+		"Allow, edited before the request is sent": {
+			journal: func(t *testing.T) *harness {
+				return sampledOn(t, samplingEnv(t, exagentv1.SamplingAllow), samplingRequests)
+			},
+			wantAnswer: "not sent to the run's model",
+		},
+		"Allow, edited while the request was out and its owner died": {
+			journal: func(t *testing.T) *harness {
+				env := samplingEnv(t, exagentv1.SamplingAllow)
+				h := sampledOn(t, env, samplingRequests)
+				if act := h.step(); act.Kind != ActCallModel || !act.Model.Sampling {
+					t.Fatalf("first: %s, want the sampling request", describe(act))
+				}
+				return h.advance(env.lease + 1).recover().claim("worker-2")
+			},
+			wantAnswer: "not sent to the run's model",
+		},
+		"Allow, edited after the model answered, before the retry": {
+			journal: func(t *testing.T) *harness {
+				h := sampledOn(t, samplingEnv(t, exagentv1.SamplingAllow), samplingRequests)
+				h.step()
+				h.respond(ModelResponse{Content: "A printer is on fire."})
+				if c := h.s.Calls[0]; c.State != exagentv1.CallApproved || c.Input.Responses == "" {
+					t.Fatalf("call %s, want Approved with the sample to be retried", c.State)
+				}
+				return h
+			},
+			wantAnswer: "journaled answer was not sent back",
+		},
+		"Ask, edited after a person approved it": {
+			journal: func(t *testing.T) *harness {
+				h := sampledOn(t, samplingEnv(t, exagentv1.SamplingAsk), samplingRequests)
+				if act := h.step(); act.Kind != ActPause {
+					t.Fatalf("Ask: %s, want a pause", describe(act))
+				}
+				d := approveCmd(t, h.s, "c1", "op-1", "alice")
+				d.Decision, d.Answer = exagentv1.DecisionAnswer, `"approve"`
+				h.decide(d)
+				return h.claim("worker-2")
+			},
+			wantAnswer: "not sent to the run's model",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := tc.journal(t)
+			requests := h.s.Ledger.Requests
+			h.env = deny // the Agent now says Deny
+			act := h.step()
+			if act.Kind == ActRunTools || act.Kind == ActCallModel && act.Model.Sampling {
+				t.Fatalf("after the edit: %s, want neither the sampling request nor the call's retry", describe(act))
+			}
+			c := h.s.Calls[0]
+			if c.State != exagentv1.CallFailed || c.Outcome == nil || !strings.Contains(c.Outcome.Result, exagentv1.ReasonMCPInputRefused) ||
+				!strings.Contains(c.Outcome.Result, "now sets mcp.sampling Deny") || !strings.Contains(c.Outcome.Result, tc.wantAnswer) {
+				t.Fatalf("call %s %+v, want Failed MCPInputRefused saying the Agent now denies sampling and %q", c.State, c.Outcome, tc.wantAnswer)
+			}
+			if act.Kind != ActCallModel || h.s.Ledger.Requests != requests+1 || h.s.Cursor.Step != 1 {
+				t.Fatalf("after the refusal: %s, requests %d (was %d), step %d: want the batch closed and the model's next turn asked",
+					describe(act), h.s.Ledger.Requests, requests, h.s.Cursor.Step)
+			}
+			if last := h.s.History[len(h.s.History)-1]; last.Role != exagentv1.RoleTool || !strings.Contains(last.Content, "now sets mcp.sampling Deny") {
+				t.Errorf("the model reads %+v, want the refusal", last)
+			}
+		})
+	}
+}

@@ -40,6 +40,19 @@ import (
 // MCPSampling). Only the server's own text messages are sent: the run's
 // transcript is never shared (includeContext is ignored) and tools are
 // not offered.
+//
+// A sampling request spends what the run's own requests spend: it counts
+// against maxSteps (ledger.samplingRequests, once per request: a re-send
+// of a lost one is charged in requests but is no new step) and its tokens
+// against maxTokens, both counting what the run's children hold, so a
+// server that keeps asking cannot take a run — or, through a child's
+// reservation, its ancestors — past its limits. One model request is
+// kept for the run itself to read the batch: a sampling request that
+// would take it is refused, and its call fails with LimitExceeded (the
+// model is told, as for a delegation call nothing is left for). With no
+// tokens left the run ends LimitExceeded, as before any model request;
+// otherwise the request's maxTokens is at most the tokens left, so only
+// its prompt can pass maxTokens, as any request's answer can.
 
 const (
 	samplingMethod = "sampling/createMessage"
@@ -229,6 +242,7 @@ func latestInputAnswers(st *Status, c *exagentv1.ToolCall) map[string]*exagentv1
 // this attempt, or re-sends one an older attempt lost. ok=false when the
 // batch has none to send.
 func driveSampling(st *Status, env *Env, f Fence, now time.Time) (Action, bool, error) {
+	refuseDeniedSampling(st, env) // the current Agent's mcp.sampling first (mcpinput.go)
 	lost := st.Cursor.ModelRequest
 	if lost != nil && lost.Attempt == f.Attempt {
 		return Action{Kind: ActWait}, true, nil
@@ -236,11 +250,19 @@ func driveSampling(st *Status, env *Env, f Fence, now time.Time) (Action, bool, 
 	var c *exagentv1.ToolCall
 	var id string
 	var s sampling
+	var resend bool
 	for _, i := range stepCalls(st) {
-		if rid, rs, ok := nextSampling(st, env, &st.Calls[i]); ok {
-			c, id, s = &st.Calls[i], rid, rs
-			break
+		rid, rs, ok := nextSampling(st, env, &st.Calls[i])
+		if !ok {
+			continue
 		}
+		resend = lost != nil && lost.CallID == st.Calls[i].ID && lost.InputRequest == rid
+		if why := samplingOverSteps(st, env); why != "" && !resend {
+			refuseSampling(&st.Calls[i], rid, why)
+			continue
+		}
+		c, id, s = &st.Calls[i], rid, rs
+		break
 	}
 	if c == nil {
 		if lost != nil {
@@ -251,10 +273,22 @@ func driveSampling(st *Status, env *Env, f Fence, now time.Time) (Action, bool, 
 	if act, ok := checkIOLimits(st, env, now); !ok {
 		return act, true, nil
 	}
+	maxTokens := env.samplingTokens(s.maxTokens)
+	if m := env.limits().MaxTokens; m != nil {
+		left := *m - tokensUsed(st) - held(st).tokens
+		if left <= 0 {
+			return limitExceeded(st, env, now, "limit maxTokens (%d) reached: %d used, %d held by child runs", *m,
+				tokensUsed(st), held(st).tokens), true, nil
+		}
+		maxTokens = min(maxTokens, left)
+	}
 	if lost != nil {
 		if act, ok := countModelResend(st, env, lost, now); !ok {
 			return act, true, nil
 		}
+	}
+	if !resend {
+		st.Ledger.SamplingRequests++
 	}
 	st.Ledger.Requests++
 	st.Cursor.ModelRequest = &exagentv1.ModelRequestIntent{Attempt: f.Attempt, Request: st.Ledger.Requests, CallID: c.ID, InputRequest: id}
@@ -262,7 +296,35 @@ func driveSampling(st *Status, env *Env, f Fence, now time.Time) (Action, bool, 
 		return Action{}, true, err
 	}
 	return Action{Kind: ActCallModel, Model: &ModelRequest{Step: st.Cursor.Step, Request: st.Ledger.Requests, Messages: s.messages,
-		Sampling: true, MaxTokens: env.samplingTokens(s.maxTokens)}}, true, nil
+		Sampling: true, MaxTokens: maxTokens}}, true, nil
+}
+
+// samplingOverSteps says why a new sampling request would take the run
+// past maxSteps ("" when it would not): the step's own request was made,
+// and one more must be left, after it, for the run to read the batch —
+// counting the sampling requests already answered, those of its children
+// and what its live children hold.
+func samplingOverSteps(st *Status, env *Env) string {
+	m := env.limits().MaxSteps
+	if m == nil {
+		return ""
+	}
+	made, h := stepsUsed(st)+1, held(st).steps
+	if made+1+h < int64(*m) {
+		return ""
+	}
+	return fmt.Sprintf("limit maxSteps (%d) leaves no model request for it: %d made by this run and its child runs "+
+		"(%d of them for MCP sampling requests), %d reserved for child runs, one kept for this run to read the answers",
+		*m, made, st.Ledger.SamplingRequests, h)
+}
+
+// refuseSampling fails call c whose server's sampling request id the run
+// cannot afford: a failed outcome the model sees, no model request made.
+func refuseSampling(c *exagentv1.ToolCall, id, why string) {
+	c.State = exagentv1.CallFailed
+	c.Outcome = &exagentv1.CallOutcome{Result: bound(fmt.Sprintf("%s: the MCP server of tool %q asked the run's model for a "+
+		"completion (sampling request %s), but %s. The call was not completed.", exagentv1.ReasonLimitExceeded, c.Tool, id, why),
+		maxContent)}
 }
 
 // recordSample journals the run's model's answer to the outstanding

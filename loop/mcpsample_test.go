@@ -18,6 +18,7 @@ package loop
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -238,4 +239,139 @@ func TestMCPSamplingLimits(t *testing.T) {
 	if act := h.step(); act.Kind != ActFail || h.s.Reason != exagentv1.ReasonLimitExceeded {
 		t.Fatalf("%s %s, want LimitExceeded before the sampling request", describe(act), h.s.Reason)
 	}
+}
+
+// samplingRounds drives a run whose server (sampledOn) asks for a new
+// completion each time its call is retried, rounds times in all, then
+// answers; the model always answers a sampling request and ends the run
+// once it reads the call. It returns how many sampling requests were sent.
+func samplingRounds(t *testing.T, h *harness, rounds int) int {
+	t.Helper()
+	sent, round := 0, 1
+	for i := 0; i < 100 && !h.s.Phase.IsTerminal(); i++ {
+		switch act := h.step(); {
+		case act.Kind == ActCallModel && act.Model.Sampling:
+			sent++
+			h.respond(ModelResponse{Content: "a summary", PromptTokens: 3, CompletionTokens: 2})
+		case act.Kind == ActCallModel:
+			h.respond(text("done"))
+		case act.Kind == ActRunTools && round < rounds:
+			round++
+			req := strings.Replace(samplingRequests, `"llm"`, fmt.Sprintf(`"s%d"`, round), 1)
+			h.must("RecordOutcome input_required", func() error {
+				s, err := RecordOutcome(h.s, h.env, h.f, ToolResult{CallID: "c1", Kind: ResultInputRequired,
+					InputRequests: json.RawMessage(req), RequestState: "st"}, h.now)
+				h.s = s
+				return err
+			})
+		case act.Kind == ActRunTools:
+			h.outcome("c1", ResultSucceeded, "answered")
+		}
+	}
+	return sent
+}
+
+// TestMCPSamplingCountsAgainstMaxSteps: a sampling request is a model
+// request of the run: it counts against maxSteps (the run's own, or what
+// its parent reserved for it), and one request is always kept for the
+// run to read its call. A sampling request past that is refused — the
+// call fails LimitExceeded and the model is told — and the run never
+// makes more model requests than maxSteps, however often its server asks.
+func TestMCPSamplingCountsAgainstMaxSteps(t *testing.T) {
+	child := func(r *exagentv1.AgentRun) {
+		r.Spec.Delegation = &exagentv1.Delegation{
+			Parent: exagentv1.RunReference{Name: "p", UID: "p-uid"}, Root: exagentv1.RunReference{Name: "p", UID: "p-uid"},
+			CallID: "d1", Ancestry: []string{"p-uid/d1"}, Limits: exagentv1.DelegatedLimits{MaxSteps: new(int32(2))},
+		}
+	}
+	cases := map[string]struct {
+		maxSteps    int32 // the Agent's; 0: unset
+		run         func(*exagentv1.AgentRun)
+		rounds      int
+		wantSent    int
+		wantRefused bool
+	}{
+		"maxSteps 2: none, one request kept to read the call": {maxSteps: 2, rounds: 3, wantSent: 0, wantRefused: true},
+		"maxSteps 4: a server that keeps asking":              {maxSteps: 4, rounds: 10, wantSent: 2, wantRefused: true},
+		"maxSteps 10: every one":                              {maxSteps: 10, rounds: 3, wantSent: 3},
+		"a child: what its parent reserved (2)":               {run: child, rounds: 3, wantSent: 0, wantRefused: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := MakeAgent().Tool(exagentv1.ToolSpec{Name: "srv", MCP: &exagentv1.MCPTool{URL: "http://127.0.0.1/mcp"}}).
+				Default(exagentv1.PolicyAllow)
+			if tc.maxSteps > 0 {
+				a.MaxSteps(tc.maxSteps)
+			}
+			run := MakeRun().ActiveTimeLimit(exagentv1.Never)
+			if tc.run != nil {
+				run.Apply(tc.run)
+			}
+			env, err := NewEnv(EnvInput{RunUID: runUID, RunName: "run", Agent: a.Spec(), AgentGeneration: 1, Run: run.Spec(),
+				MCP: map[string]*MCPListing{"srv": mcpListing(MCPToolInfo{Name: "srv", InputSchema: json.RawMessage(`{"type":"object"}`)})}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := sampledOn(t, env, samplingRequests)
+			sent := samplingRounds(t, h, tc.rounds)
+			limit := int64(tc.maxSteps)
+			if limit == 0 {
+				limit = 2
+			}
+			if sent != tc.wantSent || h.s.Ledger.Requests > limit || h.s.Ledger.SamplingRequests != int64(sent) {
+				t.Errorf("sent %d sampling requests, %d model requests in all (ledger %+v); want %d sent, at most %d in all\n%s",
+					sent, h.s.Ledger.Requests, h.s.Ledger, tc.wantSent, limit, strings.Join(h.log, "\n"))
+			}
+			c := h.s.Calls[0]
+			refused := c.State == exagentv1.CallFailed && c.Outcome != nil && strings.Contains(c.Outcome.Result, "LimitExceeded") &&
+				strings.Contains(c.Outcome.Result, "maxSteps")
+			if refused != tc.wantRefused {
+				t.Errorf("call %s %+v: refused %v, want %v", c.State, c.Outcome, refused, tc.wantRefused)
+			}
+			if h.s.Phase != exagentv1.PhaseSucceeded {
+				t.Errorf("run %s %s %q, want Succeeded: the model read the call", h.s.Phase, h.s.Reason, h.s.Message)
+			}
+		})
+	}
+}
+
+// TestMCPSamplingWithinTheReservation: what the run's live children hold
+// counts before a sampling request as before any model request — model
+// requests against maxSteps, tokens against maxTokens — and the request's
+// maxTokens is at most the tokens left, so a server cannot spend what
+// the run reserved for its children (and through them its ancestors).
+func TestMCPSamplingWithinTheReservation(t *testing.T) {
+	env := samplingEnv(t, "", func(a *exagentv1.Agent) {
+		a.Spec.Limits.MaxSteps, a.Spec.Limits.MaxTokens = new(int32(5)), new(int64(1000))
+	})
+	holding := func(h *harness, steps int32, tokens int64) {
+		h.s.Children = append(h.s.Children, exagentv1.ChildRun{Name: "run-child", CallID: "d0", Agent: "other",
+			Reserved: &exagentv1.DelegatedLimits{MaxSteps: &steps, MaxTokens: &tokens}})
+	}
+	t.Run("tokens left cap the request", func(t *testing.T) {
+		h := sampledOn(t, env, samplingRequests)
+		holding(h, 2, 900)
+		act := h.step()
+		if act.Kind != ActCallModel || !act.Model.Sampling || act.Model.MaxTokens != 1000-15-900 {
+			t.Fatalf("%s maxTokens %d, want a sampling request of at most the %d tokens left", describe(act), act.Model.MaxTokens, 1000-15-900)
+		}
+	})
+	t.Run("no tokens left", func(t *testing.T) {
+		h := sampledOn(t, env, samplingRequests)
+		holding(h, 0, 985)
+		if act := h.step(); act.Kind != ActFail || h.s.Reason != exagentv1.ReasonLimitExceeded || !strings.Contains(h.s.Message, "985 held by child runs") {
+			t.Fatalf("%s %s %q, want LimitExceeded counting what the child holds", describe(act), h.s.Reason, h.s.Message)
+		}
+	})
+	t.Run("no model request left", func(t *testing.T) {
+		h := sampledOn(t, env, samplingRequests)
+		holding(h, 3, 0) // 1 made + 3 held + 1 kept = 5
+		act := h.step()
+		if act.Kind == ActCallModel || h.s.Ledger.SamplingRequests != 0 {
+			t.Fatalf("%s, want no sampling request", describe(act))
+		}
+		if c := h.s.Calls[0]; c.State != exagentv1.CallFailed || !strings.Contains(c.Outcome.Result, "3 reserved for child runs") {
+			t.Fatalf("call %s %+v, want it refused counting what the child holds", c.State, c.Outcome)
+		}
+	})
 }

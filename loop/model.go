@@ -37,6 +37,7 @@ import (
 // state still fits the size budget. A response with more tool calls than a
 // message may hold is a failed request (RecordModelFailure).
 func RecordModelResponse(s Status, env *Env, f Fence, r ModelResponse, now time.Time) (Status, error) {
+	env = env.forRun(&s)
 	if err := checkModelOutstanding(&s, f, now); err != nil {
 		return s, err
 	}
@@ -141,6 +142,7 @@ func proposeCall(env *Env, id string, step int32, tc exagentv1.MessageToolCall) 
 // failure phase/reason/message/claim.
 // Guards: the fence; a model request of this attempt is outstanding.
 func RecordModelFailure(s Status, env *Env, f Fence, message string, now time.Time) (Status, error) {
+	env = env.forRun(&s)
 	if err := checkModelOutstanding(&s, f, now); err != nil {
 		return s, err
 	}

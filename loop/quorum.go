@@ -17,6 +17,7 @@ limitations under the License.
 package loop
 
 import (
+	"strings"
 	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -25,8 +26,13 @@ import (
 
 // vote counts one Approve under a's quorum and reports whether the quorum
 // is met. A person votes once (by username and UID); every vote is on one
-// version of the call: the first vote that edits it sets that version
-// (a.Edit), and a vote with other arguments is rejected. Separation of
+// version of the call and journals it (votes[].payloadHash): only the
+// first vote may edit the call and so set that version (a.Edit); an edit
+// after votes were cast is refused (editAfterVotes), as is a vote with
+// other arguments than the edit (editedBefore). A decision admitted
+// before another vote landed meets that refusal here, inside the
+// compare-and-swap, so the order in which decisions are applied cannot
+// carry a yes over to arguments its voter did not see. Separation of
 // duties was checked for this voter in prepare, as for every decision.
 func vote(a *exagentv1.Approval, edit *exagentv1.ApprovalEdit, dec *decision, now time.Time) (bool, error) {
 	actor := dec.cmd.Actor
@@ -36,19 +42,55 @@ func vote(a *exagentv1.Approval, edit *exagentv1.ApprovalEdit, dec *decision, no
 	if len(a.Votes) >= maxQuorum {
 		return false, conflictf("approval %s already holds %d votes", a.ID, len(a.Votes))
 	}
-	switch {
-	case edit == nil:
-	case a.Edit == nil:
+	if err := checkVoteVersion(a, edit); err != nil {
+		return false, err
+	}
+	if edit != nil && a.Edit == nil {
 		a.Edit = edit
-	case a.Edit.ArgsHash != edit.ArgsHash:
-		return false, editedBefore(a)
 	}
 	scope := dec.cmd.Scope
 	if scope == "" {
 		scope = exagentv1.ScopeCall
 	}
-	a.Votes = append(a.Votes, exagentv1.Vote{Actor: actor, OperationID: dec.cmd.OperationID, At: secTime(now), Scope: scope})
+	a.Votes = append(a.Votes, exagentv1.Vote{Actor: actor, OperationID: dec.cmd.OperationID, At: secTime(now), Scope: scope,
+		PayloadHash: a.CurrentPayloadHash()})
 	return quorumMissing(a) == "", nil
+}
+
+// checkVoteVersion refuses a vote under a quorum that would change the
+// version of the call the earlier votes are on: an edit once votes were
+// cast, or arguments other than the edit every vote is on.
+func checkVoteVersion(a *exagentv1.Approval, edit *exagentv1.ApprovalEdit) error {
+	switch {
+	case edit == nil:
+		return nil
+	case a.Edit != nil && a.Edit.ArgsHash != edit.ArgsHash:
+		return editedBefore(a)
+	case a.Edit == nil && len(a.Votes) > 0:
+		return editAfterVotes(a)
+	}
+	return nil
+}
+
+// editAfterVotes refuses an edit of a call some approvers already voted
+// for as it stands: their votes cannot count for arguments they never
+// saw, and one person must not choose alone what a quorum lets through.
+func editAfterVotes(a *exagentv1.Approval) error {
+	names := make([]string, len(a.Votes))
+	for i := range a.Votes {
+		names[i] = actorString(&a.Votes[i].Actor)
+	}
+	return conflictf("approval %s already has %d %s on the call as proposed (payloadHash %s, by %s): under a quorum only the first vote may edit the call, "+
+		"so an edit now would count their votes for arguments they never saw; vote for the call as it is (without --set/--args-file), "+
+		"or deny it and let the model propose the call again", a.ID, len(a.Votes), plural(len(a.Votes), "vote", "votes"),
+		canonical.Short(a.CurrentPayloadHash()), strings.Join(names, ", "))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // alreadyVoted refuses a second vote by the same person under a quorum.

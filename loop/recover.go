@@ -38,6 +38,7 @@ import (
 // phase (Uncertain, or Queued/Approved), reason, message.
 // Guards: the run is Running and its lease has expired.
 func Recover(s Status, env *Env, now time.Time) (Status, error) {
+	env = env.forRun(&s)
 	if s.Phase != exagentv1.PhaseRunning {
 		return s, notPendingf("run is %s: nothing to recover", phaseName(s.Phase))
 	}

@@ -70,8 +70,13 @@ func held(st *Status) holding {
 }
 
 // stepsUsed is what counts against maxSteps before the next model request:
-// the run's own steps and the requests its children were charged.
-func stepsUsed(st *Status) int64 { return int64(st.Cursor.Step) + st.Ledger.ChildRequests }
+// the run's own steps, the MCP sampling requests its model answered
+// (mcpsample.go) and the requests its children were charged. A child's
+// sampling requests count against its own maxSteps — the reservation its
+// parent made for it — and reach its parent in childRequests.
+func stepsUsed(st *Status) int64 {
+	return int64(st.Cursor.Step) + st.Ledger.SamplingRequests + st.Ledger.ChildRequests
+}
 
 // tokensUsed is the tokens of the run and of the children charged to it.
 func tokensUsed(st *Status) int64 { return st.Ledger.PromptTokens + st.Ledger.CompletionTokens }

@@ -17,6 +17,9 @@ limitations under the License.
 package loop
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -35,6 +38,10 @@ import (
 type Retention struct {
 	// TTL after the run ended; nil: no TTL.
 	TTL *time.Duration
+	// TTLSource says where TTL came from: TTLFromRun (the run's own
+	// spec), TTLFromAgent or TTLFromManager (a default the run's author
+	// may never have seen; see GitOpsManager).
+	TTLSource TTLSource
 	// KeepLast is the Agent's history limit; nil: none.
 	KeepLast *int32
 	// Archive is the Agent's archive sink; nil: the run is deleted unarchived.
@@ -54,16 +61,79 @@ func ResolveRetention(run *exagentv1.AgentRunSpec, agent *exagentv1.RetentionSpe
 	}
 	switch {
 	case run.TTLSecondsAfterFinished != nil:
-		r.TTL = seconds(*run.TTLSecondsAfterFinished)
+		r.TTL, r.TTLSource = seconds(*run.TTLSecondsAfterFinished), TTLFromRun
 	case agent != nil && agent.TTLSecondsAfterFinished != nil:
-		r.TTL = seconds(*agent.TTLSecondsAfterFinished)
+		r.TTL, r.TTLSource = seconds(*agent.TTLSecondsAfterFinished), TTLFromAgent
 	case managerTTL > 0:
-		r.TTL = &managerTTL
+		r.TTL, r.TTLSource = &managerTTL, TTLFromManager
 	}
 	if agent != nil {
 		r.KeepLast, r.Archive = agent.KeepLast, agent.Archive
 	}
 	return r
+}
+
+// TTLSource is where a run's TTL came from.
+type TTLSource string
+
+const (
+	TTLFromRun     TTLSource = "the run's spec.ttlSecondsAfterFinished"
+	TTLFromAgent   TTLSource = "its Agent's retention.ttlSecondsAfterFinished"
+	TTLFromManager TTLSource = "the manager's --default-ttl-seconds-after-finished"
+)
+
+// GitOps tools' marks on the objects they apply (docs/gitops.md). A run
+// one of them declares is re-created by the next sync if retention
+// deletes it: a new UID, so every tool call runs again under new
+// idempotency keys.
+var (
+	gitOpsLabels = []struct{ key, tool string }{
+		{"app.kubernetes.io/instance", "Argo CD"}, // Argo CD's label tracking (the default before v3)
+		{"kustomize.toolkit.fluxcd.io/name", "Flux"},
+		{"kustomize.toolkit.fluxcd.io/namespace", "Flux"},
+		{"helm.toolkit.fluxcd.io/name", "Flux"},
+	}
+	gitOpsAnnotations = []struct{ key, tool string }{
+		{"argocd.argoproj.io/tracking-id", "Argo CD"}, // annotation tracking (the default since v3)
+	}
+)
+
+// GitOpsManager names the GitOps tool whose mark the object's labels or
+// annotations carry, and the mark ("Argo CD", "label
+// app.kubernetes.io/instance"); tool is empty when there is none.
+func GitOpsManager(labels, annotations map[string]string) (tool, mark string) {
+	for _, a := range gitOpsAnnotations {
+		if _, ok := annotations[a.key]; ok {
+			return a.tool, "annotation " + a.key
+		}
+	}
+	for _, l := range gitOpsLabels {
+		if _, ok := labels[l.key]; ok {
+			return l.tool, "label " + l.key
+		}
+	}
+	return "", ""
+}
+
+// KeptFromGitOps says why retention leaves a GitOps-managed run alone
+// (ok false: it does not): only the run's own TTL deletes such a run —
+// the admission webhook refuses that TTL on a run a GitOps tool applies,
+// so it is one set before the mark — never a default the run's author
+// may not have seen (the Agent's TTL, the manager's) nor the Agent's
+// keepLast. The GitOps tool deletes the run when it is removed from
+// the source (prune).
+func KeptFromGitOps(labels, annotations map[string]string, r Retention, byKeepLast bool) (string, bool) {
+	tool, mark := GitOpsManager(labels, annotations)
+	if tool == "" || (!byKeepLast && r.TTLSource == TTLFromRun) {
+		return "", false
+	}
+	by := "its TTL comes from " + string(r.TTLSource)
+	if byKeepLast {
+		by = "its Agent's retention.keepLast would let it go"
+	}
+	return fmt.Sprintf("retention does not delete this run: %s manages it (%s) and would re-create it under a new UID, "+
+		"running every tool call again under new idempotency keys; %s. Remove the run from the GitOps source to delete it "+
+		"(docs/gitops.md, Retention)", tool, mark, by), true
 }
 
 // EndedAt is when an ended run ended: the lastTransitionTime of its Ended
@@ -106,18 +176,43 @@ func TTLExpiry(s *Status, created time.Time, r Retention) (time.Time, bool) {
 }
 
 // Reapable says whether retention may delete an ended run now, and why
-// not: only an ended run, and only once every notification it journaled
-// is settled (a RunEnded still Pending would otherwise never be sent).
-func Reapable(s *Status) (bool, string) {
+// not: only an ended run, only once every notification it journaled is
+// settled (a RunEnded still Pending would otherwise never be sent), and
+// never while a call may still report what it did.
+//
+// A Cancelled run leaves a call that was in flight Uncertain, and the
+// attempt that began it journals its outcome when it answers
+// (RecordLateOutcome): that outcome is an effect that happened, worth
+// the record. Such a call (Uncertain, no outcome, not delegated) holds
+// the run until lateWindow after it started — the longest one call's IO
+// may still answer — or for as long as running says the IO of this run
+// is still in flight or unjournaled in this process. until is when to
+// look again (zero: the outcome's journal, a write, brings it back).
+func Reapable(s *Status, now time.Time, lateWindow time.Duration, running bool) (ok bool, why string, until time.Time) {
 	if !s.Phase.IsTerminal() {
-		return false, fmt.Sprintf("the run is %s, not ended", s.Phase)
+		return false, fmt.Sprintf("the run is %s, not ended", s.Phase), time.Time{}
 	}
 	for i := range s.Notifications {
 		if n := &s.Notifications[i]; n.State == exagentv1.NotificationPending {
-			return false, fmt.Sprintf("notification %s to sink %s is still pending", n.Event, n.Sink)
+			return false, fmt.Sprintf("notification %s to sink %s is still pending", n.Event, n.Sink), time.Time{}
 		}
 	}
-	return true, ""
+	for i := range s.Calls {
+		c := &s.Calls[i]
+		if c.State != exagentv1.CallUncertain || c.Outcome != nil || c.Child != "" {
+			continue
+		}
+		if running {
+			return false, fmt.Sprintf("call %s (%s) was in flight when the run ended and its IO still runs: its outcome is journaled first", c.ID, c.Tool), time.Time{}
+		}
+		if c.StartedAt != nil {
+			if end := c.StartedAt.Add(lateWindow); now.Before(end) {
+				return false, fmt.Sprintf("call %s (%s) was in flight when the run ended and may still answer until %s: its outcome is journaled first",
+					c.ID, c.Tool, end.UTC().Format(time.RFC3339)), end
+			}
+		}
+	}
+	return true, "", time.Time{}
 }
 
 // EndedRun is what a history limit reads of one ended run.
@@ -163,6 +258,55 @@ func BeyondKeepLast(runs []EndedRun, keep int) []int {
 // attempt, after a crash and from every replica, so the sink dedupes on it.
 func ArchiveID(runUID string) string { return runUID + ".run-archived" }
 
+// ArchiveDigest is what an archive covers of a run: sha256 of its labels,
+// annotations, spec and status, without status.archive (the journal of
+// the archive itself), the conditions (a view of the rest, and Archived
+// moves with the journal) and observedGeneration (every commit stamps it). Two versions with one digest carry
+// the same record.
+func ArchiveDigest(labels, annotations map[string]string, spec *exagentv1.AgentRunSpec, s *Status) string {
+	st := s.DeepCopy()
+	st.Archive, st.Conditions, st.ObservedGeneration = nil, nil, 0
+	b, err := json.Marshal(struct {
+		Labels      map[string]string       `json:"labels,omitempty"`
+		Annotations map[string]string       `json:"annotations,omitempty"`
+		Spec        *exagentv1.AgentRunSpec `json:"spec"`
+		Status      *Status                 `json:"status"`
+	}{labels, annotations, spec, st})
+	if err != nil { // plain data: cannot fail; an empty digest covers nothing
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ArchiveCovers says whether the journaled archive covers the run as it is
+// now (digest): delivered, of this very content. A run written after its
+// archive was delivered (a late outcome) is not covered, and is archived
+// again before it is deleted.
+func ArchiveCovers(rec *exagentv1.ArchiveRecord, digest string) bool {
+	return rec != nil && rec.State == exagentv1.ArchiveDelivered && digest != "" && rec.Digest == digest
+}
+
+// ArchiveAttemptID is the CloudEvent id of the next attempt to archive the
+// run's content digest: ArchiveID for the first content attempted (and a
+// record journaled before digests were), the same id again while the
+// content stays what the last attempt sent, and ArchiveID with the
+// digest's head once the content moved after an attempt — a sink that
+// dedupes on the id must not drop the newer record as a duplicate.
+func ArchiveAttemptID(rec *exagentv1.ArchiveRecord, runUID, digest string) string {
+	switch {
+	case rec == nil:
+		return ArchiveID(runUID)
+	case rec.Digest == digest, rec.Digest == "" && rec.State != exagentv1.ArchiveDelivered:
+		return rec.ID
+	}
+	head := digest
+	if i := len("sha256:"); len(head) > i+16 {
+		head = head[i : i+16]
+	}
+	return ArchiveID(runUID) + "." + head
+}
+
 // ArchiveRetry bounds the wait between attempts to archive one run. The
 // attempts themselves are not bounded: a run whose archive is not
 // delivered is never deleted.
@@ -183,11 +327,12 @@ func (r ArchiveRetry) WithDefaults() ArchiveRetry {
 	return r
 }
 
-// NextAttempt is when the archive may be attempted again: at once when it
-// was never attempted or is delivered.
-func (r ArchiveRetry) NextAttempt(rec *exagentv1.ArchiveRecord) time.Time {
+// NextAttempt is when the archive of the run's content id may be
+// attempted again: at once when it was never attempted, is delivered, or
+// the last attempt was of other content (another id).
+func (r ArchiveRetry) NextAttempt(rec *exagentv1.ArchiveRecord, id string) time.Time {
 	r = r.WithDefaults()
-	if rec == nil || rec.State == exagentv1.ArchiveDelivered || rec.LastAttemptAt == nil || rec.Attempts == 0 {
+	if rec == nil || rec.ID != id || rec.State == exagentv1.ArchiveDelivered || rec.LastAttemptAt == nil || rec.Attempts == 0 {
 		return time.Time{}
 	}
 	wait := r.Base
@@ -197,26 +342,38 @@ func (r ArchiveRetry) NextAttempt(rec *exagentv1.ArchiveRecord) time.Time {
 	return rec.LastAttemptAt.Add(min(wait, r.Max))
 }
 
-// RecordArchiveAttempt journals one attempt to send the run's archive to
-// sink: Delivered when failure is empty, otherwise Pending with the
-// error. Touches: status.archive only. Guards: nothing — an attempt is a
-// fact; whether the run may then be deleted is the caller's (Delivered).
-func RecordArchiveAttempt(s Status, runUID, sink, failure string, now time.Time) Status {
+// ArchiveAttempt is one attempt to send a run's archive.
+type ArchiveAttempt struct {
+	// ID of the CloudEvent sent (ArchiveAttemptID) and Digest of the
+	// content it carried (ArchiveDigest).
+	ID, Digest string
+	// Sink is the name of the archive sink; Failure the error, empty when
+	// the sink answered 2xx.
+	Sink, Failure string
+}
+
+// RecordArchiveAttempt journals one attempt to send the run's archive:
+// Delivered when a.Failure is empty, otherwise Pending with the error. An
+// attempt of other content than the last (another id) starts a new
+// record. Touches: status.archive only. Guards: nothing — an attempt is a
+// fact; whether the run may then be deleted is the caller's
+// (ArchiveCovers).
+func RecordArchiveAttempt(s Status, a ArchiveAttempt, now time.Time) Status {
 	out := *s.DeepCopy()
 	at := secTime(now)
 	rec := out.Archive
-	if rec == nil {
-		rec = &exagentv1.ArchiveRecord{ID: ArchiveID(runUID), FirstAttemptAt: &at}
+	if rec == nil || rec.ID != a.ID {
+		rec = &exagentv1.ArchiveRecord{ID: a.ID, FirstAttemptAt: &at}
 		out.Archive = rec
 	}
-	rec.Sink = sink
+	rec.Sink, rec.Digest = a.Sink, a.Digest
 	rec.Attempts++
 	rec.LastAttemptAt = &at
-	if failure == "" {
+	if a.Failure == "" {
 		rec.State, rec.LastError = exagentv1.ArchiveDelivered, ""
 		return out
 	}
-	rec.State, rec.LastError = exagentv1.ArchivePending, truncateUTF8(failure, 500)
+	rec.State, rec.LastError = exagentv1.ArchivePending, truncateUTF8(a.Failure, 500)
 	return out
 }
 

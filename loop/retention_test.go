@@ -17,6 +17,7 @@ limitations under the License.
 package loop
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -104,10 +105,41 @@ func TestTTLExpiry(t *testing.T) {
 }
 
 func TestReapable(t *testing.T) {
+	started := metav1.NewMicroTime(t0.Add(-time.Minute))
+	cancelledWith := func(c exagentv1.ToolCall) Status {
+		return Status{Phase: exagentv1.PhaseCancelled, Calls: []exagentv1.ToolCall{c}}
+	}
 	tests := map[string]struct {
-		st   Status
-		want bool
+		st        Status
+		running   bool
+		want      bool
+		wantUntil time.Time
 	}{
+		"cancelled with a call in flight, within the window": {
+			st:        cancelledWith(exagentv1.ToolCall{ID: "c1", Tool: "pay", State: exagentv1.CallUncertain, StartedAt: &started}),
+			wantUntil: started.Add(10 * time.Minute),
+		},
+		"cancelled with a call whose IO still runs here, past the window": {
+			st:      cancelledWith(exagentv1.ToolCall{ID: "c1", Tool: "pay", State: exagentv1.CallUncertain, StartedAt: ptr.To(metav1.NewMicroTime(t0.Add(-time.Hour)))}),
+			running: true,
+		},
+		"cancelled, the call's window passed and nothing runs": {
+			st:   cancelledWith(exagentv1.ToolCall{ID: "c1", Tool: "pay", State: exagentv1.CallUncertain, StartedAt: ptr.To(metav1.NewMicroTime(t0.Add(-time.Hour)))}),
+			want: true,
+		},
+		"cancelled, the late outcome journaled": {
+			st: cancelledWith(exagentv1.ToolCall{ID: "c1", Tool: "pay", State: exagentv1.CallSucceeded, StartedAt: &started,
+				Outcome: &exagentv1.CallOutcome{}}),
+			want: true,
+		},
+		"cancelled, resolved for the record": {
+			st:   cancelledWith(exagentv1.ToolCall{ID: "c1", Tool: "pay", State: exagentv1.CallUncertain, StartedAt: &started, Outcome: &exagentv1.CallOutcome{}}),
+			want: true,
+		},
+		"a delegation call: its child is the outcome": {
+			st:   cancelledWith(exagentv1.ToolCall{ID: "c1", Tool: "helper", State: exagentv1.CallUncertain, StartedAt: &started, Child: "r-c1"}),
+			want: true,
+		},
 		"ended, nothing pending": {st: Status{Phase: exagentv1.PhaseSucceeded, Notifications: []exagentv1.NotificationRecord{
 			{Event: exagentv1.NotifyRunEnded, State: exagentv1.NotificationDelivered}, {Event: exagentv1.NotifyApprovalRequested, State: exagentv1.NotificationFailed}}}, want: true},
 		"its RunEnded is still to be sent": {st: Status{Phase: exagentv1.PhaseFailed, Notifications: []exagentv1.NotificationRecord{
@@ -116,9 +148,9 @@ func TestReapable(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, why := Reapable(&tc.st)
-			if got != tc.want || (!got && why == "") {
-				t.Errorf("Reapable = %v (%q), want %v with a reason when false", got, why, tc.want)
+			got, why, until := Reapable(&tc.st, t0, 10*time.Minute, tc.running)
+			if got != tc.want || (!got && why == "") || !until.Equal(tc.wantUntil) {
+				t.Errorf("Reapable = %v (%q) until %v, want %v with a reason when false, until %v", got, why, until, tc.want, tc.wantUntil)
 			}
 		})
 	}
@@ -159,16 +191,20 @@ func TestBeyondKeepLast(t *testing.T) {
 func TestArchiveJournal(t *testing.T) {
 	st := Status{Phase: exagentv1.PhaseSucceeded}
 	retry := ArchiveRetry{}.WithDefaults()
-	if at := retry.NextAttempt(st.Archive); !at.IsZero() {
+	id := ArchiveAttemptID(st.Archive, runUID, "sha256:aaaa")
+	attempt := func(failure string) ArchiveAttempt {
+		return ArchiveAttempt{ID: id, Digest: "sha256:aaaa", Sink: "s3", Failure: failure}
+	}
+	if at := retry.NextAttempt(st.Archive, id); !at.IsZero() {
 		t.Fatalf("a run never archived waits until %v, want at once", at)
 	}
-	st = RecordArchiveAttempt(st, runUID, "s3", "POST https://archive.example: HTTP 503", t0)
-	want := &exagentv1.ArchiveRecord{ID: runUID + ".run-archived", Sink: "s3", State: exagentv1.ArchivePending, Attempts: 1,
+	st = RecordArchiveAttempt(st, attempt("POST https://archive.example: HTTP 503"), t0)
+	want := &exagentv1.ArchiveRecord{ID: runUID + ".run-archived", Sink: "s3", Digest: "sha256:aaaa", State: exagentv1.ArchivePending, Attempts: 1,
 		FirstAttemptAt: ptr.To(metav1.NewTime(t0)), LastAttemptAt: ptr.To(metav1.NewTime(t0)), LastError: "POST https://archive.example: HTTP 503"}
 	if diff := cmp.Diff(want, st.Archive); diff != "" {
 		t.Fatalf("after a failure (-want +got):\n%s", diff)
 	}
-	if got := retry.NextAttempt(st.Archive); !got.Equal(t0.Add(time.Second)) {
+	if got := retry.NextAttempt(st.Archive, id); !got.Equal(t0.Add(time.Second)) {
 		t.Errorf("next attempt after 1 failure at %v, want %v", got, t0.Add(time.Second))
 	}
 	conds := Conditions(st, 1, t0)
@@ -177,12 +213,15 @@ func TestArchiveJournal(t *testing.T) {
 		t.Fatalf("Archived condition of a held run = %+v, want False %s", archived, exagentv1.ReasonArchiveSinkFailing)
 	}
 	for i := 2; i <= 12; i++ {
-		st = RecordArchiveAttempt(st, runUID, "s3", "connection refused", t0)
+		st = RecordArchiveAttempt(st, attempt("connection refused"), t0)
 	}
-	if got := retry.NextAttempt(st.Archive).Sub(t0); got != 5*time.Minute {
+	if got := retry.NextAttempt(st.Archive, id).Sub(t0); got != 5*time.Minute {
 		t.Errorf("backoff after 12 failures = %v, want the 5m cap", got)
 	}
-	st = RecordArchiveAttempt(st, runUID, "s3", "", t0.Add(time.Hour))
+	if ArchiveAttemptID(st.Archive, runUID, "sha256:aaaa") != id {
+		t.Errorf("the id moved between attempts of the same content")
+	}
+	st = RecordArchiveAttempt(st, attempt(""), t0.Add(time.Hour))
 	if st.Archive.State != exagentv1.ArchiveDelivered || st.Archive.LastError != "" || st.Archive.Attempts != 13 ||
 		st.Archive.ID != runUID+".run-archived" || !st.Archive.FirstAttemptAt.Equal(ptr.To(metav1.NewTime(t0))) {
 		t.Errorf("after the 2xx: %+v", st.Archive)
@@ -192,5 +231,77 @@ func TestArchiveJournal(t *testing.T) {
 	}
 	if c := findCondition(Conditions(Status{Phase: exagentv1.PhaseSucceeded}, 1, t0), exagentv1.ConditionArchived); c != nil {
 		t.Errorf("a run retention never archived has condition %+v, want none", c)
+	}
+}
+
+// TestArchiveCoversOnlyWhatWasSent: a delivered archive covers the run
+// only while its content is the one sent; content written after it (a
+// late outcome) is not covered, and its archive is a new record under a
+// new id (a sink deduping on the id keeps it), attempted at once.
+func TestArchiveCoversOnlyWhatWasSent(t *testing.T) {
+	spec := &exagentv1.AgentRunSpec{Input: "pay"}
+	st := Status{Phase: exagentv1.PhaseCancelled, Calls: []exagentv1.ToolCall{{ID: "c1", Tool: "pay", State: exagentv1.CallUncertain}}}
+	d1 := ArchiveDigest(nil, nil, spec, &st)
+	id1 := ArchiveAttemptID(st.Archive, runUID, d1)
+	st = RecordArchiveAttempt(st, ArchiveAttempt{ID: id1, Digest: d1, Sink: "s3"}, t0)
+	if d := ArchiveDigest(nil, nil, spec, &st); d != d1 || !ArchiveCovers(st.Archive, d) {
+		t.Fatalf("the journal of the archive moved the digest (%s → %s) or does not cover it", d1, d)
+	}
+	st.Conditions = Conditions(st, 1, t0)
+	if !ArchiveCovers(st.Archive, ArchiveDigest(nil, nil, spec, &st)) {
+		t.Fatal("conditions moved the digest")
+	}
+
+	st.Calls[0].State, st.Calls[0].Outcome = exagentv1.CallSucceeded, &exagentv1.CallOutcome{Result: "paid"} // the late outcome
+	d2 := ArchiveDigest(nil, nil, spec, &st)
+	if ArchiveCovers(st.Archive, d2) {
+		t.Fatal("an archive sent before the late outcome covers the run after it")
+	}
+	id2 := ArchiveAttemptID(st.Archive, runUID, d2)
+	if id2 == id1 || !strings.HasPrefix(id2, ArchiveID(runUID)+".") {
+		t.Fatalf("id of the moved content = %q, want a new one after %q", id2, id1)
+	}
+	if at := (ArchiveRetry{}).NextAttempt(st.Archive, id2); !at.IsZero() {
+		t.Errorf("moved content waits until %v, want at once", at)
+	}
+	st = RecordArchiveAttempt(st, ArchiveAttempt{ID: id2, Digest: d2, Sink: "s3", Failure: "HTTP 503"}, t0.Add(time.Minute))
+	if st.Archive.ID != id2 || st.Archive.Attempts != 1 || ArchiveCovers(st.Archive, d2) {
+		t.Errorf("after a failed attempt of the moved content: %+v", st.Archive)
+	}
+	if got := ArchiveAttemptID(st.Archive, runUID, d2); got != id2 {
+		t.Errorf("the retry of the moved content has id %q, want %q again", got, id2)
+	}
+	legacy := &exagentv1.ArchiveRecord{ID: ArchiveID(runUID), State: exagentv1.ArchiveDelivered}
+	if ArchiveCovers(legacy, d2) {
+		t.Error("a delivered record without a digest covers the run")
+	}
+}
+
+// TestKeptFromGitOps: a run an Argo CD or Flux mark says is declared in a
+// GitOps source is deleted only by its own TTL, never by a default or
+// keepLast; a run without a mark is not concerned.
+func TestKeptFromGitOps(t *testing.T) {
+	agentTTL := ResolveRetention(&exagentv1.AgentRunSpec{}, &exagentv1.RetentionSpec{TTLSecondsAfterFinished: ptr.To[int32](60)}, 0)
+	ownTTL := ResolveRetention(&exagentv1.AgentRunSpec{TTLSecondsAfterFinished: ptr.To[int32](60)}, nil, time.Hour)
+	managerTTL := ResolveRetention(&exagentv1.AgentRunSpec{}, nil, time.Hour)
+	tests := map[string]struct {
+		labels, annotations map[string]string
+		r                   Retention
+		keepLast            bool
+		want                string // substring of the reason; empty: not kept
+	}{
+		"argo annotation, agent TTL":   {annotations: map[string]string{"argocd.argoproj.io/tracking-id": "app:exagent.io/AgentRun:ns/r"}, r: agentTTL, want: "Argo CD manages it (annotation argocd.argoproj.io/tracking-id)"},
+		"argo label, manager TTL":      {labels: map[string]string{"app.kubernetes.io/instance": "app"}, r: managerTTL, want: "--default-ttl-seconds-after-finished"},
+		"flux kustomization, keepLast": {labels: map[string]string{"kustomize.toolkit.fluxcd.io/name": "runs"}, keepLast: true, want: "keepLast"},
+		"flux helm, own TTL":           {labels: map[string]string{"helm.toolkit.fluxcd.io/name": "runs"}, r: ownTTL},
+		"no mark":                      {labels: map[string]string{"team": "a"}, r: agentTTL},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			why, kept := KeptFromGitOps(tc.labels, tc.annotations, tc.r, tc.keepLast)
+			if kept != (tc.want != "") || !strings.Contains(why, tc.want) {
+				t.Errorf("KeptFromGitOps = %v %q, want kept %v with %q", kept, why, tc.want != "", tc.want)
+			}
+		})
 	}
 }

@@ -47,10 +47,13 @@ import (
 //
 // Limits (maxSteps, maxToolCalls, maxTokens, active time) end the run
 // Failed with reason LimitExceeded before the IO that would pass them.
+// They are the stricter of the Agent's current ones and those the run
+// journaled at its first claim (status.limits, limits.go).
 // Errors leave the state unchanged: KindStaleFence (stop), and the
 // permanent kinds (InvalidContinuation, TooLarge) that the caller ends
 // with Fail.
 func Step(s Status, env *Env, f Fence, now time.Time) (Status, Action, error) {
+	env = env.forRun(&s) // the limits the run journaled bound it too (limits.go)
 	if err := checkFence(&s, f, now); err != nil {
 		return s, Action{}, err
 	}
@@ -198,11 +201,16 @@ func requestModel(st *Status, env *Env, f Fence, now time.Time) (Action, error) 
 		return Action{Kind: ActWait}, nil
 	}
 	if m := env.limits().MaxSteps; m != nil && stepsUsed(st)+held(st).steps >= int64(*m) {
-		if st.Ledger.ChildRequests == 0 && held(st).steps == 0 {
+		switch {
+		case st.Ledger.ChildRequests == 0 && held(st).steps == 0 && st.Ledger.SamplingRequests == 0:
 			return limitExceeded(st, env, now, "limit maxSteps (%d) reached", *m), nil
+		case st.Ledger.ChildRequests == 0 && held(st).steps == 0:
+			return limitExceeded(st, env, now, "limit maxSteps (%d) reached: %d steps of this run, %d MCP sampling requests",
+				*m, st.Cursor.Step, st.Ledger.SamplingRequests), nil
 		}
-		return limitExceeded(st, env, now, "limit maxSteps (%d) reached: %d steps of this run, %d model requests of its "+
-			"child runs, %d held by child runs", *m, st.Cursor.Step, st.Ledger.ChildRequests, held(st).steps), nil
+		return limitExceeded(st, env, now, "limit maxSteps (%d) reached: %d steps of this run, %d MCP sampling requests, "+
+			"%d model requests of its child runs, %d held by child runs", *m, st.Cursor.Step, st.Ledger.SamplingRequests,
+			st.Ledger.ChildRequests, held(st).steps), nil
 	}
 	if act, ok := checkIOLimits(st, env, now); !ok {
 		return act, nil

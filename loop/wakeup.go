@@ -28,6 +28,7 @@ import (
 // false when no clock can change the run (ended, or waiting only for a
 // human's Resolve).
 func Wakeup(s Status, env *Env) (time.Time, bool) {
+	env = env.forRun(&s)
 	var next time.Time
 	add := func(t time.Time) {
 		if next.IsZero() || t.Before(next) {

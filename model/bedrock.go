@@ -70,8 +70,19 @@ var _ Provider = (*Bedrock)(nil)
 // awsConfigs caches the default chain's configuration per region: it is
 // the manager's own identity (its credential endpoints are not a
 // tenant's to name, so they are not dialled under the egress policy),
-// loaded once and refreshed by the SDK's credential cache.
-var awsConfigs sync.Map // region → *awsLoad
+// loaded once and refreshed by the SDK's credential cache. The region is
+// a tenant's string, so the cache is keyed only by real region names
+// (AWSRegion) and holds at most maxAWSConfigs of them: past that a
+// configuration is loaded for the one client and not kept, so no Agent
+// can grow the manager's memory by naming regions.
+var awsConfigs = struct {
+	mu sync.Mutex
+	m  map[string]*awsLoad
+}{m: map[string]*awsLoad{}}
+
+// maxAWSConfigs bounds awsConfigs: above the number of AWS regions there
+// are, below what would matter to the manager's memory.
+const maxAWSConfigs = 64
 
 type awsLoad struct {
 	once sync.Once
@@ -80,10 +91,28 @@ type awsLoad struct {
 }
 
 func defaultAWSConfig(region string) (aws.Config, error) {
-	v, _ := awsConfigs.LoadOrStore(region, &awsLoad{})
-	l := v.(*awsLoad)
+	if !AWSRegion(region) {
+		return aws.Config{}, &ConfigError{Field: "spec.model.region", Reason: exagentv1.ReasonInvalidConfiguration,
+			Err: fmt.Errorf("%q is not an AWS region (e.g. us-east-1)", region)}
+	}
+	awsConfigs.mu.Lock()
+	l, ok := awsConfigs.m[region]
+	if !ok {
+		l = &awsLoad{}
+		if len(awsConfigs.m) < maxAWSConfigs {
+			awsConfigs.m[region] = l
+		}
+	}
+	awsConfigs.mu.Unlock()
 	l.once.Do(func() { l.cfg, l.err = awsconfig.LoadDefaultConfig(context.Background(), awsconfig.WithRegion(region)) })
 	return l.cfg, l.err
+}
+
+// cachedAWSConfigs is how many regions awsConfigs holds (tests).
+func cachedAWSConfigs() int {
+	awsConfigs.mu.Lock()
+	defer awsConfigs.mu.Unlock()
+	return len(awsConfigs.m)
 }
 
 // NewBedrock builds the provider.
@@ -95,9 +124,21 @@ func NewBedrock(cfg BedrockConfig) (*Bedrock, error) {
 		return nil, &ConfigError{Field: "spec.model.region", Reason: exagentv1.ReasonInvalidConfiguration,
 			Err: errors.New("provider Bedrock needs the AWS region of the model")}
 	}
+	if cfg.BaseURL != "" {
+		// Checked at admission too; here for an Agent admitted before the
+		// rule, or past a bypassed webhook (bedrock_endpoint.go).
+		if why := CheckBedrockEndpoint(cfg.BaseURL, cfg.Region); why != "" {
+			return nil, &ConfigError{Field: "spec.model.baseURL", Reason: exagentv1.ReasonInvalidConfiguration,
+				Err: fmt.Errorf("%q %s", cfg.BaseURL, why)}
+		}
+	}
 	cfg.Retry = cfg.Retry.withDefaults()
 	base, err := defaultAWSConfig(cfg.Region)
-	if err != nil {
+	var ce *ConfigError
+	switch {
+	case errors.As(err, &ce):
+		return nil, err
+	case err != nil:
 		return nil, fmt.Errorf("bedrock: loading the AWS default configuration: %w", err)
 	}
 	hc, err := answerClient(cfg.HTTPClient, cfg.CABundle, cfg.Retry)

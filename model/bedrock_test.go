@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -36,8 +37,11 @@ var testAWS = credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", 
 
 func newBedrock(t *testing.T, srv *bedrocktest.Server, mut ...func(*BedrockConfig)) *Bedrock {
 	t.Helper()
-	cfg := BedrockConfig{Region: srv.Region, Model: "anthropic.claude-test-v1:0", BaseURL: srv.URL,
-		HTTPClient: loopbackOnly(t), Credentials: testAWS}
+	// The Agent's baseURL names Bedrock's regional endpoint (the only kind
+	// the provider accepts); the client's transport stands in for AWS's
+	// DNS and sends it to our server.
+	cfg := BedrockConfig{Region: srv.Region, Model: "anthropic.claude-test-v1:0", BaseURL: srv.Endpoint(),
+		HTTPClient: &http.Client{Transport: srv.Transport(loopbackOnly(t).Transport)}, Credentials: testAWS}
 	for _, m := range mut {
 		m(&cfg)
 	}

@@ -109,6 +109,11 @@ type builtinTool struct {
 }
 
 func (t builtinTool) Invoke(ctx context.Context, call Call) loop.ToolResult {
+	if call.ServiceAccountRefusal != "" {
+		// Before anything is read or sent as the ServiceAccount: a child
+		// run's inherited identity its Agent does not (or no longer) allow.
+		return failed(call, "%s The call was not run.", call.ServiceAccountRefusal)
+	}
 	var args BuiltinArgs
 	if len(call.Args) > 0 {
 		if err := json.Unmarshal(call.Args, &args); err != nil {

@@ -279,8 +279,9 @@ const MaxMCPAnswerBytes = 8 << 20
 // mcpTransport adds the headers to every request of a session and, once
 // calling is set, flips began as soon as any byte of a request (the
 // tools/call POST) may have reached the wire. It bounds every response
-// body (MaxMCPAnswerBytes) and notes a bound passed or a redirect, which
-// the SDK's errors only describe in words.
+// body (MaxMCPAnswerBytes) — and, for a listing, all of them together —
+// and notes a bound passed or a redirect, which the SDK's errors only
+// describe in words.
 type mcpTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
@@ -291,6 +292,9 @@ type mcpTransport struct {
 	began     atomic.Bool
 	tooLarge  atomic.Pointer[bounded.TooLargeError]
 	redirect  atomic.Pointer[redirectSeen]
+	// listing, when set, bounds every response of the session together:
+	// a tools/list's pages (MCPCatalog.fetch).
+	listing *listingBudget
 }
 
 type redirectSeen struct {
@@ -346,6 +350,9 @@ func (t *mcpTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = bounded.Body(resp.Body, MaxMCPAnswerBytes, "the MCP server's answer", func(e *bounded.TooLargeError) {
 			t.tooLarge.CompareAndSwap(nil, e)
 		})
+		if t.listing != nil {
+			resp.Body = t.listing.body(resp.Body)
+		}
 	}
 	return resp, err
 }

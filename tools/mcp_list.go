@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"sync"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/exagent-io/exagent/internal/bounded"
 	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/loop"
@@ -54,8 +56,10 @@ const maxMCPListTools = 512
 // Reads never do network IO: the listings are fetched by a bounded
 // refresher beside the reconcile workers (internal/mcplist: one listing in
 // flight per server, a global and a per-tenant bound, a timeout, backoff
-// per failing server, an LRU of bounded entries and bytes). It is a
-// manager.Runnable (Start), and safe for concurrent use.
+// per failing server, a cache of bounded entries and bytes in which each
+// namespace has a bounded number of servers); each listing is bounded
+// while it is read (fetch). It is a manager.Runnable (Start), and safe for
+// concurrent use.
 type MCPCatalog struct {
 	Client *http.Client
 	// Clock is the clock of the listings' fetch times: the clock the
@@ -155,15 +159,34 @@ func (c *MCPCatalog) get(namespace, url string, headers map[string]string, need 
 }
 
 // fetch lists the server once; the refresher bounds it with its timeout.
+// The listing is bounded while it is read, not once it is whole: every
+// answer of its session (initialize, each tools/list page) counts against
+// one budget of mcplist.Options.MaxListingBytes, and the first byte past
+// it ends the listing (the connection closed, the session's context
+// cancelled); what it keeps is counted tool by tool against the same
+// figure. A server that pages 8 MiB tools costs one listing 4 MiB read,
+// not 512 pages of them.
 func (c *MCPCatalog) fetch(ctx context.Context, url string, headers map[string]string) (*loop.MCPListing, error) {
 	ctx = egress.WithNamespace(ctx, mcplist.TenantOf(ctx))
-	session, err := connectMCP(ctx, url, c.Client, &mcpTransport{base: transportOf(c.Client), headers: headers})
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	limit := c.Bounds().MaxListingBytes
+	budget := &listingBudget{left: limit, limit: limit, stop: stop}
+	rt := &mcpTransport{base: transportOf(c.Client), headers: headers, listing: budget}
+	session, err := connectMCP(ctx, url, c.Client, rt)
 	if err != nil {
+		if tl := budget.tripped(); tl != nil {
+			return nil, fmt.Errorf("tools/list of %s: %w (in its initialize answer)", url, tl)
+		}
 		return nil, fmt.Errorf("connecting to the MCP server %s: %w", url, err)
 	}
 	defer func() { _ = session.Close() }()
 	out := &loop.MCPListing{Tools: []loop.MCPToolInfo{}}
+	kept := mcplist.ListingOverhead
 	for t, err := range session.Tools(ctx, nil) {
+		if tl := budget.tripped(); tl != nil {
+			return nil, fmt.Errorf("tools/list of %s: %w (%d tools read)", url, tl, len(out.Tools))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("tools/list of %s: %w", url, err)
 		}
@@ -173,6 +196,10 @@ func (c *MCPCatalog) fetch(ctx context.Context, url string, headers map[string]s
 		info, err := toolInfo(t)
 		if err != nil {
 			return nil, fmt.Errorf("tools/list of %s: tool %q: %w", url, t.Name, err)
+		}
+		if kept += mcplist.ToolBytes(&info); kept > limit {
+			return nil, fmt.Errorf("tools/list of %s: more than the %s one server's listing may take in names, descriptions and schemas "+
+				"(%d tools read): exagent read no more of it", url, bounded.Size(limit), len(out.Tools)+1)
 		}
 		out.Tools = append(out.Tools, info)
 	}
@@ -187,6 +214,69 @@ func (c *MCPCatalog) fetch(ctx context.Context, url string, headers map[string]s
 	})
 	return out, nil
 }
+
+// listingBudget is one listing's bound on what it reads: every response
+// body of the listing's session draws on it (body), so the bytes are
+// counted across pages as they arrive. The read that would cross it
+// returns what fits and a *bounded.TooLargeError, closes its body (the
+// connection goes, the sender stops) and cancels the listing (stop), so
+// that the SDK gives up at once whatever it was reading; every later read
+// of any body of the session returns the same error.
+type listingBudget struct {
+	stop  context.CancelFunc
+	limit int64
+
+	mu   sync.Mutex
+	left int64
+	trip *bounded.TooLargeError
+}
+
+// tripped is the error of a budget that was crossed (nil while it holds).
+func (b *listingBudget) tripped() *bounded.TooLargeError {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.trip
+}
+
+func (b *listingBudget) body(rc io.ReadCloser) io.ReadCloser { return &budgetBody{rc: rc, b: b} }
+
+type budgetBody struct {
+	rc io.ReadCloser
+	b  *listingBudget
+}
+
+func (r *budgetBody) Read(p []byte) (int, error) {
+	b := r.b
+	b.mu.Lock()
+	if b.trip != nil {
+		b.mu.Unlock()
+		return 0, b.trip
+	}
+	// One byte past what is left tells "exactly at the bound" from "over it".
+	if left := b.left; int64(len(p)) > left+1 {
+		p = p[:left+1]
+	}
+	b.mu.Unlock()
+	n, err := r.rc.Read(p)
+	b.mu.Lock()
+	if int64(n) <= b.left {
+		b.left -= int64(n)
+		b.mu.Unlock()
+		return n, err
+	}
+	fits := b.left
+	b.left = 0
+	if b.trip == nil {
+		b.trip = &bounded.TooLargeError{What: "the listing (every page's answer together)", Limit: b.limit}
+	}
+	trip := b.trip
+	b.mu.Unlock()
+	_ = r.rc.Close()
+	b.stop()
+	return int(fits), trip
+}
+
+func (r *budgetBody) Close() error { return r.rc.Close() }
 
 func toolInfo(t *mcp.Tool) (loop.MCPToolInfo, error) {
 	info := loop.MCPToolInfo{Name: t.Name, Description: t.Description}

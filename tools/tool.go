@@ -38,6 +38,11 @@ type Call struct {
 	RunUID       string
 	// ServiceAccount the builtin tools impersonate.
 	ServiceAccount string
+	// ServiceAccountRefusal, when set, is why the builtin tools may not act
+	// as ServiceAccount: a child run inherits it from its parent, and its
+	// current Agent does not allow it (docs/delegation.md). A builtin
+	// call fails with it before any request.
+	ServiceAccountRefusal string
 }
 
 // Tool executes one call. Contract: Invoke never panics on user input and

@@ -43,8 +43,12 @@ const defaultServiceAccount = "default"
 // Not checked: the namespace's "default" ServiceAccount, which any
 // namespace editor can already run pods as and which is what a run without
 // the field gets; and child runs (spec.delegation, created only by the
-// manager — checkDelegation), which carry their parent's ServiceAccount,
-// authorized when the root was created.
+// manager — checkDelegation), which carry their parent's ServiceAccount:
+// the creator here is the manager, whose rights say nothing, so the
+// manager itself holds a child to the child Agent's
+// spec.serviceAccountNames before it creates the child and again before
+// each of the child's builtin calls (controllers/agentrun_delegate.go,
+// docs/delegation.md).
 //
 // A missing Agent is not a rejection elsewhere (GitOps may apply the run
 // first), but here it cannot vouch: the creator's own RBAC decides, and the

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/loop"
 )
 
 const maxInputLength = 65536
@@ -38,13 +39,20 @@ const maxInputLength = 65536
 // malformed values are rejected rather than read as "unset". A lease
 // shorter than exagentv1.MinLeaseDuration is rejected too: its owner would
 // lose the claim while alive, and every loss re-sends a paid model request.
+//
+// A run a GitOps tool applies (Argo CD, Flux: their tracking label or
+// annotation, loop.GitOpsManager) cannot carry spec.ttlSecondsAfterFinished:
+// see validateGitOpsTTL.
 func ValidateAgentRun(newObj, old *exagentv1.AgentRun) field.ErrorList {
 	spec := field.NewPath("spec")
 	if old != nil {
 		if !equality.Semantic.DeepEqual(newObj.Spec, old.Spec) {
 			return field.ErrorList{field.Forbidden(spec, "is immutable: create a new AgentRun instead")}
 		}
-		return nil
+		if tool, _ := loop.GitOpsManager(old.Labels, old.Annotations); tool != "" {
+			return nil // already managed: a run admitted before the rule keeps its own TTL
+		}
+		return validateGitOpsTTL(newObj)
 	}
 	s := &newObj.Spec
 	errs := validateObjectName(spec.Child("agentRef", "name"), s.AgentRef.Name)
@@ -61,6 +69,7 @@ func ValidateAgentRun(newObj, old *exagentv1.AgentRun) field.ErrorList {
 		errs = append(errs, field.Invalid(spec.Child("ttlSecondsAfterFinished"), *ttl,
 			"seconds the run is kept after it ended: 0 deletes it as soon as it ended; leave it unset to take its Agent's retention"))
 	}
+	errs = append(errs, validateGitOpsTTL(newObj)...)
 	if s.ServiceAccountName != "" {
 		// The builtin tools impersonate system:serviceaccount:<ns>:<name>;
 		// a name the apiserver could never hold would only fail later.
@@ -83,4 +92,26 @@ func validateLease(path *field.Path, d exagentv1.Duration) field.ErrorList {
 				"re-sending the step's model request (charged) or leaving a tool call Uncertain", exagentv1.MinLeaseDuration))}
 	}
 	return nil
+}
+
+// validateGitOpsTTL refuses a TTL on a run a GitOps tool applies. Deleting
+// such a run does not end it: the next sync re-creates it from the source
+// under a new UID, and every tool call runs again under new idempotency
+// keys (a payment paid twice), once per TTL, for as long as the source
+// declares it. A refusal fails the sync, loudly, before any effect; a
+// warning would let the first repetition happen (docs/gitops.md,
+// Retention). The run is removed by removing it from the source (the
+// tool prunes it). A TTL from the Agent or the manager's default is not
+// the author's: retention does not apply it to such a run
+// (loop.KeptFromGitOps) and says so in an Event.
+func validateGitOpsTTL(run *exagentv1.AgentRun) field.ErrorList {
+	ttl := run.Spec.TTLSecondsAfterFinished
+	tool, mark := loop.GitOpsManager(run.Labels, run.Annotations)
+	if ttl == nil || tool == "" {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec", "ttlSecondsAfterFinished"), fmt.Sprintf(
+		"%s manages this run (%s): deleting it after its TTL would make the next sync re-create it under a new UID, "+
+			"running every tool call again under new idempotency keys. Remove ttlSecondsAfterFinished and delete the run "+
+			"by removing it from the source (prune), or create runs outside GitOps (docs/gitops.md, Retention)", tool, mark))}
 }

@@ -116,6 +116,21 @@ func ValidateDecisionTarget(d *exagentv1.ApprovalDecision, run *exagentv1.AgentR
 	return errs
 }
 
+// ValidateDecisionRun checks that the run d names is the one its decider
+// saw: a spec.runUID other than the run's UID means the run was deleted
+// and re-created under the same name since — possibly with another call
+// under the same approval ID — and the decision would bind a person's
+// yes to a call they never read. A decision without runUID (written by
+// hand, GitOps) is not checked here; revision and payload hash still are.
+// Unlike the target checks it holds for a replay too: a receipt of the
+// old run says nothing about the new one.
+func ValidateDecisionRun(d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun) field.ErrorList {
+	if msg := d.Spec.StaleRunUID(string(run.UID)); msg != "" {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "runUID"), d.Spec.RunUID, msg)}
+	}
+	return nil
+}
+
 // ValidateDecisionEdit checks, for an Approve, what the engine checks
 // beyond the target (loop.CheckApprove): a second vote by the same person
 // under a quorum; edited arguments against the tool's schema and the

@@ -130,6 +130,9 @@ func ValidateApprovalDecision(newObj, old *exagentv1.ApprovalDecision) field.Err
 	if s.Revision < 0 {
 		errs = append(errs, field.Invalid(spec.Child("revision"), s.Revision, "must not be negative"))
 	}
+	if len(s.RunUID) > exagentv1.MaxRunUIDLength {
+		errs = append(errs, field.TooLong(spec.Child("runUID"), "", exagentv1.MaxRunUIDLength))
+	}
 	if len(s.PayloadHash) > 128 {
 		errs = append(errs, field.TooLong(spec.Child("payloadHash"), "", 128))
 	}

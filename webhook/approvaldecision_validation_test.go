@@ -17,6 +17,7 @@ limitations under the License.
 package webhook_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -54,6 +55,15 @@ func TestValidateApprovalDecision(t *testing.T) {
 			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.RunRef.Name = "Not_A_Name" }),
 			want: []string{"FieldValueInvalid spec.runRef.name"},
 		},
+		"run UID past its bound": {
+			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.RunUID = strings.Repeat("u", exagentv1.MaxRunUIDLength+1) }),
+			want: []string{"FieldValueTooLong spec.runUID"},
+		},
+		"update of the run UID": {
+			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.RunUID = "uid-2" }),
+			old:  decision(func(d *exagentv1.ApprovalDecision) { d.Spec.RunUID = "uid-1" }),
+			want: []string{"FieldValueForbidden spec"},
+		},
 		"actor without username": {
 			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Actor = &exagentv1.Actor{} }),
 			want: []string{"FieldValueRequired spec.actor.username"},
@@ -78,6 +88,38 @@ func TestValidateApprovalDecision(t *testing.T) {
 			got := errKeys(webhook.ValidateApprovalDecision(tc.d, tc.old))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestValidateDecisionRun: a decision bound to another run's UID — the
+// run deleted and re-created under the same name since its decider
+// looked — is refused with both UIDs and what to do; one without a
+// runUID (GitOps) or with the run's own passes.
+func TestValidateDecisionRun(t *testing.T) {
+	current := run(func(r *exagentv1.AgentRun) { r.UID = "uid-now" })
+	cases := map[string]struct {
+		runUID  string
+		wantMsg string
+	}{
+		"the run's own UID": {runUID: "uid-now"},
+		"no UID (GitOps)":   {},
+		"a re-created run": {runUID: "uid-before",
+			wantMsg: "the run was re-created since you looked (uid uid-before, now uid-now): reload / kubectl approve show again"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := decision(func(d *exagentv1.ApprovalDecision) { d.Spec.RunUID = tc.runUID })
+			errs := webhook.ValidateDecisionRun(d, current)
+			if tc.wantMsg == "" {
+				if len(errs) != 0 {
+					t.Fatalf("refused: %v", errs)
+				}
+				return
+			}
+			if len(errs) != 1 || errs[0].Field != "spec.runUID" || errs[0].Detail != tc.wantMsg {
+				t.Fatalf("errors %v, want spec.runUID: %q", errs, tc.wantMsg)
 			}
 		})
 	}

@@ -151,6 +151,9 @@ func (w *ApprovalDecisionWebhook) ValidateCreate(ctx context.Context, d *exagent
 		}
 		return nil, apierrors.NewInternalError(fmt.Errorf("authorizing decision: %w", err))
 	}
+	if err := invalid(approvalDecisionGK, d.Name, ValidateDecisionRun(d, run)); err != nil {
+		return nil, err
+	}
 	if err := invalid(approvalDecisionGK, d.Name, ValidateDecisionTarget(d, run)); err != nil {
 		return nil, err
 	}

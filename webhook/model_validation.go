@@ -19,8 +19,6 @@ package webhook
 import (
 	"fmt"
 	"net/http"
-	"net/url"
-	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -91,8 +89,6 @@ func validateModelEndpoint(path *field.Path, m *exagentv1.ModelSpec) field.Error
 	return errs
 }
 
-var regionRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
-
 // validateRegion: Bedrock needs its AWS region and takes its credentials
 // from the manager's AWS identity (no key, no header: SigV4 signs the
 // request); the others have no region.
@@ -107,7 +103,7 @@ func validateRegion(path *field.Path, m *exagentv1.ModelSpec) field.ErrorList {
 	switch {
 	case m.Region == "":
 		errs = append(errs, field.Required(path.Child("region"), "provider Bedrock needs the model's AWS region, e.g. us-east-1"))
-	case !regionRE.MatchString(m.Region):
+	case !model.AWSRegion(m.Region):
 		errs = append(errs, field.Invalid(path.Child("region"), m.Region, "must be an AWS region, e.g. us-east-1"))
 	}
 	if m.APIKeySecretRef != nil {
@@ -117,27 +113,14 @@ func validateRegion(path *field.Path, m *exagentv1.ModelSpec) field.ErrorList {
 	if len(m.Headers) > 0 {
 		errs = append(errs, field.Forbidden(path.Child("headers"), "Bedrock requests are signed with SigV4; extra headers are not sent"))
 	}
-	if m.BaseURL != "" && !awsEndpoint(m.BaseURL) {
+	if m.BaseURL != "" && model.AWSRegion(m.Region) {
 		// A signed request carries the manager's access key id and session
-		// token, and can be replayed for minutes: it goes to AWS only.
-		errs = append(errs, field.Invalid(path.Child("baseURL"), m.BaseURL,
-			"a Bedrock baseURL must be an https endpoint of AWS (*.amazonaws.com, *.amazonaws.com.cn, *.api.aws: "+
-				"a regional or VPC endpoint), because the request is signed with the manager's AWS identity"))
-	}
-	return errs
-}
-
-// awsEndpoint reports whether raw is an https URL of an AWS host.
-func awsEndpoint(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "https" || u.User != nil {
-		return false
-	}
-	host := strings.ToLower(u.Hostname())
-	for _, suffix := range []string{".amazonaws.com", ".amazonaws.com.cn", ".api.aws"} {
-		if strings.HasSuffix(host, suffix) {
-			return true
+		// token, and can be replayed for minutes: it goes to Bedrock only,
+		// never to a host under amazonaws.com that a tenant controls
+		// (model/bedrock_endpoint.go). The provider checks it again.
+		if why := model.CheckBedrockEndpoint(m.BaseURL, m.Region); why != "" {
+			errs = append(errs, field.Invalid(path.Child("baseURL"), m.BaseURL, "a Bedrock baseURL "+why))
 		}
 	}
-	return false
+	return errs
 }

@@ -78,6 +78,45 @@ func TestValidateModelEndpoint(t *testing.T) {
 			}),
 			want: []string{"FieldValueInvalid spec.model.baseURL"},
 		},
+		"bedrock signing for a tenant's S3 website bucket under amazonaws.com": {
+			agent: agent(func(a *exagentv1.Agent) {
+				a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderBedrock, Name: "m", Region: "us-east-1",
+					BaseURL: "https://evil.s3-website-us-east-1.amazonaws.com"}
+			}),
+			want: []string{"FieldValueInvalid spec.model.baseURL"},
+		},
+		"bedrock signing for a tenant's API Gateway under amazonaws.com": {
+			agent: agent(func(a *exagentv1.Agent) {
+				a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderBedrock, Name: "m", Region: "us-east-1",
+					BaseURL: "https://abc.execute-api.us-east-1.amazonaws.com"}
+			}),
+			want: []string{"FieldValueInvalid spec.model.baseURL"},
+		},
+		"bedrock signing for a name that only begins as Bedrock's": {
+			agent: agent(func(a *exagentv1.Agent) {
+				a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderBedrock, Name: "m", Region: "us-east-1",
+					BaseURL: "https://bedrock-runtime.us-east-1.amazonaws.com.evil.com"}
+			}),
+			want: []string{"FieldValueInvalid spec.model.baseURL"},
+		},
+		"bedrock endpoint of another region than the model's": {
+			agent: agent(func(a *exagentv1.Agent) {
+				a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderBedrock, Name: "m", Region: "us-east-1",
+					BaseURL: "https://bedrock-runtime.eu-west-1.amazonaws.com"}
+			}),
+			want: []string{"FieldValueInvalid spec.model.baseURL"},
+		},
+		"bedrock with a region that only looks like one": {
+			agent: agent(func(a *exagentv1.Agent) {
+				a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderBedrock, Name: "m", Region: "evil-region-1",
+					BaseURL: "https://bedrock-runtime.evil-region-1.amazonaws.com"}
+			}),
+			want: []string{"FieldValueInvalid spec.model.region"},
+		},
+		"bedrock through its regional endpoint": {agent: agent(func(a *exagentv1.Agent) {
+			a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderBedrock, Name: "m", Region: "us-east-1",
+				BaseURL: "https://bedrock-runtime.us-east-1.amazonaws.com"}
+		})},
 		"bedrock over plain http": {
 			agent: agent(func(a *exagentv1.Agent) {
 				a.Spec.Model = exagentv1.ModelSpec{Provider: exagentv1.ModelProviderBedrock, Name: "m", Region: "us-east-1",

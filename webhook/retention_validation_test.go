@@ -67,3 +67,47 @@ func TestValidateRetention(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateAgentRunGitOpsTTL: a run Argo CD or Flux applies (its
+// tracking label or annotation) is refused a TTL — the next sync would
+// re-create it under a new UID and every tool call would run again —
+// with a message naming the tool, the mark and the fix; without a TTL, or
+// without a mark, it is admitted. An update that makes a run with a TTL
+// GitOps-managed (adoption) is refused too; a run admitted before the
+// rule is not stopped from changing its metadata.
+func TestValidateAgentRunGitOpsTTL(t *testing.T) {
+	run := func(ttl *int32, labels, annotations map[string]string) *exagentv1.AgentRun {
+		r := &exagentv1.AgentRun{Spec: exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: "pay"}, Input: "pay", TTLSecondsAfterFinished: ttl}}
+		r.Labels, r.Annotations = labels, annotations
+		return r
+	}
+	argoAnn := map[string]string{"argocd.argoproj.io/tracking-id": "runs:exagent.io/AgentRun:team/r"}
+	tests := map[string]struct {
+		run, old *exagentv1.AgentRun
+		want     string
+	}{
+		"argo annotation and a TTL": {run: run(new(int32(60)), nil, argoAnn),
+			want: "spec.ttlSecondsAfterFinished: Forbidden: Argo CD manages this run (annotation argocd.argoproj.io/tracking-id)"},
+		"argo label and TTL 0": {run: run(new(int32(0)), map[string]string{"app.kubernetes.io/instance": "runs"}, nil),
+			want: "Argo CD manages this run (label app.kubernetes.io/instance)"},
+		"flux kustomization": {run: run(new(int32(60)), map[string]string{"kustomize.toolkit.fluxcd.io/name": "runs", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}, nil),
+			want: "Flux manages this run"},
+		"flux helm":               {run: run(new(int32(60)), map[string]string{"helm.toolkit.fluxcd.io/name": "runs"}, nil), want: "removing it from the source"},
+		"GitOps without a TTL":    {run: run(nil, nil, argoAnn)},
+		"a TTL without GitOps":    {run: run(new(int32(60)), map[string]string{"team": "a"}, nil)},
+		"adopted by Argo CD":      {run: run(new(int32(60)), nil, argoAnn), old: run(new(int32(60)), nil, nil), want: "Argo CD manages this run"},
+		"managed before the rule": {run: run(new(int32(60)), map[string]string{"x": "y"}, argoAnn), old: run(new(int32(60)), nil, argoAnn)},
+		"adopted, without a TTL":  {run: run(nil, nil, argoAnn), old: run(nil, nil, nil)},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := ValidateAgentRun(tc.run, tc.old).ToAggregate()
+			switch {
+			case tc.want == "" && got != nil:
+				t.Errorf("want no error, got %v", got)
+			case tc.want != "" && (got == nil || !strings.Contains(got.Error(), tc.want)):
+				t.Errorf("errors %v, want one with %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -78,17 +78,42 @@ func (a *Approval) CurrentPayloadHash() string {
 	return a.PayloadHash
 }
 
+// VotePayloadHash is the version of the call vote v approves: the one it
+// journaled, else (a vote journaled before votes carried it) the model's.
+func (a *Approval) VotePayloadHash(v *Vote) string {
+	if v.PayloadHash != "" {
+		return v.PayloadHash
+	}
+	return a.PayloadHash
+}
+
+// CountedVotes are the votes on the version of the call that will run
+// (CurrentPayloadHash): a vote on another version never counts toward the
+// quorum, so no yes is carried over to arguments its voter did not see.
+func (a *Approval) CountedVotes() []Vote {
+	cur := a.CurrentPayloadHash()
+	out := make([]Vote, 0, len(a.Votes))
+	for i := range a.Votes {
+		if a.VotePayloadHash(&a.Votes[i]) == cur {
+			out = append(out, a.Votes[i])
+		}
+	}
+	return out
+}
+
 // QuorumMissing says what the approval's quorum still needs, in the words
 // `kubectl approve show` prints ("needs 1 more approval", "needs 1 more
 // from group security"); "" when it has no quorum or the votes meet it.
-// One person counts once in the total and in every group they belong to.
+// One person counts once in the total and in every group they belong to;
+// only votes on the version of the call that will run count.
 func (a *Approval) QuorumMissing() string {
 	q := a.Quorum
 	if q == nil {
 		return ""
 	}
+	votes := a.CountedVotes()
 	var missing []string
-	if n := int(q.Needed()) - len(a.Votes); n > 0 {
+	if n := int(q.Needed()) - len(votes); n > 0 {
 		word := "approvals"
 		if n == 1 {
 			word = "approval"
@@ -96,7 +121,7 @@ func (a *Approval) QuorumMissing() string {
 		missing = append(missing, fmt.Sprintf("%d more %s", n, word))
 	}
 	for _, g := range q.Groups {
-		if n := int(g.Count) - a.votesFrom(g.Group); n > 0 {
+		if n := int(g.Count) - votesFrom(votes, g.Group); n > 0 {
 			missing = append(missing, fmt.Sprintf("%d more from group %s", n, g.Group))
 		}
 	}
@@ -106,10 +131,10 @@ func (a *Approval) QuorumMissing() string {
 	return "needs " + strings.Join(missing, " and ")
 }
 
-func (a *Approval) votesFrom(group string) int {
+func votesFrom(votes []Vote, group string) int {
 	n := 0
-	for i := range a.Votes {
-		if slices.Contains(a.Votes[i].Actor.Groups, group) {
+	for i := range votes {
+		if slices.Contains(votes[i].Actor.Groups, group) {
 			n++
 		}
 	}

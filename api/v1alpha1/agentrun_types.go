@@ -379,6 +379,14 @@ type AgentRunStatus struct {
 	// +optional
 	Ledger Ledger `json:"ledger,omitempty"`
 
+	// limits are the limits the run holds, journaled from its Agent (and
+	// spec.delegation.limits, spec.activeTimeLimit) at its first claim: an
+	// Agent edit may narrow a running run, never widen it — the run is
+	// bound by the stricter of these and its Agent's current limits
+	// (docs/architecture.md §4.7). Unset until the run is first claimed.
+	// +optional
+	Limits *RunLimits `json:"limits,omitempty"`
+
 	// children are delegated runs.
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
@@ -834,6 +842,9 @@ type Approval struct {
 	Votes []Vote `json:"votes,omitempty"`
 	// edit is the edited call the approval stands for once an approver
 	// edited it: every later vote must be on this version (its payloadHash).
+	// Under a quorum only the first vote may edit: an edit after votes
+	// were cast is refused, so no voter's yes is carried over to arguments
+	// they did not see.
 	// +optional
 	Edit *ApprovalEdit `json:"edit,omitempty"`
 	// scope is Run when the approval also covers later calls of the tool
@@ -865,6 +876,14 @@ type Vote struct {
 	// scope the voter chose (Run: approve for the rest of the run).
 	// +optional
 	Scope DecisionScope `json:"scope,omitempty"`
+	// payloadHash is the version of the call the vote approves: the
+	// model's (the approval's payloadHash) or the edited one
+	// (edit.payloadHash). Only votes on the version that will run count
+	// toward the quorum; a vote journaled before this field existed reads
+	// as cast on the model's version.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	PayloadHash string `json:"payloadHash,omitempty"`
 }
 
 // ApprovalEdit is the edited version of a call an approval stands for.
@@ -1001,12 +1020,49 @@ type Ledger struct {
 	// when each ended): limits.maxSteps counts them with the run's own steps.
 	// +optional
 	ChildRequests int64 `json:"childRequests,omitempty"`
+	// samplingRequests is the part of requests that answered MCP sampling
+	// requests (each counted once, not its re-sends): limits.maxSteps
+	// counts them with the run's own steps.
+	// +optional
+	SamplingRequests int64 `json:"samplingRequests,omitempty"`
 	// activeTimeUsed is charged owner time.
 	// +optional
 	ActiveTimeUsed metav1.Duration `json:"activeTimeUsed,omitempty"`
 	// activeTimeReserved is held by the current claim.
 	// +optional
 	ActiveTimeReserved metav1.Duration `json:"activeTimeReserved,omitempty"`
+}
+
+// RunLimits are the limits a run holds (status.limits): its Agent's
+// limits narrowed by what its ancestors reserved for it, and its active
+// time, as they were when the run was first claimed. An unset field
+// bounds nothing.
+type RunLimits struct {
+	// maxSteps is the most model requests the run may make.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxSteps *int32 `json:"maxSteps,omitempty"`
+	// maxToolCalls is the most tool calls the run may start.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxToolCalls *int32 `json:"maxToolCalls,omitempty"`
+	// maxTokens is the most model tokens the run may use.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxTokens *int64 `json:"maxTokens,omitempty"`
+	// maxRuns is how many runs the run's delegation tree may create.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1024
+	MaxRuns *int32 `json:"maxRuns,omitempty"`
+	// maxDepth is how many levels of delegation may go below the run.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=16
+	MaxDepth *int32 `json:"maxDepth,omitempty"`
+	// activeTime is the active-time limit; unset: none.
+	// +optional
+	ActiveTime *metav1.Duration `json:"activeTime,omitempty"`
 }
 
 // +kubebuilder:object:root=true

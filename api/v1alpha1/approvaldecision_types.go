@@ -17,6 +17,8 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -116,6 +118,15 @@ type ApprovalDecisionSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	PayloadHash string `json:"payloadHash,omitempty"`
+
+	// runUID is the UID of the run the decider saw. A run deleted and
+	// re-created under the same name — even with a call of the same
+	// approval ID — is another run: admission and the controller refuse
+	// a decision whose runUID is not the run's. The plugin and the page
+	// always send it; a decision written by hand (GitOps) may omit it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	RunUID string `json:"runUID,omitempty"`
 
 	// operationID makes the decision idempotent; defaults to the object's name.
 	// +optional
@@ -245,6 +256,25 @@ func DeciderVerb(kind DecisionKind) string {
 		return VerbAnswer
 	}
 	return VerbApprove
+}
+
+// MaxRunUIDLength is spec.runUID's MaxLength (the marker's value).
+const MaxRunUIDLength = 64
+
+// RunRecreated says why a decision bound to the run with UID saw cannot
+// apply to the run of the same name whose UID is now: the decider looked
+// at another run. Admission and the controller refuse it in these words.
+func RunRecreated(saw, now string) string {
+	return fmt.Sprintf("the run was re-created since you looked (uid %s, now %s): reload / kubectl approve show again", saw, now)
+}
+
+// StaleRunUID returns RunRecreated's message when the spec names a run
+// UID other than uid, "" when it names none or the same one.
+func (s *ApprovalDecisionSpec) StaleRunUID(uid string) string {
+	if s.RunUID == "" || s.RunUID == uid {
+		return ""
+	}
+	return RunRecreated(s.RunUID, uid)
 }
 
 // Verb returns the RBAC verb on agents/approval the decision needs.

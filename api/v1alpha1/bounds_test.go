@@ -54,6 +54,7 @@ func TestStringBoundsMatchTheCRD(t *testing.T) {
 		{"agentruns", ".status.approvals[].actor.username", exagentv1.MaxUsernameLength},
 		{"agentruns", ".status.calls[].outcome.resolvedBy", exagentv1.MaxUsernameLength},
 		{"approvaldecisions", ".spec.actor.username", exagentv1.MaxUsernameLength},
+		{"approvaldecisions", ".spec.runUID", exagentv1.MaxRunUIDLength},
 		{"agentruns", ".status.children[].message", exagentv1.MaxChildMessageBytes},
 		{"agentruns", ".status.calls[].mcp.tool", exagentv1.MaxMCPNameLength},
 		{"agentruns", ".status.calls[].mcp.title", exagentv1.MaxMCPNameLength},

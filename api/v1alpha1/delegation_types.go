@@ -16,6 +16,8 @@ limitations under the License.
 
 package v1alpha1
 
+import "slices"
+
 // MaxChildRuns bounds status.children (its MaxItems): the most child runs
 // one run may delegate to.
 const MaxChildRuns = 256
@@ -50,7 +52,23 @@ const (
 	// awaits it again (the parent's call is to be begun again after a lost
 	// owner): nothing of the child runs meanwhile.
 	ReasonWaitingForParent = "WaitingForParent"
+	// ReasonServiceAccountNotAllowed: a child run would act as its parent's
+	// ServiceAccount, which the child's Agent does not list in
+	// spec.serviceAccountNames (docs/delegation.md): the delegation call
+	// fails before the child is created, and a child's builtin tool fails
+	// before it acts once its Agent no longer lists it.
+	ReasonServiceAccountNotAllowed = "ServiceAccountNotAllowed"
 )
+
+// AllowsInheritedServiceAccount reports whether a run of this Agent that
+// did not choose its ServiceAccount — a child run, which inherits its
+// parent's — may act as sa: the namespace's "default", or one the Agent
+// lists in spec.serviceAccountNames. A root run's creator may also hold
+// "use" on it (admission checks that); a child's creator is the manager,
+// so only the Agent can vouch.
+func (s *AgentSpec) AllowsInheritedServiceAccount(sa string) bool {
+	return sa == "" || sa == "default" || slices.Contains(s.ServiceAccountNames, sa)
+}
 
 // Delegation records, on a child run, where it sits in its tree. It is
 // written by the manager when it creates the child and is immutable with

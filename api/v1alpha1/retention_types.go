@@ -101,6 +101,14 @@ type ArchiveRecord struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	LastError string `json:"lastError,omitempty"`
+	// digest (sha256) of the run's content the last attempt sent: its
+	// metadata labels and annotations, spec and status but this record and
+	// the conditions. A delivered archive covers the run only while the
+	// run still has this digest; a run written after it (a late outcome)
+	// is archived again, under a new id, before it is deleted.
+	// +optional
+	// +kubebuilder:validation:MaxLength=80
+	Digest string `json:"digest,omitempty"`
 }
 
 // Condition type, reasons and Event reason of retention (docs/operating.md, Retention).
@@ -115,6 +123,12 @@ const (
 	// the Warning Event sent when an attempt failed: the run is kept, never
 	// deleted, until the sink answers 2xx.
 	ReasonArchiveSinkFailing = "ArchiveSinkFailing"
+	// ReasonRetentionGitOpsManaged is the reason of the Warning Event on a
+	// run whose TTL (from its Agent or the manager) or its Agent's keepLast
+	// is due but that a GitOps tool manages: retention leaves it, as the
+	// next sync would re-create it and run its tool calls again
+	// (docs/gitops.md, Retention).
+	ReasonRetentionGitOpsManaged = "RetentionGitOpsManaged"
 )
 
 // CloudEventArchived is the CloudEvents type of a run's archive.

@@ -80,6 +80,7 @@ type flags struct {
 	webhookHost             string
 	webhookPort             int
 	webhookCertDir          string
+	webhookClientCA         string
 	signingSecret           string
 	egressAllowCIDRs        string
 	egressDenyCIDRs         string
@@ -105,6 +106,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.StringVar(&f.webhookHost, "webhook-host", "127.0.0.1", "Address the webhook server listens on (0.0.0.0 in a pod).")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key of the webhook server.")
+	fs.StringVar(&f.webhookClientCA, "webhook-client-ca", "", "PEM bundle of the CA of the kube-apiserver's webhook client certificate: the webhook server then refuses, "+
+		"at the TLS handshake, every caller without a certificate it signed (docs/install.md, \"The apiserver's client certificate\"); default: any caller is answered.")
 	fs.IntVar(&f.opts.MaxConcurrentReconciles, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles,
 		"Workers of the run controller: how many status writes the manager keeps in flight (docs/operating.md, Sizing).")
 	fs.IntVar(&f.opts.MaxConcurrentDecisions, "max-concurrent-decisions", controllers.DefaultMaxConcurrentDecisions,
@@ -346,6 +349,14 @@ func run() error {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 	tlsOpts := []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }}
+	if f.webhookClientCA != "" {
+		// Only the apiserver may ask the webhooks to stamp and sign an identity.
+		requireClient, err := exagentwebhook.RequireClientCert(f.webhookClientCA)
+		if err != nil {
+			return fmt.Errorf("--webhook-client-ca: %w", err)
+		}
+		tlsOpts = append(tlsOpts, requireClient)
+	}
 	egressCfg, _ := f.egressConfig() // validated by parseFlags
 	egressCfg.OwnPorts, egressCfg.OwnAddrs = f.ownPorts(), ownAddrs()
 	nsKey, _ := f.egressNamespaceKey()

@@ -22,6 +22,19 @@ import (
 	"path/filepath"
 )
 
+// webhookClientCA is DIR/webhook's CA of the apiserver's client
+// certificate: the manager's --webhook-client-ca (hack/lib/devenv.sh).
+const webhookClientCA = "client-ca.crt"
+
+// copyFile copies src to dst with mode.
+func copyFile(src, dst string, mode os.FileMode) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, mode)
+}
+
 // copyWebhookCerts puts the serving pair the registered webhook
 // configuration trusts where the manager's --webhook-cert-dir expects it
 // (tls.crt, tls.key), plus ca.crt for anyone who wants to call it.

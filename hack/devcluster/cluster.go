@@ -57,6 +57,8 @@ type cluster struct {
 	mut       []*admissionv1.MutatingWebhookConfiguration
 	val       []*admissionv1.ValidatingWebhookConfiguration
 	webhookCA []byte
+	// webhookClient is the apiserver's client certificate for the webhooks.
+	webhookClient *testenv.WebhookClient
 }
 
 // start builds (or reuses) the binaries, boots etcd and kube-apiserver,
@@ -107,6 +109,21 @@ func start(ctx context.Context, o options) (*cluster, error) {
 	api := c.env.ControlPlane.GetAPIServer()
 	api.Out, api.Err = apiLog, apiLog
 	c.env.ControlPlane.Etcd = &envtest.Etcd{Out: etcdLog, Err: etcdLog}
+	// The apiserver calls the webhooks with a client certificate of its own,
+	// and the manager is started with --webhook-client-ca
+	// DIR/webhook/client-ca.crt, as docs/install.md configures a cluster:
+	// only the apiserver may ask the webhooks to stamp and sign an identity.
+	// With --data-dir the CA is kept, so a manager still running trusts the
+	// restarted apiserver.
+	clientDir := filepath.Join(o.Dir, "webhook-client")
+	if o.DataDir != "" {
+		clientDir = dataDir(o.DataDir).path("webhook-client")
+	}
+	if c.webhookClient, err = testenv.NewWebhookClient(clientDir); err != nil {
+		c.closeLogs()
+		return nil, err
+	}
+	c.webhookClient.Configure(api)
 	if o.DataDir != "" {
 		if err := c.useDataDir(dataDir(o.DataDir), mut, val, o.WebhookHost); err != nil {
 			c.closeLogs()
@@ -145,6 +162,9 @@ func (c *cluster) install(ctx context.Context, cfg *rest.Config, o options) erro
 	}
 	if err := copyWebhookCerts(certDir, ca, filepath.Join(o.Dir, "webhook")); err != nil {
 		return err
+	}
+	if err := copyFile(c.webhookClient.CAFile, filepath.Join(o.Dir, "webhook", webhookClientCA), 0o644); err != nil {
+		return fmt.Errorf("writing the webhook client CA: %w", err)
 	}
 	n, err := installClusterRoles(ctx, cl, filepath.Join(o.Root, "config", "rbac"))
 	if err != nil {

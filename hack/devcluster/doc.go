@@ -18,7 +18,9 @@ limitations under the License.
 // starts the real kube-apiserver and etcd built by hack/k8s-binaries.sh on
 // loopback, installs the CRDs, the shipped ClusterRoles and the admission
 // webhook configuration (pointed at the manager on 127.0.0.1 with a
-// self-signed CA), writes an admin kubeconfig and one per --user, prints
+// self-signed CA; the apiserver calls it with a client certificate whose CA
+// is DIR/webhook/client-ca.crt, the manager's --webhook-client-ca), writes
+// an admin kubeconfig and one per --user, prints
 // "ready: KUBECONFIG=DIR/kubeconfig" and serves until SIGINT or SIGTERM.
 //
 // The manager is deliberately not started here: it runs as its own process

@@ -61,6 +61,7 @@ start_manager() {
   fi
   "$BIN/manager" --kubeconfig "$dir/manager.kubeconfig" \
     --webhook-cert-dir "$dir/webhook" --webhook-port "$WEBHOOK_PORT" \
+    --webhook-client-ca "$dir/webhook/client-ca.crt" \
     --metrics-bind-address 0 --health-probe-bind-address 0 \
     --decision-signing-secret exagent-system/exagent-decision-seal \
     --egress-allow-cidrs 127.0.0.1/32 \

@@ -104,6 +104,37 @@ func Start(region string, respond func(*Request) Reply) *Server {
 	return s
 }
 
+// Endpoint is the regional Bedrock runtime endpoint of the server's
+// region: what an Agent's baseURL may name (model.CheckBedrockEndpoint).
+// A client reaches the server there through Transport.
+func (s *Server) Endpoint() string { return "https://bedrock-runtime." + s.Region + ".amazonaws.com" }
+
+// Transport sends the requests for Endpoint's host to the server (plain
+// http on 127.0.0.1, through next, so under next's egress policy) and
+// every other request to next unchanged: the test stands in for AWS's
+// DNS and TLS, not for the provider's endpoint rule.
+func (s *Server) Transport(next http.RoundTripper) http.RoundTripper {
+	return redirect{from: strings.TrimPrefix(s.Endpoint(), "https://"), to: s.URL, next: next}
+}
+
+type redirect struct {
+	from, to string
+	next     http.RoundTripper
+}
+
+func (r redirect) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Host != r.from {
+		return r.next.RoundTrip(req)
+	}
+	to, err := url.Parse(r.to)
+	if err != nil {
+		return nil, err
+	}
+	out := req.Clone(req.Context())
+	out.URL.Scheme, out.URL.Host = to.Scheme, to.Host
+	return r.next.RoundTrip(out)
+}
+
 // Close stops the server.
 func (s *Server) Close() { s.srv.Close() }
 

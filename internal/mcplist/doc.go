@@ -39,10 +39,19 @@ limitations under the License.
 //     since the run became startable) asks with After and is fresh only
 //     with a listing begun at or after it;
 //   - memory is bounded: at most Options.MaxEntries servers and
-//     Options.MaxBytes of listings, least recently used evicted first, and
-//     a server no caller asked about for Options.Idle is forgotten (the
-//     Agents that used it changed or went away). Credentials are held only
-//     while a refresh of theirs is queued or running, never in the cache.
+//     Options.MaxBytes of listings, and a server no caller asked about for
+//     Options.Idle is forgotten (the Agents that used it changed or went
+//     away). Credentials are held only while a refresh of theirs is queued
+//     or running, never in the cache;
+//   - one tenant cannot take the cache from the others: it has at most
+//     Options.MaxEntriesPerTenant servers remembered (a further one is
+//     refused with a TenantFullError, its own callers' error, and evicts
+//     nothing), and room is made from the tenant that holds the most —
+//     places or bytes — least recently used first (cache.go);
+//   - a listing is bounded while it is read, not once it is whole: the
+//     Fetch counts what it reads of one listing, every page together,
+//     against Options.MaxListingBytes and stops at it (tools' MCPCatalog
+//     does, at its HTTP transport), and what it returns is checked again.
 //
 // It is memory only and never decides anything: a listing it lost is
 // fetched again, and a caller that finds none waits.

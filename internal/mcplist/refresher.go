@@ -40,10 +40,17 @@ const (
 	DefaultTimeout = 15 * time.Second
 	// DefaultMaxEntries bounds the servers remembered.
 	DefaultMaxEntries = 1024
+	// DefaultMaxEntriesPerTenant bounds the servers one tenant (namespace)
+	// has remembered: an eighth of the default table, so a namespace naming
+	// a thousand server URLs takes 128 places and the others keep theirs.
+	DefaultMaxEntriesPerTenant = DefaultMaxEntries / 8
 	// DefaultMaxBytes bounds the listings remembered, in all.
 	DefaultMaxBytes = 64 << 20
 	// DefaultMaxListingBytes bounds one listing: more schema and
-	// description than this would not fit a model request anyway.
+	// description than this would not fit a model request anyway. The
+	// Fetch counts it while it reads (every page's answer together, as it
+	// comes off the wire) and stops there; the Refresher checks what it
+	// keeps against it again.
 	DefaultMaxListingBytes = 4 << 20
 	// DefaultIdle is how long a server nobody asked about is remembered.
 	DefaultIdle = 10 * time.Minute
@@ -62,10 +69,17 @@ type Options struct {
 	Concurrency int
 	// PerTenant bounds one tenant's listings in flight (default: half of
 	// Concurrency, at least 1).
-	PerTenant       int
-	Timeout         time.Duration
-	MaxEntries      int
-	MaxBytes        int64
+	PerTenant  int
+	Timeout    time.Duration
+	MaxEntries int
+	// MaxEntriesPerTenant bounds the servers one tenant has remembered
+	// (at most MaxEntries); a tenant at it is refused a further server
+	// (TenantFullError) rather than evict anyone's.
+	MaxEntriesPerTenant int
+	MaxBytes            int64
+	// MaxListingBytes bounds one listing: the Fetch counts it while it
+	// reads (every page together) and stops there, and what it returns
+	// is checked against it again.
 	MaxListingBytes int64
 	Idle            time.Duration
 	BackoffBase     time.Duration
@@ -88,6 +102,10 @@ func (o Options) WithDefaults() Options {
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = DefaultMaxEntries
 	}
+	if o.MaxEntriesPerTenant <= 0 {
+		o.MaxEntriesPerTenant = DefaultMaxEntriesPerTenant
+	}
+	o.MaxEntriesPerTenant = min(o.MaxEntriesPerTenant, o.MaxEntries)
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = DefaultMaxBytes
 	}
@@ -181,6 +199,24 @@ type Stats struct {
 // busy being refreshed: the caller asks again later.
 var ErrFull = errors.New("too many MCP servers are being listed at once; asking again shortly")
 
+// TenantFullError is a request for a server not remembered from a tenant
+// that already has Options.MaxEntriesPerTenant servers remembered: that
+// tenant's own mistake (or its hostility), so it is refused, and no
+// entry of anyone is evicted for it. It lasts until one of the tenant's
+// servers is forgotten (nobody asked about it for Options.Idle).
+type TenantFullError struct {
+	URL    string
+	Tenant string
+	Max    int
+	Idle   time.Duration
+}
+
+func (e *TenantFullError) Error() string {
+	return fmt.Sprintf("the MCP server %s is not listed: namespace %q already has %d MCP servers (one per url and credentials) "+
+		"in the manager's listing cache, the most one namespace may have; a server no Agent or run asked about for %s is forgotten, "+
+		"freeing its place: remove the mcp tools nobody needs", e.URL, e.Tenant, e.Max, e.Idle)
+}
+
 type refreshState int
 
 const (
@@ -203,9 +239,12 @@ type entry struct {
 	failures int
 	retryAt  time.Time
 
+	// tenant owns the entry (the key names it: an entry is never shared
+	// between tenants); its places and bytes are counted against it.
+	tenant string
+
 	refresh refreshState
-	since   time.Time // queued or begun at
-	tenant  string
+	since   time.Time         // queued or begun at
 	headers map[string]string // while queued
 	waiters map[Waiter]struct{}
 }
@@ -234,7 +273,8 @@ type Refresher struct {
 	bytes    int64
 	queue    fairQueue
 	inFlight int
-	byTenant map[string]int
+	byTenant map[string]int // listings in flight, per tenant
+	held     map[string]*holding
 	wake     func([]Waiter)
 	stats    Stats
 	wg       sync.WaitGroup
@@ -247,7 +287,7 @@ func New(fetch Fetch, clk clock.PassiveClock, o Options) *Refresher {
 		clk = clock.RealClock{}
 	}
 	return &Refresher{fetch: fetch, clock: clk, o: o.WithDefaults(),
-		entries: map[string]*entry{}, byTenant: map[string]int{}, queue: newFairQueue()}
+		entries: map[string]*entry{}, byTenant: map[string]int{}, held: map[string]*holding{}, queue: newFairQueue()}
 }
 
 // Options are the Refresher's bounds, defaults filled.
@@ -277,12 +317,16 @@ func (r *Refresher) Get(req Request) State {
 	r.sweep(now)
 	e, ok := r.entries[req.Key]
 	if !ok {
-		if !r.makeRoom(1, nil) {
+		if h := r.held[req.Tenant]; h != nil && h.entries >= r.o.MaxEntriesPerTenant {
+			return State{Err: &TenantFullError{URL: req.URL, Tenant: req.Tenant, Max: r.o.MaxEntriesPerTenant, Idle: r.o.Idle}}
+		}
+		if !r.makeRoom(1, req.Tenant, nil) {
 			return State{Err: ErrFull}
 		}
-		e = &entry{key: req.Key, url: req.URL}
+		e = &entry{key: req.Key, url: req.URL, tenant: req.Tenant}
 		e.elem = r.lru.PushFront(e)
 		r.entries[req.Key] = e
+		r.holding(e.tenant).entries++
 	}
 	e.used = now
 	r.lru.MoveToFront(e.elem)
@@ -292,7 +336,7 @@ func (r *Refresher) Get(req Request) State {
 	if e.refresh == idle && !now.Before(e.retryAt) {
 		// A refresh queued now begins at or after now ≥ after, so its
 		// listing is fresh for this request.
-		e.refresh, e.since, e.tenant, e.headers = queued, now, req.Tenant, req.Headers
+		e.refresh, e.since, e.headers = queued, now, req.Headers
 		r.queue.push(e)
 		r.dispatch()
 	}
@@ -402,13 +446,13 @@ func (r *Refresher) run(ctx context.Context, e *entry, headers map[string]string
 	}
 	stopping := ctx.Err() != nil
 	started := e.since
-	e.refresh, e.since, e.tenant = idle, time.Time{}, ""
+	e.refresh, e.since = idle, time.Time{}
 	waiters := e.waiters
 	e.waiters = nil
 	if !stopping {
 		if err == nil {
-			r.bytes += size - e.size
-			e.listing, e.fetchedAt, e.size = l, started, size
+			r.setSize(e, size)
+			e.listing, e.fetchedAt = l, started
 			e.err, e.failures, e.retryAt = nil, 0, time.Time{}
 		} else {
 			r.stats.Failures++
@@ -420,7 +464,7 @@ func (r *Refresher) run(ctx context.Context, e *entry, headers map[string]string
 			// last to be evicted.
 			r.lru.MoveToFront(e.elem)
 		}
-		r.makeRoom(0, e)
+		r.makeRoom(0, e.tenant, e)
 		r.dispatch()
 	}
 	wake := r.wake
@@ -449,13 +493,23 @@ func listingBytes(l *loop.MCPListing) int64 {
 	if l == nil {
 		return 0
 	}
-	n := int64(64)
+	n := ListingOverhead
 	for i := range l.Tools {
-		t := &l.Tools[i]
-		n += 64 + int64(len(t.Name)+len(t.Description)+len(t.InputSchema))
-		if t.Annotations != nil {
-			n += 32 + int64(len(t.Annotations.Title))
-		}
+		n += ToolBytes(&l.Tools[i])
+	}
+	return n
+}
+
+// ListingOverhead and ToolBytes are what a listing costs the cache, which
+// Options.MaxListingBytes bounds: a Fetch adds them up as it reads, to
+// stop at the bound rather than find it passed at the end.
+const ListingOverhead int64 = 64
+
+// ToolBytes is what one tool of a listing costs the cache.
+func ToolBytes(t *loop.MCPToolInfo) int64 {
+	n := 64 + int64(len(t.Name)+len(t.Description)+len(t.InputSchema))
+	if t.Annotations != nil {
+		n += 32 + int64(len(t.Annotations.Title))
 	}
 	return n
 }

@@ -266,13 +266,18 @@ func TestRefresherBackoff(t *testing.T) {
 }
 
 // TestRefresherCacheBounds: entries and bytes are bounded, least recently
-// used evicted first; an entry being refreshed is never evicted (ErrFull
-// when nothing else can go); a listing larger than one server may take
-// is a failure; servers nobody asked about for Idle are forgotten.
+// used evicted first among tenants that hold as much (here each server is
+// a tenant of its own: one tenant never holds more than its quota); an
+// entry being refreshed is never evicted (ErrFull when nothing else can
+// go); a listing larger than one server may take is a failure; servers
+// nobody asked about for Idle are forgotten.
 func TestRefresherCacheBounds(t *testing.T) {
 	s := newServers()
 	clk := clocktesting.NewFakePassiveClock(t0)
 	r, _ := start(t, s, clk, Options{MaxEntries: 3, MaxBytes: 3000, MaxListingBytes: 1500, Idle: time.Minute})
+	req := func(url string, after time.Time, _ string) Request {
+		return Request{Key: "k:" + url, URL: url, Tenant: "t-" + url, After: after}
+	}
 	fill := func(urls ...string) {
 		t.Helper()
 		for _, u := range urls {

@@ -18,6 +18,7 @@ limitations under the License.
 // server package, on 127.0.0.1 for the tests of the mcp tool kind: it
 // records what each tools/call carried (idempotency key in header and
 // _meta, credentials) and lets a test change a tool's schema, remove a
-// tool, make calls hang, or take the whole server down and back. Hang is
-// the hostile server: it accepts connections and never answers.
+// tool, make calls hang, or take the whole server down and back. Hang and
+// Paging are hostile servers: Hang accepts connections and never answers;
+// Paging answers tools/list with pages of one huge tool, without end.
 package mcptest

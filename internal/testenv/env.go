@@ -18,7 +18,10 @@ package testenv
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 
@@ -27,8 +30,10 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/webhook"
 )
 
 // Scheme returns a scheme with the built-in types and exagent's.
@@ -48,6 +53,12 @@ type Env struct {
 	*envtest.Environment
 	Client client.Client
 	Scheme *runtime.Scheme
+	// WebhookClient, with webhooks installed, is the client certificate the
+	// apiserver presents to them and its CA; WebhookServerOptions makes the
+	// test's webhook server require it, as --webhook-client-ca does.
+	WebhookClient *WebhookClient
+
+	tmp string // removed by Stop
 }
 
 // Options tunes Start.
@@ -86,6 +97,31 @@ func Start(opts Options) (*Env, error) {
 	if opts.WithoutCRDs {
 		e.CRDDirectoryPaths, e.ErrorIfCRDPathMissing = nil, false
 	}
+	var tmp string
+	if opts.WithWebhooks || len(opts.MutatingWebhooks) > 0 || len(opts.ValidatingWebhooks) > 0 {
+		if tmp, err = os.MkdirTemp("", "exagent-testenv-"); err != nil {
+			return nil, fmt.Errorf("creating a folder for the webhook client certificate: %w", err)
+		}
+	}
+	env, err := start(e, opts, tmp)
+	if err != nil && tmp != "" {
+		_ = os.RemoveAll(tmp)
+	}
+	return env, err
+}
+
+func start(e *envtest.Environment, opts Options, tmp string) (*Env, error) {
+	root := RepoRoot()
+	var wc *WebhookClient
+	if tmp != "" {
+		// The apiserver calls the webhooks with its own client certificate,
+		// as a cluster configured for --webhook-client-ca does.
+		var err error
+		if wc, err = NewWebhookClient(tmp); err != nil {
+			return nil, err
+		}
+		wc.Configure(e.ControlPlane.GetAPIServer())
+	}
 	switch {
 	case len(opts.MutatingWebhooks) > 0 || len(opts.ValidatingWebhooks) > 0:
 		e.WebhookInstallOptions = envtest.WebhookInstallOptions{
@@ -121,5 +157,33 @@ func Start(opts Options) (*Env, error) {
 			return nil, err
 		}
 	}
-	return &Env{Environment: e, Client: c, Scheme: scheme}, nil
+	return &Env{Environment: e, Client: c, Scheme: scheme, WebhookClient: wc, tmp: tmp}, nil
+}
+
+// WebhookServerOptions are the options of a webhook server for this Env's
+// webhook configurations: where they point (WebhookInstallOptions), their
+// serving pair, and — as the manager's --webhook-client-ca — a client
+// certificate from the apiserver required at the handshake. extra TLS
+// options come first.
+func (e *Env) WebhookServerOptions(extra ...func(*tls.Config)) (crwebhook.Options, error) {
+	wio := &e.WebhookInstallOptions
+	o := crwebhook.Options{Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir, TLSOpts: extra}
+	if e.WebhookClient == nil {
+		return o, errors.New("the control plane was started without webhooks")
+	}
+	require, err := webhook.RequireClientCert(e.WebhookClient.CAFile)
+	if err != nil {
+		return o, err
+	}
+	o.TLSOpts = append(o.TLSOpts, require)
+	return o, nil
+}
+
+// Stop stops the control plane and removes the webhook client's folder.
+func (e *Env) Stop() error {
+	err := e.Environment.Stop()
+	if e.tmp != "" {
+		err = errors.Join(err, os.RemoveAll(e.tmp))
+	}
+	return err
 }

@@ -73,6 +73,7 @@ const (
 //     denies, with a Secret-valued header (and one aimed there directly);
 //   - points a model at an endpoint that streams a 1 GiB answer slowly;
 //   - uses an MCP server that accepts connections and never answers;
+//   - names an MCP server whose tools/list pages 8 MiB tools for ever;
 //   - delegates hydraWide calls at once to its own Agent, with small
 //     limits.maxRuns and maxDepth.
 //
@@ -115,6 +116,7 @@ func testTenants(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	hostileDone := hos.start(ctx, sz)
+	checkPaging := startPaging(t, cl, hos) // Agents on an MCP server that pages 8 MiB tools for ever (r6_paging_test.go)
 	// Phase B starts once every hostile behaviour is under way: the hanging
 	// server holds a listing's connection (however many listings the
 	// manager makes of one server), a huge answer is streaming.
@@ -136,6 +138,8 @@ func testTenants(t *testing.T) {
 
 	ord.checkEffectsOnce(t)
 	hos.check(t)
+	checkPaging()
+	tarpitRetention(t, cl) // a tarpit archive sink beside another tenant's retention (r6_retention_test.go)
 	if mem.err != nil {
 		t.Logf("chaos r6: the manager's memory was not read: %v", mem.err)
 	} else if peakB > rssBound {

@@ -169,7 +169,8 @@ func TestQuorum(t *testing.T) {
 	agent := chargeAgent(ns, "payments", srv.URL, rules, chargeCall("c1", 5))
 	agent = strings.Replace(agent, "    default: Deny\n", "    default: Deny\n    approvers: {groups: [sre, security]}\n", 1)
 	must(t, "", agent+"---\n"+runYAML(ns, "pay", "payments")+"---\n"+runYAML(ns, "denied", "payments")+"---\n"+
-		runYAML(ns, "together", "payments")+"---\n"+runYAML(ns, "edited", "payments"), "apply", "-f", "-")
+		runYAML(ns, "together", "payments")+"---\n"+runYAML(ns, "edited", "payments")+"---\n"+
+		runYAML(ns, "late-edit", "payments"), "apply", "-f", "-")
 
 	waitPaused(t, ns, "pay")
 	wantStderr(t, mustFail(t, "alice", "approve", "pay", "-n", ns), `user "alice" is not in policy.approvers of agent "payments"`)
@@ -255,6 +256,24 @@ spec: {runRef: {name: edited}, approvalID: %s, decision: Approve, revision: %d, 
 	}
 	if got := srv.received(); len(got) != before+1 || !strings.Contains(got[len(got)-1], `"amount":3`) {
 		t.Errorf("the edited call under a quorum reached the tool as %q", got[before:])
+	}
+
+	// An edit as the last vote is refused: frank's vote is on the call as
+	// the model proposed it and cannot count for arguments only erin saw.
+	waitPaused(t, ns, "late-edit")
+	must(t, "frank", "", "approve", "late-edit", "-n", ns)
+	wantStderr(t, mustFail(t, "erin", "approve", "late-edit", "-n", ns, "--set", "amount=4"),
+		"spec.arguments", "already has 1 vote on the call as proposed", "frank", "only the first vote may edit")
+	if p := getRun(t, ns, "late-edit").Status.Phase; p != exagentv1.PhaseAwaitingApproval {
+		t.Fatalf("after a refused late edit the run is %s", p)
+	}
+	before = len(srv.requests())
+	must(t, "erin", "", "approve", "late-edit", "-n", ns)
+	if got := waitDone(t, ns, "late-edit"); got.Status.Phase != exagentv1.PhaseSucceeded {
+		t.Fatalf("late-edit run: %s", got.Status.Phase)
+	}
+	if got := srv.received(); len(got) != before+1 || !strings.Contains(got[len(got)-1], `"amount":5`) {
+		t.Errorf("the call both voters saw reached the tool as %q", got[before:])
 	}
 }
 

@@ -160,6 +160,8 @@ func (st *suite) startManager() error {
 		Bin: st.build.Path("manager"), Kubeconfig: kubeconfig,
 		Args: []string{
 			"--webhook-cert-dir", filepath.Join(st.dir, "webhook"),
+			// Only devcluster's apiserver, with its client certificate, is answered.
+			"--webhook-client-ca", filepath.Join(st.dir, "webhook", "client-ca.crt"),
 			"--webhook-port", strconv.Itoa(st.webhookPort),
 			"--metrics-bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(st.metricsPort)),
 			"--health-probe-bind-address", "0",

@@ -400,6 +400,7 @@ func (c *nsCluster) managerArgs(objs []*unstructured.Unstructured, watch string)
 	wh := c.env.WebhookInstallOptions
 	args := []string{
 		"--webhook-cert-dir", wh.LocalServingCertDir,
+		"--webhook-client-ca", c.env.WebhookClient.CAFile,
 		"--webhook-host", wh.LocalServingHost,
 		"--webhook-port", strconv.Itoa(wh.LocalServingPort),
 		"--metrics-bind-address", "0",

@@ -475,3 +475,89 @@ spec:
 	must(t, "alice", "", "approve", "answer", grandchild, "-n", ns, "--text", "yes")
 	must(t, "", "", "approve", "wait", "tree", "-n", ns, "--for=done", "--timeout="+waitTimeout)
 }
+
+// TestUIStaleFormIsRefused: a decision binds what the page showed. alice
+// loads a run page; before she clicks, the call she sees stops being the
+// run's call — the run deleted and re-created under the same name with
+// another call under the same approval ID; or, under a quorum, another
+// approver's vote edits the arguments. Her click is refused with "the
+// call changed since you looked: reload" and no ApprovalDecision of hers
+// is created.
+func TestUIStaleFormIsRefused(t *testing.T) {
+	s.up(t)
+	srv := newEffectServer(t, false)
+	// refused clicks Approve on the card of approval id, open in b since
+	// before the change, and checks the refusal and that the namespace
+	// still holds only want decisions.
+	refused := func(t *testing.T, b context.Context, ns, id string, want int) {
+		t.Helper()
+		card := "#approval-" + id
+		do(t, b, "the stale click",
+			chromedp.SendKeys(chromedp.CSS(card+" textarea[name=reason]"), "I read it"),
+			markStale(),
+			chromedp.Click(chromedp.CSS(card+" button[value=Approve]")),
+			waitAnswered())
+		if got := text(t, b, "body"); !strings.Contains(got, "the call changed since you looked: reload") {
+			t.Fatalf("the stale click: the page says %q", got)
+		}
+		if ds := decisions(t, ns); len(ds) != want {
+			t.Fatalf("after the stale click: %d decisions %+v, want %d", len(ds), ds, want)
+		}
+		if run := getRun(t, ns, "pay"); run.Status.Phase != exagentv1.PhaseAwaitingApproval {
+			t.Fatalf("after the stale click the run is %s", run.Status.Phase)
+		}
+	}
+
+	t.Run("re-created", func(t *testing.T) {
+		ns := namespace(t, "e2e-ui-stale-uid")
+		bindApprovers(t, ns)
+		rules := "    - {name: charges, tools: [charge], action: Ask}\n"
+		must(t, "", chargeAgent(ns, "payments", srv.URL, rules, chargeCall("c1", 5))+"---\n"+runYAML(ns, "pay", "payments"), "apply", "-f", "-")
+		first := waitPaused(t, ns, "pay")
+		id := first.Status.Approvals[0].ID
+
+		base := startUI(t, "alice", "--port", "0", "-n", ns)
+		b := browser(t)
+		do(t, b, "alice opens the run", chromedp.Navigate(base), chromedp.Navigate(runURL(base, ns, "pay")),
+			chromedp.WaitVisible(chromedp.CSS("#approval-"+id+" textarea[name=reason]")))
+
+		// A namespace editor replaces the run: same name, another call
+		// (amount 500) under the same approval ID.
+		must(t, "", "", "delete", "agentrun", "pay", "-n", ns, "--wait=true")
+		must(t, "", chargeAgent(ns, "payments", srv.URL, rules, chargeCall("c1", 500))+"---\n"+runYAML(ns, "pay", "payments"), "apply", "-f", "-")
+		second := waitPaused(t, ns, "pay")
+		if second.UID == first.UID || second.Status.Approvals[0].ID != id {
+			t.Fatalf("the re-created run: uid %s (was %s), approval %s (was %s); want another run with the same approval ID",
+				second.UID, first.UID, second.Status.Approvals[0].ID, id)
+		}
+		refused(t, b, ns, id, 0)
+		if len(srv.requests()) != 0 {
+			t.Fatalf("the call ran %d times", len(srv.requests()))
+		}
+	})
+
+	t.Run("edited under a quorum", func(t *testing.T) {
+		ns := namespace(t, "e2e-ui-stale-edit")
+		for _, g := range []string{"security", "sre"} {
+			must(t, "", "", "create", "rolebinding", g+"-approves", "-n", ns, "--clusterrole=exagent-approver", "--group="+g)
+		}
+		rules := "    - name: two-person\n      tools: [charge]\n      action: Ask\n" +
+			"      quorum: {approvals: 2, groups: [{group: sre, count: 1}, {group: security, count: 1}]}\n"
+		must(t, "", chargeAgent(ns, "payments", srv.URL, rules, chargeCall("c1", 5))+"---\n"+runYAML(ns, "pay", "payments"), "apply", "-f", "-")
+		id := waitPaused(t, ns, "pay").Status.Approvals[0].ID
+
+		base := startUI(t, "erin", "--port", "0", "-n", ns)
+		b := browser(t)
+		do(t, b, "erin opens the run", chromedp.Navigate(base), chromedp.Navigate(runURL(base, ns, "pay")),
+			chromedp.WaitVisible(chromedp.CSS("#approval-"+id+" textarea[name=reason]")))
+		if args := text(t, b, "#approval-"+id+" pre.args"); !strings.Contains(args, `"amount": 5`) {
+			t.Fatalf("erin sees %q, want amount 5", args)
+		}
+		// frank's vote edits the call erin is looking at.
+		must(t, "frank", "", "approve", "pay", id, "-n", ns, "--set", "amount=900", "--reason", "sre: 900 it is")
+		refused(t, b, ns, id, 1)
+		if a := getRun(t, ns, "pay").Status.Approval(id); a == nil || len(a.Votes) != 1 {
+			t.Fatalf("after erin's stale click the approval is %+v, want frank's vote alone", a)
+		}
+	})
+}

@@ -105,6 +105,10 @@ func TestDecisionAdmission(t *testing.T) {
 			user: "alice", d: with(approve(s.ns, "alice-other-payload", runPayments), func(d *exagentv1.ApprovalDecision) { d.Spec.PayloadHash = "sha256:other" }),
 			wantDenied: `spec.payloadHash: Invalid value: "sha256:other"`,
 		},
+		"a decision bound to a run deleted since (another run UID)": {
+			user: "alice", d: with(approve(s.ns, "alice-other-run", runPayments), func(d *exagentv1.ApprovalDecision) { d.Spec.RunUID = "uid-of-a-deleted-run" }),
+			wantDenied: `spec.runUID: Invalid value: "uid-of-a-deleted-run": the run was re-created since you looked (uid uid-of-a-deleted-run, now `,
+		},
 		"an unknown approval": {
 			user: "alice", d: with(approve(s.ns, "alice-a9", runPayments), func(d *exagentv1.ApprovalDecision) { d.Spec.ApprovalID = "a9" }),
 			wantDenied: `spec.approvalID: Not found: "a9"`,

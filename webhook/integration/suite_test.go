@@ -118,14 +118,16 @@ func setup(ctx context.Context) error {
 		return err
 	}
 
-	wio := &env.WebhookInstallOptions
+	// As with --webhook-client-ca: only the apiserver's client certificate is answered.
+	wopts, err := env.WebhookServerOptions()
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		WebhookServer: crwebhook.NewServer(crwebhook.Options{
-			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
-		}),
+		WebhookServer:          crwebhook.NewServer(wopts),
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)

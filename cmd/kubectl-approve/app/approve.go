@@ -39,8 +39,9 @@ or rejected the decision and prints the result.`,
   kubectl approve list
   kubectl approve list -A
 
-  # Look at the exact tool call before deciding
+  # Look at the exact tool call before deciding, then decide only that one
   kubectl approve show triage-42
+  kubectl approve triage-42 call-0-1 --expect-hash sha256:…
 
   # Approve the run's only pending approval, or a named one
   kubectl approve triage-42 --reason "ok"

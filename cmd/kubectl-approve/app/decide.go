@@ -88,6 +88,11 @@ func (o *decideOptions) AddFlags(cmd *cobra.Command) {
 			"while the tool and the policy are unchanged (decision scope Run).")
 	}
 	switch o.Request.Kind {
+	case exagentv1.DecisionApprove, exagentv1.DecisionDeny, exagentv1.DecisionAnswer:
+		fs.StringVar(&o.Request.ExpectHash, "expect-hash", "", "The payload hash you read (kubectl approve show prints it): "+
+			"refuse, sending nothing, if the call's hash is another one now.")
+	}
+	switch o.Request.Kind {
 	case exagentv1.DecisionAnswer:
 		o.answer.addFlags(cmd)
 	case exagentv1.DecisionResolve:
@@ -151,6 +156,9 @@ func (o *decideOptions) Validate() error {
 	if o.Request.All && o.Request.ApprovalID != "" {
 		return errors.New("--all and an APPROVAL argument cannot be used together")
 	}
+	if o.Request.All && o.Request.ExpectHash != "" {
+		return errors.New("--expect-hash is the hash of one call: name the approval instead of --all")
+	}
 	if o.Request.Kind == exagentv1.DecisionResolve {
 		switch o.Request.Outcome {
 		case exagentv1.ResolveSucceeded, exagentv1.ResolveFailed, exagentv1.ResolveRetry:
@@ -193,6 +201,9 @@ func (o *decideOptions) Run(ctx context.Context) error {
 	}
 	decisions, err := planDecisions(run, o.Request, o.clock.Now())
 	if err != nil {
+		return err
+	}
+	if err := checkExpectedHash(run, o.Request, decisions); err != nil {
 		return err
 	}
 	if o.dryRun != dryRunClient {

@@ -47,6 +47,10 @@ type decisionRequest struct {
 	// (answer.go); Action is Accept, or Decline / Cancel (--decline, --cancel).
 	Answer []byte
 	Action exagentv1.AnswerAction
+	// ExpectHash (--expect-hash) is the payload hash the person read in
+	// show: the decision is refused before anything is sent when the
+	// call's hash is another one now.
+	ExpectHash string
 }
 
 // edits reports whether the request edits the call.
@@ -143,6 +147,23 @@ func planDecisions(run *exagentv1.AgentRun, req decisionRequest, now time.Time) 
 	return nil, fmt.Errorf("unknown decision %q", req.Kind)
 }
 
+// checkExpectedHash refuses decisions whose call is not the one the
+// person read: --expect-hash names the payload hash show printed, and
+// each decision carries the hash the plugin just read.
+func checkExpectedHash(run *exagentv1.AgentRun, req decisionRequest, decisions []*exagentv1.ApprovalDecision) error {
+	want := strings.TrimSpace(req.ExpectHash)
+	if want == "" {
+		return nil
+	}
+	for _, d := range decisions {
+		if d.Spec.PayloadHash != want {
+			return fmt.Errorf("the call changed since you looked: approval %s of run %q has payload hash %s now, not %s (--expect-hash); "+
+				"nothing was sent: run kubectl approve show %s again", d.Spec.ApprovalID, run.Name, d.Spec.PayloadHash, want, run.Name)
+		}
+	}
+	return nil
+}
+
 func newDecision(run *exagentv1.AgentRun, req decisionRequest) *exagentv1.ApprovalDecision {
 	return &exagentv1.ApprovalDecision{
 		TypeMeta: metav1.TypeMeta{APIVersion: exagentv1.GroupVersion.String(), Kind: "ApprovalDecision"},
@@ -154,6 +175,9 @@ func newDecision(run *exagentv1.AgentRun, req decisionRequest) *exagentv1.Approv
 			RunRef:   exagentv1.LocalObjectReference{Name: run.Name},
 			Decision: req.Kind,
 			Reason:   req.Reason,
+			// The run read: admission refuses the decision if the name
+			// finds another run by then (deleted and re-created).
+			RunUID: string(run.UID),
 		},
 	}
 }

@@ -73,6 +73,9 @@ func renderShow(w io.Writer, v showView) error {
 	if rb := run.Spec.RequestedBy; rb != nil {
 		field("Requested by", "%s", rb.Username)
 	}
+	if l := run.Status.Limits; l != nil {
+		field("Limits", "%s", limitsLine(l, &run.Status.Ledger))
+	}
 	if v.NotServed != "" {
 		p("")
 		p("%s.", v.NotServed)
@@ -138,7 +141,9 @@ func renderShow(w io.Writer, v showView) error {
 			field("  Expires", "%s (%s)", a.ExpiresAt.UTC().Format(time.RFC3339), expires(&a.ExpiresAt.Time, v.Now))
 		}
 		if a.State == exagentv1.ApprovalPending {
-			field("  Decide", "kubectl approve %s %s   |   kubectl approve deny %s %s", run.Name, a.ID, run.Name, a.ID)
+			// --expect-hash: the command decides only the call shown here.
+			field("  Approve", "kubectl approve %s %s --expect-hash %s", run.Name, a.ID, a.CurrentPayloadHash())
+			field("  Deny", "kubectl approve deny %s %s --expect-hash %s", run.Name, a.ID, a.CurrentPayloadHash())
 			field("  Or", "edit it (kubectl approve %s %s --set key=value), or approve the tool for the run (--for-run)", run.Name, a.ID)
 		} else if a.Actor != nil {
 			field("  Decided", "%s by %s%s", orNone(a.Decision), approvalDeciders(&a), reasonSuffix(a.Reason))
@@ -384,4 +389,33 @@ func renderQuestion(w io.Writer, run *exagentv1.AgentRun, a *exagentv1.Approval,
 			field("  Answered", "%s by %s%s", q.Action, a.Actor.Username, reasonSuffix(a.Reason))
 		}
 	}
+}
+
+// limitsLine is the limits the run holds (status.limits, journaled at its
+// first claim: an Agent edit may narrow them, never widen them), with
+// what the run used of those the ledger counts.
+func limitsLine(l *exagentv1.RunLimits, u *exagentv1.Ledger) string {
+	var parts []string
+	if l.MaxSteps != nil {
+		parts = append(parts, fmt.Sprintf("maxSteps %d", *l.MaxSteps))
+	}
+	if l.MaxToolCalls != nil {
+		parts = append(parts, fmt.Sprintf("maxToolCalls %d (%d used)", *l.MaxToolCalls, u.ToolCalls))
+	}
+	if l.MaxTokens != nil {
+		parts = append(parts, fmt.Sprintf("maxTokens %d (%d used)", *l.MaxTokens, u.PromptTokens+u.CompletionTokens))
+	}
+	if l.ActiveTime != nil {
+		parts = append(parts, fmt.Sprintf("activeTime %s (%s used)", l.ActiveTime.Duration, u.ActiveTimeUsed.Duration.Round(time.Second)))
+	}
+	if l.MaxRuns != nil {
+		parts = append(parts, fmt.Sprintf("maxRuns %d", *l.MaxRuns))
+	}
+	if l.MaxDepth != nil {
+		parts = append(parts, fmt.Sprintf("maxDepth %d", *l.MaxDepth))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }

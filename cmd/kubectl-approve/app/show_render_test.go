@@ -73,7 +73,8 @@ Approval call-0-0 (Pending):
   Policy rule:    ask-before-scaling
   Requested:      2026-03-01T11:58:00Z (2m ago)
   Expires:        2026-03-02T12:00:00Z (in 24h)
-  Decide:         kubectl approve scale-web call-0-0   |   kubectl approve deny scale-web call-0-0
+  Approve:        kubectl approve scale-web call-0-0 --expect-hash sha256:call-0-00123456789abcdef
+  Deny:           kubectl approve deny scale-web call-0-0 --expect-hash sha256:call-0-00123456789abcdef
   Or:             edit it (kubectl approve scale-web call-0-0 --set key=value), or approve the tool for the run (--for-run)
 
 Calls of step 0 (what the policy and people decided; kubectl approve logs scale-web shows every step's):
@@ -111,7 +112,8 @@ Approval call-0-0 (Pending):
   Policy rule:    ask-before-scaling
   Requested:      2026-03-01T11:58:00Z (2m ago)
   Expires:        2026-03-02T12:00:00Z (in 24h)
-  Decide:         kubectl approve scale-web call-0-0   |   kubectl approve deny scale-web call-0-0
+  Approve:        kubectl approve scale-web call-0-0 --expect-hash sha256:call-0-00123456789abcdef
+  Deny:           kubectl approve deny scale-web call-0-0 --expect-hash sha256:call-0-00123456789abcdef
   Or:             edit it (kubectl approve scale-web call-0-0 --set key=value), or approve the tool for the run (--for-run)
 
 Calls of step 0 (what the policy and people decided; kubectl approve logs scale-web shows every step's):

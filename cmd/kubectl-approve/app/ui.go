@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -43,12 +44,14 @@ type uiOptions struct {
 	Serve         bool
 	Auth          string
 	AllNamespaces bool
+	// SessionLifetime is how long a local session lasts.
+	SessionLifetime time.Duration
 
 	cfg ui.Config
 }
 
 func newUICommand(f *factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &uiOptions{IOStreams: streams, Port: ui.DefaultPort}
+	o := &uiOptions{IOStreams: streams, Port: ui.DefaultPort, SessionLifetime: ui.DefaultSessionLifetime}
 	cmd := &cobra.Command{
 		Use:   "ui [--port N] [--open] [-n NS | -A]",
 		Short: "Serve the approver's page: a live inbox and run pages in the browser, acting as you",
@@ -60,7 +63,8 @@ so admission records you as the actor. The page has no authority of its
 own.
 
 It listens on 127.0.0.1 only, behind a random token in the URL it prints
-(exchanged for a session cookie on the first visit). Another address
+(exchanged once, on the first visit, for a session cookie that lasts
+--session-lifetime). Another address
 needs --address and TLS. --serve is server mode for a team, behind a
 single-sign-on proxy: each request's own bearer token is what the page
 uses against the apiserver (--auth bearer); see docs/ui.md.`,
@@ -80,6 +84,7 @@ uses against the apiserver (--auth bearer); see docs/ui.md.`,
 	fs.StringVar(&o.TLSKey, "tls-key", "", "PEM private key of --tls-cert.")
 	fs.BoolVar(&o.Serve, "serve", false, "Server mode for a team behind a single-sign-on proxy: no token, each request authenticated by its bearer token (needs --auth bearer).")
 	fs.StringVar(&o.Auth, "auth", "", "Whose credentials reach the apiserver: kubeconfig (default; yours) or bearer (each request's Authorization header; with --serve).")
+	fs.DurationVar(&o.SessionLifetime, "session-lifetime", o.SessionLifetime, "How long the session the printed URL starts lasts; then restart for a new URL.")
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "Show waiting approvals across all namespaces you may list runs in.")
 	return cmd
 }
@@ -107,7 +112,7 @@ func (o *uiOptions) Complete(f *factory, cmd *cobra.Command, _ []string) error {
 	}
 	o.cfg = ui.Config{Address: addr, AddressSet: cmd.Flags().Changed("address"), TLSCert: o.TLSCert, TLSKey: o.TLSKey,
 		Serve: o.Serve, Auth: auth, Namespace: ns, AllNamespaces: o.AllNamespaces, REST: cfg,
-		Decide: uiDecide, Explain: uiExplain, DecisionTimeout: defaultDecisionTimeout, Log: stderrLogger(o.ErrOut)}
+		Decide: uiDecide, Explain: uiExplain, DecisionTimeout: defaultDecisionTimeout, SessionLifetime: o.SessionLifetime, Log: stderrLogger(o.ErrOut)}
 	return nil
 }
 
@@ -115,6 +120,9 @@ func (o *uiOptions) Complete(f *factory, cmd *cobra.Command, _ []string) error {
 func (o *uiOptions) Validate() error {
 	if o.Port < 0 || o.Port > 65535 {
 		return fmt.Errorf("--port %d: must be 0–65535", o.Port)
+	}
+	if o.SessionLifetime <= 0 {
+		return fmt.Errorf("--session-lifetime %s: must be positive", o.SessionLifetime)
 	}
 	if o.Address != "" && o.Port != ui.DefaultPort {
 		return fmt.Errorf("--port and --address cannot be used together: --address carries the port")

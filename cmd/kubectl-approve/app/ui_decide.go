@@ -19,6 +19,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -29,9 +30,13 @@ import (
 )
 
 // uiDecide is the page's Decider: the deciding verbs' own steps — read
-// the run, plan the decision bound to what was read, ask RBAC first,
-// create, wait for the operator — with the client of the person the page
-// serves.
+// the run, plan the decision, ask RBAC first, create, wait for the
+// operator — with the client of the person the page serves. The decision
+// is bound to what the page showed (req.Seen), not to this read: a run
+// that holds another call now is refused before anything is created, and
+// the decision carries the page's run UID, revision and payload hash, so
+// admission and the controller refuse it if the run changes after this
+// read too.
 func uiDecide(ctx context.Context, c client.Client, req ui.DecideRequest) (*exagentv1.ApprovalDecision, error) {
 	run, err := getRun(ctx, c, req.Namespace, req.Run)
 	if err != nil {
@@ -52,6 +57,9 @@ func uiDecide(ctx context.Context, c client.Client, req ui.DecideRequest) (*exag
 		return nil, err
 	}
 	d := decisions[0]
+	if err := bindSeen(d, req.Seen); err != nil {
+		return nil, err
+	}
 	if err := createDecision(ctx, c, d, dryRunNone); err != nil {
 		return nil, err
 	}
@@ -67,6 +75,20 @@ func uiDecide(ctx context.Context, c client.Client, req ui.DecideRequest) (*exag
 		return decided, rejectedError(decided)
 	}
 	return decided, nil
+}
+
+// bindSeen refuses d, planned on the run as read now, when that run is not
+// the one the page showed (another UID: deleted and re-created under the
+// same name; another revision or payload hash: the call was edited, or
+// the run paused again), and binds d to what was shown otherwise.
+func bindSeen(d *exagentv1.ApprovalDecision, seen ui.Seen) error {
+	now := ui.Seen{RunUID: d.Spec.RunUID, Revision: d.Spec.Revision, PayloadHash: d.Spec.PayloadHash}
+	if now != seen {
+		return fmt.Errorf("%w (the page showed run uid %s, revision %d, payload hash %s; the run holds uid %s, revision %d, payload hash %s)",
+			ui.ErrCallChanged, seen.RunUID, seen.Revision, seen.PayloadHash, now.RunUID, now.Revision, now.PayloadHash)
+	}
+	d.Spec.RunUID, d.Spec.Revision, d.Spec.PayloadHash = seen.RunUID, seen.Revision, seen.PayloadHash
+	return nil
 }
 
 // uiExplain is FormatError without kubectl's "error: " prefix: the page

@@ -26,6 +26,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -42,6 +43,10 @@ const (
 	// (forwarded by a single-sign-on proxy): server mode, for a team.
 	AuthBearer AuthMode = "bearer"
 )
+
+// DefaultSessionLifetime is how long a local session lasts unless
+// --session-lifetime says otherwise: a working day.
+const DefaultSessionLifetime = 12 * time.Hour
 
 // DefaultPort is where the page listens unless --port says otherwise; the
 // example --ui-url-template of the manager (docs/ui.md) points here.
@@ -63,12 +68,31 @@ type DecideRequest struct {
 	Action exagentv1.AnswerAction
 	Answer []byte
 	Reason string
+	// Seen is what the page showed when the person pressed the button.
+	Seen Seen
 }
 
+// Seen is what a decision form carries of the call the page rendered: the
+// run's UID and the revision and payload hash of the approval (for a
+// Resolve, the run's revision and the call's payload hash). A decision
+// binds these, never what a read at POST time finds.
+type Seen struct {
+	RunUID      string
+	Revision    int64
+	PayloadHash string
+}
+
+// ErrCallChanged is the refusal of a form whose call is no longer the
+// one the run holds: another approver edited it, the run moved on, or
+// it was deleted and re-created under the same name. Nothing is created.
+var ErrCallChanged = errors.New("the call changed since you looked: reload")
+
 // Decider creates the ApprovalDecision req means with c — the same object
-// `kubectl approve` creates, bound to the payload hash and revision read
-// — and waits until the operator applied or rejected it. A refusal is an
-// error whose message a person can read.
+// `kubectl approve` creates — and waits until the operator applied or
+// rejected it. The decision is bound to req.Seen (run UID, revision,
+// payload hash); when the run read now differs from it the Decider
+// creates nothing and returns an error wrapping ErrCallChanged. A refusal
+// is an error whose message a person can read.
 type Decider func(ctx context.Context, c client.Client, req DecideRequest) (*exagentv1.ApprovalDecision, error)
 
 // Config is what `kubectl approve ui` resolved from its flags.
@@ -99,7 +123,12 @@ type Config struct {
 	Explain func(error) string
 	// DecisionTimeout bounds how long a decision is waited for.
 	DecisionTimeout time.Duration
-	Log             logr.Logger
+	// SessionLifetime is how long a local session (its cookie) lasts;
+	// DefaultSessionLifetime when zero.
+	SessionLifetime time.Duration
+	// Clock tells sessions' time; the real clock when nil.
+	Clock clock.PassiveClock
+	Log   logr.Logger
 }
 
 // Validate refuses the configurations docs/ui.md lists, each saying why.

@@ -19,9 +19,11 @@ package ui
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,6 +46,14 @@ func (s *Server) decide(q *request) {
 	req := DecideRequest{Namespace: q.r.PathValue("namespace"), Run: q.r.PathValue("name"),
 		Kind: exagentv1.DecisionKind(f.Get("decision")), ApprovalID: form.Approval, CallID: form.Call,
 		Outcome: exagentv1.ResolveOutcome(f.Get("outcome")), Evidence: form.Evidence, Reason: form.Reason}
+	seen, ok := seenOf(f)
+	if !ok {
+		// A form without what it showed (an old page, a hand-made POST)
+		// cannot bind the person to a call: nothing is sent.
+		s.renderRun(q, http.StatusConflict, &flash{Kind: "error", Text: staleText}, form)
+		return
+	}
+	req.Seen = seen
 	msg := ""
 	if req.Kind == exagentv1.DecisionAnswer {
 		form.Answer, form.As, form.Choice = f.Get("answer"), f.Get("as"), f.Get("choice")
@@ -59,6 +69,12 @@ func (s *Server) decide(q *request) {
 	ctx, cancel := context.WithTimeout(q.r.Context(), s.cfg.DecisionTimeout)
 	defer cancel()
 	d, err := s.cfg.Decide(ctx, q.c, req)
+	if errors.Is(err, ErrCallChanged) {
+		s.cfg.Log.Info("decision refused: the call changed since the page was rendered", "run", req.Namespace+"/"+req.Run,
+			"decision", req.Kind, "error", err.Error())
+		s.renderRun(q, http.StatusConflict, &flash{Kind: "error", Text: err.Error()}, form)
+		return
+	}
 	if err != nil {
 		s.cfg.Log.Info("decision refused", "run", req.Namespace+"/"+req.Run, "decision", req.Kind, "error", err.Error())
 		code := http.StatusConflict
@@ -70,6 +86,18 @@ func (s *Server) decide(q *request) {
 	}
 	to := url.URL{Path: "/runs/" + req.Namespace + "/" + req.Run, RawQuery: url.Values{"decided": {d.Name}}.Encode()}
 	http.Redirect(q.w, q.r, to.String(), http.StatusSeeOther)
+}
+
+// staleText is what a refused stale form says (ErrCallChanged).
+var staleText = ErrCallChanged.Error()
+
+// seenOf reads what the form says the page showed: the run's UID, the
+// revision and the payload hash. Every decision form carries all three;
+// a form without them is refused.
+func seenOf(f url.Values) (Seen, bool) {
+	rev, err := strconv.ParseInt(f.Get("revision"), 10, 64)
+	seen := Seen{RunUID: f.Get("runUID"), Revision: rev, PayloadHash: f.Get("payloadHash")}
+	return seen, err == nil && rev >= 0 && seen.RunUID != "" && seen.PayloadHash != ""
 }
 
 // checkRequest is what the page refuses before anything is sent.

@@ -31,15 +31,21 @@ limitations under the License.
 //     network is a stolen session);
 //   - in local mode, any request without the per-start token or the
 //     session cookie it is exchanged for (another local user, or a page
-//     in the browser, must not act as you), and a Host header that is not
-//     the address it listens on (DNS rebinding);
+//     in the browser, must not act as you), the token a second time and
+//     a session past its lifetime (a leaked URL or a forgotten tab does
+//     not decide forever), and a Host header that is not the address it
+//     listens on (DNS rebinding);
 //   - in server mode, a request without a bearer token (401: it never
 //     uses its own credentials), and --auth kubeconfig (one person's
 //     credentials for a whole team);
 //   - a POST whose Origin is not the page's own, whose Sec-Fetch-Site is
 //     not same-origin, or without the session's CSRF token (another site,
 //     or another port of 127.0.0.1, must not decide for you);
-//   - an Approve or Deny without a reason, a Resolve without an outcome.
+//   - an Approve or Deny without a reason, a Resolve without an outcome;
+//   - a decision form whose run UID, revision or payload hash — what the
+//     page rendered — is not the run's any more (409, "the call changed
+//     since you looked: reload"; nothing created): a click binds the call
+//     the person saw, never one that replaced it.
 //
 // Run content (model output, tool arguments and results) is untrusted
 // text: html/template escapes it, the Content-Security-Policy forbids

@@ -62,6 +62,11 @@ type inboxRow struct {
 	// (what the arguments are checked against), when the person may
 	// read the Agent.
 	Schema string
+	// RunUID, Revision and PayloadHash are what a decision on this row
+	// binds (the run page's forms carry them; Seen).
+	RunUID      string
+	Revision    int64
+	PayloadHash string
 }
 
 // questionView is a question waiting for an answer.
@@ -72,6 +77,10 @@ type questionView struct {
 	// Object tells whether the schema wants an object (the answer field
 	// is then JSON by default).
 	Object bool
+	// URL is where a URL question (an MCP elicitation in URL mode) sends
+	// the person, and Origin its scheme://host[:port] ("" when it is not
+	// an http(s) URL: it is then shown as text, never as a link).
+	URL, Origin string
 }
 
 // VotesLine is "n of m" for a quorum row.
@@ -100,6 +109,10 @@ func rowsOf(run *exagentv1.AgentRun, agent *exagentv1.Agent) []inboxRow {
 			Rule:       ruleOf(a.Rule),
 			Deciders:   deciders(run, agent, exagentv1.VerbApprove),
 			Requested:  a.RequestedAt.UTC(),
+			RunUID:     string(run.UID),
+			Revision:   a.Revision,
+			// The version a vote is on: the edited call's once edited.
+			PayloadHash: a.CurrentPayloadHash(),
 		}
 		if d := run.Spec.Delegation; d != nil {
 			row.Root = d.Root.Name
@@ -122,7 +135,8 @@ func rowsOf(run *exagentv1.AgentRun, agent *exagentv1.Agent) []inboxRow {
 		if a.IsQuestion() {
 			q := a.Question
 			row.Question = &questionView{Text: q.Text, Choices: q.Choices, Schema: shownJSON(q.Schema, maxShownArgs),
-				Object: schemaType(q.Schema) == "object"}
+				Object: schemaType(q.Schema) == "object", URL: q.URL, Origin: exagentv1.URLOrigin(q.URL)}
+			row.PayloadHash = a.PayloadHash
 			row.Deciders = deciders(run, agent, exagentv1.VerbAnswer)
 		}
 		if q := a.Quorum; q != nil {
@@ -207,14 +221,25 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// shownJSON is s indented when it is JSON, bounded to n bytes either way.
-// It is text: templates escape it.
+// shownJSON is s indented when it is JSON, bounded to n bytes either way;
+// a cut says how much there is (the run page shows a pending call whole). It is text:
+// templates escape it.
 func shownJSON(s string, n int) string {
+	s = indentedJSON(s)
+	if len(s) <= n {
+		return s
+	}
+	return clip.Bytes(s, n, clip.Ellipsis) + fmt.Sprintf("\n(%d bytes; the first %d KiB are shown)", len(s), n>>10)
+}
+
+// indentedJSON is s indented when it is JSON, whole: what a decision is
+// about is never cut.
+func indentedJSON(s string) string {
 	var b bytes.Buffer
 	if json.Valid([]byte(s)) && json.Indent(&b, []byte(s), "", "  ") == nil {
-		s = b.String()
+		return b.String()
 	}
-	return clip.Bytes(s, n, clip.Ellipsis)
+	return s
 }
 
 // schemaType is the top-level "type" of a JSON Schema ("" when it names

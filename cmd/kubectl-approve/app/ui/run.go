@@ -17,6 +17,7 @@ limitations under the License.
 package ui
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -32,6 +33,10 @@ import (
 // did, and one page of its transcript.
 type runView struct {
 	base
+	// RunUID and Revision are the run as rendered: a Resolve form
+	// carries them (Seen), with its call's payload hash.
+	RunUID                 string
+	Revision               int64
 	Namespace, Name, Agent string
 	Phase, Reason, Message string
 	Requester              string
@@ -71,10 +76,12 @@ type formState struct {
 
 type callView struct {
 	ID, Tool, State, Args, Rule string
-	Step                        int32
-	HasOutcome, Succeeded       bool
-	Result, ResolvedBy          string
-	Evidence, Editor            string
+	// PayloadHash is the call's, which a Resolve binds.
+	PayloadHash           string
+	Step                  int32
+	HasOutcome, Succeeded bool
+	Result, ResolvedBy    string
+	Evidence, Editor      string
 }
 
 type approvalView struct {
@@ -115,7 +122,8 @@ func (s *Server) renderRun(q *request, code int, f *flash, form formState) {
 		s.problem(q, err)
 		return
 	}
-	v := runView{base: s.base(q, run.Name), Namespace: run.Namespace, Name: run.Name, Agent: run.Spec.AgentRef.Name,
+	v := runView{base: s.base(q, run.Name), RunUID: string(run.UID), Revision: run.Status.Revision,
+		Namespace: run.Namespace, Name: run.Name, Agent: run.Spec.AgentRef.Name,
 		Phase: string(run.Status.Phase), Reason: run.Status.Reason, Message: run.Status.Message,
 		Step: run.Status.Cursor.Step, Conditions: run.Status.Conditions, Flash: f, Form: form}
 	if rb := run.Spec.RequestedBy; rb != nil {
@@ -131,8 +139,8 @@ func (s *Server) renderRun(q *request, code int, f *flash, form formState) {
 	if err := q.c.Get(ctx, client.ObjectKey{Namespace: run.Namespace, Name: run.Spec.AgentRef.Name}, agent); err != nil {
 		agent = nil
 	}
-	v.Pending = rowsOf(run, agent)
 	values := resolveValues(ctx, q.c, run, nil, nil)
+	v.Pending = wholeRows(run, rowsOf(run, agent), values)
 	for i := range run.Status.Calls {
 		c := callOf(&run.Status.Calls[i], values)
 		v.Calls = append(v.Calls, c)
@@ -172,7 +180,7 @@ func (s *Server) renderRun(q *request, code int, f *flash, form formState) {
 }
 
 func callOf(c *exagentv1.ToolCall, values segment.Values) callView {
-	v := callView{ID: c.ID, Tool: c.Tool, State: string(c.State), Step: c.Step, Rule: c.Rule,
+	v := callView{ID: c.ID, Tool: c.Tool, State: string(c.State), Step: c.Step, Rule: c.Rule, PayloadHash: c.PayloadHash,
 		Args: shownJSON(value(c.Args, c.ArgsRef, values), maxShownValue)}
 	if c.Edit != nil {
 		v.Editor = c.Edit.Editor.Username
@@ -183,6 +191,31 @@ func callOf(c *exagentv1.ToolCall, values segment.Values) callView {
 		v.ResolvedBy, v.Evidence = o.ResolvedBy, o.Evidence
 	}
 	return v
+}
+
+// wholeRows gives the run page's pending rows their call whole — the
+// arguments, sealed ones read from their segment, or the edited version
+// a vote is on — where the inbox shows the first KiBs: a person decides
+// on all of it. The page's stylesheet makes a long one scroll.
+func wholeRows(run *exagentv1.AgentRun, rows []inboxRow, values segment.Values) []inboxRow {
+	for i := range rows {
+		a := run.Status.Approval(rows[i].ApprovalID)
+		c := run.Status.Call(rows[i].CallID)
+		switch {
+		case a != nil && a.Edit != nil && a.Edit.Args != "":
+			rows[i].Args = indentedJSON(a.Edit.Args)
+		case c != nil && c.Args == "" && c.ArgsRef != nil:
+			s, err := values.Resolve(c.ArgsRef)
+			if err != nil {
+				rows[i].Args = fmt.Sprintf("(sealed arguments of %d bytes in segment %s, not shown: %v)", c.ArgsRef.Bytes, c.ArgsRef.Segment, err)
+				continue
+			}
+			rows[i].Args = indentedJSON(s)
+		case c != nil:
+			rows[i].Args = indentedJSON(c.Args)
+		}
+	}
+	return rows
 }
 
 func receiptOf(r exagentv1.Receipt) receiptView {

@@ -64,10 +64,11 @@ func New(cfg *Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := newSessions(cfg.TLSCert != "")
+	sess, err := newSessions(cfg.TLSCert != "", cfg.SessionLifetime, cfg.Clock)
 	if err != nil {
 		return nil, err
 	}
+	sess.setAddress(cfg.Address)
 	p, err := loadPages()
 	if err != nil {
 		return nil, err
@@ -128,7 +129,8 @@ func (s *Server) authed(h func(*request)) http.HandlerFunc {
 			}
 			id, ok := s.sess.session(r)
 			if !ok {
-				refuse(w, http.StatusUnauthorized, "No session: open the URL kubectl approve ui printed when it started (it carries a token that starts a session in this browser).")
+				refuse(w, http.StatusUnauthorized, "No session, or it has expired: open the URL kubectl approve ui printed when it started "+
+					"(its token starts one session, in one browser); once used or expired, restart kubectl approve ui for a new one.")
 				return
 			}
 			q.session = id
@@ -184,6 +186,7 @@ func (s *Server) Listen() (net.Listener, error) {
 // end with their requests' contexts).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.addr = ln.Addr().String()
+	s.sess.setAddress(s.addr)
 	srv := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -247,7 +247,8 @@ func TestPostsAreGuarded(t *testing.T) {
 	for name, tc := range tc {
 		t.Run(name, func(t *testing.T) {
 			before := len(decided)
-			form := url.Values{"decision": {"Approve"}, "approval": {"a-1"}, "reason": {"looks right"}}
+			form := url.Values{"decision": {"Approve"}, "approval": {"a-1"}, "reason": {"looks right"},
+				"runUID": {"uid-1"}, "revision": {"1"}, "payloadHash": {"sha256:x"}}
 			if tc.csrf != "" {
 				form.Set("csrf", tc.csrf)
 			}

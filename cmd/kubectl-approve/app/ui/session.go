@@ -23,31 +23,53 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // sessions guards local mode: the URL the plugin prints carries a random
 // per-start token; a visit with it gets a session cookie (HttpOnly,
 // SameSite=Strict) and is redirected to the same page without it, so the
 // token does not stay in the address bar, the history or a Referer.
-// Sessions are stateless: a cookie is a random id and its HMAC under a
-// key that lives only in this process, so a restart ends every session.
+// The token starts one session only: a copy of the URL that leaks later
+// (a shell history, a screen share, a proxy's log) starts none. A session
+// lasts its lifetime, then the person opens a new URL (restart the
+// plugin). Sessions are stateless: a cookie is a random id, its expiry and
+// their HMAC under a key that lives only in this process, so a restart
+// ends every session.
+//
+// The cookie's name carries the port: two pages on two ports of
+// 127.0.0.1 — the same host for cookies, which ignore ports — each keep
+// their own session instead of overwriting the other's.
 //
 // The CSRF token of a session is another HMAC of its id. In server mode
 // there is no cookie of ours: the session id is the hash of the request's
 // bearer token, so the CSRF token binds the person the proxy vouches for.
 type sessions struct {
-	key    []byte
-	token  string
-	secure bool
+	key      []byte
+	token    string
+	secure   bool
+	lifetime time.Duration
+	clock    clock.PassiveClock
+
+	mu sync.Mutex
+	// used says the token started a session: it starts no other.
+	used bool
+	// port is the port the page answers on (cookieName).
+	port string
 }
 
 // tokenParam is the query parameter of the per-start token.
 const tokenParam = "token"
 
-func newSessions(secure bool) (*sessions, error) {
+func newSessions(secure bool, lifetime time.Duration, clk clock.PassiveClock) (*sessions, error) {
 	key := make([]byte, 32)
 	tok := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
@@ -56,16 +78,34 @@ func newSessions(secure bool) (*sessions, error) {
 	if _, err := rand.Read(tok); err != nil {
 		return nil, fmt.Errorf("generating the token: %w", err)
 	}
-	return &sessions{key: key, token: base64.RawURLEncoding.EncodeToString(tok), secure: secure}, nil
+	if lifetime <= 0 {
+		lifetime = DefaultSessionLifetime
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &sessions{key: key, token: base64.RawURLEncoding.EncodeToString(tok), secure: secure, lifetime: lifetime, clock: clk}, nil
 }
 
-// cookieName is __Host- prefixed under TLS (the browser then refuses it
-// from any other origin's Set-Cookie).
+// setAddress records the address the page answers on: its port names
+// the cookie.
+func (s *sessions) setAddress(addr string) {
+	_, port, _ := net.SplitHostPort(addr)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.port = port
+}
+
+// cookieName is "exagent-ui-PORT", __Host- prefixed under TLS (the
+// browser then refuses it from any other origin's Set-Cookie).
 func (s *sessions) cookieName() string {
+	s.mu.Lock()
+	name := "exagent-ui-" + s.port
+	s.mu.Unlock()
 	if s.secure {
-		return "__Host-exagent-ui"
+		return "__Host-" + name
 	}
-	return "exagent-ui"
+	return name
 }
 
 func (s *sessions) mac(parts ...string) string {
@@ -74,9 +114,10 @@ func (s *sessions) mac(parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// exchange handles a request carrying ?token=: a right token sets a new
-// session cookie and redirects to the URL without it; a wrong one is
-// refused. It reports whether it answered the request.
+// exchange handles a request carrying ?token=: the right token, the
+// first time, sets a new session cookie and redirects to the URL without
+// it; a wrong one, or the right one again, is refused. It reports
+// whether it answered the request.
 func (s *sessions) exchange(w http.ResponseWriter, r *http.Request) bool {
 	q := r.URL.Query()
 	if !q.Has(tokenParam) {
@@ -86,31 +127,52 @@ func (s *sessions) exchange(w http.ResponseWriter, r *http.Request) bool {
 		refuse(w, http.StatusUnauthorized, "This link's token is not the one kubectl approve ui printed when it started (it changes at every start). Open the URL it printed last.")
 		return true
 	}
+	s.mu.Lock()
+	used := s.used
+	s.used = true
+	s.mu.Unlock()
+	if used {
+		refuse(w, http.StatusUnauthorized, "This link's token has already started a session, and it starts only one: use the browser that opened it first, "+
+			"or restart kubectl approve ui for a new link.")
+		return true
+	}
 	raw := make([]byte, 18)
 	if _, err := rand.Read(raw); err != nil {
 		refuse(w, http.StatusInternalServerError, "Could not start a session: "+err.Error())
 		return true
 	}
 	id := base64.RawURLEncoding.EncodeToString(raw)
-	http.SetCookie(w, &http.Cookie{Name: s.cookieName(), Value: id + "." + s.mac("session", id), Path: "/",
-		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode})
+	expires := s.clock.Now().Add(s.lifetime).Truncate(time.Second)
+	exp := strconv.FormatInt(expires.Unix(), 10)
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(), Value: id + "." + exp + "." + s.mac("session", id, exp), Path: "/",
+		Expires: expires, MaxAge: int(s.lifetime / time.Second), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode})
 	q.Del(tokenParam)
 	to := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
 	http.Redirect(w, r, to.String(), http.StatusSeeOther)
 	return true
 }
 
-// session returns the session id of r's cookie, when it is one of ours.
+// session returns the session id of r's cookie, when it is one of ours
+// and has not expired (the browser drops it then too; the check here
+// does not depend on the browser).
 func (s *sessions) session(r *http.Request) (string, bool) {
 	c, err := r.Cookie(s.cookieName())
 	if err != nil {
 		return "", false
 	}
-	id, sig, ok := strings.Cut(c.Value, ".")
-	if !ok || id == "" {
+	parts := strings.Split(c.Value, ".")
+	if len(parts) != 3 || parts[0] == "" {
 		return "", false
 	}
-	return id, hmac.Equal([]byte(sig), []byte(s.mac("session", id)))
+	id, exp, sig := parts[0], parts[1], parts[2]
+	if !hmac.Equal([]byte(sig), []byte(s.mac("session", id, exp))) {
+		return "", false
+	}
+	until, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil || !s.clock.Now().Before(time.Unix(until, 0)) {
+		return "", false
+	}
+	return id, true
 }
 
 // bearerSession is server mode's session id: the hash of the token.
