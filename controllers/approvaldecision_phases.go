@@ -276,9 +276,16 @@ func (r *ApprovalDecisionReconciler) commitDecided(ctx context.Context, dsc *dec
 	event := func(written *exagentv1.AgentRun) {
 		// The run's Event describes the run's commit: sent right after it,
 		// so it precedes whatever the run does next.
-		if r.Recorder != nil {
-			r.Recorder.Eventf(written, dsc.d, normal, exagentv1.EventDecisionApplied, exagentv1.EventDecisionApplied, "%s by %s (%s): run is %s",
-				dsc.d.Spec.Decision, actorName(dsc.d.Spec.Actor), dsc.d.Name, written.Status.Phase)
+		if r.Recorder == nil {
+			return
+		}
+		r.Recorder.Eventf(written, dsc.d, normal, exagentv1.EventDecisionApplied, exagentv1.EventDecisionApplied, "%s by %s (%s): run is %s",
+			dsc.d.Spec.Decision, actorName(dsc.d.Spec.Actor), dsc.d.Name, written.Status.Phase)
+		// A decision that ends the run (a Deny with onDeny Stop, a Cancel)
+		// is the run's end: the run's own turn finds it ended and says
+		// nothing, so the end-of-run Event is sent here, once.
+		if s := written.Status; s.Phase.IsTerminal() && !dsc.run.Status.Phase.IsTerminal() {
+			r.Recorder.Eventf(written, dsc.d, warning, exagentv1.EventRunFailed, exagentv1.EventRunFailed, "run %s (%s): %s", s.Phase, s.Reason, s.Message)
 		}
 	}
 	if r.Runs != nil && next.Phase == exagentv1.PhaseApproved && dsc.run.Status.Phase == exagentv1.PhaseAwaitingApproval {

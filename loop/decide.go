@@ -368,6 +368,7 @@ func receiptOf(r *exagentv1.Receipt) exagentv1.Receipt {
 // Touches: phase Cancelled, reason, message, claim, ledger active time,
 // calls in flight, approvals, pendingApprovals, receipts.
 func Cancel(s Status, env *Env, d DecisionCmd, now time.Time) (Status, exagentv1.Receipt, error) {
+	env = env.forRun(&s) // the limits the run holds (limits.go)
 	dec, replay, err := prepare(&s, env, d, exagentv1.DecisionCancel, now)
 	if replay != nil || err != nil {
 		return s, receiptOf(replay), err

@@ -133,6 +133,7 @@ func refuse(c *exagentv1.ToolCall, rule string) {
 // Approved; maxToolCalls, counting what children hold; the state leaves
 // room for the outcomes.
 func BeginEffect(s Status, env *Env, f Fence, callIDs []string, now time.Time) (Status, error) {
+	env = env.forRun(&s) // the limits the run holds (limits.go)
 	if err := checkFence(&s, f, now); err != nil {
 		return s, err
 	}

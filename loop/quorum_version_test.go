@@ -149,9 +149,14 @@ func TestQuorumVoteBindsItsVersion(t *testing.T) {
 			t.Errorf("old vote on the model's version: missing %q", got)
 		}
 		a.Edit = &exagentv1.ApprovalEdit{ArgsHash: "sha256:e", PayloadHash: "sha256:edited", Editor: actor("bob")}
-		a.Votes = append(a.Votes, exagentv1.Vote{Actor: actor("bob"), OperationID: "op-b", At: secTime(t0), PayloadHash: "sha256:edited"})
+		a.Votes = append(a.Votes, exagentv1.Vote{Actor: actor("bob"), OperationID: "op-b", At: secTime(t0)})
 		if got := a.QuorumMissing(); got != "needs 1 more approval" {
-			t.Errorf("an old vote beside an edit counted: missing %q, want 1 more", got)
+			t.Errorf("an old vote cast before the edit counted for it: missing %q, want 1 more", got)
+		}
+		// Old votes from the editor's on were on the edited version.
+		a.Votes = append(a.Votes, exagentv1.Vote{Actor: actor("carol"), OperationID: "op-c", At: secTime(t0)})
+		if got := a.QuorumMissing(); got != "" {
+			t.Errorf("the editor's and a later old vote: missing %q, want the quorum met", got)
 		}
 	})
 }

@@ -88,7 +88,7 @@ const (
 // idempotency keys.
 var (
 	gitOpsLabels = []struct{ key, tool string }{
-		{"app.kubernetes.io/instance", "Argo CD"}, // Argo CD's label tracking (the default before v3)
+		{argoInstanceLabel, "Argo CD"}, // Argo CD's label tracking (the default before v3)
 		{"kustomize.toolkit.fluxcd.io/name", "Flux"},
 		{"kustomize.toolkit.fluxcd.io/namespace", "Flux"},
 		{"helm.toolkit.fluxcd.io/name", "Flux"},
@@ -97,6 +97,10 @@ var (
 		{"argocd.argoproj.io/tracking-id", "Argo CD"}, // annotation tracking (the default since v3)
 	}
 )
+
+// argoInstanceLabel is Argo CD's tracking label before v3; Helm charts set
+// the same label, so the mark says so.
+const argoInstanceLabel = "app.kubernetes.io/instance"
 
 // GitOpsManager names the GitOps tool whose mark the object's labels or
 // annotations carry, and the mark ("Argo CD", "label
@@ -109,6 +113,10 @@ func GitOpsManager(labels, annotations map[string]string) (tool, mark string) {
 	}
 	for _, l := range gitOpsLabels {
 		if _, ok := labels[l.key]; ok {
+			if l.key == argoInstanceLabel {
+				// Helm charts set it too: say how to tell exagent it is not Argo CD's.
+				return l.tool, "label " + l.key + ", Argo CD's label tracking; if no GitOps tool syncs this run (Helm alone set the label), remove the label"
+			}
 			return l.tool, "label " + l.key
 		}
 	}
@@ -116,20 +124,24 @@ func GitOpsManager(labels, annotations map[string]string) (tool, mark string) {
 }
 
 // KeptFromGitOps says why retention leaves a GitOps-managed run alone
-// (ok false: it does not): only the run's own TTL deletes such a run —
-// the admission webhook refuses that TTL on a run a GitOps tool applies,
-// so it is one set before the mark — never a default the run's author
-// may not have seen (the Agent's TTL, the manager's) nor the Agent's
-// keepLast. The GitOps tool deletes the run when it is removed from
-// the source (prune).
+// (ok false: it does not). Retention never deletes such a run: not by a
+// default the run's author may not have seen (the Agent's TTL, the
+// manager's), not by the Agent's keepLast, and not by its own TTL either
+// — the admission webhook refuses that TTL on a run a GitOps tool
+// applies, so one found here was set before a GitOps tool adopted the run
+// (admission does not see a label-only update). The GitOps tool deletes
+// the run when it is removed from the source (prune).
 func KeptFromGitOps(labels, annotations map[string]string, r Retention, byKeepLast bool) (string, bool) {
 	tool, mark := GitOpsManager(labels, annotations)
-	if tool == "" || (!byKeepLast && r.TTLSource == TTLFromRun) {
+	if tool == "" {
 		return "", false
 	}
 	by := "its TTL comes from " + string(r.TTLSource)
-	if byKeepLast {
+	switch {
+	case byKeepLast:
 		by = "its Agent's retention.keepLast would let it go"
+	case r.TTLSource == TTLFromRun:
+		by = "its own spec.ttlSecondsAfterFinished was set before the GitOps tool adopted it"
 	}
 	return fmt.Sprintf("retention does not delete this run: %s manages it (%s) and would re-create it under a new UID, "+
 		"running every tool call again under new idempotency keys; %s. Remove the run from the GitOps source to delete it "+

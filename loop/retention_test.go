@@ -278,8 +278,9 @@ func TestArchiveCoversOnlyWhatWasSent(t *testing.T) {
 }
 
 // TestKeptFromGitOps: a run an Argo CD or Flux mark says is declared in a
-// GitOps source is deleted only by its own TTL, never by a default or
-// keepLast; a run without a mark is not concerned.
+// GitOps source is never deleted by retention — not by a default, not by
+// keepLast, not by its own TTL (set before a GitOps tool adopted it); a run
+// without a mark is not concerned.
 func TestKeptFromGitOps(t *testing.T) {
 	agentTTL := ResolveRetention(&exagentv1.AgentRunSpec{}, &exagentv1.RetentionSpec{TTLSecondsAfterFinished: ptr.To[int32](60)}, 0)
 	ownTTL := ResolveRetention(&exagentv1.AgentRunSpec{TTLSecondsAfterFinished: ptr.To[int32](60)}, nil, time.Hour)
@@ -293,7 +294,7 @@ func TestKeptFromGitOps(t *testing.T) {
 		"argo annotation, agent TTL":   {annotations: map[string]string{"argocd.argoproj.io/tracking-id": "app:exagent.io/AgentRun:ns/r"}, r: agentTTL, want: "Argo CD manages it (annotation argocd.argoproj.io/tracking-id)"},
 		"argo label, manager TTL":      {labels: map[string]string{"app.kubernetes.io/instance": "app"}, r: managerTTL, want: "--default-ttl-seconds-after-finished"},
 		"flux kustomization, keepLast": {labels: map[string]string{"kustomize.toolkit.fluxcd.io/name": "runs"}, keepLast: true, want: "keepLast"},
-		"flux helm, own TTL":           {labels: map[string]string{"helm.toolkit.fluxcd.io/name": "runs"}, r: ownTTL},
+		"flux helm, own TTL":           {labels: map[string]string{"helm.toolkit.fluxcd.io/name": "runs"}, r: ownTTL, want: "set before the GitOps tool adopted it"},
 		"no mark":                      {labels: map[string]string{"team": "a"}, r: agentTTL},
 	}
 	for name, tc := range tests {

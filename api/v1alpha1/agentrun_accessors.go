@@ -78,24 +78,30 @@ func (a *Approval) CurrentPayloadHash() string {
 	return a.PayloadHash
 }
 
-// VotePayloadHash is the version of the call vote v approves: the one it
-// journaled, else (a vote journaled before votes carried it) the model's.
-func (a *Approval) VotePayloadHash(v *Vote) string {
-	if v.PayloadHash != "" {
-		return v.PayloadHash
-	}
-	return a.PayloadHash
-}
-
 // CountedVotes are the votes on the version of the call that will run
 // (CurrentPayloadHash): a vote on another version never counts toward the
 // quorum, so no yes is carried over to arguments its voter did not see.
+// A vote journaled before votes carried their version reads as the rule
+// of that time made it: on the model's version before the editor's vote,
+// on the edited one from the editor's vote on.
 func (a *Approval) CountedVotes() []Vote {
 	cur := a.CurrentPayloadHash()
 	out := make([]Vote, 0, len(a.Votes))
+	edited := false
 	for i := range a.Votes {
-		if a.VotePayloadHash(&a.Votes[i]) == cur {
-			out = append(out, a.Votes[i])
+		v := &a.Votes[i]
+		if a.Edit != nil && v.Actor.Username == a.Edit.Editor.Username && v.Actor.UID == a.Edit.Editor.UID {
+			edited = true
+		}
+		seen := v.PayloadHash
+		if seen == "" {
+			seen = a.PayloadHash
+			if edited {
+				seen = a.Edit.PayloadHash
+			}
+		}
+		if seen == cur {
+			out = append(out, *v)
 		}
 	}
 	return out
