@@ -354,7 +354,8 @@ func answerInput(st *Status, c *exagentv1.ToolCall) {
 func refuseDeniedSampling(st *Status, env *Env) {
 	for _, i := range stepCalls(st) {
 		c := &st.Calls[i]
-		if c.Input == nil || !(awaitsInput(c) || c.State == exagentv1.CallApproved && c.Input.Responses != "") {
+		retried := c.Input != nil && c.State == exagentv1.CallApproved && c.Input.Responses != ""
+		if c.Input == nil || (!awaitsInput(c) && !retried) {
 			continue
 		}
 		if env.samplingPolicy(c.Tool) != exagentv1.SamplingDeny {

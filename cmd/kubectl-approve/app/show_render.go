@@ -406,7 +406,7 @@ func limitsLine(l *exagentv1.RunLimits, u *exagentv1.Ledger) string {
 		parts = append(parts, fmt.Sprintf("maxTokens %d (%d used)", *l.MaxTokens, u.PromptTokens+u.CompletionTokens))
 	}
 	if l.ActiveTime != nil {
-		parts = append(parts, fmt.Sprintf("activeTime %s (%s used)", l.ActiveTime.Duration, u.ActiveTimeUsed.Duration.Round(time.Second)))
+		parts = append(parts, fmt.Sprintf("activeTime %s (%s used)", l.ActiveTime.Duration, u.ActiveTimeUsed.Round(time.Second)))
 	}
 	if l.MaxRuns != nil {
 		parts = append(parts, fmt.Sprintf("maxRuns %d", *l.MaxRuns))
