@@ -59,25 +59,18 @@ const (
 // hostile MCP server, on cmd/manager as a separate process (the figure is
 // its /proc VmHWM, as a container's limit sees it): two namespaces of four
 // Agents each name MCP servers whose tools/list never ends, each page one
-// tool of just under 8 MiB — one namespace's in its description, the
-// other's in its input schema as tiny properties (what costs the most to
-// decode per byte) — each Agent on a URL of its own, so that all eight of
-// the refresher's slots list at once. Every Agent ends Ready=False
-// MCPServerUnavailable naming the listing bound, no listing asks for a
-// second page (the first crosses the 4 MiB bound), and the manager's peak
-// RSS stays under pagingRSSBound over a few rounds of listings. Before the
-// bound held while reading, each listing read pages up to 512 tools.
+// tool — one namespace's bulk in its description, the other's in its
+// input schema as tiny properties (what costs the most to decode per
+// byte) — each Agent on a URL of its own, so that all eight of the
+// refresher's slots list at once. Pages are just under 8 MiB (each passes
+// the bound on one answer; the first crosses the 4 MiB listing bound), or
+// just under 4 MiB (the first is read and decoded whole, the most a
+// listing can cost). Every Agent ends Ready=False MCPServerUnavailable
+// naming the listing bound, no listing asks for a page past the one that
+// crossed it, and the manager's peak RSS stays under pagingRSSBound over
+// a few rounds of listings. Before the bound held while reading, each
+// listing read pages up to 512 tools: the manager passed 1 GiB in seconds.
 func TestMCPPagingServerManagerMemory(t *testing.T) {
-	servers := map[mcptest.PagingShape]*mcptest.Paging{}
-	var hs []*harness
-	var agents []types.NamespacedName
-	for _, shape := range []mcptest.PagingShape{mcptest.PagingDescription, mcptest.PagingSchema} {
-		srv := mcptest.StartPaging(0, shape)
-		t.Cleanup(srv.Close)
-		servers[shape] = srv
-		hs = append(hs, newHarness(t))
-	}
-
 	tmp := t.TempDir()
 	bin, err := (&procs.Builder{Dir: tmp}).Build(procs.ManagerImage)
 	if err != nil {
@@ -87,6 +80,31 @@ func TestMCPPagingServerManagerMemory(t *testing.T) {
 	if err := procs.WriteKubeconfig(kubeconfig, env().Config); err != nil {
 		t.Fatal(err)
 	}
+	for _, tc := range []struct {
+		name      string
+		pageBytes int
+	}{
+		// The server: every page passes the bound on one answer
+		// (8 MiB) and crosses the listing's at once.
+		{"8MiB-pages", mcptest.DefaultPageBytes},
+		// The most a listing costs within its bound: a first page just
+		// under it, decoded whole, then the second crosses it.
+		{"pages-under-the-listing-bound", int(mcplist.DefaultMaxListingBytes) - 16<<10},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testPagingMemory(t, bin, kubeconfig, tc.pageBytes) })
+	}
+}
+
+func testPagingMemory(t *testing.T, bin, kubeconfig string, pageBytes int) {
+	servers := map[mcptest.PagingShape]*mcptest.Paging{}
+	var hs []*harness
+	var agents []types.NamespacedName
+	for _, shape := range []mcptest.PagingShape{mcptest.PagingDescription, mcptest.PagingSchema} {
+		srv := mcptest.StartPaging(pageBytes, shape)
+		t.Cleanup(srv.Close)
+		servers[shape] = srv
+		hs = append(hs, newHarness(t))
+	}
 	p, err := procs.StartManager(procs.ManagerSpec{
 		Name: "manager paging", Bin: bin, Kubeconfig: kubeconfig,
 		Args: []string{
@@ -95,7 +113,7 @@ func TestMCPPagingServerManagerMemory(t *testing.T) {
 			// Only this test's namespaces: the envtest is shared.
 			"--watch-namespaces", hs[0].ns + "," + hs[1].ns,
 		},
-		Env: childEnv(), Log: filepath.Join(tmp, "manager.log"), ParentDeath: syscall.SIGKILL,
+		Env: childEnv(), Log: filepath.Join(t.TempDir(), "manager.log"), ParentDeath: syscall.SIGKILL,
 		Ready: procs.Workers(),
 	})
 	if err != nil {
@@ -121,8 +139,14 @@ func TestMCPPagingServerManagerMemory(t *testing.T) {
 		}
 	}
 
-	want := fmt.Sprintf("the listing (every page's answer together) is over the %s bound", bounded.Size(mcplist.DefaultMaxListingBytes))
+	// The description's bulk passes the bytes' bound; the schema's tiny
+	// properties pass the bound on JSON values first, a quarter in.
+	wants := map[string]string{
+		hs[0].ns: fmt.Sprintf("the listing (every page's answer together) is over the %s bound", bounded.Size(mcplist.DefaultMaxListingBytes)),
+		hs[1].ns: "the listing (every page's answer together) has more than 262144 JSON values",
+	}
 	for _, key := range agents {
+		want := wants[key.Namespace]
 		var last string
 		err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 			if err := watch.failed(); err != nil {
@@ -164,10 +188,11 @@ func TestMCPPagingServerManagerMemory(t *testing.T) {
 
 	for shape, srv := range servers {
 		pages, deepest, lists, written := srv.Served()
-		t.Logf("paging server (shape %d): %d listings, %d pages served, %d deep at most, %d MiB written", shape, lists, pages, deepest, written>>20)
-		if deepest > 1 {
-			t.Errorf("a listing of the paging server (shape %d) asked for %d pages, want the first only: it crosses the %s bound",
-				shape, deepest, bounded.Size(mcplist.DefaultMaxListingBytes))
+		t.Logf("paging server (shape %d, pages of %d KiB): %d listings, %d pages served, %d deep at most, %d MiB written",
+			shape, pageBytes>>10, lists, pages, deepest, written>>20)
+		if most := int(mcplist.DefaultMaxListingBytes)/pageBytes + 1; deepest > most {
+			t.Errorf("a listing of the paging server (shape %d) asked for %d pages, want at most %d: the last crosses the %s bound",
+				shape, deepest, most, bounded.Size(mcplist.DefaultMaxListingBytes))
 		}
 	}
 	t.Logf("manager process %d: RSS idle %d MiB, peak %d MiB with %d Agents on paging MCP servers (bound %d MiB)",
@@ -201,7 +226,7 @@ func watchRSS(t *testing.T, p *procs.Process) *rssWatch {
 			w.err = fmt.Errorf("reading the manager's memory: %w", err)
 		case m.Peak > pagingRSSKill:
 			p.Kill()
-			w.err = fmt.Errorf("the manager's RSS reached %d MiB (idle ~80): killed", m.Peak>>20)
+			w.err = fmt.Errorf("the manager's RSS reached %d MiB, past %d MiB: killed", m.Peak>>20, pagingRSSKill>>20)
 		}
 		w.peak = max(w.peak, m.Peak)
 		return w.err == nil

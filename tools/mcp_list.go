@@ -22,7 +22,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"sync"
@@ -50,6 +49,17 @@ const DefaultMCPListTimeout = mcplist.DefaultTimeout
 // maxMCPListTools bounds a listing: beyond it a server's inventory would
 // not fit a run's model request anyway.
 const maxMCPListTools = 512
+
+// maxMCPListValues bounds the JSON structure of a listing's answers, all
+// pages together, counted as they are read (listingBudget): what a listing
+// costs the manager while it is decoded grows with its values more than
+// with its bytes — 4 MiB of tiny schema properties decode to ~35 MiB, and
+// the SDK decodes a page's schemas more than once — so the bytes' bound
+// alone let a tenant's few listings in flight hold hundreds of MiB (641 MiB
+// peak for eight: TestMCPPagingServerManagerMemory). 256Ki marks (each
+// '{', '[', ':' and ',' outside a string) is some 2 MiB of dense schemas,
+// far more than 512 ordinary tools have, and decodes to at most ~10–16 MiB.
+const maxMCPListValues = 256 << 10
 
 // MCPCatalog is the manager's knowledge of MCP servers' tools/list, per
 // server URL and credentials (a different token may see different tools).
@@ -161,17 +171,17 @@ func (c *MCPCatalog) get(namespace, url string, headers map[string]string, need 
 // fetch lists the server once; the refresher bounds it with its timeout.
 // The listing is bounded while it is read, not once it is whole: every
 // answer of its session (initialize, each tools/list page) counts against
-// one budget of mcplist.Options.MaxListingBytes, and the first byte past
-// it ends the listing (the connection closed, the session's context
-// cancelled); what it keeps is counted tool by tool against the same
-// figure. A server that pages 8 MiB tools costs one listing 4 MiB read,
-// not 512 pages of them.
+// one budget (listingBudget) of mcplist.Options.MaxListingBytes and
+// maxMCPListValues, and the first byte past either ends the listing (the
+// connection closed, the session's context cancelled); what it keeps is
+// counted tool by tool against the same bytes. A server that pages 8 MiB
+// tools costs one listing 4 MiB read, not 512 pages of them.
 func (c *MCPCatalog) fetch(ctx context.Context, url string, headers map[string]string) (*loop.MCPListing, error) {
 	ctx = egress.WithNamespace(ctx, mcplist.TenantOf(ctx))
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	limit := c.Bounds().MaxListingBytes
-	budget := &listingBudget{left: limit, limit: limit, stop: stop}
+	budget := newListingBudget(limit, maxMCPListValues, stop)
 	rt := &mcpTransport{base: transportOf(c.Client), headers: headers, listing: budget}
 	session, err := connectMCP(ctx, url, c.Client, rt)
 	if err != nil {
@@ -214,69 +224,6 @@ func (c *MCPCatalog) fetch(ctx context.Context, url string, headers map[string]s
 	})
 	return out, nil
 }
-
-// listingBudget is one listing's bound on what it reads: every response
-// body of the listing's session draws on it (body), so the bytes are
-// counted across pages as they arrive. The read that would cross it
-// returns what fits and a *bounded.TooLargeError, closes its body (the
-// connection goes, the sender stops) and cancels the listing (stop), so
-// that the SDK gives up at once whatever it was reading; every later read
-// of any body of the session returns the same error.
-type listingBudget struct {
-	stop  context.CancelFunc
-	limit int64
-
-	mu   sync.Mutex
-	left int64
-	trip *bounded.TooLargeError
-}
-
-// tripped is the error of a budget that was crossed (nil while it holds).
-func (b *listingBudget) tripped() *bounded.TooLargeError {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.trip
-}
-
-func (b *listingBudget) body(rc io.ReadCloser) io.ReadCloser { return &budgetBody{rc: rc, b: b} }
-
-type budgetBody struct {
-	rc io.ReadCloser
-	b  *listingBudget
-}
-
-func (r *budgetBody) Read(p []byte) (int, error) {
-	b := r.b
-	b.mu.Lock()
-	if b.trip != nil {
-		b.mu.Unlock()
-		return 0, b.trip
-	}
-	// One byte past what is left tells "exactly at the bound" from "over it".
-	if left := b.left; int64(len(p)) > left+1 {
-		p = p[:left+1]
-	}
-	b.mu.Unlock()
-	n, err := r.rc.Read(p)
-	b.mu.Lock()
-	if int64(n) <= b.left {
-		b.left -= int64(n)
-		b.mu.Unlock()
-		return n, err
-	}
-	fits := b.left
-	b.left = 0
-	if b.trip == nil {
-		b.trip = &bounded.TooLargeError{What: "the listing (every page's answer together)", Limit: b.limit}
-	}
-	trip := b.trip
-	b.mu.Unlock()
-	_ = r.rc.Close()
-	b.stop()
-	return int(fits), trip
-}
-
-func (r *budgetBody) Close() error { return r.rc.Close() }
 
 func toolInfo(t *mcp.Tool) (loop.MCPToolInfo, error) {
 	info := loop.MCPToolInfo{Name: t.Name, Description: t.Description}

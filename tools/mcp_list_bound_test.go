@@ -31,17 +31,26 @@ import (
 
 // TestMCPListingBoundedWhileRead: a server whose tools/list never ends,
 // each page one tool of 256 KiB under the listing bound (1 MiB here, 4 MiB
-// by default), is read to the bound and no further: the listing fails
-// naming the bound after at most the pages that fit and the one that
-// crossed it, the server sees no further page asked, and the waiter hears
-// why. Before, each page was bounded on its own (8 MiB) but the listing
+// by default) — its bulk a description, or a schema of tiny properties
+// whose JSON values pass their bound first — is read to the bound and no
+// further: the listing fails naming the bound after at most the pages that
+// fit and the one that crossed it, the server sees no further page asked,
+// and the waiter hears why. Before, each page was bounded on its own (8 MiB) but the listing
 // only once whole: the pages piled up to 512 tools — 128 MiB here, 4 GiB
 // of 8 MiB pages — before the bound was checked.
 func TestMCPListingBoundedWhileRead(t *testing.T) {
 	const page, bound = 256 << 10, 1 << 20
-	for name, shape := range map[string]mcptest.PagingShape{"description": mcptest.PagingDescription, "schema": mcptest.PagingSchema} {
+	for name, tc := range map[string]struct {
+		shape mcptest.PagingShape
+		want  string
+	}{
+		"description": {mcptest.PagingDescription, "the listing (every page's answer together) is over the 1 MiB bound: exagent read no more of it"},
+		// ~87k properties a page: the values' bound (262144) is crossed
+		// first, in the fourth page, before the bytes'.
+		"schema": {mcptest.PagingSchema, "the listing (every page's answer together) has more than 262144 JSON values"},
+	} {
 		t.Run(name, func(t *testing.T) {
-			srv := mcptest.StartPaging(page, shape)
+			srv := mcptest.StartPaging(page, tc.shape)
 			defer srv.Close()
 			cat := &MCPCatalog{Client: loopbackOnly(t), Options: mcplist.Options{MaxListingBytes: bound}}
 			woken := make(chan types.NamespacedName, 4)
@@ -71,7 +80,7 @@ func TestMCPListingBoundedWhileRead(t *testing.T) {
 				t.Fatalf("listings %v, waits %+v; want no listing and the failure", listings, waits)
 			}
 			msg := waits[0].Err.Error()
-			for _, want := range []string{"tools/list of " + srv.URL, "the listing (every page's answer together) is over the 1 MiB bound: exagent read no more of it"} {
+			for _, want := range []string{"tools/list of " + srv.URL, tc.want, "exagent read no more of it"} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("the listing's error %q does not say %q", msg, want)
 				}
@@ -85,5 +94,62 @@ func TestMCPListingBoundedWhileRead(t *testing.T) {
 				t.Errorf("refresher %+v, want one failure and nothing kept", st)
 			}
 		})
+	}
+}
+
+// TestMCPCatalogNamespaceQuota: a namespace past its share of the
+// listing cache (MaxEntriesPerTenant, 128 by default; 1 here) gets, for
+// its further server, an error naming the server, the namespace and the
+// quota — what its Agent's Ready and its runs show — while another
+// namespace's listing of the same server goes on.
+func TestMCPCatalogNamespaceQuota(t *testing.T) {
+	srv := mcptest.Start()
+	defer srv.Close()
+	cat := &MCPCatalog{Client: loopbackOnly(t), Options: mcplist.Options{MaxEntriesPerTenant: 1}}
+	woken := make(chan types.NamespacedName, 16)
+	cat.SetWake(WaiterAgent, func(ns []types.NamespacedName) {
+		for _, n := range ns {
+			woken <- n
+		}
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { _ = cat.Start(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	reg := &Registry{MCP: cat}
+	agent := &exagentv1.AgentSpec{Tools: []exagentv1.ToolSpec{
+		{Name: "first", MCP: &exagentv1.MCPTool{URL: srv.URL + "/first", Import: &exagentv1.MCPImport{}}},
+		{Name: "second", MCP: &exagentv1.MCPTool{URL: srv.URL + "/second", Import: &exagentv1.MCPImport{}}},
+	}}
+	listed := func(ns string) (map[string]bool, []MCPWait) {
+		t.Helper()
+		need := MCPNeed{Waiter: mcplist.Waiter{Kind: WaiterAgent, NamespacedName: types.NamespacedName{Namespace: ns, Name: "a"}}}
+		if _, waits := reg.MCPListings(ctx, ns, agent, need); len(waits) > 0 && waits[0].Pending {
+			select {
+			case <-woken:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the listing never ended")
+			}
+		}
+		listings, waits := reg.MCPListings(ctx, ns, agent, need)
+		got := map[string]bool{}
+		for name := range listings {
+			got[name] = true
+		}
+		return got, waits
+	}
+	got, waits := listed("team-a")
+	if !got["first"] || got["second"] || len(waits) != 1 || waits[0].Tool != "second" {
+		t.Fatalf("team-a: listed %v, waits %+v; want first listed, second refused", got, waits)
+	}
+	want := `the MCP server ` + srv.URL + `/second is not listed: namespace "team-a" already has 1 MCP servers`
+	if err := waits[0].Err; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("team-a's second server: %v, want %q", err, want)
+	}
+	if got, waits := listed("team-b"); !got["first"] || len(waits) != 1 || waits[0].Tool != "second" {
+		t.Errorf("team-b: listed %v, waits %+v; want its own first listed beside team-a's", got, waits)
+	}
+	if got, _ := listed("team-a"); !got["first"] {
+		t.Errorf("team-a's first listing was evicted for team-b's")
 	}
 }

@@ -89,7 +89,7 @@ func TestValidateAgentRunGitOpsTTL(t *testing.T) {
 		"argo annotation and a TTL": {run: run(new(int32(60)), nil, argoAnn),
 			want: "spec.ttlSecondsAfterFinished: Forbidden: Argo CD manages this run (annotation argocd.argoproj.io/tracking-id)"},
 		"argo label and TTL 0": {run: run(new(int32(0)), map[string]string{"app.kubernetes.io/instance": "runs"}, nil),
-			want: "Argo CD manages this run (label app.kubernetes.io/instance)"},
+			want: "Argo CD manages this run (label app.kubernetes.io/instance, Argo CD's label tracking; if no GitOps tool syncs this run (Helm alone set the label), remove the label)"},
 		"flux kustomization": {run: run(new(int32(60)), map[string]string{"kustomize.toolkit.fluxcd.io/name": "runs", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}, nil),
 			want: "Flux manages this run"},
 		"flux helm":               {run: run(new(int32(60)), map[string]string{"helm.toolkit.fluxcd.io/name": "runs"}, nil), want: "removing it from the source"},

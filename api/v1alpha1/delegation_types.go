@@ -62,12 +62,25 @@ const (
 
 // AllowsInheritedServiceAccount reports whether a run of this Agent that
 // did not choose its ServiceAccount — a child run, which inherits its
-// parent's — may act as sa: the namespace's "default", or one the Agent
-// lists in spec.serviceAccountNames. A root run's creator may also hold
-// "use" on it (admission checks that); a child's creator is the manager,
-// so only the Agent can vouch.
+// parent's — may act as sa: the namespace's "default", one the Agent
+// lists in spec.serviceAccountNames, or any when no tool of the Agent
+// acts as the ServiceAccount (no builtin but AskHuman, which touches
+// nothing). A root run's creator may also hold "use" on it (admission
+// checks that); a child's creator is the manager, so only the Agent can
+// vouch.
 func (s *AgentSpec) AllowsInheritedServiceAccount(sa string) bool {
-	return sa == "" || sa == "default" || slices.Contains(s.ServiceAccountNames, sa)
+	return sa == "" || sa == "default" || slices.Contains(s.ServiceAccountNames, sa) || !s.actsAsServiceAccount()
+}
+
+// actsAsServiceAccount reports whether a tool of the Agent acts on the
+// cluster as the run's ServiceAccount: a builtin other than AskHuman.
+func (s *AgentSpec) actsAsServiceAccount() bool {
+	for i := range s.Tools {
+		if b := s.Tools[i].Builtin; b != nil && b.Operation != BuiltinAskHuman {
+			return true
+		}
+	}
+	return false
 }
 
 // Delegation records, on a child run, where it sits in its tree. It is

@@ -28,9 +28,11 @@ import "time"
 // that holds the most — places when a place is wanted, bytes when bytes
 // are — least recently used first: a tenant that names a thousand
 // servers, or lists huge ones, gives up its own entries before anyone
-// else's, and a tenant is only ever evicted for one that holds at least
-// as much. A tenant at MaxEntriesPerTenant is refused a further server
-// (Get: TenantFullError) before any room is made for it.
+// else's. A tenant is only evicted for a place by one that will then hold
+// no more than it; for bytes, by one that holds no more than it, unless
+// all the asker has is the listing just stored (which stays). A tenant at
+// MaxEntriesPerTenant is refused a further server (Get: TenantFullError)
+// before any room is made for it.
 
 // holding is what one tenant has in the cache.
 type holding struct {

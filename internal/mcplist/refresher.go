@@ -451,7 +451,11 @@ func (r *Refresher) run(ctx context.Context, e *entry, headers map[string]string
 	e.waiters = nil
 	if !stopping {
 		if err == nil {
-			r.setSize(e, size)
+			if r.entries[e.key] == e {
+				r.setSize(e, size)
+			} else {
+				e.size = size // not in the cache (nothing removes a busy entry): counted nowhere
+			}
 			e.listing, e.fetchedAt = l, started
 			e.err, e.failures, e.retryAt = nil, 0, time.Time{}
 		} else {

@@ -27,6 +27,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -180,12 +181,16 @@ func withRetention(t *testing.T, s *scenario, name string, r exagentv1.Retention
 	t.Helper()
 	s.createAgent(name)
 	ctx := context.Background()
-	a := &exagentv1.Agent{}
-	if err := s.cl.c.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: name}, a); err != nil {
-		t.Fatal(err)
-	}
-	a.Spec.Retention = r
-	if err := s.cl.c.Update(ctx, a); err != nil {
+	// The manager writes the Agent's status (Ready) meanwhile: retry on a conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		a := &exagentv1.Agent{}
+		if err := s.cl.c.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: name}, a); err != nil {
+			return err
+		}
+		a.Spec.Retention = r
+		return s.cl.c.Update(ctx, a)
+	})
+	if err != nil {
 		t.Fatalf("setting the retention of agent %s: %v", name, err)
 	}
 }

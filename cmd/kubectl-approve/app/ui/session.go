@@ -116,7 +116,8 @@ func (s *sessions) mac(parts ...string) string {
 
 // exchange handles a request carrying ?token=: the right token, the
 // first time, sets a new session cookie and redirects to the URL without
-// it; a wrong one, or the right one again, is refused. It reports
+// it; from a browser that already holds a session it only redirects; a
+// wrong one, or the right one again from anyone else, is refused. It reports
 // whether it answered the request.
 func (s *sessions) exchange(w http.ResponseWriter, r *http.Request) bool {
 	q := r.URL.Query()
@@ -125,6 +126,14 @@ func (s *sessions) exchange(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if subtle.ConstantTimeCompare([]byte(q.Get(tokenParam)), []byte(s.token)) != 1 {
 		refuse(w, http.StatusUnauthorized, "This link's token is not the one kubectl approve ui printed when it started (it changes at every start). Open the URL it printed last.")
+		return true
+	}
+	q.Del(tokenParam)
+	clean := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+	if _, ok := s.session(r); ok {
+		// The browser that holds a session opens the printed link again
+		// (a second tab from the terminal): it needs no new session.
+		http.Redirect(w, r, clean.String(), http.StatusSeeOther)
 		return true
 	}
 	s.mu.Lock()
@@ -146,9 +155,7 @@ func (s *sessions) exchange(w http.ResponseWriter, r *http.Request) bool {
 	exp := strconv.FormatInt(expires.Unix(), 10)
 	http.SetCookie(w, &http.Cookie{Name: s.cookieName(), Value: id + "." + exp + "." + s.mac("session", id, exp), Path: "/",
 		Expires: expires, MaxAge: int(s.lifetime / time.Second), HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode})
-	q.Del(tokenParam)
-	to := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
-	http.Redirect(w, r, to.String(), http.StatusSeeOther)
+	http.Redirect(w, r, clean.String(), http.StatusSeeOther)
 	return true
 }
 
