@@ -119,17 +119,14 @@ func TestRetentionTarpitSinkDoesNotStarveOtherNamespaces(t *testing.T) {
 		t.Fatal("the tarpit never received an archive")
 	}
 
+	// B's runs have TTL 0: each may be gone before a poll sees it end, so
+	// their ends are read from their Events.
 	start := time.Now()
 	for i := range 2 {
-		b.approvedRun(fmt.Sprintf("b%d", i), "pay")
+		b.approvedGone(fmt.Sprintf("b%d", i), "pay")
 	}
-	ended := time.Now()
-	for i := range 2 {
-		b.waitGone(fmt.Sprintf("b%d", i))
-	}
-	delay := time.Since(ended)
-	t.Logf("the other namespace's retention delay beside the tarpit sink: %s after its runs ended (%s including running them); the tarpit holds %d of A's archives",
-		delay.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), tp.holding())
+	t.Logf("the other namespace's runs ran and were deleted beside the tarpit sink in %s; the tarpit holds %d of A's archives",
+		time.Since(start).Round(time.Millisecond), tp.holding())
 	for i := range 3 {
 		if !a.exists(fmt.Sprintf("a%d", i)) {
 			t.Fatalf("run a%d is gone while its archive is stuck in the tarpit", i)

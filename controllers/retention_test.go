@@ -116,8 +116,18 @@ func (h *harness) decisionsNaming(run string) []exagentv1.ApprovalDecision {
 // single retention worker reached it.
 func (h *harness) probe(name, agent string) {
 	h.t.Helper()
-	h.approvedRun(name, agent, func(r *exagentv1.AgentRunSpec) { r.TTLSecondsAfterFinished = ptr.To[int32](0) })
+	h.approvedGone(name, agent, func(r *exagentv1.AgentRunSpec) { r.TTLSecondsAfterFinished = ptr.To[int32](0) })
+}
+
+// approvedGone is approvedRun for a run deleted as soon as it ends (TTL 0):
+// the reaper may delete it before a poll sees it Succeeded, so the end is
+// read from the run's Events, which outlive it.
+func (h *harness) approvedGone(name, agent string, mutate ...func(*exagentv1.AgentRunSpec)) {
+	h.t.Helper()
+	h.createRun(name, agent, mutate...)
+	h.approve(h.waitPhase(name, exagentv1.PhaseAwaitingApproval), "ok")
 	h.waitGone(name)
+	h.waitEvents(name, exagentv1.EventRunSucceeded)
 }
 
 // TestRetentionTTL: an ended run is deleted with its segments and
@@ -186,8 +196,7 @@ func TestRetentionDefaults(t *testing.T) {
 		return a.Spec
 	}())
 	h.approvedRun("inherits", "inherit")
-	h.approvedRun("at-once", "now")
-	h.waitGone("at-once")
+	h.approvedGone("at-once", "now")
 	if !h.exists("inherits") {
 		t.Fatal("the run that inherits the manager's hour was deleted at once")
 	}
