@@ -114,7 +114,7 @@ func observeToolCall(tool string, kind loop.ResultKind) {
 // tool label in one process. Tool names are written by every Agent author,
 // and each name would be a series Prometheus keeps: the first
 // MaxToolLabels names this process counts keep their own series, later
-// ones are counted under OtherToolLabel (docs/operating.md, Metrics).
+// ones are counted under OtherToolLabel (docs/observability.md, Metrics).
 const MaxToolLabels = 200
 
 // OtherToolLabel is the tool label of calls past MaxToolLabels names. The

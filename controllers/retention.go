@@ -65,7 +65,7 @@ const (
 const (
 	// DefaultRetentionWorkers is how many runs retention archives and
 	// deletes at once: each archive holds its run's chain in memory while
-	// it is sent (docs/operating.md, Retention), so this bounds memory.
+	// it is sent (docs/retention.md), so this bounds memory.
 	DefaultRetentionWorkers = 2
 	// DefaultArchiveTimeout bounds one attempt to send an archive.
 	DefaultArchiveTimeout = 2 * time.Minute

@@ -64,7 +64,7 @@ type Options struct {
 	// used as it is: it is the caller's to dial under a policy).
 	HTTPClient *http.Client
 	// Egress is the policy every outbound connection is checked against at
-	// dial time (docs/operating.md, "Egress"); egress.Default() when nil —
+	// dial time (docs/tenancy.md, "Egress"); egress.Default() when nil —
 	// every default deny in force, loopback included.
 	Egress *egress.Policy
 	// EgressAllowLists widen Egress per namespace (the platform team's
@@ -328,7 +328,7 @@ func setupRetention(ctx context.Context, mgr ctrl.Manager, o Options, store *Sto
 // worker spends its turn waiting on one status write, so the workers are
 // how many writes the manager keeps in flight: the apiserver reaches its
 // write ceiling only with many writers at once (4 kept it near a third).
-// Memory: a goroutine each (docs/operating.md, "Sizing").
+// Memory: a goroutine each (docs/sizing.md).
 const DefaultMaxConcurrentReconciles = 16
 
 // DefaultMaxConcurrentDecisions is the decision controller's workers. A

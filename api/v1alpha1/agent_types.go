@@ -717,7 +717,7 @@ func (l *LimitsSpec) Runs() int32 {
 	return *l.MaxRuns
 }
 
-// Bounds of limits.maxTranscriptBytes (docs/architecture.md §15, docs/operating.md
+// Bounds of limits.maxTranscriptBytes (docs/architecture.md §15, docs/etcd-budget.md
 // "The etcd budget"). The default is what a run of an Agent that says
 // nothing may put in etcd; MaxTranscriptBytesLimit is the marker's Maximum
 // and the most --max-transcript-bytes may allow; MinTranscriptBytes is the

@@ -1104,7 +1104,7 @@ type AgentRun struct {
 	// always whole and by CAS, so tracking the ownership of each of its
 	// fields in managedFields bought nothing and made every status write
 	// of a paused run about 1.4× dearer for the apiserver (measured; see
-	// docs/operating.md, "What a status write costs").
+	// docs/sizing.md, "What a status write costs").
 	// +optional
 	// +structType=atomic
 	// +kubebuilder:default={observedGeneration: 0}

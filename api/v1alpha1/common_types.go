@@ -93,7 +93,7 @@ type Actor struct {
 	// made with --as are recorded as the impersonated user with credential
 	// Unknown; the apiserver's audit log names the impersonator. Records
 	// stamped before credential existed used impersonated: true to mean
-	// "no credential id was seen" (docs/operating.md, "Who decided").
+	// "no credential id was seen" (docs/observability.md, "Who decided").
 	// +optional
 	Impersonated bool `json:"impersonated,omitempty"`
 	// impersonatedBy is the username that impersonated this actor.

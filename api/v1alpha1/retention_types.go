@@ -111,7 +111,7 @@ type ArchiveRecord struct {
 	Digest string `json:"digest,omitempty"`
 }
 
-// Condition type, reasons and Event reason of retention (docs/operating.md, Retention).
+// Condition type, reasons and Event reason of retention (docs/retention.md).
 const (
 	// ConditionArchived is set on a run whose retention sent (or tries to
 	// send) its archive: True once the sink answered 2xx, False while the

@@ -109,17 +109,17 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.StringVar(&f.webhookClientCA, "webhook-client-ca", "", "PEM bundle of the CA of the kube-apiserver's webhook client certificate: the webhook server then refuses, "+
 		"at the TLS handshake, every caller without a certificate it signed (docs/install.md, \"The apiserver's client certificate\"); default: any caller is answered.")
 	fs.IntVar(&f.opts.MaxConcurrentReconciles, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles,
-		"Workers of the run controller: how many status writes the manager keeps in flight (docs/operating.md, Sizing).")
+		"Workers of the run controller: how many status writes the manager keeps in flight (docs/sizing.md).")
 	fs.IntVar(&f.opts.MaxConcurrentDecisions, "max-concurrent-decisions", controllers.DefaultMaxConcurrentDecisions,
 		"Workers of the decision controller: how many approvals are reviewed and applied at once.")
-	fs.IntVar(&f.opts.MaxInFlight, "max-inflight-io", executor.DefaultMaxInFlight, "Model and tool calls running at once, in total (docs/operating.md, Sizing).")
+	fs.IntVar(&f.opts.MaxInFlight, "max-inflight-io", executor.DefaultMaxInFlight, "Model and tool calls running at once, in total (docs/sizing.md).")
 	fs.IntVar(&f.opts.PerEndpoint, "max-inflight-per-endpoint", executor.DefaultPerEndpoint, "Model and tool calls running at once against one endpoint (host); "+
 		"at least the runs that share one model endpoint at once, at most a share of --max-inflight-io so one slow endpoint cannot starve the others.")
 	fs.IntVar(&f.opts.HotStatusBytes, "hot-status-bytes", loop.DefaultHotBytes, "Budget of a run's encoded status: older messages, past steps' calls and large values are sealed into AgentRunSegments beyond it.")
 	fs.IntVar(&f.opts.SealValueBytes, "seal-value-bytes", loop.DefaultValueBytes, "A single message content, tool argument or result larger than this is sealed into a segment at once (at least 512).")
 	fs.IntVar(&f.opts.SegmentCacheBytes, "segment-cache-bytes", controllers.DefaultSegmentCacheBytes, "Bytes of AgentRunSegments kept in memory (an LRU by content hash).")
 	fs.Int64Var(&f.opts.MaxTranscriptBytes, "max-transcript-bytes", exagentv1.MaxTranscriptBytesLimit, "Cap on every run's transcript: a run gets the lower of this and its Agent's "+
-		"limits.maxTranscriptBytes (default 8 MiB); between 1 MiB and 64 MiB (docs/operating.md, The etcd budget).")
+		"limits.maxTranscriptBytes (default 8 MiB); between 1 MiB and 64 MiB (docs/etcd-budget.md).")
 	fs.DurationVar(&f.opts.ModelTimeout, "model-timeout", 2*time.Minute, "Timeout of one model request.")
 	fs.DurationVar(&f.opts.ModelMaxRateLimitWait, "model-max-rate-limit-wait", controllers.DefaultMaxRateLimitWait,
 		"Longest a model request waits out rate limits (a provider's 429, an Agent's model.rateLimit); the run's deadline and active time bound it too.")
@@ -133,19 +133,19 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.DurationVar(&f.opts.LeaseSkewGrace, "lease-skew-grace", controllers.DefaultLeaseSkewGrace, "How long past another process's lease expiry a run is left alone before it is recovered "+
 		"(clock skew between hosts; a negative value: none).")
 	fs.StringVar(&f.egressAllowCIDRs, "egress-allow-cidrs", "", "Comma-separated CIDRs that model, tool, MCP and notification connections may reach although a default deny covers them "+
-		"(loopback, private ranges, link-local and metadata addresses, the cluster's ranges); docs/operating.md, Egress.")
+		"(loopback, private ranges, link-local and metadata addresses, the cluster's ranges); docs/tenancy.md, Egress.")
 	fs.StringVar(&f.egressDenyCIDRs, "egress-deny-cidrs", "", "Comma-separated CIDRs those connections may never reach, whatever --egress-allow-cidrs or a namespace's allow-list says.")
 	fs.StringVar(&f.clusterPodCIDRs, "cluster-pod-cidrs", "", "The cluster's pod CIDRs (comma-separated), denied to those connections unless allowed; the manager cannot discover them.")
 	fs.StringVar(&f.clusterServiceCIDRs, "cluster-service-cidrs", "", "The cluster's service CIDRs (comma-separated), denied to those connections unless allowed.")
 	fs.StringVar(&f.egressNamespaceConfig, "egress-namespace-config", "", "NAMESPACE/NAME of a ConfigMap, in a namespace tenants cannot write (the manager's own), whose data maps a tenant namespace "+
 		"to the comma-separated CIDRs its runs may reach beyond the policy; empty: no namespace is widened.")
 	fs.IntVar(&f.opts.MCPListConcurrency, "mcp-list-concurrency", mcplist.DefaultConcurrency, "MCP tools/list running at once, in all (one per server; one namespace takes at most half): "+
-		"listings run beside the reconcile workers, so a server that never answers holds a slot, never a worker (docs/operating.md, Sizing).")
+		"listings run beside the reconcile workers, so a server that never answers holds a slot, never a worker (docs/sizing.md).")
 	fs.DurationVar(&f.opts.MCPListTimeout, "mcp-list-timeout", mcplist.DefaultTimeout, "Timeout of one MCP tools/list; a server that fails is asked again with backoff.")
 	fs.StringVar(&f.watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces this manager serves (ns1,ns2): it watches, reads Secrets, impersonates and writes in those only, "+
 		"under Roles there (config/namespaced-install); empty: every namespace (docs/install.md, Namespace-scoped install).")
 	fs.IntVar(&f.defaultTTLSeconds, "default-ttl-seconds-after-finished", 0, "TTL of an ended run whose spec.ttlSecondsAfterFinished and Agent's retention.ttlSecondsAfterFinished are unset: "+
-		"it is deleted (archived first when its Agent has retention.archive) this many seconds after it ended; 0 keeps such runs (docs/operating.md, Retention).")
+		"it is deleted (archived first when its Agent has retention.archive) this many seconds after it ended; 0 keeps such runs (docs/retention.md).")
 	fs.IntVar(&f.opts.RetentionWorkers, "retention-workers", controllers.DefaultRetentionWorkers, "Ended runs archived and deleted at once; each holds its run's transcript in memory while its archive is sent.")
 	fs.DurationVar(&f.opts.ArchiveTimeout, "archive-timeout", controllers.DefaultArchiveTimeout, "Timeout of one attempt to send a run's archive to its Agent's retention.archive.")
 	fs.DurationVar(&f.opts.AgentRecheckInterval, "agent-recheck-interval", controllers.DefaultAgentRecheckInterval, "How often a Ready Agent is checked again "+

@@ -18,7 +18,7 @@ limitations under the License.
 // Every outbound client of the manager that a tenant can aim — http tools,
 // MCP servers, model endpoints, notification sinks — dials through a
 // Transport of this package, so one Policy decides for all of them
-// (docs/architecture.md §14; docs/operating.md, "Egress").
+// (docs/architecture.md §14; docs/tenancy.md, "Egress").
 //
 // The check runs at dial time, after DNS, on the address about to be
 // connected (a net.Dialer ControlContext): a name that resolves, or is

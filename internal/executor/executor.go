@@ -40,7 +40,7 @@ type Options struct {
 // a goroutine and a connection, not a CPU. All runs of a team usually
 // share one model endpoint, so one endpoint gets enough for a few hundred
 // runs at once; a quarter of the total keeps one slow endpoint from
-// starving the others (docs/operating.md, "Sizing").
+// starving the others (docs/sizing.md).
 const (
 	DefaultMaxInFlight = 1024
 	DefaultPerEndpoint = 256

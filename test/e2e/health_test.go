@@ -24,7 +24,7 @@ import (
 
 // TestKubectlWaitConditions: `kubectl wait` returns on the Ended condition
 // for a run that Succeeded and for one that Failed, and the Succeeded
-// condition tells them apart (True / False), as docs/operating.md says.
+// condition tells them apart (True / False), as docs/health.md says.
 func TestKubectlWaitConditions(t *testing.T) {
 	ns := namespace(t, "e2e-wait-conditions")
 	effects := newEffectServer(t, false)
