@@ -111,7 +111,7 @@ func (r *AgentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager
 		Watches(&exagentv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.delegatorsOf), builder.WithPredicates(createOrDelete)).
 		WatchesRawSource(source.Channel(r.listed, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
-		Complete(r)
+		Complete(quietConflicts{controller: r.Name, next: r})
 }
 
 // wake enqueues the Agents whose MCP listing came back. A wake is a hint:

@@ -113,11 +113,9 @@ type AgentRunReconciler struct {
 	// ends at the stop, before the controllers' own context does.
 	life context.Context
 	// mem is all this process keeps per run (runmemory.go).
-	mem *runMemory
-	// dependents deletes deleted runs' segments and decisions (dependents.go).
-	dependents *dependents
-	workers    workers
-	events     chan event.GenericEvent
+	mem     *runMemory
+	workers workers
+	events  chan event.GenericEvent
 	// listed wakes the runs that waited for an MCP listing (mcpWakeSource).
 	listed chan event.GenericEvent
 }
@@ -135,13 +133,6 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 	r.events = make(chan event.GenericEvent, 1024)
 	if err := mgr.Add(r.Executor); err != nil {
 		return fmt.Errorf("adding the executor: %w", err)
-	}
-	r.dependents = newDependents(r)
-	if err := mgr.Add(r.dependents); err != nil {
-		return fmt.Errorf("adding the deletion of deleted runs' dependents: %w", err)
-	}
-	if err := mgr.Add(orphanSweep{r: r}); err != nil {
-		return fmt.Errorf("adding the orphan sweep: %w", err)
 	}
 	if r.ReleaseOnStop {
 		if err := mgr.Add(releaser{r: r, timeout: 10 * time.Second, drain: r.DrainTimeout}); err != nil {
@@ -169,14 +160,12 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// the run (the decision controller resumes the run in that very
 		// write), which the run's own watch reports; waking the run at the
 		// decision's creation only makes its turn contend with the decision.
-		// Nor does the decision controller giving it its run as owner.
 		Watches(&exagentv1.ApprovalDecision{}, handler.EnqueueRequestsFromMapFunc(runOfDecision),
-			builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false },
-				UpdateFunc: func(e event.UpdateEvent) bool { return !ownerOnly(e) }})).
+			builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }})).
 		WatchesRawSource(source.Channel(r.events, ownerWork())).
 		WatchesRawSource(r.mcpWakeSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
-		Complete(r)
+		Complete(quietConflicts{controller: r.Name, next: r})
 }
 
 func (r *AgentRunReconciler) runsOfAgent(ctx context.Context, o client.Object) []reconcile.Request {

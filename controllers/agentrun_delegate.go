@@ -26,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -103,10 +102,9 @@ func (r *AgentRunReconciler) createChild(ctx context.Context, parent *exagentv1.
 	child := &exagentv1.AgentRun{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: plan.Name, Namespace: parent.Namespace, Labels: plan.Labels,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: exagentv1.GroupVersion.String(), Kind: "AgentRun", Name: parent.Name, UID: parent.UID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}},
+			// Deleted with its parent by the garbage collector: deleting a
+			// root deletes its tree.
+			OwnerReferences: []metav1.OwnerReference{exagentv1.RunControllerReference(parent, true)},
 		},
 		Spec: plan.Spec,
 	}
@@ -540,26 +538,6 @@ func (r *AgentRunReconciler) childLimits(ctx context.Context, sc *scope) map[str
 	return out
 }
 
-// deleteChildren deletes the children of a run that is gone (uid: the
-// deleted run's, or "" when unknown): deleting a parent deletes the tree.
-func (r *AgentRunReconciler) deleteChildren(ctx context.Context, key types.NamespacedName, uid types.UID) error {
-	children, err := r.childrenOf(ctx, key.Namespace, key.Name, uid)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for i := range children {
-		ch := &children[i]
-		err := r.Client.Delete(ctx, ch, client.Preconditions{UID: &ch.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			errs = append(errs, fmt.Errorf("deleting child run %s of deleted run %s: %w", ch.Name, key, err))
-			continue
-		}
-		logf.FromContext(ctx).Info("deleted a child run whose parent is gone", "child", ch.Name, "parent", key.Name)
-	}
-	return errors.Join(errs...)
-}
-
 // childrenOf lists the runs whose spec names parent (by name, and by UID
 // when uid is set) from the cache.
 func (r *AgentRunReconciler) childrenOf(ctx context.Context, namespace, parent string, uid types.UID) ([]exagentv1.AgentRun, error) {
@@ -600,116 +578,4 @@ func parentOfRun(_ context.Context, o client.Object) []reconcile.Request {
 		}
 	}
 	return out
-}
-
-// orphanSweep deletes, once at start-up, the child runs whose parent is
-// gone (deleted while no manager ran): their deletion is the manager's.
-type orphanSweep struct{ r *AgentRunReconciler }
-
-// Start implements manager.Runnable.
-func (o orphanSweep) Start(ctx context.Context) error {
-	var list exagentv1.AgentRunList
-	if err := o.r.Client.List(ctx, &list); err != nil {
-		logf.FromContext(ctx).Info("could not list runs for the orphan sweep", "error", err.Error())
-		return nil
-	}
-	for i := range list.Items {
-		run := &list.Items[i]
-		d := run.Spec.Delegation
-		if d == nil {
-			continue
-		}
-		parent := &exagentv1.AgentRun{}
-		err := o.r.APIReader.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: d.Parent.Name}, parent)
-		if err == nil && string(parent.UID) == d.Parent.UID {
-			continue
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			continue
-		}
-		if err := o.r.Client.Delete(ctx, run, client.Preconditions{UID: &run.UID}); err != nil && !apierrors.IsNotFound(err) {
-			logf.FromContext(ctx).Info("could not delete an orphaned child run", "run", run.Name, "error", err.Error())
-			continue
-		}
-		logf.FromContext(ctx).Info("deleted an orphaned child run: its parent is gone", "run", run.Name, "parent", d.Parent.Name)
-	}
-	o.sweepSegments(ctx, list.Items)
-	return nil
-}
-
-// sweepSegments deletes the segments of runs deleted while no manager ran
-// (the local control plane has no garbage collector for their
-// ownerReference). A segment's run is looked up by its owner reference,
-// past the cache, before anything is deleted.
-func (o orphanSweep) sweepSegments(ctx context.Context, runs []exagentv1.AgentRun) {
-	if o.r.Segments == nil {
-		return
-	}
-	known := map[types.UID]bool{}
-	for i := range runs {
-		known[runs[i].UID] = true
-	}
-	checked := map[types.UID]bool{}
-	// The served namespaces one by one (never the cluster, in a
-	// namespace-scoped install), metadata only, in pages: a cluster may
-	// hold many segments, and the sweep must not ask the shared apiserver
-	// for all at once.
-	for _, ns := range o.servedNamespaces() {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRunSegmentList"))
-		for {
-			err := o.r.APIReader.List(ctx, list, client.InNamespace(ns), client.Limit(sweepPageSize), client.Continue(list.Continue))
-			if err != nil {
-				logf.FromContext(ctx).Info("could not list segments for the orphan sweep", "namespace", ns, "error", err.Error())
-				break
-			}
-			o.sweepPage(ctx, list.Items, known, checked)
-			if list.Continue == "" {
-				break
-			}
-		}
-	}
-}
-
-// sweepPageSize is how many segments' metadata one List of the sweep reads.
-const sweepPageSize = 500
-
-// sweepPage deletes the segments of the runs of one page of segments that
-// are gone; checked keeps a run from being looked up twice.
-func (o orphanSweep) sweepPage(ctx context.Context, segs []metav1.PartialObjectMetadata, known, checked map[types.UID]bool) {
-	for i := range segs {
-		seg := &segs[i]
-		uid := types.UID(seg.Labels[exagentv1.LabelRunUID])
-		if uid == "" || known[uid] || checked[uid] {
-			continue
-		}
-		checked[uid] = true
-		owner := ""
-		for _, ref := range seg.OwnerReferences {
-			if ref.Kind == "AgentRun" && ref.UID == uid {
-				owner = ref.Name
-			}
-		}
-		if owner == "" {
-			continue // not written by the manager: left alone
-		}
-		run := &exagentv1.AgentRun{}
-		err := o.r.APIReader.Get(ctx, types.NamespacedName{Namespace: seg.Namespace, Name: owner}, run)
-		if err == nil && run.UID == uid || err != nil && !apierrors.IsNotFound(err) {
-			continue
-		}
-		if err := o.r.Segments.DeleteOf(ctx, seg.Namespace, uid); err != nil {
-			logf.FromContext(ctx).Info("could not delete the segments of a deleted run", "run", owner, "error", err.Error())
-			continue
-		}
-		logf.FromContext(ctx).Info("deleted the segments of a run deleted while no manager ran", "run", owner, "uid", uid)
-	}
-}
-
-// servedNamespaces are the namespaces the sweep lists ("" for all).
-func (o orphanSweep) servedNamespaces() []string {
-	if o.r.Namespaces.All() {
-		return []string{""}
-	}
-	return o.r.Namespaces.Names()
 }

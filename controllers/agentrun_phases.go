@@ -90,8 +90,10 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName,
 	run := &exagentv1.AgentRun{}
 	if err := reader.Get(ctx, key, run); err != nil {
 		if apierrors.IsNotFound(err) {
+			// Its children, segments and decisions are the garbage
+			// collector's: each has the run as owner.
 			r.mem.forget(key, r.Clock.Now())
-			return nil, r.deleteChildren(ctx, key, "") // deleting a parent deletes the tree
+			return nil, nil
 		}
 		return nil, fmt.Errorf("getting run %s: %w", key, err)
 	}

@@ -64,7 +64,6 @@ func (r *AgentRunReconciler) claimWatcher() handler.TypedEventHandler[client.Obj
 			if e.Object != nil {
 				r.mem.claims.gone(types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}, e.Object.GetUID())
 				if run, ok := e.Object.(*exagentv1.AgentRun); ok {
-					r.dependents.add(run)  // its segments and decisions (dependents.go)
 					observeRunDeleted(run) // metrics: its segments go with it
 				}
 			}

@@ -128,7 +128,7 @@ func (r *ApprovalDecisionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(r.Name).
 		For(&exagentv1.ApprovalDecision{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
-		Complete(r)
+		Complete(quietConflicts{controller: r.Name, next: r})
 }
 
 // selfTimeout bounds the set-up SelfSubjectReview.
@@ -154,15 +154,14 @@ func (r *ApprovalDecisionReconciler) decide(ctx context.Context, key types.Names
 }
 
 // Reconcile follows the skeleton: load, decide (verify, apply to the run
-// with CAS), then one write of the decision's status; last, the decision
-// is given its run as owner (decision_owner.go).
+// with CAS), then one write of the decision's status.
 func (r *ApprovalDecisionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	dsc, err := r.decide(ctx, req.NamespacedName, false)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if dsc == nil {
-		return ctrl.Result{}, r.ownDecided(ctx, req.NamespacedName)
+		return ctrl.Result{}, nil
 	}
 	if dsc.result == exagentv1.DecisionRejected && !dsc.fresh && !dsc.wrote {
 		// A rejection is final: it is never made on cached copies of the
@@ -176,20 +175,5 @@ func (r *ApprovalDecisionReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, fmt.Errorf("writing the result of decision %s: %w", req.NamespacedName, err)
 	}
 	r.publishDecision(dsc)
-	return ctrl.Result{}, ownDecision(ctx, r.Client, dsc.d, dsc.run)
-}
-
-// ownDecided gives a decision that already has its result (decided by
-// this manager before it set owners, or whose owner patch failed) its
-// run as owner, the run read from the cache.
-func (r *ApprovalDecisionReconciler) ownDecided(ctx context.Context, key types.NamespacedName) error {
-	d := &exagentv1.ApprovalDecision{}
-	if err := r.Client.Get(ctx, key, d); err != nil || runOfOwner(d) {
-		return client.IgnoreNotFound(err)
-	}
-	run := &exagentv1.AgentRun{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: d.Spec.RunRef.Name}, run); err != nil {
-		return client.IgnoreNotFound(err) // no run: nothing to own it
-	}
-	return ownDecision(ctx, r.Client, d, run)
+	return ctrl.Result{}, nil
 }

@@ -57,6 +57,10 @@ var (
 		Name: "exagent_status_writes_total",
 		Help: "Compare-and-swap writes of AgentRun status, by result (Written, Conflict: the run changed since it was read, Error).",
 	}, []string{"result"})
+	reconcileConflictsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "exagent_reconcile_conflicts_total",
+		Help: "Reconciles whose write lost its compare-and-swap (the object changed since it was read), retried quietly, by controller.",
+	}, []string{"controller"})
 	statusBytes = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "exagent_status_bytes",
 		Help:    "Size of the AgentRun status written, in bytes of JSON (a write costs more the bigger the object).",
@@ -88,7 +92,7 @@ const (
 
 func init() {
 	metrics.Registry.MustRegister(toolCallsTotal, modelRequestsTotal, modelTokensTotal, statusWritesTotal,
-		statusBytes, approvalWaitSeconds, runsEndedTotal, segmentBytesTotal)
+		reconcileConflictsTotal, statusBytes, approvalWaitSeconds, runsEndedTotal, segmentBytesTotal)
 }
 
 // observeSegmentCreated counts a segment this process created.
@@ -98,7 +102,7 @@ func observeSegmentCreated(namespace string, bytes int) {
 
 // observeRunDeleted counts the segments of a deleted run as deleted: the
 // run's status.transcript.segmentBytes, what its chain holds (the
-// garbage collector, or Segments.DeleteOf, removes them with the run).
+// garbage collector removes them with the run).
 func observeRunDeleted(run *exagentv1.AgentRun) {
 	if t := run.Status.Transcript; t != nil && t.SegmentBytes > 0 {
 		segmentBytesTotal.WithLabelValues(run.Namespace, segmentDeleted).Add(float64(t.SegmentBytes))

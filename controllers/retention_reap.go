@@ -42,9 +42,9 @@ import (
 // Every step is idempotent, so work a crash interrupts is finished when
 // the run is reaped again: a delivered archive is journaled (not sent
 // again while the run's content is the one it covers); a run already
-// deleted leaves its decisions and segments to the dependents' queue
-// (controllers/dependents.go) and the start-up sweep. It returns when to look again when the run cannot
-// go yet (its archive sink fails: the backoff), 0 otherwise.
+// deleted leaves its decisions and segments to the garbage collector. It
+// returns when to look again when the run cannot go yet (its archive sink
+// fails: the backoff), 0 otherwise.
 //
 // Order, for each run of the tree, deepest first, then the root:
 //  1. the run as stored is read past the cache, and must still be the run
@@ -61,8 +61,9 @@ import (
 //     whose archive was delivered. A run written meanwhile is looked at
 //     again, and archived again before it goes: nothing unarchived is
 //     ever deleted;
-//  4. its decisions, then its segments, are deleted (after the run, so a
-//     run that moved keeps what its next archive reads).
+//  4. its decisions and segments go after it, with the garbage collector
+//     (their owner is the run), so a run that moved keeps what its next
+//     archive reads.
 func (r *reaper) reap(ctx context.Context, cached *exagentv1.AgentRun, reason string) (time.Duration, error) {
 	key := client.ObjectKeyFromObject(cached)
 	if !r.take(key) {
@@ -315,36 +316,21 @@ func (r *reaper) unjournaled(run *exagentv1.AgentRun, sink string, sent error, u
 // deleteRun deletes run on the version read (the one archived, when it
 // was): a resourceVersion precondition, so a version written since —
 // which no archive covers — is never deleted; it is looked at again
-// (errRunChanged), and archived again. Its decisions and segments go
-// after it, never before: a run that turns out to have moved keeps
-// everything its next archive reads. They are deleted here at once, and
-// are the dependents' queue's (and, on a cluster, the garbage
-// collector's) when this process stops in between — each delete is
-// idempotent.
+// (errRunChanged), and archived again. Its decisions and segments go after
+// it, never before, with the garbage collector (each has the run as
+// owner): a run that turns out to have moved keeps everything its next
+// archive reads.
 func (r *reaper) deleteRun(ctx context.Context, run *exagentv1.AgentRun) error {
 	err := r.client.Delete(ctx, run, client.Preconditions{UID: &run.UID, ResourceVersion: &run.ResourceVersion},
 		client.PropagationPolicy(metav1.DeletePropagationBackground))
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
+		return nil
 	case apierrors.IsConflict(err):
 		return fmt.Errorf("run %s/%s changed since it was read (%w): %v", run.Namespace, run.Name, errRunChanged, err)
 	default:
 		return fmt.Errorf("deleting run %s/%s: %w", run.Namespace, run.Name, err)
 	}
-	var errs []error
-	if err := deleteDecisionsOf(ctx, r.client, run); err != nil {
-		errs = append(errs, err)
-	}
-	if r.segments != nil {
-		if err := r.segments.DeleteOf(ctx, run.Namespace, run.UID); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		// The run is gone: its dependents are the dependents' queue's now.
-		logf.FromContext(ctx).Info("retention: the run is deleted; its dependents are left to the dependents' queue", "run", client.ObjectKeyFromObject(run), "error", err.Error())
-	}
-	return nil
 }
 
 // holdsIO says whether this process has IO of the run in flight, or

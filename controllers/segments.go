@@ -25,14 +25,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/segment"
 )
 
-// +kubebuilder:rbac:groups=exagent.io,resources=agentrunsegments,verbs=get;list;create;delete;deletecollection
+// +kubebuilder:rbac:groups=exagent.io,resources=agentrunsegments,verbs=get;list;create
 
 // DefaultSegmentCacheBytes bounds the segments kept in memory.
 const DefaultSegmentCacheBytes = 32 << 20
@@ -118,10 +117,8 @@ func (s *Segments) Create(ctx context.Context, run *exagentv1.AgentRun, segs []s
 				Namespace: run.Namespace,
 				Name:      seg.Name,
 				Labels:    map[string]string{exagentv1.LabelRun: exagentv1.LabelValue(run.Name), exagentv1.LabelRunUID: string(run.UID)},
-				OwnerReferences: []metav1.OwnerReference{{
-					APIVersion: exagentv1.GroupVersion.String(), Kind: "AgentRun",
-					Name: run.Name, UID: run.UID, Controller: ptr.To(true),
-				}},
+				// Deleted with the run by the garbage collector.
+				OwnerReferences: []metav1.OwnerReference{exagentv1.RunControllerReference(run, false)},
 			},
 			Spec: *seg.Spec.DeepCopy(),
 		}
@@ -239,16 +236,4 @@ func (s *Segments) fetchObject(ctx context.Context, ns, name string) (segment.Se
 		return segment.Segment{}, "", err
 	}
 	return seg, obj.UID, nil
-}
-
-// DeleteOf deletes the segments of a run that is gone (no garbage
-// collector runs on the local control plane; on a cluster the
-// ownerReference does the same).
-func (s *Segments) DeleteOf(ctx context.Context, ns string, uid types.UID) error {
-	err := s.client.DeleteAllOf(ctx, &exagentv1.AgentRunSegment{}, client.InNamespace(ns),
-		client.MatchingLabels{exagentv1.LabelRunUID: string(uid)})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting segments of run UID %s: %w", uid, err)
-	}
-	return nil
 }

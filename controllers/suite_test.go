@@ -88,7 +88,7 @@ func TestMain(m *testing.M) {
 
 // control is started by the first test that needs it (env). Its etcd may
 // grow past the default 2 GiB quota: BenchmarkRetention fills it.
-var control = &testenv.Lazy{Options: testenv.Options{EtcdQuotaBytes: 8 << 30}}
+var control = &testenv.Lazy{Options: testenv.Options{EtcdQuotaBytes: 8 << 30, GarbageCollector: true}}
 
 func env() *testenv.Env { return control.Get() }
 
@@ -373,8 +373,14 @@ func (h *harness) decision(run, name string) *fixture.DecisionWrapper {
 func (h *harness) decide(user string, d *fixture.DecisionWrapper) *exagentv1.ApprovalDecision {
 	h.t.Helper()
 	u := users[user]
-	// No webhook in this envtest: the test stamps what admission would.
+	// No webhook in this envtest: the test stamps what admission would —
+	// the actor, and the run as the decision's owner (the garbage
+	// collector deletes it with the run).
 	obj := d.Actor(u.actor).Obj()
+	run := &exagentv1.AgentRun{}
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: obj.Namespace, Name: obj.Spec.RunRef.Name}, run); err == nil {
+		obj.SetRunOwner(run)
+	}
 	if err := u.client.Create(context.Background(), obj); err != nil {
 		h.t.Fatalf("creating decision %s as %s: %v", obj.Name, user, err)
 	}

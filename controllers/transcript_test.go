@@ -18,19 +18,17 @@ package controllers_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -40,7 +38,6 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/segment"
-	"github.com/exagent-io/exagent/internal/served"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/loop"
 )
@@ -436,7 +433,8 @@ func TestTranscriptLimit(t *testing.T) {
 	if seen != reads {
 		t.Fatalf("tool served %d reads, the transcript holds %d results", reads, seen)
 	}
-	// Deleting the run deletes its segments (no garbage collector runs here).
+	// Deleting the run deletes its segments (the garbage collector: each
+	// has the run as controller owner).
 	if len(segmentsOf(t, h, run)) == 0 {
 		t.Fatal("the run has no segments")
 	}
@@ -520,10 +518,11 @@ func (h *harness) waitRunFor(name, what string, timeout time.Duration, cond func
 	return &last
 }
 
-// TestSegmentsOfRunDeletedWhileDown: a run deleted while no manager runs
-// leaves its segments (no garbage collector here); the next manager's
-// start-up sweep deletes them, and leaves a live run's alone.
-func TestSegmentsOfRunDeletedWhileDown(t *testing.T) {
+// TestSegmentsGoWithARunDeletedWhileDown: a run deleted while no manager
+// runs takes its segments with it — the garbage collector deletes them
+// (their controller owner is the run), the manager has no part in it: none
+// runs meanwhile — and leaves a live run's alone.
+func TestSegmentsGoWithARunDeletedWhileDown(t *testing.T) {
 	const size = 20 << 10
 	h := newHarness(t)
 	ps := newPagesServer(t, size)
@@ -537,13 +536,20 @@ func TestSegmentsOfRunDeletedWhileDown(t *testing.T) {
 		runs = append(runs, h.waitPhase(name, exagentv1.PhaseSucceeded))
 	}
 	first.stop()
+	for _, run := range runs {
+		segs := segmentsOf(t, h, run)
+		if len(segs) == 0 {
+			t.Fatalf("run %s has no segments", run.Name)
+		}
+		for _, seg := range segs {
+			if !isControlledBy(seg.OwnerReferences, run) {
+				t.Fatalf("segment %s has owners %+v, want run %s (uid %s) as controller", seg.Name, seg.OwnerReferences, run.Name, run.UID)
+			}
+		}
+	}
 	if err := h.c.Delete(context.Background(), runs[0]); err != nil {
 		t.Fatal(err)
 	}
-	if len(segmentsOf(t, h, runs[0])) == 0 || len(segmentsOf(t, h, runs[1])) == 0 {
-		t.Fatal("the runs have no segments")
-	}
-	h.startManager(controllers.Options{})
 	if !eventually(func() bool { return len(segmentsOf(t, h, runs[0])) == 0 }) {
 		t.Fatalf("%d segments of the run deleted while no manager ran remain", len(segmentsOf(t, h, runs[0])))
 	}
@@ -552,50 +558,10 @@ func TestSegmentsOfRunDeletedWhileDown(t *testing.T) {
 	}
 }
 
-// TestSweepStaysInServedNamespaces: a manager serving one namespace
-// (Options.Namespaces, --watch-namespaces) sweeps the segments of a run
-// deleted while it was down there, and never those of another namespace —
-// even with credentials that could (this test's admin). The other
-// namespace's name sorts first, so a sweep of the whole cluster would have
-// reached its segments before the served ones.
-func TestSweepStaysInServedNamespaces(t *testing.T) {
-	const size = 20 << 10
-	h := newHarness(t)
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	other := &harness{t: t, ns: "t--" + hex.EncodeToString(b), c: h.c}
-	if err := h.c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other.ns}}); err != nil {
-		t.Fatal(err)
-	}
-	ps := newPagesServer(t, size)
-	rm := newReaderModel(t, 2, size)
-	var gone []*exagentv1.AgentRun
-	for _, x := range []*harness{other, h} {
-		readerAgent(x, "reader", rm.srv.URL, ps.srv.URL)
-		m := x.startManagerWith(controllers.Options{}, nil)
-		t.Cleanup(m.stop)
-		x.createRun("gone", "reader", func(r *exagentv1.AgentRunSpec) { r.ActiveTimeLimit = exagentv1.Never })
-		gone = append(gone, x.waitPhase("gone", exagentv1.PhaseSucceeded))
-		m.stop()
-	}
-	// Deleted once no manager runs: each of those swept at its start.
-	for i, x := range []*harness{other, h} {
-		if err := h.c.Delete(context.Background(), gone[i]); err != nil {
-			t.Fatal(err)
-		}
-		if len(segmentsOf(t, x, gone[i])) == 0 {
-			t.Fatalf("the run of %s has no segments", x.ns)
-		}
-	}
-	namespaces, err := served.Parse(h.ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.startManager(controllers.Options{Namespaces: namespaces})
-	if !eventually(func() bool { return len(segmentsOf(t, h, gone[1])) == 0 }) {
-		t.Fatalf("%d segments of the served namespace's deleted run remain", len(segmentsOf(t, h, gone[1])))
-	}
-	if n := len(segmentsOf(t, other, gone[0])); n == 0 {
-		t.Errorf("the sweep deleted the segments of namespace %s, which the manager does not serve", other.ns)
-	}
+// isControlledBy reports whether refs hold run as controller owner.
+func isControlledBy(refs []metav1.OwnerReference, run *exagentv1.AgentRun) bool {
+	return slices.ContainsFunc(refs, func(o metav1.OwnerReference) bool {
+		return o.Kind == "AgentRun" && o.APIVersion == exagentv1.GroupVersion.String() &&
+			o.Name == run.Name && o.UID == run.UID && o.Controller != nil && *o.Controller
+	})
 }

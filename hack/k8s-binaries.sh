@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, etcd and kubectl from the Go module proxy into a cache
-# outside the repository, keyed by version, and prints that folder (the value
-# for KUBEBUILDER_ASSETS). setup-envtest downloads prebuilt binaries from the
+# Builds kube-apiserver, kube-controller-manager, etcd and kubectl from the Go
+# module proxy into a cache outside the repository, keyed by version, and
+# prints that folder (the value for KUBEBUILDER_ASSETS). kube-controller-manager
+# runs the garbage collector (and the namespace controller) beside envtest and
+# the local control plane, as on every real cluster. setup-envtest downloads prebuilt binaries from the
 # internet, which this project cannot rely on, so we build from source:
-#   - kube-apiserver and kubectl: a throwaway module that requires
+#   - kube-apiserver, kube-controller-manager and kubectl: a throwaway module that requires
 #     k8s.io/kubernetes with every staging module replaced by its v0.x twin;
 #   - etcd: a main calling etcdmain.Main from go.etcd.io/etcd/server/v3, in a
 #     module of its own (kubernetes pins a different etcd client line).
-# A present, complete cache folder is reused as is. Progress goes to stderr;
+# A present, complete cache folder is reused as is; a folder missing only some
+# of the Kubernetes binaries (one built before kube-controller-manager was
+# added) gets just those. Progress goes to stderr;
 # stdout carries only the folder.
 set -euo pipefail
 
@@ -19,7 +23,12 @@ OUT="${CACHE_ROOT}/k8s/${K8S_VERSION}"
 
 log() { echo "k8s-binaries: $*" >&2; }
 
-if [[ -f "$OUT/kube-apiserver" && -f "$OUT/etcd" && -f "$OUT/kubectl" && -x "$OUT/etcd" ]]; then
+K8S_BINARIES=(kube-apiserver kube-controller-manager kubectl)
+missing_k8s=()
+for b in "${K8S_BINARIES[@]}"; do [[ -f "$OUT/$b" ]] || missing_k8s+=("$b"); done
+have_etcd=false
+[[ -f "$OUT/etcd" && -x "$OUT/etcd" ]] && have_etcd=true
+if [[ ${#missing_k8s[@]} -eq 0 && $have_etcd == true ]]; then
   echo "$OUT"
   exit 0
 fi
@@ -51,11 +60,13 @@ build_kubernetes() {
     -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=${K8S_VERSION#1.}"
   ldflags="${ldflags//  / }"
   log "resolving k8s.io/kubernetes v${K8S_VERSION}"
-  go get "k8s.io/kubernetes/cmd/kube-apiserver@v${K8S_VERSION}" "k8s.io/kubernetes/cmd/kubectl@v${K8S_VERSION}" >&2
-  log "building kube-apiserver (a few minutes on 2 cores)"
-  go build -trimpath -ldflags "$ldflags" -o "$WORK/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
-  log "building kubectl"
-  go build -trimpath -ldflags "$ldflags" -o "$WORK/kubectl" k8s.io/kubernetes/cmd/kubectl >&2
+  local b pkgs=()
+  for b in "${missing_k8s[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/${b}@v${K8S_VERSION}"); done
+  go get "${pkgs[@]}" >&2
+  for b in "${missing_k8s[@]}"; do
+    log "building $b (a few minutes on 2 cores)"
+    go build -trimpath -ldflags "$ldflags" -o "$WORK/$b" "k8s.io/kubernetes/cmd/$b" >&2
+  done
 }
 
 build_etcd() {
@@ -81,8 +92,9 @@ GO
   go build -trimpath -ldflags "-s -w" -o "$WORK/etcd" . >&2
 }
 
-(build_etcd)
-(build_kubernetes)
-for b in etcd kube-apiserver kubectl; do rm -rf "${OUT:?}/$b"; mv "$WORK/$b" "$OUT/$b"; done
+built=()
+if [[ $have_etcd != true ]]; then (build_etcd); built+=(etcd); fi
+if [[ ${#missing_k8s[@]} -gt 0 ]]; then (build_kubernetes); built+=("${missing_k8s[@]}"); fi
+for b in "${built[@]}"; do rm -rf "${OUT:?}/$b"; mv "$WORK/$b" "$OUT/$b"; done
 log "binaries ready in $OUT"
 echo "$OUT"

@@ -68,9 +68,10 @@ var (
 // Default stamps spec.actor from the authenticated user, defaults
 // spec.operationID to the object's name (or, with metadata.generateName,
 // where admission runs before the name exists, to one derived from the
-// admission request's UID) and, with a Signer, signs the result for the run
-// it names as it exists now (its UID): a decision never carries over to a
-// run deleted and re-created under the same name.
+// admission request's UID), makes the run it names its owner (SetRunOwner)
+// and, with a Signer, signs the result for that run as it exists now (its
+// UID): a decision never carries over to a run deleted and re-created under
+// the same name.
 // A client-written actor that differs is refused here, before anything else
 // sees it.
 func (w *ApprovalDecisionWebhook) Default(ctx context.Context, d *exagentv1.ApprovalDecision) error {
@@ -91,14 +92,16 @@ func (w *ApprovalDecisionWebhook) Default(ctx context.Context, d *exagentv1.Appr
 	if d.Spec.OperationID == "" {
 		d.Spec.OperationID = defaultOperationID(d, req)
 	}
-	if w.Signer == nil {
-		return nil
-	}
-	// A missing run is sealed with no UID: validation refuses the decision
-	// (spec.runRef.name not found), and no run has an empty UID.
+	// A missing run is sealed with no UID and given no owner: validation
+	// refuses the decision (spec.runRef.name not found), and no run has an
+	// empty UID.
 	run := &exagentv1.AgentRun{}
 	if err := w.Reader.Get(ctx, types.NamespacedName{Namespace: d.Namespace, Name: d.Spec.RunRef.Name}, run); err != nil && !apierrors.IsNotFound(err) {
-		return apierrors.NewInternalError(fmt.Errorf("reading AgentRun %s/%s to sign the decision: %w", d.Namespace, d.Spec.RunRef.Name, err))
+		return apierrors.NewInternalError(fmt.Errorf("reading AgentRun %s/%s to admit the decision: %w", d.Namespace, d.Spec.RunRef.Name, err))
+	}
+	d.SetRunOwner(run) // the garbage collector deletes it with the run
+	if w.Signer == nil {
+		return nil
 	}
 	// Last: the signature covers the spec as it will be stored.
 	return w.Signer.Sign(d, run.UID)
@@ -186,11 +189,8 @@ func defaultOperationID(d *exagentv1.ApprovalDecision, req admission.Request) st
 		return d.Name
 	}
 	id := d.GenerateName + string(req.UID)
-	if len(id) > maxOperationID {
+	if len(id) > exagentv1.MaxOperationIDLength {
 		id = string(req.UID)
 	}
 	return id
 }
-
-// maxOperationID is spec.operationID's MaxLength.
-const maxOperationID = 253

@@ -57,6 +57,9 @@ type cluster struct {
 	mut       []*admissionv1.MutatingWebhookConfiguration
 	val       []*admissionv1.ValidatingWebhookConfiguration
 	webhookCA []byte
+	// controllers is kube-controller-manager with the garbage collector
+	// and the namespace controller, as on every real cluster.
+	controllers *testenv.ControllerManager
 	// webhookClient is the apiserver's client certificate for the webhooks.
 	webhookClient *testenv.WebhookClient
 }
@@ -69,7 +72,7 @@ func start(ctx context.Context, o options) (*cluster, error) {
 			return nil, fmt.Errorf("creating %s: %w", filepath.Join(o.Dir, sub), err)
 		}
 	}
-	logf("locating kube-apiserver, etcd and kubectl (hack/k8s-binaries.sh; the first build takes minutes)")
+	logf("locating kube-apiserver, kube-controller-manager, etcd and kubectl (hack/k8s-binaries.sh; the first build takes minutes)")
 	assets, err := testenv.BinaryAssets()
 	if err != nil {
 		return nil, err
@@ -189,6 +192,18 @@ func (c *cluster) install(ctx context.Context, cfg *rest.Config, o options) erro
 	logf("installed the CRDs, %d admission policy objects, %d ClusterRoles, the webhook configuration (https://%s:%d), namespace %s and the manager's ServiceAccount, Role and bindings (%d objects)",
 		p, n, o.WebhookHost, o.WebhookPort, o.ManagerNamespace, m)
 
+	// The garbage collector deletes what a deleted run owned (its
+	// segments, decisions and child runs), as on every real cluster.
+	kcmLog, err := c.openLog(o.Dir, "kube-controller-manager.log")
+	if err != nil {
+		return err
+	}
+	if c.controllers, err = testenv.StartControllerManager(ctx, &c.env.ControlPlane, cl, c.env.BinaryAssetsDirectory,
+		filepath.Join(o.Dir, "kube-controller-manager"), kcmLog); err != nil {
+		return err
+	}
+	logf("started kube-controller-manager with controllers %v (log in %s)", testenv.LocalControllers, kcmLog.Name())
+
 	if err := writeKubeconfig(filepath.Join(o.Dir, "kubeconfig"), "admin", cfg); err != nil {
 		return err
 	}
@@ -216,9 +231,10 @@ func (c *cluster) install(ctx context.Context, cfg *rest.Config, o options) erro
 	return nil
 }
 
-// Stop stops kube-apiserver and etcd and removes envtest's temporary folders.
+// Stop stops kube-controller-manager, kube-apiserver and etcd and removes
+// envtest's temporary folders.
 func (c *cluster) Stop() error {
-	err := c.env.Stop()
+	err := errors.Join(c.controllers.Stop(), c.env.Stop())
 	c.closeLogs()
 	return err
 }

@@ -58,7 +58,8 @@ type Env struct {
 	// test's webhook server require it, as --webhook-client-ca does.
 	WebhookClient *WebhookClient
 
-	tmp string // removed by Stop
+	tmp         string             // removed by Stop
+	controllers *ControllerManager // with Options.GarbageCollector
 }
 
 // Options tunes Start.
@@ -78,6 +79,11 @@ type Options struct {
 	// WithoutCRDs starts the control plane with no CRD installed, for a
 	// test that installs them itself (the Helm chart's crds/).
 	WithoutCRDs bool
+	// GarbageCollector runs kube-controller-manager with LocalControllers
+	// (the garbage collector and the namespace controller) beside the
+	// apiserver, as every real cluster does: a test that deletes a run
+	// sees its segments, decisions and children go with it.
+	GarbageCollector bool
 }
 
 // Start boots kube-apiserver and etcd with the CRDs of config/crd/bases
@@ -157,7 +163,18 @@ func start(e *envtest.Environment, opts Options, tmp string) (*Env, error) {
 			return nil, err
 		}
 	}
-	return &Env{Environment: e, Client: c, Scheme: scheme, WebhookClient: wc, tmp: tmp}, nil
+	env := &Env{Environment: e, Client: c, Scheme: scheme, WebhookClient: wc, tmp: tmp}
+	if opts.GarbageCollector {
+		dir, err := os.MkdirTemp("", "exagent-kcm-")
+		if err == nil {
+			env.controllers, err = StartControllerManager(context.Background(), &e.ControlPlane, c, e.BinaryAssetsDirectory, dir, nil)
+		}
+		if err != nil {
+			_ = e.Stop()
+			return nil, err
+		}
+	}
+	return env, nil
 }
 
 // WebhookServerOptions are the options of a webhook server for this Env's
@@ -179,9 +196,10 @@ func (e *Env) WebhookServerOptions(extra ...func(*tls.Config)) (crwebhook.Option
 	return o, nil
 }
 
-// Stop stops the control plane and removes the webhook client's folder.
+// Stop stops the controller manager, the control plane and removes the
+// webhook client's folder.
 func (e *Env) Stop() error {
-	err := e.Environment.Stop()
+	err := errors.Join(e.controllers.Stop(), e.Environment.Stop())
 	if e.tmp != "" {
 		err = errors.Join(err, os.RemoveAll(e.tmp))
 	}

@@ -37,24 +37,41 @@ func ownedBy(d *exagentv1.ApprovalDecision, name string, uid types.UID) bool {
 	})
 }
 
-// TestDecisionGetsItsRunAsOwner: with the real webhooks in the path, the
-// decision controller gives each decision an ownerReference to its run (a
-// cluster's garbage collector then deletes it with the run): a metadata
-// patch the validating webhook lets through, while the spec stays
-// immutable. A decision signed for an earlier run of the same name is
-// owned by that run, never by the one that holds the name now.
-func TestDecisionGetsItsRunAsOwner(t *testing.T) {
+// TestDecisionGetsItsRunAsOwnerAtAdmission: with the real webhooks in the
+// path and no controller running, the decision the apiserver stores — the
+// Create's own answer — already has an ownerReference to its run (a
+// cluster's garbage collector deletes it with the run): no second write per
+// decision. An AgentRun owner its author wrote (another run's) is replaced
+// by the run it names; an owner of another kind is the author's and kept. A
+// decision made for an earlier run of the same name stays owned by that
+// run, never by the one that holds the name now. The spec stays immutable.
+func TestDecisionGetsItsRunAsOwnerAtAdmission(t *testing.T) {
 	s := newScenario(t)
+	payments := get(t, s.ns, runPayments, &exagentv1.AgentRun{})
+	first := get(t, s.ns, runBilling, &exagentv1.AgentRun{})
+
 	d := approve(s.ns, "alice-approves", runPayments)
 	if err := as(t, "alice").Create(t.Context(), d); err != nil {
 		t.Fatal(err)
 	}
-	old := approve(s.ns, "alice-approves-billing", runBilling)
-	if err := as(t, "alice").Create(t.Context(), old); err != nil {
+	if !ownedBy(d, runPayments, payments.UID) || len(d.OwnerReferences) != 1 {
+		t.Fatalf("the created decision's owners are %+v, want only run %s (uid %s)", d.OwnerReferences, runPayments, payments.UID)
+	}
+
+	forged := approve(s.ns, "alice-approves-billing", runBilling)
+	cm := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "ticket-42", UID: "0b1e6c6e-1111-4c4c-9a9a-000000000042"}
+	forged.OwnerReferences = []metav1.OwnerReference{
+		{APIVersion: exagentv1.GroupVersion.String(), Kind: "AgentRun", Name: runPayments, UID: payments.UID}, cm,
+	}
+	if err := as(t, "alice").Create(t.Context(), forged); err != nil {
 		t.Fatal(err)
 	}
-	payments := get(t, s.ns, runPayments, &exagentv1.AgentRun{})
-	first := get(t, s.ns, runBilling, &exagentv1.AgentRun{})
+	if !ownedBy(forged, runBilling, first.UID) || ownedBy(forged, runPayments, payments.UID) ||
+		!slices.ContainsFunc(forged.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == cm.UID }) {
+		t.Fatalf("owners %+v, want run %s (uid %s) in place of the run the author wrote, and the ConfigMap kept",
+			forged.OwnerReferences, runBilling, first.UID)
+	}
+
 	if err := admin.Delete(t.Context(), first); err != nil {
 		t.Fatal(err)
 	}
@@ -62,20 +79,8 @@ func TestDecisionGetsItsRunAsOwner(t *testing.T) {
 		return apierrors.IsNotFound(admin.Get(t.Context(), client.ObjectKeyFromObject(first), &exagentv1.AgentRun{}))
 	})
 	second := createPausedRun(t, as(t, "dave"), s.ns, runBilling, "billing", false)
-
-	startDecisionController(t, s.ns)
-	waitForResult(t, d)
-	eventually(t, "the decision is owned by its run", func() bool {
-		return ownedBy(get(t, s.ns, d.Name, &exagentv1.ApprovalDecision{}), runPayments, payments.UID)
-	})
-	if got := waitForResult(t, old); got.Status.Phase != exagentv1.DecisionRejected {
-		t.Fatalf("the earlier run's decision = %s, want Rejected", got.Status.Phase)
-	}
-	eventually(t, "the earlier run's decision is owned by the earlier run", func() bool {
-		return ownedBy(get(t, s.ns, old.Name, &exagentv1.ApprovalDecision{}), runBilling, first.UID)
-	})
-	if ownedBy(get(t, s.ns, old.Name, &exagentv1.ApprovalDecision{}), runBilling, second.UID) {
-		t.Error("the earlier run's decision is owned by the run re-created under its name")
+	if old := get(t, s.ns, forged.Name, &exagentv1.ApprovalDecision{}); !ownedBy(old, runBilling, first.UID) || ownedBy(old, runBilling, second.UID) {
+		t.Errorf("the earlier run's decision has owners %+v, want the earlier run (uid %s), not the one re-created under its name", old.OwnerReferences, first.UID)
 	}
 
 	owned := get(t, s.ns, d.Name, &exagentv1.ApprovalDecision{})
