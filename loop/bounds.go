@@ -22,14 +22,49 @@ import (
 )
 
 // Bounds of the API's string and list fields (their CRD maxLength /
-// maxItems). The engine truncates what it stores to them so a commit is
-// never refused by validation after the IO it records has happened.
+// maxItems): each is a constant of api/v1alpha1 (bounds.go), the one home
+// of the number the markers repeat. The engine truncates what it stores to
+// them so a commit is never refused by validation after the IO it records
+// has happened — and because most of the run's status is schemaless in the
+// CRD (exagentv1.SchemalessStatusFields), these bounds are the only thing
+// that keeps the journal within its documented shape.
+//
+// Spec-shape rules have one home each: the CRD schema where a marker says
+// them, else the admission webhook (webhook/*_validation.go) or the
+// ValidatingAdmissionPolicies (config/policy); the user-facing message is
+// theirs. The engine re-checks only what it needs to stay correct when a
+// run or a decision was created with admission bypassed (no webhook, no
+// policy, an edited object): the run's durations (NewEnv: a leaseDuration
+// must be positive, never Never), a decision's kind, operation and Resolve
+// outcome (Decide, prepare, Resolve), its edited arguments and answer
+// against the run (CheckApprove, CheckAnswer), the Agent's policy, quorum
+// and parameter schemas (CompilePolicy, CompileArgSchema) — the webhook
+// calls these same functions, so their rules live here once — and every
+// bound below on what it stores of a model's or an MCP server's answer.
+// It refuses such a run or decision with its own error and does not repeat
+// the webhook's wording.
 const (
-	maxContent   = exagentv1.MaxValueBytes     // message content, call args, results, output
-	maxMessage   = exagentv1.MaxMessageBytes   // status.message, reasons of decisions
-	maxID        = exagentv1.MaxIDLength       // call ids, tool names, approval ids
-	maxToolCalls = 32                          // tool calls in one assistant message
-	maxRule      = exagentv1.MaxRuleNameLength // rule names
+	maxContent   = exagentv1.MaxValueBytes          // message content, call args, results, output
+	maxMessage   = exagentv1.MaxMessageBytes        // status.message, reasons of decisions
+	maxID        = exagentv1.MaxIDLength            // call ids, tool names, approval ids
+	maxToolCalls = exagentv1.MaxToolCallsPerMessage // tool calls in one assistant message
+	maxRule      = exagentv1.MaxRuleNameLength      // rule names
+	maxGrants    = exagentv1.MaxGrants              // run-wide approvals (status.grants)
+	maxQuorum    = exagentv1.MaxQuorumVotes         // votes of a quorum (approvals[].votes)
+	// maxQuorumGroups bounds a quorum's groups.
+	maxQuorumGroups = exagentv1.MaxQuorumGroups
+	// maxQuestionText bounds a question's text, maxChoices and maxChoice
+	// its choices.
+	maxQuestionText = exagentv1.MaxQuestionTextBytes
+	maxChoices      = exagentv1.MaxQuestionChoices
+	maxChoice       = exagentv1.MaxQuestionChoiceLength
+	// maxAnswerSchema bounds the journaled answer schema; an Agent's
+	// answerSchema larger than that is refused by admission, and a call
+	// asking with one fails.
+	maxAnswerSchema = exagentv1.MaxAnswerSchemaBytes
+	// maxInputRequests bounds the journaled inputRequests and requestState
+	// of an MCP server (untrusted).
+	maxInputRequests = exagentv1.MaxInputRequestsBytes
 
 	// maxModelFailures consecutive failed model requests end the run (ModelError).
 	maxModelFailures = 3

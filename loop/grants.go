@@ -47,9 +47,6 @@ func (e *Env) checkSticky(st *Status, a *exagentv1.Approval, c *exagentv1.ToolCa
 	return nil
 }
 
-// maxGrants is the CRD's MaxItems of status.grants.
-const maxGrants = 64
-
 // grant records a's run-wide approval of c's tool (replacing an older one
 // for the same tool and rule).
 func (e *Env) grant(st *Status, a *exagentv1.Approval, c *exagentv1.ToolCall, dec *decision) {

@@ -41,9 +41,6 @@ import (
 const (
 	// defaultMaxInputRounds is mcp.maxInputRounds' default.
 	defaultMaxInputRounds = 5
-	// maxInputRequests bounds the journaled inputRequests and requestState
-	// (CallInput's MaxLength): a server's, untrusted.
-	maxInputRequests = 16384
 	// maxInputRequestCount bounds the questions one round asks.
 	maxInputRequestCount = 8
 	// urlDoneSchema is the answer schema of a URL elicitation: the person
@@ -133,8 +130,9 @@ func parseInputRequests(canon []byte) (map[string]inputRequest, error) {
 		return nil, fmt.Errorf("the MCP server asked %d questions at once, more than %d", n, maxInputRequestCount)
 	}
 	for id := range reqs {
-		if id == "" || len(id) > 128 {
-			return nil, fmt.Errorf("the MCP server named an input request %q: ids are 1-128 characters", truncateUTF8(id, 140))
+		if id == "" || len(id) > exagentv1.MaxQuestionRequestIDLength {
+			return nil, fmt.Errorf("the MCP server named an input request %q: ids are 1-%d characters",
+				truncateUTF8(id, 140), exagentv1.MaxQuestionRequestIDLength)
 		}
 	}
 	return reqs, nil
@@ -159,8 +157,9 @@ func questionOfInput(id string, r inputRequest) (*exagentv1.Question, error) {
 	q := &exagentv1.Question{Text: truncateUTF8(text, maxQuestionText), RequestID: id}
 	switch p.Mode {
 	case "url":
-		if origin := exagentv1.URLOrigin(p.URL); origin == "" || len(p.URL) > 2048 {
-			return nil, fmt.Errorf("elicitation %s: url %q is not an absolute http(s) URL of at most 2048 bytes", id, truncateUTF8(p.URL, 256))
+		if origin := exagentv1.URLOrigin(p.URL); origin == "" || len(p.URL) > exagentv1.MaxQuestionURLLength {
+			return nil, fmt.Errorf("elicitation %s: url %q is not an absolute http(s) URL of at most %d bytes",
+				id, truncateUTF8(p.URL, 256), exagentv1.MaxQuestionURLLength)
 		}
 		q.Source, q.URL, q.Schema = exagentv1.QuestionMCPElicitationURL, p.URL, urlDoneSchema
 		return q, nil

@@ -164,13 +164,6 @@ func checkRuleApproval(r exagentv1.PolicyRule) error {
 	return nil
 }
 
-// Bounds of a quorum: an approval keeps at most maxQuorum votes (the CRD's
-// MaxItems of approvals[].votes).
-const (
-	maxQuorum       = 16
-	maxQuorumGroups = 8
-)
-
 // rule returns the compiled rule named name (as a call's or approval's
 // rule records it), nil for the default ("") or a name the policy no
 // longer has.

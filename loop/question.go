@@ -36,23 +36,15 @@ import (
 
 // defaultAskParameters is the parameters schema of an AskHuman tool that
 // declares none: what the model passes is the question and, optionally,
-// the choices it offers.
-const defaultAskParameters = `{"type":"object","properties":{` +
-	`"question":{"type":"string","minLength":1,"maxLength":4096,"description":"The question for a person, self-contained: they see only this text and the choices."},` +
-	`"choices":{"type":"array","maxItems":32,"items":{"type":"string","minLength":1,"maxLength":256},"description":"The answers to choose from, when the answer is one of a few."}},` +
-	`"required":["question"],"additionalProperties":false}`
+// the choices it offers, within what a question journals.
+var defaultAskParameters = fmt.Sprintf(`{"type":"object","properties":{`+
+	`"question":{"type":"string","minLength":1,"maxLength":%d,"description":"The question for a person, self-contained: they see only this text and the choices."},`+
+	`"choices":{"type":"array","maxItems":%d,"items":{"type":"string","minLength":1,"maxLength":%d},"description":"The answers to choose from, when the answer is one of a few."}},`+
+	`"required":["question"],"additionalProperties":false}`, maxQuestionText, maxChoices, maxChoice)
 
 // freeTextSchema is the answer schema of a question with no schema and no
 // choices: any non-empty text.
 const freeTextSchema = `{"type":"string","minLength":1,"maxLength":16384}`
-
-// maxQuestionText bounds the question's text (Question.text's MaxLength).
-const maxQuestionText = 4096
-
-// maxAnswerSchema bounds the journaled answer schema (Question.schema's
-// MaxLength); an Agent's answerSchema larger than that is refused by
-// admission, and a call asking with one fails.
-const maxAnswerSchema = 16384
 
 // isAskHuman reports whether calls of tool ask a person.
 func (e *Env) isAskHuman(tool string) bool {
@@ -80,8 +72,8 @@ func (e *Env) questionOf(c *exagentv1.ToolCall) (*exagentv1.Question, error) {
 	}
 	q.Text = truncateUTF8(q.Text, maxQuestionText)
 	for _, ch := range args.Choices {
-		if s, ok := ch.(string); ok && s != "" && len(q.Choices) < 32 {
-			q.Choices = append(q.Choices, truncateUTF8(s, 256))
+		if s, ok := ch.(string); ok && s != "" && len(q.Choices) < maxChoices {
+			q.Choices = append(q.Choices, truncateUTF8(s, maxChoice))
 		}
 	}
 	schema := []byte(freeTextSchema)

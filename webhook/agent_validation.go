@@ -30,8 +30,13 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
+// toolNameRule is what toolNameRE admits, as a refusal says it: a tool's
+// name is the model's and the journal's (calls[].tool), at most
+// exagentv1.MaxIDLength long.
+var toolNameRule = fmt.Sprintf("must be 1-%d letters, digits, '_' or '-'", exagentv1.MaxIDLength)
+
 var (
-	toolNameRE    = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	toolNameRE    = regexp.MustCompile(fmt.Sprintf(`^[a-zA-Z0-9_-]{1,%d}$`, exagentv1.MaxIDLength))
 	builtinKindRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*(\.[a-z0-9.-]+)?$`)
 	headerNameRE  = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 )
@@ -118,8 +123,8 @@ func validateModel(path *field.Path, m *exagentv1.ModelSpec) field.ErrorList {
 			if tc.Name == "" {
 				errs = append(errs, field.Required(cp.Child("name"), ""))
 			}
-			if len(tc.ID) > maxIDLength {
-				errs = append(errs, field.TooLong(cp.Child("id"), "", maxIDLength))
+			if len(tc.ID) > exagentv1.MaxIDLength {
+				errs = append(errs, field.TooLong(cp.Child("id"), "", exagentv1.MaxIDLength))
 			}
 			if tc.Arguments != nil && len(tc.Arguments.Raw) > 0 {
 				var args map[string]any
@@ -139,7 +144,7 @@ func validateTools(path *field.Path, tools []exagentv1.ToolSpec) field.ErrorList
 		t, p := &tools[i], path.Index(i)
 		switch {
 		case !toolNameRE.MatchString(t.Name):
-			errs = append(errs, field.Invalid(p.Child("name"), t.Name, "must be 1-64 letters, digits, '_' or '-'"))
+			errs = append(errs, field.Invalid(p.Child("name"), t.Name, toolNameRule))
 		case seen[t.Name]:
 			errs = append(errs, field.Duplicate(p.Child("name"), t.Name))
 		}

@@ -27,8 +27,6 @@ import (
 	"github.com/exagent-io/exagent/loop"
 )
 
-const maxInputLength = 65536
-
 // ValidateAgentRun checks a run on its own. old is nil on create; on update
 // the spec must not change (a run binds what it was created with). A missing
 // Agent is deliberately not checked: GitOps may apply a run before its Agent,
@@ -59,8 +57,8 @@ func ValidateAgentRun(newObj, old *exagentv1.AgentRun) field.ErrorList {
 	switch {
 	case s.Input == "":
 		errs = append(errs, field.Required(spec.Child("input"), "the user message that starts the run"))
-	case len(s.Input) > maxInputLength:
-		errs = append(errs, field.TooLong(spec.Child("input"), "", maxInputLength))
+	case len(s.Input) > exagentv1.MaxInputBytes:
+		errs = append(errs, field.TooLong(spec.Child("input"), "", exagentv1.MaxInputBytes))
 	}
 	errs = append(errs, validateDuration(spec.Child("approvalTimeout"), s.ApprovalTimeout, true)...)
 	errs = append(errs, validateDuration(spec.Child("activeTimeLimit"), s.ActiveTimeLimit, true)...)

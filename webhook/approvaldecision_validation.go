@@ -26,14 +26,6 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// Field bounds mirrored from the CRD schema, so that the pure validation
-// stands on its own (the controller and tests call it without an apiserver).
-const (
-	maxIDLength          = 64
-	maxOperationIDLength = 253
-	maxTextLength        = 4096
-)
-
 var decisionKinds = []string{
 	string(exagentv1.DecisionApprove), string(exagentv1.DecisionDeny),
 	string(exagentv1.DecisionCancel), string(exagentv1.DecisionResolve), string(exagentv1.DecisionAnswer),
@@ -133,17 +125,17 @@ func ValidateApprovalDecision(newObj, old *exagentv1.ApprovalDecision) field.Err
 	if len(s.RunUID) > exagentv1.MaxRunUIDLength {
 		errs = append(errs, field.TooLong(spec.Child("runUID"), "", exagentv1.MaxRunUIDLength))
 	}
-	if len(s.PayloadHash) > 128 {
-		errs = append(errs, field.TooLong(spec.Child("payloadHash"), "", 128))
+	if len(s.PayloadHash) > exagentv1.MaxPayloadHashLength {
+		errs = append(errs, field.TooLong(spec.Child("payloadHash"), "", exagentv1.MaxPayloadHashLength))
 	}
-	if len(s.OperationID) > maxOperationIDLength {
-		errs = append(errs, field.TooLong(spec.Child("operationID"), "", maxOperationIDLength))
+	if len(s.OperationID) > exagentv1.MaxOperationIDLength {
+		errs = append(errs, field.TooLong(spec.Child("operationID"), "", exagentv1.MaxOperationIDLength))
 	}
-	if len(s.Reason) > maxTextLength {
-		errs = append(errs, field.TooLong(spec.Child("reason"), "", maxTextLength))
+	if len(s.Reason) > exagentv1.MaxMessageBytes {
+		errs = append(errs, field.TooLong(spec.Child("reason"), "", exagentv1.MaxMessageBytes))
 	}
-	if len(s.Evidence) > maxTextLength {
-		errs = append(errs, field.TooLong(spec.Child("evidence"), "", maxTextLength))
+	if len(s.Evidence) > exagentv1.MaxMessageBytes {
+		errs = append(errs, field.TooLong(spec.Child("evidence"), "", exagentv1.MaxMessageBytes))
 	}
 	return append(errs, validateActor(spec.Child("actor"), s.Actor)...)
 }
@@ -191,8 +183,8 @@ func validateAnswer(spec *field.Path, s *exagentv1.ApprovalDecisionSpec) field.E
 }
 
 func validateID(path *field.Path, id string) field.ErrorList {
-	if len(id) > maxIDLength {
-		return field.ErrorList{field.TooLong(path, "", maxIDLength)}
+	if len(id) > exagentv1.MaxIDLength {
+		return field.ErrorList{field.TooLong(path, "", exagentv1.MaxIDLength)}
 	}
 	return nil
 }

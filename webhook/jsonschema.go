@@ -26,6 +26,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/canonical"
 	"github.com/exagent-io/exagent/loop"
 )
@@ -76,15 +77,11 @@ func validateAnswerSchema(path *field.Path, raw []byte) field.ErrorList {
 	default:
 		return field.ErrorList{field.Invalid(path, field.OmitValueType{}, "must be a JSON Schema (an object)")}
 	}
-	if canon, err := canonical.JSON(json.RawMessage(raw)); err == nil && len(canon) > maxAnswerSchemaBytes {
-		return field.ErrorList{field.TooLong(path, "", maxAnswerSchemaBytes)}
+	if canon, err := canonical.JSON(json.RawMessage(raw)); err == nil && len(canon) > exagentv1.MaxAnswerSchemaBytes {
+		return field.ErrorList{field.TooLong(path, "", exagentv1.MaxAnswerSchemaBytes)}
 	}
 	return compileSchema(path, raw, doc)
 }
-
-// maxAnswerSchemaBytes is Question.schema's MaxLength: every question
-// journals its schema.
-const maxAnswerSchemaBytes = 16384
 
 // compileSchema compiles raw as the engine does and turns its findings
 // into field errors located in the schema.

@@ -57,7 +57,7 @@ func validateMCP(p *field.Path, t *exagentv1.ToolSpec) field.ErrorList {
 			errs = append(errs, field.Duplicate(ip.Child("tools").Index(i), n))
 		case !toolNameRE.MatchString(prefix + n):
 			errs = append(errs, field.Invalid(ip.Child("tools").Index(i), n,
-				fmt.Sprintf("the model-visible name %q must be 1-64 letters, digits, '_' or '-'", prefix+n)))
+				fmt.Sprintf("the model-visible name %q %s", prefix+n, toolNameRule)))
 		}
 		seen[n] = true
 	}

@@ -50,14 +50,14 @@ func validateModelEndpoint(path *field.Path, m *exagentv1.ModelSpec) field.Error
 		if rl.RequestsPerMinute == nil && rl.TokensPerMinute == nil && rl.MaxConcurrent == nil {
 			errs = append(errs, field.Required(p, "set at least one of requestsPerMinute, tokensPerMinute, maxConcurrent"))
 		}
-		if v := rl.RequestsPerMinute; v != nil && (*v < 1 || *v > 1000000) {
-			errs = append(errs, field.Invalid(p.Child("requestsPerMinute"), *v, "must be 1 to 1000000"))
+		if v := rl.RequestsPerMinute; v != nil && (*v < 1 || *v > exagentv1.MaxModelRequestsPerMinute) {
+			errs = append(errs, field.Invalid(p.Child("requestsPerMinute"), *v, fmt.Sprintf("must be 1 to %d", exagentv1.MaxModelRequestsPerMinute)))
 		}
-		if v := rl.TokensPerMinute; v != nil && (*v < 1 || *v > 1000000000) {
-			errs = append(errs, field.Invalid(p.Child("tokensPerMinute"), *v, "must be 1 to 1000000000"))
+		if v := rl.TokensPerMinute; v != nil && (*v < 1 || *v > exagentv1.MaxModelTokensPerMinute) {
+			errs = append(errs, field.Invalid(p.Child("tokensPerMinute"), *v, fmt.Sprintf("must be 1 to %d", exagentv1.MaxModelTokensPerMinute)))
 		}
-		if v := rl.MaxConcurrent; v != nil && (*v < 1 || *v > 1024) {
-			errs = append(errs, field.Invalid(p.Child("maxConcurrent"), *v, "must be 1 to 1024"))
+		if v := rl.MaxConcurrent; v != nil && (*v < 1 || *v > exagentv1.MaxModelConcurrent) {
+			errs = append(errs, field.Invalid(p.Child("maxConcurrent"), *v, fmt.Sprintf("must be 1 to %d", exagentv1.MaxModelConcurrent)))
 		}
 	}
 	errs = append(errs, validateRegion(path, m)...)

@@ -326,6 +326,10 @@ type AgentRunStatus struct {
 	// +optional
 	PendingApprovals int32 `json:"pendingApprovals,omitempty"`
 
+	// Schemaless in the CRD (SchemalessStatusFields): the markers of Binding
+	// are documentation here, not enforcement — the apiserver does not check
+	// them; the manager bounds what it writes (loop/bounds.go).
+
 	// binding holds fingerprints of the configuration the run started with.
 	// +optional
 	Binding *Binding `json:"binding,omitempty"`
@@ -334,15 +338,27 @@ type AgentRunStatus struct {
 	// +optional
 	Claim *Claim `json:"claim,omitempty"`
 
+	// Schemaless in the CRD (SchemalessStatusFields): the markers of Cursor
+	// are documentation here, not enforcement — the apiserver does not check
+	// them; the manager bounds what it writes (loop/bounds.go).
+
 	// cursor is where the run is.
 	// +optional
 	Cursor Cursor `json:"cursor,omitempty"`
+
+	// Schemaless in the CRD (SchemalessStatusFields): the markers of
+	// TranscriptHead are documentation here, not enforcement — the apiserver
+	// does not check them; the manager bounds what it writes (loop/bounds.go).
 
 	// transcript is the head of the run's sealed transcript: what is no
 	// longer in history (older messages, past steps' calls and approvals,
 	// large values) lives in AgentRunSegments chained from it (docs/architecture.md §10).
 	// +optional
 	Transcript *TranscriptHead `json:"transcript,omitempty"`
+
+	// Schemaless in the CRD (SchemalessStatusFields): the apiserver checks
+	// only this list's maxItems. The markers of Message are documentation, not
+	// enforcement here; the manager bounds what it writes (loop/bounds.go).
 
 	// history is the tail of the logical transcript sent to the model; the
 	// messages before it are in the segments transcript points to.
@@ -351,11 +367,21 @@ type AgentRunStatus struct {
 	// +listType=atomic
 	History []Message `json:"history,omitempty"`
 
+	// Schemaless in the CRD (SchemalessStatusFields): the apiserver checks
+	// only this list's maxItems. The markers of ToolCall are documentation,
+	// not enforcement here; the manager bounds what it writes
+	// (loop/bounds.go).
+
 	// calls is the tool-call journal.
 	// +optional
 	// +kubebuilder:validation:MaxItems=4096
 	// +listType=atomic
 	Calls []ToolCall `json:"calls,omitempty"`
+
+	// Schemaless in the CRD (SchemalessStatusFields): the apiserver checks
+	// only this list's maxItems. The markers of Approval are documentation,
+	// not enforcement here; the manager bounds what it writes
+	// (loop/bounds.go).
 
 	// approvals requested of humans.
 	// +optional
@@ -363,11 +389,20 @@ type AgentRunStatus struct {
 	// +listType=atomic
 	Approvals []Approval `json:"approvals,omitempty"`
 
+	// Schemaless in the CRD (SchemalessStatusFields): the apiserver checks
+	// only this list's maxItems. The markers of Receipt are documentation, not
+	// enforcement here; the manager bounds what it writes (loop/bounds.go).
+
 	// receipts of applied decisions, for idempotency.
 	// +optional
 	// +kubebuilder:validation:MaxItems=4096
 	// +listType=atomic
 	Receipts []Receipt `json:"receipts,omitempty"`
+
+	// Schemaless in the CRD (SchemalessStatusFields): the apiserver checks
+	// only this list's maxItems. The markers of RunGrant are documentation,
+	// not enforcement here; the manager bounds what it writes
+	// (loop/bounds.go).
 
 	// grants are the run-wide approvals (decisions with scope Run) in force.
 	// +optional
@@ -387,6 +422,11 @@ type AgentRunStatus struct {
 	// +optional
 	Limits *RunLimits `json:"limits,omitempty"`
 
+	// Schemaless in the CRD (SchemalessStatusFields): the apiserver checks
+	// only this list's maxItems. The markers of ChildRun are documentation,
+	// not enforcement here; the manager bounds what it writes
+	// (loop/bounds.go).
+
 	// children are delegated runs.
 	// +optional
 	// +kubebuilder:validation:MaxItems=256
@@ -398,10 +438,19 @@ type AgentRunStatus struct {
 	// +kubebuilder:validation:MaxLength=65536
 	Output string `json:"output,omitempty"`
 
+	// Schemaless in the CRD (SchemalessStatusFields): the markers of ValueRef
+	// are documentation here, not enforcement — the apiserver does not check
+	// them; the manager bounds what it writes (loop/bounds.go).
+
 	// outputRef points to the whole final answer when it is too large for
 	// the hot status; output then holds its beginning.
 	// +optional
 	OutputRef *ValueRef `json:"outputRef,omitempty"`
+
+	// Schemaless in the CRD (SchemalessStatusFields): the apiserver checks
+	// only this list's maxItems. The markers of NotificationRecord are
+	// documentation, not enforcement here; the manager bounds what it writes
+	// (loop/bounds.go).
 
 	// notifications journals the deliveries to the Agent's notify sinks
 	// (notify_types.go): recorded Pending in the commit that makes the
@@ -410,6 +459,10 @@ type AgentRunStatus struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic
 	Notifications []NotificationRecord `json:"notifications,omitempty"`
+
+	// Schemaless in the CRD (SchemalessStatusFields): the markers of
+	// ArchiveRecord are documentation here, not enforcement — the apiserver
+	// does not check them; the manager bounds what it writes (loop/bounds.go).
 
 	// archive journals the delivery of the run's record to its Agent's
 	// retention.archive before retention deletes it (retention_types.go).

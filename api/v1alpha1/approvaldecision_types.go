@@ -258,9 +258,6 @@ func DeciderVerb(kind DecisionKind) string {
 	return VerbApprove
 }
 
-// MaxRunUIDLength is spec.runUID's MaxLength (the marker's value).
-const MaxRunUIDLength = 64
-
 // RunRecreated says why a decision bound to the run with UID saw cannot
 // apply to the run of the same name whose UID is now: the decider looked
 // at another run. Admission and the controller refuse it in these words.

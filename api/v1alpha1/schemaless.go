@@ -33,6 +33,15 @@ package v1alpha1
 // subtree, from the schema controller-gen generated, into the field's
 // description, where kubectl explain shows it. Lists keep their type, their
 // maxItems and become atomic; objects stay objects.
+//
+// So the validation markers inside these subtrees (a ToolCall's maxLength,
+// a Message's maxItems, …) are documentation, not enforcement: the
+// apiserver does not check them, and the manager, their only writer, bounds
+// what it writes to the same numbers (bounds.go, loop/bounds.go).
+// TestStringBoundsMatchTheCRD and TestCountBoundsMatchTheCRD read them back
+// from the rendered documentation, so the documented bound and the code's
+// stay one number. Each field of AgentRunStatus listed here says so beside
+// its doc comment.
 var SchemalessStatusFields = []string{
 	"calls",
 	"history",
