@@ -17,14 +17,10 @@ limitations under the License.
 package chaos
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -53,77 +49,18 @@ type Turn struct {
 // request is journaled with the run's resourceVersion read while the
 // request is held.
 type ModelServer struct {
-	URL string
+	recordingServer
 
-	srv    *http.Server
-	reader client.Reader
 	script func(run types.NamespacedName, step int32) Turn
-
-	mu      sync.Mutex
-	journal []Request
-	hold    func(r Request) bool
-	held    chan Request
-	release chan struct{}
-	latency time.Duration
 }
 
 // NewModelServer listens on 127.0.0.1 and answers with script.
 func NewModelServer(reader client.Reader, script func(run types.NamespacedName, step int32) Turn) (*ModelServer, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("model server: %w", err)
+	ms := &ModelServer{script: script}
+	if err := ms.listen("model server", "/v1", reader, ms.serve); err != nil {
+		return nil, err
 	}
-	ms := &ModelServer{URL: "http://" + l.Addr().String() + "/v1", reader: reader, script: script,
-		held: make(chan Request, 1024), release: make(chan struct{})}
-	ms.srv = &http.Server{Handler: http.HandlerFunc(ms.serve), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = ms.srv.Serve(l) }()
 	return ms, nil
-}
-
-// HoldWhen holds every request for which cond is true (after journaling
-// it) until ReleaseAll or the client goes away; held ones go to Held.
-func (ms *ModelServer) HoldWhen(cond func(r Request) bool) {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	ms.hold = cond
-}
-
-// Held announces each request the server holds.
-func (ms *ModelServer) Held() <-chan Request { return ms.held }
-
-// ReleaseAll answers every held request and holds no more.
-func (ms *ModelServer) ReleaseAll() {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	ms.hold = nil
-	select {
-	case <-ms.release:
-	default:
-		close(ms.release)
-	}
-}
-
-// SetLatency makes every answer take d: a busy endpoint, so that calls
-// queue in the manager's executor.
-func (ms *ModelServer) SetLatency(d time.Duration) {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	ms.latency = d
-}
-
-// Close stops the server.
-func (ms *ModelServer) Close() {
-	ms.ReleaseAll()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = ms.srv.Shutdown(ctx)
-}
-
-// Journal returns every request received so far.
-func (ms *ModelServer) Journal() []Request {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	return append([]Request(nil), ms.journal...)
 }
 
 type chatRequest struct {
@@ -164,21 +101,8 @@ func (ms *ModelServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	req.StoreRV, req.RunUID = readRV(r.Context(), ms.reader, req.Run)
 
-	ms.mu.Lock()
-	ms.journal = append(ms.journal, req)
-	hold := ms.hold != nil && ms.hold(req)
-	release, latency := ms.release, ms.latency
-	ms.mu.Unlock()
-	if !pause(r.Context(), latency) {
+	if !ms.record(r.Context(), req, nil) {
 		return
-	}
-	if hold {
-		ms.held <- req
-		select {
-		case <-release:
-		case <-r.Context().Done():
-			return
-		}
 	}
 
 	turn := ms.script(req.Run, req.Step)
