@@ -41,8 +41,7 @@ type answerFlags struct {
 }
 
 func newAnswerCommand(f *factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := newDecideOptions(streams, exagentv1.DecisionAnswer)
-	cmd := &cobra.Command{
+	return newDecideCommand(f, streams, exagentv1.DecisionAnswer, &cobra.Command{
 		Use:   "answer RUN [QUESTION] (--text TEXT | --set key=value … | -f FILE | --decline | --cancel)",
 		Short: "Answer a question an exagent run is waiting for",
 		Long: `Answer a question of an exagent AgentRun (an AskHuman tool call), as the
@@ -64,13 +63,7 @@ agents/approval (ClusterRole exagent-approver grants it).`,
   kubectl approve answer triage-42 --decline --reason "ask the payments team"`,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: completeRunThenApproval(f, pendingRuns),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.answer.textSet = cmd.Flags().Changed("text")
-			return runOptions(cmd.Context(), o, f, cmd, args)
-		},
-	}
-	o.AddFlags(cmd)
-	return cmd
+	})
 }
 
 func (a *answerFlags) addFlags(cmd *cobra.Command) {

@@ -24,8 +24,7 @@ import (
 )
 
 func newApproveCommand(f *factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := newDecideOptions(streams, exagentv1.DecisionApprove)
-	cmd := &cobra.Command{
+	return newDecideCommand(f, streams, exagentv1.DecisionApprove, &cobra.Command{
 		Use:   "approve RUN [APPROVAL]",
 		Short: "Approve, deny, cancel or resolve the tool calls exagent runs are waiting for",
 		Long: `Approve a pending tool call of an exagent AgentRun, as the authenticated kubectl user.
@@ -53,13 +52,5 @@ or rejected the decision and prints the result.`,
   kubectl approve resolve triage-42 --call call-1-0 --outcome Succeeded --evidence "ticket OPS-12"`,
 		Args:              cobra.MaximumNArgs(2),
 		ValidArgsFunction: completeRunThenApproval(f, pendingRuns),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return cmd.Help()
-			}
-			return runOptions(cmd.Context(), o, f, cmd, args)
-		},
-	}
-	o.AddFlags(cmd)
-	return cmd
+	})
 }

@@ -24,8 +24,7 @@ import (
 )
 
 func newCancelCommand(f *factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := newDecideOptions(streams, exagentv1.DecisionCancel)
-	cmd := &cobra.Command{
+	return newDecideCommand(f, streams, exagentv1.DecisionCancel, &cobra.Command{
 		Use:   "cancel RUN [APPROVAL]",
 		Short: "Cancel a run that has not ended, whatever it is doing",
 		Long: `Cancel a run in any phase that has not ended — not started yet, queued,
@@ -39,10 +38,5 @@ Needs the "approve" verb on agents/approval (ClusterRole exagent-approver).`,
   kubectl approve cancel triage-42 call-0-1-r1   # only while that approval is pending`,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: completeRunThenApproval(f, liveRuns),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOptions(cmd.Context(), o, f, cmd, args)
-		},
-	}
-	o.AddFlags(cmd)
-	return cmd
+	})
 }

@@ -72,6 +72,23 @@ func newDecideOptions(streams genericiooptions.IOStreams, kind exagentv1.Decisio
 	}
 }
 
+// newDecideCommand gives cmd, which says a deciding verb's usage, help,
+// arguments and completion, what every deciding verb shares: its options,
+// its flags (AddFlags) and its run (Complete, Validate, Run), so that a
+// verb is only its text. Without arguments it prints the help: bare
+// `kubectl approve` is the root command; the other verbs' Args require one.
+func newDecideCommand(f *factory, streams genericiooptions.IOStreams, kind exagentv1.DecisionKind, cmd *cobra.Command) *cobra.Command {
+	o := newDecideOptions(streams, kind)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		return runOptions(cmd.Context(), o, f, cmd, args)
+	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
 // AddFlags registers the flags of the verb o.Request.Kind.
 func (o *decideOptions) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
@@ -130,6 +147,8 @@ func (o *decideOptions) Complete(f *factory, cmd *cobra.Command, args []string) 
 		}
 	}
 	if o.Request.Kind == exagentv1.DecisionAnswer {
+		// --text "" is an answer: given, not merely empty.
+		o.answer.textSet = cmd.Flags().Changed("text")
 		if err := o.answer.build(&o.Request, o.In); err != nil {
 			return err
 		}
@@ -176,42 +195,9 @@ func (o *decideOptions) Validate() error {
 
 // Run reads the run, creates the decisions and reports what became of them.
 func (o *decideOptions) Run(ctx context.Context) error {
-	run, err := getRun(ctx, o.client, o.Namespace, o.RunName)
+	decisions, err := prepareDecisions(ctx, o.client, o.Namespace, o.RunName, o.Request, o.clock.Now(), o.dryRun != dryRunClient)
 	if err != nil {
 		return err
-	}
-	if err := errNotServed(run); err != nil {
-		return err
-	}
-	if k := o.Request.Kind; (k == exagentv1.DecisionApprove || k == exagentv1.DecisionDeny || k == exagentv1.DecisionAnswer) && o.Request.ApprovalID == "" {
-		// Named after a run whose tree holds the approval (tree.go).
-		if run, err = delegatedTarget(ctx, o.client, run); err != nil {
-			return err
-		}
-	}
-	if o.Request.edits() && sealed(run) {
-		// The call to edit may have its arguments in a segment.
-		segs, err := newSegmentReader(o.client).named(ctx, run, refNames(run, nil))
-		if err != nil {
-			return readError(run, "read", err)
-		}
-		if run, err = withValues(run, segs); err != nil {
-			return err
-		}
-	}
-	decisions, err := planDecisions(run, o.Request, o.clock.Now())
-	if err != nil {
-		return err
-	}
-	if err := checkExpectedHash(run, o.Request, decisions); err != nil {
-		return err
-	}
-	if o.dryRun != dryRunClient {
-		// Before anything is sent: a refusal RBAC would give says what is
-		// missing (access.go).
-		if err := checkMayDecide(ctx, o.client, run, o.Request.Kind); err != nil {
-			return err
-		}
 	}
 	var failures multiError
 	var created []*exagentv1.ApprovalDecision

@@ -24,8 +24,7 @@ import (
 )
 
 func newDenyCommand(f *factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := newDecideOptions(streams, exagentv1.DecisionDeny)
-	cmd := &cobra.Command{
+	return newDecideCommand(f, streams, exagentv1.DecisionDeny, &cobra.Command{
 		Use:   "deny RUN [APPROVAL]",
 		Short: "Deny a pending tool call",
 		Long: `Deny a pending tool call of a run. With the Agent's policy onDeny Stop the
@@ -33,10 +32,5 @@ run ends Denied; with Continue the model is told who denied it and why.`,
 		Example:           `  kubectl approve deny triage-42 --reason "not during the freeze"`,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: completeRunThenApproval(f, pendingRuns),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOptions(cmd.Context(), o, f, cmd, args)
-		},
-	}
-	o.AddFlags(cmd)
-	return cmd
+	})
 }

@@ -24,8 +24,7 @@ import (
 )
 
 func newResolveCommand(f *factory, streams genericiooptions.IOStreams) *cobra.Command {
-	o := newDecideOptions(streams, exagentv1.DecisionResolve)
-	cmd := &cobra.Command{
+	cmd := newDecideCommand(f, streams, exagentv1.DecisionResolve, &cobra.Command{
 		Use:   "resolve RUN --call ID --outcome Succeeded|Failed|Retry [--evidence TEXT]",
 		Short: "Say what really happened to a tool call whose outcome is Uncertain",
 		Long: `A tool call whose effect may or may not have happened (the operator crashed or
@@ -36,11 +35,7 @@ Needs the "resolve" verb on agents/approval (ClusterRole exagent-resolver).`,
 		Example:           `  kubectl approve resolve triage-42 --call call-1-0 --outcome Succeeded --evidence "charge ch_123 exists"`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeRuns(f, uncertainRuns),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runOptions(cmd.Context(), o, f, cmd, args)
-		},
-	}
-	o.AddFlags(cmd)
+	})
 	_ = cmd.RegisterFlagCompletionFunc("call", completeUncertainCalls(f))
 	_ = cmd.RegisterFlagCompletionFunc("outcome", cobra.FixedCompletions(
 		[]string{string(exagentv1.ResolveSucceeded), string(exagentv1.ResolveFailed), string(exagentv1.ResolveRetry)},

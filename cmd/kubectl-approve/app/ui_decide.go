@@ -30,31 +30,22 @@ import (
 )
 
 // uiDecide is the page's Decider: the deciding verbs' own steps — read
-// the run, plan the decision, ask RBAC first, create, wait for the
-// operator — with the client of the person the page serves. The decision
+// the run, plan the decision, ask RBAC first (prepareDecisions), create,
+// wait for the operator — with the client of the person the page serves. The decision
 // is bound to what the page showed (req.Seen), not to this read: a run
 // that holds another call now is refused before anything is created, and
 // the decision carries the page's run UID, revision and payload hash, so
 // admission and the controller refuse it if the run changes after this
 // read too.
 func uiDecide(ctx context.Context, c client.Client, req ui.DecideRequest) (*exagentv1.ApprovalDecision, error) {
-	run, err := getRun(ctx, c, req.Namespace, req.Run)
-	if err != nil {
-		return nil, err
-	}
-	if err := errNotServed(run); err != nil {
-		return nil, err
-	}
-	decisions, err := planDecisions(run, decisionRequest{Kind: req.Kind, ApprovalID: req.ApprovalID, CallID: req.CallID,
-		Outcome: req.Outcome, Evidence: req.Evidence, Reason: req.Reason, Action: req.Action, Answer: req.Answer}, time.Now())
+	request := decisionRequest{Kind: req.Kind, ApprovalID: req.ApprovalID, CallID: req.CallID,
+		Outcome: req.Outcome, Evidence: req.Evidence, Reason: req.Reason, Action: req.Action, Answer: req.Answer}
+	decisions, err := prepareDecisions(ctx, c, req.Namespace, req.Run, request, time.Now(), true)
 	if err != nil {
 		return nil, err
 	}
 	if len(decisions) != 1 {
 		return nil, errors.New("the page decides one approval or call at a time")
-	}
-	if err := checkMayDecide(ctx, c, run, req.Kind); err != nil {
-		return nil, err
 	}
 	d := decisions[0]
 	if err := bindSeen(d, req.Seen); err != nil {
