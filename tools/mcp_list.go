@@ -79,7 +79,7 @@ type MCPCatalog struct {
 	Options mcplist.Options
 
 	once sync.Once
-	r    *mcplist.Refresher
+	r    *mcplist.Refresher[loop.MCPListing]
 
 	mu    sync.Mutex
 	wakes map[string]func([]types.NamespacedName)
@@ -93,9 +93,9 @@ const (
 	WaiterAgent = "Agent"
 )
 
-func (c *MCPCatalog) refresher() *mcplist.Refresher {
+func (c *MCPCatalog) refresher() *mcplist.Refresher[loop.MCPListing] {
 	c.once.Do(func() {
-		c.r = mcplist.New(c.fetch, c.Clock, c.Options)
+		c.r = mcplist.New(c.fetch, mcpListingBytes, c.Clock, c.Options)
 		c.r.SetWake(c.wake)
 	})
 	return c.r
@@ -155,7 +155,7 @@ func (c *MCPCatalog) Bounds() mcplist.Options {
 // get returns what is known of the server, asking for a refresh when it
 // is not fresh for need (never waiting for it); with need.Cached, only
 // what is known.
-func (c *MCPCatalog) get(namespace, url string, headers map[string]string, need MCPNeed) mcplist.State {
+func (c *MCPCatalog) get(namespace, url string, headers map[string]string, need MCPNeed) mcplist.Known[loop.MCPListing] {
 	// The namespace is part of the key: a listing is dialled under its
 	// namespace's egress policy (which an allow-list may widen), so one
 	// fetched for a namespace is never served to another.
@@ -192,7 +192,7 @@ func (c *MCPCatalog) fetch(ctx context.Context, url string, headers map[string]s
 	}
 	defer func() { _ = session.Close() }()
 	out := &loop.MCPListing{Tools: []loop.MCPToolInfo{}}
-	kept := mcplist.ListingOverhead
+	kept := mcpListingOverhead
 	for t, err := range session.Tools(ctx, nil) {
 		if tl := budget.tripped(); tl != nil {
 			return nil, fmt.Errorf("tools/list of %s: %w (%d tools read)", url, tl, len(out.Tools))
@@ -207,7 +207,7 @@ func (c *MCPCatalog) fetch(ctx context.Context, url string, headers map[string]s
 		if err != nil {
 			return nil, fmt.Errorf("tools/list of %s: tool %q: %w", url, t.Name, err)
 		}
-		if kept += mcplist.ToolBytes(&info); kept > limit {
+		if kept += mcpToolBytes(&info); kept > limit {
 			return nil, fmt.Errorf("tools/list of %s: more than the %s one server's listing may take in names, descriptions and schemas "+
 				"(%d tools read): exagent read no more of it", url, bounded.Size(limit), len(out.Tools)+1)
 		}

@@ -168,7 +168,7 @@ func (r *Registry) MCPListings(ctx context.Context, namespace string, agent *exa
 			if errors.Is(st.Err, mcplist.ErrFull) {
 				st.Err = fmt.Errorf("MCP server %s: %w", t.MCP.URL, st.Err)
 			}
-			waits = append(waits, MCPWait{Tool: t.Name, URL: t.MCP.URL, State: st})
+			waits = append(waits, MCPWait{Tool: t.Name, URL: t.MCP.URL, State: st.State})
 		}
 	}
 	return out, waits

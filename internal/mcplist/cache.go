@@ -40,7 +40,7 @@ type holding struct {
 	bytes   int64
 }
 
-func (r *Refresher) holding(tenant string) *holding {
+func (r *Refresher[T]) holding(tenant string) *holding {
 	h := r.held[tenant]
 	if h == nil {
 		h = &holding{}
@@ -50,7 +50,7 @@ func (r *Refresher) holding(tenant string) *holding {
 }
 
 // setSize sets what e's listing costs, in all and to its tenant.
-func (r *Refresher) setSize(e *entry, size int64) {
+func (r *Refresher[T]) setSize(e *entry[T], size int64) {
 	r.bytes += size - e.size
 	r.holding(e.tenant).bytes += size - e.size
 	e.size = size
@@ -60,10 +60,10 @@ func (r *Refresher) setSize(e *entry, size int64) {
 // Agents that used them changed or went away (no Agent's run reads them).
 // The LRU list is in order of use, so the walk stops at the first entry
 // used since the cutoff.
-func (r *Refresher) sweep(now time.Time) {
+func (r *Refresher[T]) sweep(now time.Time) {
 	cutoff := now.Add(-r.o.Idle)
 	for el := r.lru.Back(); el != nil; {
-		e := el.Value.(*entry)
+		e := el.Value.(*entry[T])
 		if !e.used.Before(cutoff) {
 			return
 		}
@@ -80,7 +80,7 @@ func (r *Refresher) sweep(now time.Time) {
 // tenant holding the most first (see above). keep is never evicted (the
 // listing just stored). It reports false when the entries cannot fit:
 // every other entry is busy.
-func (r *Refresher) makeRoom(add int, tenant string, keep *entry) bool {
+func (r *Refresher[T]) makeRoom(add int, tenant string, keep *entry[T]) bool {
 	for {
 		tooMany, tooBig := len(r.entries)+add > r.o.MaxEntries, r.bytes > r.o.MaxBytes
 		if !tooMany && !tooBig {
@@ -105,7 +105,7 @@ func (r *Refresher) makeRoom(add int, tenant string, keep *entry) bool {
 // the least recently used. For a place, an entry can go when it is idle;
 // for bytes, when it has a listing (an idle entry goes with it, a busy
 // one keeps its place). nil when none can.
-func (r *Refresher) victim(byPlaces bool, tenant string, add int, keep *entry) *entry {
+func (r *Refresher[T]) victim(byPlaces bool, tenant string, add int, keep *entry[T]) *entry[T] {
 	held := func(t string) int64 {
 		h := r.held[t]
 		switch {
@@ -116,10 +116,10 @@ func (r *Refresher) victim(byPlaces bool, tenant string, add int, keep *entry) *
 		}
 		return int64(h.entries)
 	}
-	var best *entry
+	var best *entry[T]
 	var most int64
 	for el := r.lru.Back(); el != nil; el = el.Prev() {
-		e := el.Value.(*entry)
+		e := el.Value.(*entry[T])
 		if e == keep || byPlaces && e.refresh != idle || !byPlaces && e.listing == nil {
 			continue
 		}
@@ -131,7 +131,7 @@ func (r *Refresher) victim(byPlaces bool, tenant string, add int, keep *entry) *
 	return best
 }
 
-func (r *Refresher) remove(e *entry) {
+func (r *Refresher[T]) remove(e *entry[T]) {
 	r.lru.Remove(e.elem)
 	delete(r.entries, e.key)
 	r.setSize(e, 0)

@@ -19,18 +19,18 @@ package mcplist
 // fairQueue holds the refreshes waiting for a slot: first in, first out
 // within a tenant, round-robin between tenants, so a tenant that queues a
 // hundred servers delays another tenant's one by one turn, not a hundred.
-type fairQueue struct {
-	byTenant map[string][]*entry
+type fairQueue[T any] struct {
+	byTenant map[string][]*entry[T]
 	ring     []string // tenants with queued entries, in turn order
 	next     int      // index in ring of the tenant whose turn is next
 	n        int
 }
 
-func newFairQueue() fairQueue { return fairQueue{byTenant: map[string][]*entry{}} }
+func newFairQueue[T any]() fairQueue[T] { return fairQueue[T]{byTenant: map[string][]*entry[T]{}} }
 
-func (q *fairQueue) len() int { return q.n }
+func (q *fairQueue[T]) len() int { return q.n }
 
-func (q *fairQueue) push(e *entry) {
+func (q *fairQueue[T]) push(e *entry[T]) {
 	if _, ok := q.byTenant[e.tenant]; !ok {
 		q.ring = append(q.ring, e.tenant)
 	}
@@ -40,7 +40,7 @@ func (q *fairQueue) push(e *entry) {
 
 // pop takes the head of the next tenant, in turn, that may start one now
 // (may: its share of the slots is not used up); nil when none may.
-func (q *fairQueue) pop(may func(tenant string) bool) *entry {
+func (q *fairQueue[T]) pop(may func(tenant string) bool) *entry[T] {
 	for i := range q.ring {
 		at := (q.next + i) % len(q.ring)
 		t := q.ring[at]
@@ -70,11 +70,11 @@ func (q *fairQueue) pop(may func(tenant string) bool) *entry {
 }
 
 // drain empties the queue and returns what it held.
-func (q *fairQueue) drain() []*entry {
-	var out []*entry
+func (q *fairQueue[T]) drain() []*entry[T] {
+	var out []*entry[T]
 	for _, t := range q.ring {
 		out = append(out, q.byTenant[t]...)
 	}
-	*q = newFairQueue()
+	*q = newFairQueue[T]()
 	return out
 }

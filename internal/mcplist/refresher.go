@@ -26,8 +26,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
-
-	"github.com/exagent-io/exagent/loop"
 )
 
 // Defaults of Options.
@@ -129,10 +127,18 @@ func (o Options) WithDefaults() Options {
 	return o
 }
 
-// Fetch lists one server. ctx carries the listing's timeout and the
-// tenant that asked (TenantOf): a fetch dials under that tenant's egress
-// policy, and an entry is never shared between tenants (the key names it).
-type Fetch func(ctx context.Context, url string, headers map[string]string) (*loop.MCPListing, error)
+// Fetch lists one server: T is the listing, which the Refresher only keeps
+// and hands back (the caller's type: tools' is loop.MCPListing). ctx
+// carries the listing's timeout and the tenant that asked (TenantOf): a
+// fetch dials under that tenant's egress policy, and an entry is never
+// shared between tenants (the key names it).
+type Fetch[T any] func(ctx context.Context, url string, headers map[string]string) (*T, error)
+
+// Size is what a listing costs the cache, in bytes: what Options.MaxBytes
+// and MaxListingBytes bound. It counts the listing's strings and schemas
+// (the structure around them is small beside them), as its Fetch counts
+// while it reads.
+type Size[T any] func(*T) int64
 
 // Request is one caller's need of one server's listing.
 type Request struct {
@@ -162,14 +168,22 @@ type Waiter struct {
 	types.NamespacedName
 }
 
-// State is what the Refresher knows of a server, as one caller needs it.
-type State struct {
+// Known is what the Refresher knows of a server, as one caller needs it:
+// the last listing read and its State.
+type Known[T any] struct {
 	// Listing is the last listing read, possibly older than After (a
 	// caller that starts no IO may use it); nil when none was read.
-	Listing *loop.MCPListing
-	// FetchedAt is when the fetch of Listing began.
+	Listing *T
+	State
+}
+
+// State is what the Refresher knows of a server but the listing itself:
+// what a caller says about a server it waits for. It names no listing
+// type, so a caller's own records can carry it.
+type State struct {
+	// FetchedAt is when the fetch of the listing began.
 	FetchedAt time.Time
-	// Fresh: Listing satisfies the request's After.
+	// Fresh: the listing satisfies the request's After.
 	Fresh bool
 	// Err is why the last listing failed, while the server keeps failing
 	// (nil once a listing succeeds); Failures counts the failures in a row.
@@ -226,12 +240,12 @@ const (
 )
 
 // entry is one server key.
-type entry struct {
+type entry[T any] struct {
 	key, url string
 	elem     *list.Element // in Refresher.lru
 	used     time.Time
 
-	listing   *loop.MCPListing
+	listing   *T
 	fetchedAt time.Time
 	size      int64
 
@@ -249,29 +263,31 @@ type entry struct {
 	waiters map[Waiter]struct{}
 }
 
-func (e *entry) state(after time.Time) State {
-	s := State{Listing: e.listing, FetchedAt: e.fetchedAt, Err: e.err, Failures: e.failures, RetryAt: e.retryAt}
+func (e *entry[T]) state(after time.Time) Known[T] {
+	s := State{FetchedAt: e.fetchedAt, Err: e.err, Failures: e.failures, RetryAt: e.retryAt}
 	s.Fresh = e.listing != nil && !e.fetchedAt.Before(after)
 	if e.refresh != idle {
 		s.Pending, s.PendingSince = true, e.since
 	}
-	return s
+	return Known[T]{Listing: e.listing, State: s}
 }
 
 // Refresher lists MCP servers beside the reconcile workers and remembers
 // the answers (see the package doc). It is a manager.Runnable: refreshes
 // run only between Start and the end of its context. Safe for concurrent use.
-type Refresher struct {
-	fetch Fetch
+// T is the listing (Fetch).
+type Refresher[T any] struct {
+	fetch Fetch[T]
+	size  Size[T]
 	clock clock.PassiveClock
 	o     Options
 
 	mu       sync.Mutex
 	ctx      context.Context // Start's, nil before it and after the stop
-	entries  map[string]*entry
-	lru      list.List // of *entry, most recently used first
+	entries  map[string]*entry[T]
+	lru      list.List // of *entry[T], most recently used first
 	bytes    int64
-	queue    fairQueue
+	queue    fairQueue[T]
 	inFlight int
 	byTenant map[string]int // listings in flight, per tenant
 	held     map[string]*holding
@@ -280,23 +296,24 @@ type Refresher struct {
 	wg       sync.WaitGroup
 }
 
-// New returns a Refresher that lists with fetch and reads time from clk
-// (the clock the callers' After instants come from; the real clock when nil).
-func New(fetch Fetch, clk clock.PassiveClock, o Options) *Refresher {
+// New returns a Refresher that lists with fetch, counts what a listing
+// costs with size and reads time from clk (the clock the callers' After
+// instants come from; the real clock when nil).
+func New[T any](fetch Fetch[T], size Size[T], clk clock.PassiveClock, o Options) *Refresher[T] {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Refresher{fetch: fetch, clock: clk, o: o.WithDefaults(),
-		entries: map[string]*entry{}, byTenant: map[string]int{}, held: map[string]*holding{}, queue: newFairQueue()}
+	return &Refresher[T]{fetch: fetch, size: size, clock: clk, o: o.WithDefaults(),
+		entries: map[string]*entry[T]{}, byTenant: map[string]int{}, held: map[string]*holding{}, queue: newFairQueue[T]()}
 }
 
 // Options are the Refresher's bounds, defaults filled.
-func (r *Refresher) Options() Options { return r.o }
+func (r *Refresher[T]) Options() Options { return r.o }
 
 // SetWake sets what is called, off the Refresher's lock, with the waiters
 // of a refresh that ended. It must not block for long: a listing slot
 // waits for it.
-func (r *Refresher) SetWake(wake func([]Waiter)) {
+func (r *Refresher[T]) SetWake(wake func([]Waiter)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.wake = wake
@@ -306,7 +323,7 @@ func (r *Refresher) SetWake(wake func([]Waiter)) {
 // req, a refresh is asked for — unless one is already queued or running,
 // or the server's backoff has not ended — and Get returns at once: it
 // never waits for the network.
-func (r *Refresher) Get(req Request) State {
+func (r *Refresher[T]) Get(req Request) Known[T] {
 	now := r.clock.Now()
 	after := req.After
 	if after.After(now) {
@@ -318,12 +335,12 @@ func (r *Refresher) Get(req Request) State {
 	e, ok := r.entries[req.Key]
 	if !ok {
 		if h := r.held[req.Tenant]; h != nil && h.entries >= r.o.MaxEntriesPerTenant {
-			return State{Err: &TenantFullError{URL: req.URL, Tenant: req.Tenant, Max: r.o.MaxEntriesPerTenant, Idle: r.o.Idle}}
+			return Known[T]{State: State{Err: &TenantFullError{URL: req.URL, Tenant: req.Tenant, Max: r.o.MaxEntriesPerTenant, Idle: r.o.Idle}}}
 		}
 		if !r.makeRoom(1, req.Tenant, nil) {
-			return State{Err: ErrFull}
+			return Known[T]{State: State{Err: ErrFull}}
 		}
-		e = &entry{key: req.Key, url: req.URL, tenant: req.Tenant}
+		e = &entry[T]{key: req.Key, url: req.URL, tenant: req.Tenant}
 		e.elem = r.lru.PushFront(e)
 		r.entries[req.Key] = e
 		r.holding(e.tenant).entries++
@@ -355,18 +372,18 @@ func (r *Refresher) Get(req Request) State {
 
 // Peek returns what is known of the server key without asking for a
 // refresh (a caller about to stop, or one that only reports).
-func (r *Refresher) Peek(key string) (State, bool) {
+func (r *Refresher[T]) Peek(key string) (Known[T], bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.entries[key]
 	if !ok {
-		return State{}, false
+		return Known[T]{}, false
 	}
 	return e.state(time.Time{}), true
 }
 
 // Stats returns the counters.
-func (r *Refresher) Stats() Stats {
+func (r *Refresher[T]) Stats() Stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.stats
@@ -376,7 +393,7 @@ func (r *Refresher) Stats() Stats {
 
 // Start runs refreshes until ctx ends; then the queued ones are dropped
 // and the running ones cancelled, and Start returns once they have.
-func (r *Refresher) Start(ctx context.Context) error {
+func (r *Refresher[T]) Start(ctx context.Context) error {
 	r.mu.Lock()
 	r.ctx = ctx
 	r.dispatch()
@@ -394,10 +411,10 @@ func (r *Refresher) Start(ctx context.Context) error {
 
 // NeedLeaderElection is false: the Refresher is idle unless a controller
 // asks, and it must run before the controllers start asking.
-func (r *Refresher) NeedLeaderElection() bool { return false }
+func (r *Refresher[T]) NeedLeaderElection() bool { return false }
 
 // dispatch starts queued refreshes while slots are free. Caller holds mu.
-func (r *Refresher) dispatch() {
+func (r *Refresher[T]) dispatch() {
 	if r.ctx == nil {
 		return
 	}
@@ -419,7 +436,7 @@ func (r *Refresher) dispatch() {
 }
 
 // run lists e's server once and files the outcome.
-func (r *Refresher) run(ctx context.Context, e *entry, headers map[string]string) {
+func (r *Refresher[T]) run(ctx context.Context, e *entry[T], headers map[string]string) {
 	defer r.wg.Done()
 	tctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
 	l, err := r.fetch(tctx, e.url, headers)
@@ -432,7 +449,10 @@ func (r *Refresher) run(ctx context.Context, e *entry, headers map[string]string
 		// matters to the person reading the run is that nothing answered.
 		err = fmt.Errorf("tools/list of %s: no answer within %s: %w", e.url, r.o.Timeout, context.DeadlineExceeded)
 	case err == nil:
-		if size = listingBytes(l); size > r.o.MaxListingBytes {
+		if l != nil {
+			size = r.size(l)
+		}
+		if size > r.o.MaxListingBytes {
 			l, err = nil, fmt.Errorf("tools/list of %s: %d bytes of names, descriptions and schemas, more than the %d one server's listing may take",
 				e.url, size, r.o.MaxListingBytes)
 		}
@@ -483,39 +503,12 @@ func (r *Refresher) run(ctx context.Context, e *entry, headers map[string]string
 }
 
 // backoff is the wait after the n-th failure in a row.
-func (r *Refresher) backoff(n int) time.Duration {
+func (r *Refresher[T]) backoff(n int) time.Duration {
 	d := r.o.BackoffBase
 	for i := 1; i < n && d < r.o.BackoffCap; i++ {
 		d *= 2
 	}
 	return min(d, r.o.BackoffCap)
-}
-
-// listingBytes is what a listing costs the cache: its strings and schemas
-// (the structure around them is small beside them).
-func listingBytes(l *loop.MCPListing) int64 {
-	if l == nil {
-		return 0
-	}
-	n := ListingOverhead
-	for i := range l.Tools {
-		n += ToolBytes(&l.Tools[i])
-	}
-	return n
-}
-
-// ListingOverhead and ToolBytes are what a listing costs the cache, which
-// Options.MaxListingBytes bounds: a Fetch adds them up as it reads, to
-// stop at the bound rather than find it passed at the end.
-const ListingOverhead int64 = 64
-
-// ToolBytes is what one tool of a listing costs the cache.
-func ToolBytes(t *loop.MCPToolInfo) int64 {
-	n := 64 + int64(len(t.Name)+len(t.Description)+len(t.InputSchema))
-	if t.Annotations != nil {
-		n += 32 + int64(len(t.Annotations.Title))
-	}
-	return n
 }
 
 type tenantKey struct{}

@@ -28,9 +28,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
-
-	"github.com/exagent-io/exagent/loop"
 )
+
+// listing is the tests' listing: one tool, echo, with a schema. The
+// Refresher only keeps it and counts it (size).
+type listing struct{ schema string }
+
+// size is what tools counts for such a listing: 64 for the listing, 64
+// and the name, description and schema for its tool.
+func size(l *listing) int64 { return 64 + 64 + int64(len("echo")+len(l.schema)) }
 
 // servers is a fake Fetch: per URL it answers a listing, fails, or hangs
 // until released or the listing's context ends; it counts what it saw.
@@ -50,7 +56,7 @@ func newServers() *servers {
 		schema: map[string]string{}, started: make(chan string, 1024)}
 }
 
-func (s *servers) fetch(ctx context.Context, url string, headers map[string]string) (*loop.MCPListing, error) {
+func (s *servers) fetch(ctx context.Context, url string, headers map[string]string) (*listing, error) {
 	s.mu.Lock()
 	s.calls[url]++
 	s.inFlight++
@@ -76,7 +82,7 @@ func (s *servers) fetch(ctx context.Context, url string, headers map[string]stri
 	if schema == "" {
 		schema = `{"type":"object"}`
 	}
-	return &loop.MCPListing{Tools: []loop.MCPToolInfo{{Name: "echo", InputSchema: []byte(schema)}}}, nil
+	return &listing{schema: schema}, nil
 }
 
 func (s *servers) count(url string) int {
@@ -114,9 +120,9 @@ func (w woken) wait(t *testing.T, want types.NamespacedName) {
 
 var t0 = time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
 
-func start(t *testing.T, s *servers, clk *clocktesting.FakePassiveClock, o Options) (*Refresher, woken) {
+func start(t *testing.T, s *servers, clk *clocktesting.FakePassiveClock, o Options) (*Refresher[listing], woken) {
 	t.Helper()
-	r := New(s.fetch, clk, o)
+	r := New(s.fetch, size, clk, o)
 	w := make(woken, 1024)
 	r.SetWake(w.wake)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -164,7 +170,7 @@ func TestRefresherFreshness(t *testing.T) {
 	}
 	w.wait(t, types.NamespacedName{Namespace: "ns", Name: "r2"})
 	st = r.Get(req("a", t0.Add(time.Second), "r2"))
-	if !st.Fresh || !strings.Contains(string(st.Listing.Tools[0].InputSchema), "required") {
+	if !st.Fresh || !strings.Contains(st.Listing.schema, "required") {
 		t.Fatalf("after the second refresh: %+v, want fresh with the new schema", st)
 	}
 	// After in the future is now: never a listing no refresh can satisfy.
@@ -347,7 +353,7 @@ func TestRefresherCacheBounds(t *testing.T) {
 func TestRefresherStop(t *testing.T) {
 	s := newServers()
 	s.hang["x"] = make(chan struct{})
-	r := New(s.fetch, clocktesting.NewFakePassiveClock(t0), Options{Concurrency: 1})
+	r := New(s.fetch, size, clocktesting.NewFakePassiveClock(t0), Options{Concurrency: 1})
 	r.Get(req("x", t0, "")) // before Start: queued, not begun
 	r.Get(req("y", t0, ""))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -32,7 +32,7 @@ func tenantReq(tenant, url string) Request {
 }
 
 // listed asks for tenant's servers one by one and waits for each refresh.
-func listed(t *testing.T, r *Refresher, tenant string, urls ...string) {
+func listed(t *testing.T, r *Refresher[listing], tenant string, urls ...string) {
 	t.Helper()
 	for _, u := range urls {
 		r.Get(tenantReq(tenant, u))
@@ -43,7 +43,7 @@ func listed(t *testing.T, r *Refresher, tenant string, urls ...string) {
 	}
 }
 
-func settled(r *Refresher) bool { st := r.Stats(); return st.InFlight == 0 && st.Queued == 0 }
+func settled(r *Refresher[listing]) bool { st := r.Stats(); return st.InFlight == 0 && st.Queued == 0 }
 
 // TestRefresherTenantQuota: one namespace naming more servers than its
 // quota (DefaultMaxEntriesPerTenant, 128) gets a place for 128 of them
