@@ -26,43 +26,10 @@ limitations under the License.
 // engine stores are UTC and truncated to what their JSON form keeps, so a
 // decode/encode cycle gives back an equal state.
 //
-// Files, one job each:
-//
-//	contract.go   types shared with callers (Action, Fence, ToolResult, …)
-//	env.go        the trusted current configuration: fingerprints, durations, payload hash
-//	policy.go     Allow/Ask/Deny rules with CEL `when` over args
-//	authorize.go  who never decides, approvers and forbidSelfApproval (RBAC is the caller's)
-//	claim.go      Start, Claim, Checkpoint, Release
-//	step.go       the driver: the next action and its intent
-//	model.go      model outcomes: RecordModelResponse, RecordModelFailure
-//	effect.go     tool intents and outcomes: BeginEffect (re-checks args, policy and binding), RecordOutcome
-//	argschema.go  tool arguments validated against the parameters JSON Schema (no loader IO)
-//	toolbinding.go what a tool's calls do (URL, idempotency, kinds, …), bound by approvals
-//	pause.go      Pause: approvals bound to payload hash and revision
-//	decide.go     Decide: Approve, Deny, Cancel, Resolve, idempotent by operationID
-//	end.go        Finish, Fail
-//	unstorable.go FailUnstorable: end a run whose status the store refuses for good
-//	seal.go       Seal: what leaves the hot status for segments (values, old entries, receipts);
-//	              the segments' format, names and chain are internal/segment's
-//	transcript.go the transcript's size and its limit (the Agent's, capped by the manager)
-//	expire.go     Expire: deadline and approval expiry
-//	recover.go    Recover after a lost lease
-//	activetime.go reservations and charges of active time
-//	validate.go   omitted data fails before any action
-//	integrity.go  a status that contradicts itself fails (CorruptStatus), never panics
-//	wakeup.go     the next instant the clock matters
-//	retention.go  when an ended run may be deleted (TTL, keepLast) and its archive's journal
-//	conditions.go Ready / AwaitingApproval / Uncertain / Ended / Archived computed from the journal
-//	text.go       text made storable: valid UTF-8, byte bounds, its JSON-escaped size
-//	errors.go     the typed errors callers switch on
-//	state.go      the fence on an owner transition's input (lease still valid)
-//	owner.go      what a live owner does: Extend (the one lease renewal), CheckOwner, NotStarted, late outcomes
-//	bounds.go     the API's string and list bounds every stored value is cut to
-//	mcp.go        MCP tools from their servers' listings: schemas, annotations, binding
-//	toolcheck.go  a tool's parameters (and an MCP tool's schema) checked as NewEnv checks them
-//	delegate.go   delegation: the child's plan and name, its record, its end as the call's outcome
-//	reserve.go    a child's budget reserved out of its parent's (the tree's sum never passes the root's)
-//	withdraw.go   children a parent no longer awaits: withdrawn, ended, charged
+// Each file holds one job and is named for what it owns (claim.go:
+// Start, Claim, Checkpoint, Release; policy.go: the Allow/Ask/Deny rules),
+// so the file list is the index; `go doc -all ./loop` lists what each
+// part exports, with its comment.
 //
 // Readings of the design the code commits to (each is documented where it
 // is implemented):
