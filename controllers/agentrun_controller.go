@@ -40,7 +40,9 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/executor"
+	"github.com/exagent-io/exagent/internal/index"
 	"github.com/exagent-io/exagent/internal/served"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/model"
@@ -58,10 +60,6 @@ import (
 // conflictRetry is how soon a reconcile whose commit met a newer version retries.
 const conflictRetry = 50 * time.Millisecond
 
-// indexAgentRef indexes AgentRuns by spec.agentRef.name, so a changed
-// Agent wakes exactly its runs.
-const indexAgentRef = "spec.agentRef.name"
-
 // AgentRunReconciler runs AgentRuns: it owns a run by a fenced claim,
 // commits each intent before dispatching its IO and each outcome before
 // advancing, and hands runs back on pause, end or loss of its lease.
@@ -69,11 +67,11 @@ type AgentRunReconciler struct {
 	Client client.Client
 	// APIReader reads Secrets past the cache.
 	APIReader client.Reader
-	Store     *Store
+	Store     *store.Store
 	// Steps shape every status write (Write.Steps).
-	Steps *CommitSteps
+	Steps *store.CommitSteps
 	// Segments reads the runs' sealed transcripts (nil: runs never seal).
-	Segments *Segments
+	Segments *store.Segments
 	Recorder events.EventRecorder
 	Executor *executor.Executor
 	Tools    *tools.Registry
@@ -139,10 +137,9 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 			return fmt.Errorf("adding the releaser: %w", err)
 		}
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &exagentv1.AgentRun{}, indexAgentRef, func(o client.Object) []string {
-		return []string{o.(*exagentv1.AgentRun).Spec.AgentRef.Name}
-	}); err != nil {
-		return fmt.Errorf("indexing AgentRuns by agentRef: %w", err)
+	// A changed Agent wakes exactly its runs (agentRuns).
+	if err := index.Runs(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.Name).
@@ -170,7 +167,7 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 
 func (r *AgentRunReconciler) runsOfAgent(ctx context.Context, o client.Object) []reconcile.Request {
 	var runs exagentv1.AgentRunList
-	if err := r.Client.List(ctx, &runs, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexAgentRef: o.GetName()}); err != nil {
+	if err := r.Client.List(ctx, &runs, client.InNamespace(o.GetNamespace()), client.MatchingFields{index.AgentRef: o.GetName()}); err != nil {
 		logf.FromContext(ctx).Error(err, "listing runs of agent", "agent", o.GetName())
 		return nil
 	}
@@ -208,7 +205,7 @@ func (r *AgentRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, err
 	}
 	res, err := r.turn(ctx, sc, nil)
-	if errors.Is(err, errSummary) {
+	if errors.Is(err, store.ErrSummary) {
 		// The cached copy of a waiting run is a summary: what this turn
 		// would write is computed again from the run read past the cache.
 		if sc, err = r.load(ctx, req.NamespacedName, r.APIReader); err != nil || sc == nil {
@@ -290,8 +287,8 @@ func (r *AgentRunReconciler) commit(ctx context.Context, sc *scope) error {
 		}
 		sc.status = next
 	}
-	written, err := r.Store.Commit(ctx, Write{Run: sc.run, Status: sc.status, Fence: sc.ownedFence, Now: sc.now,
-		Overrides: sc.overrides, Steps: r.Steps.All(HeldSinks(sc.agent))})
+	written, err := r.Store.Commit(ctx, store.Write{Run: sc.run, Status: sc.status, Fence: sc.ownedFence, Now: sc.now,
+		Overrides: sc.overrides, Steps: r.Steps.All(store.HeldSinks(sc.agent))})
 	if err != nil {
 		return err
 	}
@@ -306,14 +303,14 @@ func (r *AgentRunReconciler) commit(ctx context.Context, sc *scope) error {
 // retry; anything else is transient and retried with backoff.
 func (r *AgentRunReconciler) abort(ctx context.Context, sc *scope, err error) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
-	if u, ok := AsUnstorable(err); ok {
+	if u, ok := store.AsUnstorable(err); ok {
 		return r.endUnstorable(ctx, sc, u) // never retried: it can only be refused again
 	}
 	switch {
-	case errors.Is(err, ErrFenceLost) || loop.IsKind(err, loop.KindStaleFence):
+	case errors.Is(err, store.ErrFenceLost) || loop.IsKind(err, loop.KindStaleFence):
 		log.Info("lost the run's claim; dropping what this attempt learned", "reason", err.Error(), "dropped", len(sc.results))
 		return ctrl.Result{RequeueAfter: time.Second, Priority: new(0)}, nil
-	case errors.Is(err, ErrConflict) || apierrors.IsConflict(err):
+	case errors.Is(err, store.ErrConflict) || apierrors.IsConflict(err):
 		r.mem.inbox.putBack(sc.key, sc.results)
 		log.V(1).Info("run changed since it was read; retrying", "reason", err.Error())
 		// The newer version's watch event usually arrives first; this is the

@@ -32,6 +32,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/segment"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -391,7 +392,7 @@ func (r *AgentRunReconciler) chargeEnded(ctx context.Context, cached *exagentv1.
 	if settled(next) == settled(run.Status) {
 		return nil
 	}
-	if _, err := r.Store.Commit(ctx, Write{Run: run, Status: next, Now: r.Clock.Now(), Steps: r.Steps.All(r.Steps.AgentSinks(ctx, run))}); err != nil {
+	if _, err := r.Store.Commit(ctx, store.Write{Run: run, Status: next, Now: r.Clock.Now(), Steps: r.Steps.All(r.Steps.AgentSinks(ctx, run))}); err != nil {
 		return fmt.Errorf("charging the children of ended run %s: %w", run.Name, err)
 	}
 	logf.FromContext(ctx).Info("charged the usage of the children of an ended run", "run", run.Name,
@@ -449,8 +450,8 @@ func (r *AgentRunReconciler) endChild(ctx context.Context, parent *exagentv1.Age
 		if err != nil {
 			return nil
 		}
-		written, err := r.Store.Commit(ctx, Write{Run: child, Status: next, Now: now, Steps: r.Steps.All(r.Steps.AgentSinks(ctx, child))})
-		if errors.Is(err, ErrConflict) {
+		written, err := r.Store.Commit(ctx, store.Write{Run: child, Status: next, Now: now, Steps: r.Steps.All(r.Steps.AgentSinks(ctx, child))})
+		if errors.Is(err, store.ErrConflict) {
 			last = err
 			continue
 		}

@@ -24,6 +24,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -77,10 +78,20 @@ func (r *AgentRunReconciler) settleEnded(ctx context.Context, key types.Namespac
 	if !changed {
 		return nil
 	}
-	if _, err := r.Store.Commit(ctx, Write{Run: run, Status: *next, Now: now, Steps: r.Steps.All(r.Steps.AgentSinks(ctx, run))}); err != nil {
+	if _, err := r.Store.Commit(ctx, store.Write{Run: run, Status: *next, Now: now, Steps: r.Steps.All(r.Steps.AgentSinks(ctx, run))}); err != nil {
 		r.mem.inbox.putBack(key, results)
 		return fmt.Errorf("journaling late outcomes into cancelled run %s: %w", key, err)
 	}
 	logf.FromContext(ctx).Info("journaled the outcomes of calls that finished after the cancel", "calls", len(late))
 	return nil
+}
+
+// holdsIO says whether this process has IO of the run in flight, or
+// results of it not yet journaled: a Cancelled run's late outcome is on
+// its way (the reaper's running).
+func (r *AgentRunReconciler) holdsIO(key types.NamespacedName) bool {
+	b := r.mem.inbox
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.inFlight[key] > 0 || len(b.results[key]) > 0
 }

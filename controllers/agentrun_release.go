@@ -26,6 +26,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -216,8 +217,8 @@ func (r *AgentRunReconciler) releaseOne(ctx, wait context.Context, key types.Nam
 		if equalStatus(next, run.Status) {
 			return errCallsInFlight
 		}
-		written, err := r.Store.Commit(ctx, Write{Run: run, Status: next, Fence: &fence, Now: sc.now, Steps: r.Steps.All(HeldSinks(o.agent))})
-		if errors.Is(err, ErrConflict) && i+1 < releaseAttempts {
+		written, err := r.Store.Commit(ctx, store.Write{Run: run, Status: next, Fence: &fence, Now: sc.now, Steps: r.Steps.All(store.HeldSinks(o.agent))})
+		if errors.Is(err, store.ErrConflict) && i+1 < releaseAttempts {
 			r.mem.inbox.putBack(key, results)
 			continue
 		}

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -42,7 +43,7 @@ import (
 // When even that commit is refused, nothing more is tried: the error is
 // terminal (no retry loop), an Event says so, and the run is left to its
 // lease (its recovery makes the calls in flight Uncertain).
-func (r *AgentRunReconciler) endUnstorable(ctx context.Context, sc *scope, cause *UnstorableError) (ctrl.Result, error) {
+func (r *AgentRunReconciler) endUnstorable(ctx context.Context, sc *scope, cause *store.UnstorableError) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	run := sc.run // the object read: the refused commit changed nothing
 	if run.Status.Phase.IsTerminal() {
@@ -64,15 +65,15 @@ func (r *AgentRunReconciler) endUnstorable(ctx context.Context, sc *scope, cause
 	if err != nil {
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("ending run %s after %v: %w", sc.key, cause, err))
 	}
-	steps := r.Steps.All(HeldSinks(sc.agent))
+	steps := r.Steps.All(store.HeldSinks(sc.agent))
 	if cause.Segment {
 		// A segment was refused: the stored status is sealed already, and
 		// sealing its end could only meet the same refusal.
-		steps = r.Steps.Unsealed(HeldSinks(sc.agent))
+		steps = r.Steps.Unsealed(store.HeldSinks(sc.agent))
 	}
-	written, err := r.Store.Commit(ctx, Write{Run: run, Status: next, Fence: sc.ownedFence, Now: sc.now, Steps: steps})
+	written, err := r.Store.Commit(ctx, store.Write{Run: run, Status: next, Fence: sc.ownedFence, Now: sc.now, Steps: steps})
 	if err != nil {
-		if again, ok := AsUnstorable(err); ok {
+		if again, ok := store.AsUnstorable(err); ok {
 			log.Error(again, "the run's status cannot be written, not even to end the run; leaving it to its lease",
 				"first", cause.Error())
 			if r.Recorder != nil {
@@ -94,7 +95,7 @@ func (r *AgentRunReconciler) endUnstorable(ctx context.Context, sc *scope, cause
 
 // unstorableMessage is the run's status.message: what was refused and
 // what to do.
-func unstorableMessage(cause *UnstorableError) string {
+func unstorableMessage(cause *store.UnstorableError) string {
 	const known = "so the run cannot be journaled further and was ended; " +
 		"the outcomes of the calls that returned are recorded without their results, " +
 		"calls whose outcome is unknown are Uncertain (check their effects by hand); "
@@ -103,7 +104,7 @@ func unstorableMessage(cause *UnstorableError) string {
 	case cause.Reason == exagentv1.ReasonSegmentQuotaExceeded:
 		return fmt.Sprintf("ResourceQuota %q of the run's namespace refused a transcript segment the run had to seal (%s), %s"+
 			"raise the quota's count/agentrunsegments.exagent.io or delete ended runs (their segments go with them), "+
-			"then create a new run to go on", quotaName(cause.Error()), detail, known)
+			"then create a new run to go on", store.QuotaName(cause.Error()), detail, known)
 	case cause.Segment:
 		return fmt.Sprintf("the apiserver refused a transcript segment the run had to seal (%s), %s"+
 			"create a new run to go on, and report the cause if it persists", detail, known)
@@ -113,15 +114,4 @@ func unstorableMessage(cause *UnstorableError) string {
 		what = "the run's next status is larger than the apiserver accepts"
 	}
 	return fmt.Sprintf("%s (%s), %screate a new run to go on, and report the cause if it persists", what, detail, known)
-}
-
-// quotaName is the ResourceQuota an apiserver refusal names ("exceeded
-// quota: NAME, requested: …"), "" when it names none.
-func quotaName(msg string) string {
-	_, rest, ok := strings.Cut(msg, "exceeded quota: ")
-	if !ok {
-		return ""
-	}
-	name, _, _ := strings.Cut(rest, ",")
-	return strings.TrimSpace(name)
 }

@@ -31,6 +31,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/tools"
 )
 
@@ -74,9 +75,9 @@ type ApprovalDecisionReconciler struct {
 	// APIReader reads the run past the cache: a decision is judged against
 	// the run as it is now.
 	APIReader client.Reader
-	Store     *Store
+	Store     *store.Store
 	// Steps shape every status write (Write.Steps).
-	Steps    *CommitSteps
+	Steps    *store.CommitSteps
 	Verifier DecisionVerifier
 	// Signer, when set, is the admission webhook's seal: the engine then
 	// trusts a run's spec.requestedBy only when sealed.

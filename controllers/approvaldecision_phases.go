@@ -32,6 +32,7 @@ import (
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/clip"
 	"github.com/exagent-io/exagent/internal/segment"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/tools"
 )
@@ -249,13 +250,13 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 	}
 	if !equalStatus(next, dsc.run.Status) {
 		written, err := r.commitDecided(ctx, dsc, next)
-		if u, ok := AsUnstorable(err); ok {
+		if u, ok := store.AsUnstorable(err); ok {
 			// Retrying the same write could only be refused again.
 			dsc.reject("the run's status cannot take this decision: %v (%s); the run is unchanged", u, u.Reason)
 			return nil
 		}
 		if err != nil {
-			if errors.Is(err, ErrConflict) || apierrors.IsConflict(err) {
+			if errors.Is(err, store.ErrConflict) || apierrors.IsConflict(err) {
 				logf.FromContext(ctx).V(1).Info("run changed while deciding; retrying on a fresh read")
 			}
 			return err
@@ -290,14 +291,14 @@ func (r *ApprovalDecisionReconciler) commitDecided(ctx context.Context, dsc *dec
 	}
 	if r.Runs != nil && next.Phase == exagentv1.PhaseApproved && dsc.run.Status.Phase == exagentv1.PhaseAwaitingApproval {
 		written, ok, err := r.Runs.resumeDecided(ctx, dsc.run, next, dsc.now, event)
-		if _, refused := AsUnstorable(err); ok && !refused {
+		if _, refused := store.AsUnstorable(err); ok && !refused {
 			return written, err
 		}
 		// Stopping, or the resumed turn's write is refused for good: the
 		// decision is committed alone, and the run's own turn meets (and
 		// ends the run on) that refusal.
 	}
-	written, err := r.Store.Commit(ctx, Write{Run: dsc.run, Status: next, Now: dsc.now, Steps: r.Steps.All(HeldSinks(dsc.agent))})
+	written, err := r.Store.Commit(ctx, store.Write{Run: dsc.run, Status: next, Now: dsc.now, Steps: r.Steps.All(store.HeldSinks(dsc.agent))})
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +318,7 @@ func (r *ApprovalDecisionReconciler) failCorrupt(ctx context.Context, dsc *decis
 	if err != nil {
 		return fmt.Errorf("failing run %s with a corrupt status: %w", dsc.run.Name, err)
 	}
-	written, err := r.Store.Commit(ctx, Write{Run: dsc.run, Status: failed, Now: dsc.now, Steps: r.Steps.All(HeldSinks(dsc.agent))})
+	written, err := r.Store.Commit(ctx, store.Write{Run: dsc.run, Status: failed, Now: dsc.now, Steps: r.Steps.All(store.HeldSinks(dsc.agent))})
 	if err != nil {
 		return err
 	}
@@ -333,10 +334,10 @@ func (r *ApprovalDecisionReconciler) failCorrupt(ctx context.Context, dsc *decis
 // sealedReceipts reads the receipts the run's segments hold (the chain
 // verified, as before any IO; its segments are cached by content hash).
 func (r *ApprovalDecisionReconciler) sealedReceipts(ctx context.Context, run *exagentv1.AgentRun) ([]exagentv1.Receipt, error) {
-	if r.Store.segments == nil {
+	if r.Store.Segments() == nil {
 		return nil, nil
 	}
-	chain, err := r.Store.segments.Chain(ctx, run)
+	chain, err := r.Store.Segments().Chain(ctx, run)
 	if err != nil {
 		return nil, fmt.Errorf("reading the sealed receipts of run %s: %w", run.Name, err)
 	}

@@ -35,6 +35,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/loop"
 )
@@ -78,7 +79,7 @@ func BenchmarkRetention(b *testing.B) {
 	var sealedBytes atomic.Int64
 	work := make(chan int)
 	var wg sync.WaitGroup
-	segs := controllers.NewSegments(env().Client, env().Client, 1)
+	segs := store.NewSegments(env().Client, env().Client, 1)
 	for range max(*retentionMakers, 1) {
 		wg.Go(func() {
 			for i := range work {
@@ -126,7 +127,7 @@ func BenchmarkRetention(b *testing.B) {
 // makeEndedRun creates one Succeeded run of Agent keeper whose transcript
 // of about size bytes is sealed into real segments, with a 1 s TTL and one
 // decision naming it; it returns the sealed bytes.
-func makeEndedRun(b *testing.B, h *harness, segs *controllers.Segments, i, size int) int64 {
+func makeEndedRun(b *testing.B, h *harness, segs *store.Segments, i, size int) int64 {
 	ctx := context.Background()
 	run := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("done-%d", i), Namespace: h.ns},
 		Spec: exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: "keeper"}, Input: "read it all",

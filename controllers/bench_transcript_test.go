@@ -35,6 +35,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -190,7 +191,7 @@ func BenchmarkFinishedRunsMemory(b *testing.B) {
 	ctx := context.Background()
 	h := &harness{t: b, ns: fmt.Sprintf("bench-mem-%d", time.Now().UnixNano()%1000000), c: env().Client}
 	must(b, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}))
-	segs := controllers.NewSegments(env().Client, env().Client, 1)
+	segs := store.NewSegments(env().Client, env().Client, 1)
 	var sealedBytes int64
 	for i := range *benchFinished {
 		run := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("done-%d", i), Namespace: h.ns},

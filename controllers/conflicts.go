@@ -17,6 +17,8 @@ limitations under the License.
 package controllers
 
 import (
+	"github.com/exagent-io/exagent/internal/store"
+
 	"context"
 	"errors"
 
@@ -56,5 +58,5 @@ func (q quietConflicts) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // isConflict reports whether err is a lost compare-and-swap: the
 // apiserver's 409 Conflict or the store's ErrConflict.
 func isConflict(err error) bool {
-	return apierrors.IsConflict(err) || errors.Is(err, ErrConflict)
+	return apierrors.IsConflict(err) || errors.Is(err, store.ErrConflict)
 }

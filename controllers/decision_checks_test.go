@@ -31,6 +31,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/store"
 )
 
 // slowReview is the production verifier whose SubjectAccessReview takes
@@ -255,7 +256,7 @@ func TestCorruptStatusFailsTheRun(t *testing.T) {
 // no transcript and no call arguments or results; a live run is kept whole.
 func TestCacheDropsEndedRunsBulk(t *testing.T) {
 	var transform toolscache.TransformFunc
-	for obj, by := range controllers.CacheOptions().ByObject {
+	for obj, by := range store.CacheOptions().ByObject {
 		if _, ok := obj.(*exagentv1.AgentRun); ok {
 			transform = by.Transform
 		}

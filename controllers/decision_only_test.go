@@ -31,6 +31,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -55,7 +56,7 @@ func (h *harness) startDecisionsOnly(clk clock.PassiveClock, verifier controller
 	r := &controllers.ApprovalDecisionReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Store:     controllers.NewStore(mgr.GetClient(), mgr.GetAPIReader()),
+		Store:     store.NewStore(mgr.GetClient(), mgr.GetAPIReader()),
 		Verifier:  verifier,
 		Clock:     clk,
 		Name:      "decisions-only-" + h.ns,

@@ -14,19 +14,20 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package controllers owns the reconcilers that make runs happen: the
-// AgentRun reconciler (start, claim, journal each model and tool call with
-// intent before IO and outcome before advance, pause, finish, recover,
-// expire) and the ApprovalDecision reconciler (re-verify the actor, apply
-// the decision with compare-and-swap, write the receipt), and the Agent
-// reconciler (check what an Agent names — Secrets, schemas, MCP listings
-// through the shared catalog, delegates — and write Ready and
-// status.tools when they changed; information, never a gate). Every status
-// write of a run is one Store.Commit of a Write whose caller lists the
-// steps that shape it (commit.go: seal, notify, trace); the store fences
-// owner commits on the claim's attempt and lease. Model and tool IO never runs on a reconcile
-// worker: it is dispatched to internal/executor and comes back through a
-// channel source into an in-memory inbox. Every status write journals the
-// notifications it makes true (CommitSteps.Notify, commit.go); sending them
-// is internal/notify's Deliverer, which Setup adds to the manager.
+// Package controllers owns the reconcilers that make runs happen and
+// their wiring (Setup): the AgentRun reconciler (start, claim, journal
+// each model and tool call with intent before IO and outcome before
+// advance, pause, finish, recover, expire), the ApprovalDecision
+// reconciler (re-verify the actor, apply the decision with
+// compare-and-swap, write the receipt) and the Agent reconciler (check
+// what an Agent names — Secrets, schemas, MCP listings through the shared
+// catalog, delegates — and write Ready and status.tools when they changed;
+// information, never a gate). What they write goes through internal/store
+// (one Store.Commit per status write, fenced on the claim); model and tool
+// IO never runs on a reconcile worker: it is dispatched to
+// internal/executor and comes back through a channel source into an
+// in-memory inbox. The background tasks are packages of their own that
+// Setup adds to the manager: notifications (internal/notify), retention
+// (internal/retention). What a deleted run owned is the garbage
+// collector's: its children, segments and decisions have it as owner.
 package controllers

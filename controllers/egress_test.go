@@ -38,6 +38,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/egress"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/model"
 )
@@ -155,7 +156,7 @@ func TestEgressNamespaceAllowList(t *testing.T) {
 		}
 	}
 
-	copts := controllers.CacheOptions()
+	copts := store.CacheOptions()
 	copts.DefaultNamespaces = map[string]cache.Config{a.ns: {}, b.ns: {}}
 	copts.ByObject[&corev1.ConfigMap{}] = egress.CacheByObject(key)
 	mgr, err := ctrl.NewManager(rest.CopyConfig(env().Config), ctrl.Options{

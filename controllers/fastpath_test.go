@@ -30,6 +30,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/store"
 )
 
 // TestApproveResumesInOneWrite: the approval is applied, the run claimed
@@ -140,7 +141,7 @@ func TestWaitingRunKeepsItsJournal(t *testing.T) {
 // ever written from that copy.
 func TestCacheSummarizesWaitingRuns(t *testing.T) {
 	var transform func(any) (any, error)
-	for obj, by := range controllers.CacheOptions().ByObject {
+	for obj, by := range store.CacheOptions().ByObject {
 		if _, ok := obj.(*exagentv1.AgentRun); ok {
 			transform = by.Transform
 		}
@@ -164,7 +165,7 @@ func TestCacheSummarizesWaitingRuns(t *testing.T) {
 		if len(run.Status.Approvals) != 1 || run.Status.Calls[0].PayloadHash != "sha256:p" || run.Annotations["team"] != "a" {
 			t.Errorf("%s: the summary lost what the controllers read: %+v", phase, run)
 		}
-		if _, err := controllers.NewStore(nil, nil).Commit(context.Background(), controllers.Write{Run: run, Status: run.Status, Now: time.Now()}); err == nil {
+		if _, err := store.NewStore(nil, nil).Commit(context.Background(), store.Write{Run: run, Status: run.Status, Now: time.Now()}); err == nil {
 			t.Errorf("%s: a status computed from the summary was written", phase)
 		}
 	}

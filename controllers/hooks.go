@@ -23,6 +23,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/segment"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -146,9 +147,7 @@ func (h Hooks) beforeChildOutcomeCommit(ctx context.Context, run types.Namespace
 	}
 }
 
-func (h Hooks) beforeArchiveJournal(ctx context.Context, run types.NamespacedName, sent error) error {
-	if h.BeforeArchiveJournal != nil {
-		return h.BeforeArchiveJournal(ctx, run, sent)
-	}
-	return nil
+// store is the write path's share of the hooks.
+func (h Hooks) store() store.Hooks {
+	return store.Hooks{BeforeStatusWrite: h.BeforeStatusWrite, AfterSegmentsCreated: h.AfterSegmentsCreated}
 }

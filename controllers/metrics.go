@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/model"
 )
@@ -167,6 +168,9 @@ func observeModelRequest(provider exagentv1.ModelProvider, resp *loop.ModelRespo
 		modelTokensTotal.WithLabelValues(p, "completion").Add(float64(resp.CompletionTokens))
 	}
 }
+
+// storeMetrics is what the write path reports to the metrics.
+var storeMetrics = store.Observer{Committed: observeCommit, WriteFailed: observeWriteError, SegmentCreated: observeSegmentCreated}
 
 // observeCommit records what a status write that landed changed: its
 // size, the approvals it decided (their wait) and the run's end.

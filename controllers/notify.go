@@ -26,6 +26,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/notify"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -49,13 +50,13 @@ func reportDropped(d *notify.Deliverer) func(context.Context, *exagentv1.AgentRu
 // notifyJournal is the Deliverer's status writer: Store.Commit without a
 // fence, its errors told apart as notify.StatusWriter says.
 type notifyJournal struct {
-	store *Store
-	steps *CommitSteps
+	store *store.Store
+	steps *store.CommitSteps
 }
 
 func (j notifyJournal) WriteStatus(ctx context.Context, run *exagentv1.AgentRun, next exagentv1.AgentRunStatus, now time.Time) error {
-	_, err := j.store.Commit(ctx, Write{Run: run, Status: next, Now: now, Steps: j.steps.All(j.steps.AgentSinks(ctx, run))})
-	if u, ok := AsUnstorable(err); ok {
+	_, err := j.store.Commit(ctx, store.Write{Run: run, Status: next, Now: now, Steps: j.steps.All(j.steps.AgentSinks(ctx, run))})
+	if u, ok := store.AsUnstorable(err); ok {
 		return &notify.UnstorableError{Reason: u.Reason, Err: u}
 	}
 	if apierrorsIsConflict(err) {
@@ -67,5 +68,5 @@ func (j notifyJournal) WriteStatus(ctx context.Context, run *exagentv1.AgentRun,
 // apierrorsIsConflict: a write that lost its compare-and-swap, as the
 // apiserver or the Store says it (the deliverer's and the reaper's journals).
 func apierrorsIsConflict(err error) bool {
-	return apierrors.IsConflict(err) || errors.Is(err, ErrConflict)
+	return apierrors.IsConflict(err) || errors.Is(err, store.ErrConflict)
 }

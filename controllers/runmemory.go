@@ -21,6 +21,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/telemetry"
 )
 
@@ -44,14 +45,14 @@ type runMemory struct {
 	// mcpWants is since when a run about to be claimed waits for listings (agentrun_mcp.go).
 	mcpWants mcpWants
 	// store keeps the copy of each run this process wrote last (Store.Fresher).
-	store *Store
+	store *store.Store
 	// tracer keeps the open span of each run's attempt (nil: no tracing).
 	tracer *telemetry.Tracer
 	// waits are the model requests waiting for a rate limit (model_waits.go).
 	waits modelWaits
 }
 
-func newRunMemory(store *Store, tracer *telemetry.Tracer) *runMemory {
+func newRunMemory(store *store.Store, tracer *telemetry.Tracer) *runMemory {
 	return &runMemory{
 		turns: newTurns(), claims: newClaims(), inbox: newInbox(),
 		owned: &owned{runs: map[types.NamespacedName]struct{}{}},

@@ -33,9 +33,12 @@ import (
 	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/eventqueue"
 	"github.com/exagent-io/exagent/internal/executor"
+	"github.com/exagent-io/exagent/internal/index"
 	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/internal/notify"
+	"github.com/exagent-io/exagent/internal/retention"
 	"github.com/exagent-io/exagent/internal/served"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/model"
@@ -140,13 +143,13 @@ type Options struct {
 	// are kept.
 	DefaultTTLAfterFinished time.Duration
 	// RetentionWorkers bounds the runs archived and deleted at once
-	// (DefaultRetentionWorkers when 0): each holds its run's chain in
+	// (retention.DefaultWorkers when 0): each holds its run's chain in
 	// memory while its archive is sent.
 	RetentionWorkers int
 	// ArchiveRetry is the backoff between attempts of one run's archive
 	// (1s doubling to 5m when unset); attempts never end.
 	ArchiveRetry loop.ArchiveRetry
-	// ArchiveTimeout bounds one archive attempt (DefaultArchiveTimeout when 0).
+	// ArchiveTimeout bounds one archive attempt (retention.DefaultArchiveTimeout when 0).
 	ArchiveTimeout time.Duration
 	// ArchiveHTTPClient sends archives (default: its own egress transport
 	// under Egress, like notifications).
@@ -161,7 +164,7 @@ type Controllers struct {
 	Runs      *AgentRunReconciler
 	Decisions *ApprovalDecisionReconciler
 	Agents    *AgentReconciler
-	Store     *Store
+	Store     *store.Store
 	Executor  *executor.Executor
 }
 
@@ -181,10 +184,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if o.HTTPClient == nil {
 		o.HTTPClient = newOutboundClient(o, limits)
 	}
-	segments := NewSegments(mgr.GetClient(), mgr.GetAPIReader(), o.SegmentCacheBytes)
-	store := NewStore(mgr.GetClient(), mgr.GetAPIReader()).WithSegments(ctx, segments, o.Hooks).WithTracer(o.Tracer, o.Holder)
-	steps := &CommitSteps{agents: mgr.GetClient(), seal: true, tracer: o.Tracer, holder: o.Holder,
-		sealOpts: SealOptions{HotBytes: o.HotStatusBytes, ValueBytes: o.SealValueBytes}}
+	segments := store.NewSegments(mgr.GetClient(), mgr.GetAPIReader(), o.SegmentCacheBytes)
+	writes := store.NewStore(mgr.GetClient(), mgr.GetAPIReader()).
+		WithSegments(ctx, segments, o.Hooks.store()).WithTracer(o.Tracer, o.Holder).WithObserver(storeMetrics)
+	steps := store.NewCommitSteps(mgr.GetClient(), store.SealOptions{HotBytes: o.HotStatusBytes, ValueBytes: o.SealValueBytes},
+		o.Tracer, o.Holder)
 	exec := executor.New(limits)
 	// Events go through a bounded queue with a few writers (eventqueue's
 	// doc says why not client-go's broadcaster). controller-runtime stops
@@ -198,7 +202,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	runs := &AgentRunReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Store:     store,
+		Store:     writes,
 		Steps:     steps,
 		Segments:  segments,
 		Recorder:  evq.Recorder("exagent-controller"),
@@ -232,7 +236,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	decisions := &ApprovalDecisionReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
-		Store:                   store,
+		Store:                   writes,
 		Steps:                   steps,
 		Verifier:                o.Verifier,
 		Signer:                  o.Signer,
@@ -254,10 +258,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if err := agents.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Agent controller: %w", err)
 	}
-	if err := setupNotifier(ctx, mgr, o, store, steps, evq); err != nil {
+	if err := setupNotifier(ctx, mgr, o, writes, steps, evq); err != nil {
 		return nil, err
 	}
-	if err := setupRetention(ctx, mgr, o, store, steps, segments, evq, runs.holdsIO); err != nil {
+	if err := setupRetention(ctx, mgr, o, writes, steps, segments, evq, runs.holdsIO); err != nil {
 		return nil, err
 	}
 	if o.RunMetrics {
@@ -265,59 +269,48 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 			return nil, fmt.Errorf("registering the run metrics: %w", err)
 		}
 	}
-	return &Controllers{Runs: runs, Decisions: decisions, Agents: agents, Store: store, Executor: exec}, nil
+	return &Controllers{Runs: runs, Decisions: decisions, Agents: agents, Store: writes, Executor: exec}, nil
 }
 
 // setupNotifier registers the notification Deliverer (internal/notify) as a
 // leader-only runnable and makes every commit journal what it makes true
 // (controllers/notify.go).
-func setupNotifier(ctx context.Context, mgr ctrl.Manager, o Options, store *Store, steps *CommitSteps, evq *eventqueue.Queue) error {
+func setupNotifier(ctx context.Context, mgr ctrl.Manager, o Options, writes *store.Store, steps *store.CommitSteps, evq *eventqueue.Queue) error {
 	hc := o.NotifyHTTPClient
 	if hc == nil {
 		hc = egress.NewClient(egress.TransportOptions{Policy: o.Egress, AllowLists: o.EgressAllowLists})
 	}
 	d := notify.NewDeliverer(notify.Config{
-		Cache: mgr.GetClient(), Reader: mgr.GetAPIReader(), Informers: mgr.GetCache(), Writer: notifyJournal{store: store, steps: steps},
+		Cache: mgr.GetClient(), Reader: mgr.GetAPIReader(), Informers: mgr.GetCache(), Writer: notifyJournal{store: writes, steps: steps},
 		Recorder: evq.Recorder("exagent-notifier"), Clock: clock.RealClock{}, HTTP: hc, Retry: o.NotifyRetry,
 		Workers: o.NotifyWorkers, QueueName: "notify" + o.NameSuffix, BeforeNotify: o.Hooks.BeforeNotify, Life: ctx,
 		UIURL: o.UIURLTemplate,
 	})
-	steps.dropped = reportDropped(d)
+	steps.OnDropped(reportDropped(d))
 	if err := mgr.Add(d); err != nil {
 		return fmt.Errorf("adding the notifier: %w", err)
 	}
 	return nil
 }
 
-// setupRetention registers the reaper (controllers/retention.go) and the
-// index that lists a run's decisions.
-func setupRetention(ctx context.Context, mgr ctrl.Manager, o Options, store *Store, steps *CommitSteps, segments *Segments, evq *eventqueue.Queue,
+// setupRetention registers the reaper (internal/retention) and the index
+// that lists a run's decisions.
+func setupRetention(ctx context.Context, mgr ctrl.Manager, o Options, writes *store.Store, steps *store.CommitSteps, segments *store.Segments, evq *eventqueue.Queue,
 	running func(types.NamespacedName) bool) error {
-	if err := indexDecisions(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := index.Decisions(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	c := o.Clock
-	if c == nil {
-		c = clock.RealClock{}
+	hc := o.ArchiveHTTPClient
+	if hc == nil {
+		hc = egress.NewClient(egress.TransportOptions{Policy: o.Egress, AllowLists: o.EgressAllowLists})
 	}
-	r := &reaper{
-		client: mgr.GetClient(), reader: mgr.GetAPIReader(), store: store, steps: steps, segments: segments,
-		recorder: evq.Recorder("exagent-retention"), clock: c, http: o.ArchiveHTTPClient,
-		retry: o.ArchiveRetry.WithDefaults(), defaultTTL: o.DefaultTTLAfterFinished, timeout: o.ArchiveTimeout,
-		workers: o.RetentionWorkers, hooks: o.Hooks, informer: mgr.GetCache(), life: ctx,
-		queue: newReaperQueue("retention"+o.NameSuffix, c), busy: map[types.NamespacedName]bool{},
-		running: running, lateWindow: lateOutcomeWindow,
-	}
-	if r.http == nil {
-		r.http = egress.NewClient(egress.TransportOptions{Policy: o.Egress, AllowLists: o.EgressAllowLists})
-	}
-	if r.workers <= 0 {
-		r.workers = DefaultRetentionWorkers
-	}
-	r.fair = newFairShare(r.workers)
-	if r.timeout <= 0 {
-		r.timeout = DefaultArchiveTimeout
-	}
+	r := retention.New(retention.Config{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Store: writes, Steps: steps, Segments: segments,
+		Recorder: evq.Recorder("exagent-retention"), Informers: mgr.GetCache(), Clock: o.Clock, HTTP: hc,
+		Retry: o.ArchiveRetry, DefaultTTL: o.DefaultTTLAfterFinished, Timeout: o.ArchiveTimeout,
+		Workers: o.RetentionWorkers, QueueName: "retention" + o.NameSuffix, Running: running,
+		BeforeArchiveJournal: o.Hooks.BeforeArchiveJournal, Life: ctx,
+	})
 	if err := mgr.Add(r); err != nil {
 		return fmt.Errorf("adding retention: %w", err)
 	}

@@ -25,7 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -46,24 +46,24 @@ func TestStoreFence(t *testing.T) {
 	}{
 		"owner commit on the current version": {readLease: time.Minute, fence: &a},
 		"a concurrent write that kept the claim is a conflict": {
-			readLease: time.Minute, fence: &a, wantErr: controllers.ErrConflict,
+			readLease: time.Minute, fence: &a, wantErr: store.ErrConflict,
 			interfere: func(s *exagentv1.AgentRunStatus) { s.Message = "someone else wrote" },
 		},
 		"another attempt's claim is a lost fence": {
-			readLease: time.Minute, fence: &a, wantErr: controllers.ErrFenceLost,
+			readLease: time.Minute, fence: &a, wantErr: store.ErrFenceLost,
 			interfere: func(s *exagentv1.AgentRunStatus) { s.Claim.Holder, s.Claim.Attempt = "b", 2 },
 		},
 		"an expired lease is a lost fence, with no write": {
-			readLease: -time.Second, fence: &a, wantErr: controllers.ErrFenceLost,
+			readLease: -time.Second, fence: &a, wantErr: store.ErrFenceLost,
 		},
 		"an unfenced commit on a stale version is a conflict": {
-			readLease: time.Minute, wantErr: controllers.ErrConflict,
+			readLease: time.Minute, wantErr: store.ErrConflict,
 			interfere: func(s *exagentv1.AgentRunStatus) { s.Message = "someone else wrote" },
 		},
 	}
 	h := newHarness(t)
 	ctx := context.Background()
-	store := controllers.NewStore(h.c, h.c)
+	writes := store.NewStore(h.c, h.c)
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			run := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{GenerateName: "store-", Namespace: h.ns},
@@ -86,7 +86,7 @@ func TestStoreFence(t *testing.T) {
 			}
 			next := *read.Status.DeepCopy()
 			next.Message = "owner's outcome"
-			written, err := store.Commit(ctx, controllers.Write{Run: read, Status: next, Fence: tc.fence, Now: now})
+			written, err := writes.Commit(ctx, store.Write{Run: read, Status: next, Fence: tc.fence, Now: now})
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("Commit error = %v, want %v", err, tc.wantErr)
 			}

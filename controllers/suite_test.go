@@ -49,6 +49,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/egress"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/testenv"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
@@ -212,7 +213,7 @@ func (h *harness) startManagerWith(opts controllers.Options, hooks func(kill fun
 // managerOptions are the test managers' settings: a cache of this
 // namespace only, no metrics endpoint or probes.
 func (h *harness) managerOptions() ctrl.Options {
-	copts := controllers.CacheOptions()
+	copts := store.CacheOptions()
 	copts.DefaultNamespaces = map[string]cache.Config{h.ns: {}}
 	return ctrl.Options{
 		Scheme:                 env().Scheme,

@@ -38,6 +38,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/segment"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/loop"
 )
@@ -230,7 +231,7 @@ func (s *statusSizes) of(name string) (largest, writes int) {
 // transcriptOf reads the whole logical transcript of run through its segments.
 func transcriptOf(t *testing.T, run *exagentv1.AgentRun) ([]exagentv1.Message, []segment.Segment) {
 	t.Helper()
-	chain, err := controllers.NewSegments(env().Client, env().Client, 0).Chain(context.Background(), run)
+	chain, err := store.NewSegments(env().Client, env().Client, 0).Chain(context.Background(), run)
 	if err != nil {
 		t.Fatalf("reading the chain of %s: %v", run.Name, err)
 	}

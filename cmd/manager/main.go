@@ -48,7 +48,9 @@ import (
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/internal/notify"
+	"github.com/exagent-io/exagent/internal/retention"
 	"github.com/exagent-io/exagent/internal/served"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/internal/version"
 	"github.com/exagent-io/exagent/loop"
@@ -117,7 +119,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 		"at least the runs that share one model endpoint at once, at most a share of --max-inflight-io so one slow endpoint cannot starve the others.")
 	fs.IntVar(&f.opts.HotStatusBytes, "hot-status-bytes", loop.DefaultHotBytes, "Budget of a run's encoded status: older messages, past steps' calls and large values are sealed into AgentRunSegments beyond it.")
 	fs.IntVar(&f.opts.SealValueBytes, "seal-value-bytes", loop.DefaultValueBytes, "A single message content, tool argument or result larger than this is sealed into a segment at once (at least 512).")
-	fs.IntVar(&f.opts.SegmentCacheBytes, "segment-cache-bytes", controllers.DefaultSegmentCacheBytes, "Bytes of AgentRunSegments kept in memory (an LRU by content hash).")
+	fs.IntVar(&f.opts.SegmentCacheBytes, "segment-cache-bytes", store.DefaultSegmentCacheBytes, "Bytes of AgentRunSegments kept in memory (an LRU by content hash).")
 	fs.Int64Var(&f.opts.MaxTranscriptBytes, "max-transcript-bytes", exagentv1.MaxTranscriptBytesLimit, "Cap on every run's transcript: a run gets the lower of this and its Agent's "+
 		"limits.maxTranscriptBytes (default 8 MiB); between 1 MiB and 64 MiB (docs/etcd-budget.md).")
 	fs.DurationVar(&f.opts.ModelTimeout, "model-timeout", 2*time.Minute, "Timeout of one model request.")
@@ -146,8 +148,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 		"under Roles there (config/namespaced-install); empty: every namespace (docs/install.md, Namespace-scoped install).")
 	fs.IntVar(&f.defaultTTLSeconds, "default-ttl-seconds-after-finished", 0, "TTL of an ended run whose spec.ttlSecondsAfterFinished and Agent's retention.ttlSecondsAfterFinished are unset: "+
 		"it is deleted (archived first when its Agent has retention.archive) this many seconds after it ended; 0 keeps such runs (docs/retention.md).")
-	fs.IntVar(&f.opts.RetentionWorkers, "retention-workers", controllers.DefaultRetentionWorkers, "Ended runs archived and deleted at once; each holds its run's transcript in memory while its archive is sent.")
-	fs.DurationVar(&f.opts.ArchiveTimeout, "archive-timeout", controllers.DefaultArchiveTimeout, "Timeout of one attempt to send a run's archive to its Agent's retention.archive.")
+	fs.IntVar(&f.opts.RetentionWorkers, "retention-workers", retention.DefaultWorkers, "Ended runs archived and deleted at once; each holds its run's transcript in memory while its archive is sent.")
+	fs.DurationVar(&f.opts.ArchiveTimeout, "archive-timeout", retention.DefaultArchiveTimeout, "Timeout of one attempt to send a run's archive to its Agent's retention.archive.")
 	fs.DurationVar(&f.opts.AgentRecheckInterval, "agent-recheck-interval", controllers.DefaultAgentRecheckInterval, "How often a Ready Agent is checked again "+
 		"(its Secrets read, its MCP servers listed); an Agent that is not Ready is checked sooner, with backoff. Its status is written only when it changed.")
 	fs.StringVar(&f.uiURLTemplate, "ui-url-template", "", "Link every notification to the run's page (CloudEvents data.links.ui, a Slack button): a URL where {namespace} and {name} "+
@@ -360,7 +362,7 @@ func run() error {
 	egressCfg, _ := f.egressConfig() // validated by parseFlags
 	egressCfg.OwnPorts, egressCfg.OwnAddrs = f.ownPorts(), ownAddrs()
 	nsKey, _ := f.egressNamespaceKey()
-	cacheOpts := controllers.CacheOptions()
+	cacheOpts := store.CacheOptions()
 	// Every informer covers the served namespaces only (the egress
 	// ConfigMap keeps its own namespace, the manager's).
 	cacheOpts.DefaultNamespaces = f.opts.Namespaces.CacheNamespaces()

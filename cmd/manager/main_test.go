@@ -28,6 +28,7 @@ import (
 	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/mcplist"
+	"github.com/exagent-io/exagent/internal/retention"
 	"github.com/exagent-io/exagent/internal/served"
 )
 
@@ -65,7 +66,7 @@ func TestParseFlags(t *testing.T) {
 					DrainTimeout: 20 * time.Second, LeaseSkewGrace: 2 * time.Second, HotStatusBytes: 32 << 10,
 					SealValueBytes: 4 << 10, SegmentCacheBytes: 32 << 20, MaxTranscriptBytes: 64 << 20,
 					MCPListConcurrency: mcplist.DefaultConcurrency, MCPListTimeout: mcplist.DefaultTimeout,
-					RetentionWorkers: controllers.DefaultRetentionWorkers, ArchiveTimeout: controllers.DefaultArchiveTimeout,
+					RetentionWorkers: retention.DefaultWorkers, ArchiveTimeout: retention.DefaultArchiveTimeout,
 					AgentRecheckInterval: controllers.DefaultAgentRecheckInterval}},
 		},
 		"a pod's flags": {
@@ -93,7 +94,7 @@ func TestParseFlags(t *testing.T) {
 					DrainTimeout: 20 * time.Second, LeaseSkewGrace: 2 * time.Second, HotStatusBytes: 32 << 10,
 					SealValueBytes: 4 << 10, SegmentCacheBytes: 32 << 20, MaxTranscriptBytes: 64 << 20,
 					MCPListConcurrency: mcplist.DefaultConcurrency, MCPListTimeout: mcplist.DefaultTimeout,
-					RetentionWorkers: controllers.DefaultRetentionWorkers, ArchiveTimeout: controllers.DefaultArchiveTimeout,
+					RetentionWorkers: retention.DefaultWorkers, ArchiveTimeout: retention.DefaultArchiveTimeout,
 					AgentRecheckInterval: controllers.DefaultAgentRecheckInterval, Namespaces: mustNamespaces(t, "team-a,team-b")}},
 		},
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/egress"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/testenv"
 )
 
@@ -68,7 +69,7 @@ func testApiserverFaults(t *testing.T) {
 	faults := NewFaultInjector(uint64(seed()), faultRate)
 	cfg := rest.CopyConfig(cl.admin)
 	cfg.Wrap(faults.Wrap)
-	copts := controllers.CacheOptions()
+	copts := store.CacheOptions()
 	copts.DefaultNamespaces = map[string]cache.Config{s.ns: {}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testenv.Scheme(),

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package store
 
 import (
 	"context"
@@ -46,6 +46,9 @@ const DefaultSegmentCacheBytes = 32 << 20
 type Segments struct {
 	client client.Client
 	reader client.Reader
+
+	// observer is the store's (WithObserver): told of each segment created.
+	observer Observer
 
 	mu       sync.Mutex
 	cache    *simplelru.LRU[string, cachedSegment]
@@ -124,7 +127,7 @@ func (s *Segments) Create(ctx context.Context, run *exagentv1.AgentRun, segs []s
 		}
 		err := s.client.Create(ctx, obj)
 		if err == nil {
-			observeSegmentCreated(run.Namespace, segmentSize(seg))
+			s.observer.segmentCreated(run.Namespace, segmentSize(seg))
 		}
 		if apierrors.IsAlreadyExists(err) {
 			existing := &exagentv1.AgentRunSegment{}

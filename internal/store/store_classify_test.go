@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package store
 
 import (
 	"errors"
@@ -79,7 +79,7 @@ func TestUnstorableSegment(t *testing.T) {
 			if !ok || u.Reason != tc.wantReason || !u.Segment {
 				t.Fatalf("got %#v, want reason %s for a segment", err, tc.wantReason)
 			}
-			if got := quotaName(u.Error()); got != tc.wantQuota {
+			if got := QuotaName(u.Error()); got != tc.wantQuota {
 				t.Errorf("quota named %q, want %q", got, tc.wantQuota)
 			}
 		})

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package store
 
 import (
 	"context"
@@ -98,6 +98,20 @@ type CommitSteps struct {
 	dropped func(ctx context.Context, run *exagentv1.AgentRun, next *loop.Status, left []notify.Event)
 	tracer  *telemetry.Tracer
 	holder  string
+}
+
+// NewCommitSteps builds the steps of a manager whose store writes
+// transcript segments (Store.WithSegments): agents reads an Agent for
+// AgentSinks (the cache); tracer and holder set the attempts'
+// traceparent.
+func NewCommitSteps(agents client.Reader, seal SealOptions, tracer *telemetry.Tracer, holder string) *CommitSteps {
+	return &CommitSteps{agents: agents, seal: true, sealOpts: seal, tracer: tracer, holder: holder}
+}
+
+// OnDropped makes the notify step report the notifications the journal
+// had no room for to f.
+func (p *CommitSteps) OnDropped(f func(ctx context.Context, run *exagentv1.AgentRun, next *loop.Status, left []notify.Event)) {
+	p.dropped = f
 }
 
 // SealOptions are the hot-status budgets (loop.SealConfig without the run).

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package store
 
 import (
 	"context"
@@ -42,10 +42,10 @@ import (
 // the run goes on from what is stored (docs/architecture.md §4.3, §4.6).
 var ErrFenceLost = errors.New("fence lost: the run is no longer owned by this attempt")
 
-// errSummary means a status was computed from the cache's summary of a
+// ErrSummary means a status was computed from the cache's summary of a
 // waiting run (CacheOptions): it is computed again from the run read past
 // the cache.
-var errSummary = errors.New("computed from the cache's summary of a waiting run")
+var ErrSummary = errors.New("computed from the cache's summary of a waiting run")
 
 // ErrConflict means the object changed since it was read but the fence
 // (when one was given) still holds: re-read and apply again.
@@ -127,6 +127,17 @@ func unstorableSegment(err error, what string) error {
 	return u
 }
 
+// QuotaName is the ResourceQuota an apiserver refusal names ("exceeded
+// quota: NAME, requested: …"), "" when it names none.
+func QuotaName(msg string) string {
+	_, rest, ok := strings.Cut(msg, "exceeded quota: ")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, ",")
+	return strings.TrimSpace(name)
+}
+
 // Store is the one place that writes a run's status. Every write is an
 // Update of the status subresource carrying the resourceVersion that was
 // read (compare-and-swap), never a patch.
@@ -144,9 +155,10 @@ type Store struct {
 	refused   atomic.Int64
 
 	// tracer and holder follow every write that landed with the
-	// attempt's spans (the metrics are package-level: controllers/metrics.go).
-	tracer *telemetry.Tracer
-	holder string
+	// attempt's spans; observer is told of every write (the metrics).
+	tracer   *telemetry.Tracer
+	holder   string
+	observer Observer
 
 	// segments creates what the seal step moved out of a status, before
 	// the write that references it (docs/architecture.md §10).
@@ -160,6 +172,22 @@ type Store struct {
 // for (CommitSteps.Seal).
 func (s *Store) WithSegments(life context.Context, segs *Segments, hooks Hooks) *Store {
 	s.life, s.segments, s.hooks = life, segs, hooks
+	if segs != nil {
+		segs.observer = s.observer
+	}
+	return s
+}
+
+// Segments is the segment store the writes create segments in (nil when
+// the store writes none): readers of sealed content use the same cache.
+func (s *Store) Segments() *Segments { return s.segments }
+
+// WithObserver makes the store tell o of every write and segment.
+func (s *Store) WithObserver(o Observer) *Store {
+	s.observer = o
+	if s.segments != nil {
+		s.segments.observer = o
+	}
 	return s
 }
 
@@ -265,8 +293,8 @@ func (s *Store) Commit(ctx context.Context, w Write) (*exagentv1.AgentRun, error
 	if isSummary(run) {
 		// The cache's summary of a waiting run lacks its journal: a status
 		// computed from it would erase the transcript. Callers read the run
-		// past the cache first (errSummary); this is the last guard.
-		return nil, fmt.Errorf("run %s/%s: %w", run.Namespace, run.Name, errSummary)
+		// past the cache first (ErrSummary); this is the last guard.
+		return nil, fmt.Errorf("run %s/%s: %w", run.Namespace, run.Name, ErrSummary)
 	}
 	if w.Fence != nil {
 		if err := loop.CheckOwner(&run.Status, *w.Fence); err != nil {
@@ -296,7 +324,7 @@ func (s *Store) Commit(ctx context.Context, w Write) (*exagentv1.AgentRun, error
 	prevRV := run.ResourceVersion
 	s.hooks.beforeStatusWrite(ctx, client.ObjectKeyFromObject(run), &out.Status)
 	if err := s.client.Status().Update(ctx, out); err != nil {
-		observeWriteError(err) // metrics (controllers/metrics.go)
+		s.observer.writeFailed(err)
 		if apierrors.IsConflict(err) {
 			s.conflicts.Add(1)
 		}
@@ -313,7 +341,7 @@ func (s *Store) Commit(ctx context.Context, w Write) (*exagentv1.AgentRun, error
 		return nil, s.recheckFence(ctx, run, *w.Fence, err)
 	}
 	s.writes.Add(1)
-	observeCommit(run, out, now) // metrics (controllers/metrics.go)
+	s.observer.committed(run, out, now)
 	s.tracer.Committed(client.ObjectKeyFromObject(out), out.Spec.AgentRef.Name, &run.Status, &out.Status, s.holder, now)
 	s.remember(prevRV, out)
 	return out, nil

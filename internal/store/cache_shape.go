@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package store
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +45,7 @@ import (
 //
 // A summary is never written back: the controllers see from it that
 // nothing is due, and whatever a turn would write is computed from the
-// run read past the cache (errSummary → load with the APIReader); the
+// run read past the cache (ErrSummary → load with the APIReader); the
 // decision controller reads the run past the cache anyway; and
 // Store.Commit refuses a summary as the last guard (isSummary). An ended
 // run is never written by the run controller; the one write it may take

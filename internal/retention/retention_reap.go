@@ -14,13 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package retention
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	corev1 "k8s.io/api/core/v1"
 	"slices"
 	"time"
 
@@ -32,8 +33,10 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/archive"
+	"github.com/exagent-io/exagent/internal/clip"
 	"github.com/exagent-io/exagent/internal/secrets"
 	"github.com/exagent-io/exagent/internal/segment"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -64,7 +67,7 @@ import (
 //  4. its decisions and segments go after it, with the garbage collector
 //     (their owner is the run), so a run that moved keeps what its next
 //     archive reads.
-func (r *reaper) reap(ctx context.Context, cached *exagentv1.AgentRun, reason string) (time.Duration, error) {
+func (r *Reaper) reap(ctx context.Context, cached *exagentv1.AgentRun, reason string) (time.Duration, error) {
 	key := client.ObjectKeyFromObject(cached)
 	if !r.take(key) {
 		return 0, nil // another worker is reaping it, and looks again if it must
@@ -104,14 +107,14 @@ func (r *reaper) reap(ctx context.Context, cached *exagentv1.AgentRun, reason st
 
 // reapable is loop.Reapable of a run read past the cache, on the
 // controllers' clock, with what this process knows of the run's IO.
-func (r *reaper) reapable(run *exagentv1.AgentRun) (bool, string, time.Time) {
+func (r *Reaper) reapable(run *exagentv1.AgentRun) (bool, string, time.Time) {
 	running := r.running != nil && r.running(client.ObjectKeyFromObject(run))
 	return loop.Reapable(&run.Status, r.clock.Now(), r.lateWindow, running)
 }
 
 // lookAgainAt is how long until at (0 when at is zero: a write brings
 // the run back), at least a millisecond.
-func (r *reaper) lookAgainAt(at time.Time) time.Duration {
+func (r *Reaper) lookAgainAt(at time.Time) time.Duration {
 	if at.IsZero() {
 		return 0
 	}
@@ -122,7 +125,7 @@ func (r *reaper) lookAgainAt(at time.Time) time.Duration {
 // read past the cache (their whole status is archived). A run that never
 // delegated has none: its status.children journals every child before
 // the child is created, so no list is made for it.
-func (r *reaper) descendants(ctx context.Context, root *exagentv1.AgentRun) ([]exagentv1.AgentRun, error) {
+func (r *Reaper) descendants(ctx context.Context, root *exagentv1.AgentRun) ([]exagentv1.AgentRun, error) {
 	if len(root.Status.Children) == 0 && !slices.ContainsFunc(root.Status.Calls, func(c exagentv1.ToolCall) bool { return c.Child != "" }) {
 		return nil, nil
 	}
@@ -155,7 +158,7 @@ func (r *reaper) descendants(ctx context.Context, root *exagentv1.AgentRun) ([]e
 }
 
 // archiveAndDelete is steps 2–4 of reap for one run read past the cache.
-func (r *reaper) archiveAndDelete(ctx context.Context, run *exagentv1.AgentRun, reason string) (time.Duration, error) {
+func (r *Reaper) archiveAndDelete(ctx context.Context, run *exagentv1.AgentRun, reason string) (time.Duration, error) {
 	key := client.ObjectKeyFromObject(run)
 	agent := r.agentOf(ctx, run)
 	digest := archiveDigest(run)
@@ -167,14 +170,14 @@ func (r *reaper) archiveAndDelete(ctx context.Context, run *exagentv1.AgentRun, 
 			return next.Sub(now), nil // held: the backoff since the last failure
 		}
 		sent := r.send(ctx, run, sink, id, now)
-		if err := r.hooks.beforeArchiveJournal(ctx, key, sent); err != nil {
+		if err := r.beforeArchiveJournal(ctx, key, sent); err != nil {
 			return 0, fmt.Errorf("archive of run %s abandoned before it was journaled: %w", key, err)
 		}
 		if ctx.Err() != nil || r.life.Err() != nil {
 			return 0, nil // stopping: nothing journaled, the archive is sent again
 		}
 		written, err := r.journal(ctx, run, loop.ArchiveAttempt{ID: id, Digest: digest, Sink: sink.Name}, sent, now)
-		if u, ok := AsUnstorable(err); ok {
+		if u, ok := store.AsUnstorable(err); ok {
 			// The apiserver refuses the run's status for good (it was at its
 			// size limit): the journal is bookkeeping, the sink's answer is
 			// what counts. Delivered: delete (on the version read). Failed:
@@ -225,7 +228,7 @@ func archiveDigest(run *exagentv1.AgentRun) string {
 }
 
 // send makes one attempt to deliver run's archive to sink, as CloudEvent id.
-func (r *reaper) send(ctx context.Context, run *exagentv1.AgentRun, sink *exagentv1.NotifySink, id string, now time.Time) error {
+func (r *Reaper) send(ctx context.Context, run *exagentv1.AgentRun, sink *exagentv1.NotifySink, id string, now time.Time) error {
 	var chain []segment.Segment
 	if r.segments != nil {
 		c, err := r.segments.ChainOnce(ctx, run)
@@ -257,17 +260,17 @@ func (r *reaper) send(ctx context.Context, run *exagentv1.AgentRun, sink *exagen
 // not covered by it (the caller archives again). The status is written
 // unsealed: an ended run has nothing more to seal, and a run a refused
 // segment ended must not meet that refusal again.
-func (r *reaper) journal(ctx context.Context, run *exagentv1.AgentRun, a loop.ArchiveAttempt, sent error, now time.Time) (*exagentv1.AgentRun, error) {
+func (r *Reaper) journal(ctx context.Context, run *exagentv1.AgentRun, a loop.ArchiveAttempt, sent error, now time.Time) (*exagentv1.AgentRun, error) {
 	if sent != nil {
 		a.Failure = sent.Error()
 	}
 	for attempt := 0; ; attempt++ {
 		next := loop.RecordArchiveAttempt(run.Status, a, now)
-		written, err := r.store.Commit(ctx, Write{Run: run, Status: next, Now: now, Steps: r.steps.Unsealed(r.steps.AgentSinks(ctx, run))})
+		written, err := r.store.Commit(ctx, store.Write{Run: run, Status: next, Now: now, Steps: r.steps.Unsealed(r.steps.AgentSinks(ctx, run))})
 		if err == nil {
 			return written, nil
 		}
-		if !apierrorsIsConflict(err) || attempt >= 3 {
+		if !isConflict(err) || attempt >= 3 {
 			return nil, err
 		}
 		fresh := &exagentv1.AgentRun{}
@@ -286,14 +289,14 @@ func (r *reaper) journal(ctx context.Context, run *exagentv1.AgentRun, a loop.Ar
 // day costs a dozen Events, not hundreds). The condition is in the
 // journal's commit; the gauge exagent_retention_held_runs counts the
 // runs whose archive is pending.
-func (r *reaper) held(run *exagentv1.AgentRun, sent error) {
+func (r *Reaper) held(run *exagentv1.AgentRun, sent error) {
 	rec := run.Status.Archive
 	logf.FromContext(r.life).Info("retention: the archive sink failed; the run is kept", "run", run.Name, "namespace", run.Namespace,
 		"sink", rec.Sink, "attempts", rec.Attempts, "error", sent.Error())
 	if r.recorder == nil || rec.Attempts&(rec.Attempts-1) != 0 {
 		return
 	}
-	r.recorder.Eventf(run, nil, warning, exagentv1.ReasonArchiveSinkFailing, exagentv1.ReasonArchiveSinkFailing,
+	r.recorder.Eventf(run, nil, corev1.EventTypeWarning, exagentv1.ReasonArchiveSinkFailing, exagentv1.ReasonArchiveSinkFailing,
 		"the archive sink %s failed (attempt %d: %s); the run is kept, never deleted unarchived, and sent again with backoff: fix the sink, or remove retention.archive from agent %s",
 		rec.Sink, rec.Attempts, truncate(rec.LastError, 500), run.Spec.AgentRef.Name)
 }
@@ -301,13 +304,13 @@ func (r *reaper) held(run *exagentv1.AgentRun, sent error) {
 // unjournaled says, in the log and (for a failed attempt, which holds the
 // run) in an Event, that an archive attempt could not be journaled
 // because the apiserver refuses the run's status.
-func (r *reaper) unjournaled(run *exagentv1.AgentRun, sink string, sent error, u *UnstorableError) {
+func (r *Reaper) unjournaled(run *exagentv1.AgentRun, sink string, sent error, u *store.UnstorableError) {
 	logf.FromContext(r.life).Error(u, "retention: an archive attempt could not be journaled", "run", run.Name, "namespace", run.Namespace,
 		"sink", sink, "delivered", sent == nil)
 	if sent == nil || r.recorder == nil {
 		return
 	}
-	r.recorder.Eventf(run, nil, warning, exagentv1.ReasonArchiveSinkFailing, exagentv1.ReasonArchiveSinkFailing,
+	r.recorder.Eventf(run, nil, corev1.EventTypeWarning, exagentv1.ReasonArchiveSinkFailing, exagentv1.ReasonArchiveSinkFailing,
 		"the archive sink %s failed (%s) and the attempt could not be journaled, the apiserver refusing the run's status (%s): "+
 			"the run is kept and sent again in %s; fix the sink, or remove retention.archive from agent %s",
 		sink, truncate(sent.Error(), 300), u.Reason, r.retry.WithDefaults().Max, run.Spec.AgentRef.Name)
@@ -320,7 +323,7 @@ func (r *reaper) unjournaled(run *exagentv1.AgentRun, sink string, sent error, u
 // it, never before, with the garbage collector (each has the run as
 // owner): a run that turns out to have moved keeps everything its next
 // archive reads.
-func (r *reaper) deleteRun(ctx context.Context, run *exagentv1.AgentRun) error {
+func (r *Reaper) deleteRun(ctx context.Context, run *exagentv1.AgentRun) error {
 	err := r.client.Delete(ctx, run, client.Preconditions{UID: &run.UID, ResourceVersion: &run.ResourceVersion},
 		client.PropagationPolicy(metav1.DeletePropagationBackground))
 	switch {
@@ -333,12 +336,18 @@ func (r *reaper) deleteRun(ctx context.Context, run *exagentv1.AgentRun) error {
 	}
 }
 
-// holdsIO says whether this process has IO of the run in flight, or
-// results of it not yet journaled: a Cancelled run's late outcome is on
-// its way (the reaper's running).
-func (r *AgentRunReconciler) holdsIO(key types.NamespacedName) bool {
-	b := r.mem.inbox
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.inFlight[key] > 0 || len(b.results[key]) > 0
+// beforeArchiveJournal runs the test hook, if any.
+func (r *Reaper) beforeArchiveJournal(ctx context.Context, run types.NamespacedName, sent error) error {
+	if r.beforeJournal == nil {
+		return nil
+	}
+	return r.beforeJournal(ctx, run, sent)
 }
+
+// isConflict reports a write that lost its compare-and-swap.
+func isConflict(err error) bool {
+	return apierrors.IsConflict(err) || errors.Is(err, store.ErrConflict)
+}
+
+// truncate bounds a message quoted in an Event.
+func truncate(s string, n int) string { return clip.Bytes(s, n, clip.Ellipsis) }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package retention
 
 import (
 	"context"
@@ -27,24 +27,12 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/internal/index"
 )
 
 // A decision belongs to its run: the mutating webhook gives it an
 // ownerReference to the run it names at admission (a cluster's garbage
 // collector deletes it with the run), and seals the run's UID in it.
-
-// indexRunRef indexes ApprovalDecisions by spec.runRef.name, so the
-// decisions of a run are listed from the cache.
-const indexRunRef = "spec.runRef.name"
-
-func indexDecisions(ctx context.Context, idx client.FieldIndexer) error {
-	if err := idx.IndexField(ctx, &exagentv1.ApprovalDecision{}, indexRunRef, func(o client.Object) []string {
-		return []string{o.(*exagentv1.ApprovalDecision).Spec.RunRef.Name}
-	}); err != nil {
-		return fmt.Errorf("indexing ApprovalDecisions by runRef: %w", err)
-	}
-	return nil
-}
 
 // runOf is the UID of the run d belongs to: the run the admission webhook
 // sealed (and signed) it for, else its ownerReference's — metadata its
@@ -71,7 +59,7 @@ func belongsTo(d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun) bool {
 // decisionsOf lists the decisions of run from the cache, in creation order.
 func decisionsOf(ctx context.Context, c client.Reader, run *exagentv1.AgentRun) ([]exagentv1.ApprovalDecision, error) {
 	var list exagentv1.ApprovalDecisionList
-	if err := c.List(ctx, &list, client.InNamespace(run.Namespace), client.MatchingFields{indexRunRef: run.Name}); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(run.Namespace), client.MatchingFields{index.RunRef: run.Name}); err != nil {
 		return nil, fmt.Errorf("listing the decisions of run %s/%s: %w", run.Namespace, run.Name, err)
 	}
 	out := list.Items[:0]

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package controllers
+package retention
 
 import (
 	"context"
@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -37,7 +38,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/index"
 	"github.com/exagent-io/exagent/internal/pool"
+	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -63,10 +66,10 @@ const (
 
 // Defaults of the retention workers.
 const (
-	// DefaultRetentionWorkers is how many runs retention archives and
-	// deletes at once: each archive holds its run's chain in memory while
-	// it is sent (docs/retention.md), so this bounds memory.
-	DefaultRetentionWorkers = 2
+	// DefaultWorkers is how many runs retention archives and deletes at
+	// once: each archive holds its run's chain in memory while it is sent
+	// (docs/retention.md), so this bounds memory.
+	DefaultWorkers = 2
 	// DefaultArchiveTimeout bounds one attempt to send an archive.
 	DefaultArchiveTimeout = 2 * time.Minute
 )
@@ -83,7 +86,75 @@ const retentionErrorRetry = 2 * time.Second
 // however long it takes (reaper.running).
 const lateOutcomeWindow = 10 * time.Minute
 
-// reaper deletes the ended runs whose retention says so — past their TTL,
+// Config is what the reaper works with; zero values take the defaults.
+type Config struct {
+	// Client reads the cache: runs, Agents, decisions (with the
+	// index.AgentRef and index.RunRef indexes set up).
+	Client client.Client
+	// Reader reads past the cache: the run as stored, its children, Secrets.
+	Reader client.Reader
+	// Store journals archive attempts with Steps; Segments reads a run's
+	// chain for its archive (nil: no segments).
+	Store    *store.Store
+	Steps    *store.CommitSteps
+	Segments *store.Segments
+	// Recorder writes the reaper's Events; Informers are the cache's, whose
+	// run and Agent events queue the reaper's work.
+	Recorder  events.EventRecorder
+	Informers cache.Informers
+	// Clock is the controllers' (a fake one in tests).
+	Clock clock.PassiveClock
+	// HTTP sends archives (egress-checked).
+	HTTP  *http.Client
+	Retry loop.ArchiveRetry
+	// DefaultTTL is --default-ttl-seconds-after-finished (0: none).
+	DefaultTTL time.Duration
+	// Timeout bounds one archive attempt (DefaultArchiveTimeout when 0).
+	Timeout time.Duration
+	// Workers is how many runs are reaped at once (DefaultWorkers when 0),
+	// shared fairly among namespaces.
+	Workers int
+	// QueueName names the work queue (its metrics).
+	QueueName string
+	// Running says whether this process still has IO of the run in
+	// flight, or results of it not yet journaled.
+	Running func(types.NamespacedName) bool
+	// BeforeArchiveJournal, a test hook, runs when an archive attempt
+	// returned, before it is journaled; an error abandons the work there,
+	// as a crash would.
+	BeforeArchiveJournal func(ctx context.Context, run types.NamespacedName, sent error) error
+	// Life is the manager's context: it ends at the stop, before the
+	// runnables' own contexts.
+	Life context.Context
+}
+
+// New builds the reaper, a leader-only manager.Runnable.
+func New(c Config) *Reaper {
+	clk := c.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	r := &Reaper{
+		client: c.Client, reader: c.Reader, store: c.Store, steps: c.Steps, segments: c.Segments,
+		recorder: c.Recorder, clock: clk, http: c.HTTP, retry: c.Retry.WithDefaults(), defaultTTL: c.DefaultTTL,
+		timeout: c.Timeout, workers: c.Workers, beforeJournal: c.BeforeArchiveJournal, informer: c.Informers,
+		life: c.Life, queue: newReaperQueue(c.QueueName, clk), busy: map[types.NamespacedName]bool{},
+		running: c.Running, lateWindow: lateOutcomeWindow,
+	}
+	if r.running == nil {
+		r.running = func(types.NamespacedName) bool { return false }
+	}
+	if r.workers <= 0 {
+		r.workers = DefaultWorkers
+	}
+	if r.timeout <= 0 {
+		r.timeout = DefaultArchiveTimeout
+	}
+	r.fair = newFairShare(r.workers)
+	return r
+}
+
+// Reaper deletes the ended runs whose retention says so — past their TTL,
 // or no longer among their Agent's keepLast newest — with their segments
 // and decisions, archiving each first when its Agent has
 // retention.archive. Like the notification Deliverer (internal/notify)
@@ -95,12 +166,12 @@ const lateOutcomeWindow = 10 * time.Minute
 // anything is sent or deleted) and the clock the controllers share; what
 // the reaper keeps in memory is only its queue, so a restarted process
 // finds every due run again from the informer's initial list.
-type reaper struct {
+type Reaper struct {
 	client     client.Client // the cache: runs, Agents, decisions
 	reader     client.Reader // past the cache: the run as stored, its children, Secrets
-	store      *Store
-	steps      *CommitSteps
-	segments   *Segments
+	store      *store.Store
+	steps      *store.CommitSteps
+	segments   *store.Segments
 	recorder   events.EventRecorder
 	clock      clock.PassiveClock
 	http       *http.Client
@@ -108,9 +179,10 @@ type reaper struct {
 	defaultTTL time.Duration
 	timeout    time.Duration
 	workers    int
-	hooks      Hooks
-	informer   cache.Informers
-	queue      workqueue.TypedDelayingInterface[reapItem]
+	// beforeJournal is Config.BeforeArchiveJournal.
+	beforeJournal func(ctx context.Context, run types.NamespacedName, sent error) error
+	informer      cache.Informers
+	queue         workqueue.TypedDelayingInterface[reapItem]
 	// fair shares the workers among namespaces (retention_fair.go).
 	fair *fairShare
 	// running says whether this process still has IO of the run in
@@ -145,10 +217,10 @@ func newReaperQueue(name string, c clock.PassiveClock) workqueue.TypedDelayingIn
 
 // NeedLeaderElection: one replica deletes (two would only race to the
 // same deletes; an archive sent twice carries the same id).
-func (r *reaper) NeedLeaderElection() bool { return true }
+func (r *Reaper) NeedLeaderElection() bool { return true }
 
 // Start watches runs and Agents and works the queue until ctx ends.
-func (r *reaper) Start(ctx context.Context) error {
+func (r *Reaper) Start(ctx context.Context) error {
 	runs, err := r.informer.GetInformer(ctx, &exagentv1.AgentRun{})
 	if err != nil {
 		return fmt.Errorf("retention: informer of AgentRuns: %w", err)
@@ -192,7 +264,7 @@ func (r *reaper) Start(ctx context.Context) error {
 // runChanged queues an ended run (its TTL) and its Agent (its history
 // limit); for an ended child, its root instead, which waits for its tree
 // to end before it is deleted with it.
-func (r *reaper) runChanged(o any) {
+func (r *Reaper) runChanged(o any) {
 	run, ok := o.(*exagentv1.AgentRun)
 	if !ok || !run.Status.Phase.IsTerminal() {
 		return
@@ -216,7 +288,7 @@ func (r *reaper) runChanged(o any) {
 // agentChanged queues an Agent whose spec changed (or that was created or
 // deleted): its history limit, and each of its ended runs, whose TTL and
 // archive may have changed with it.
-func (r *reaper) agentChanged(o any) {
+func (r *Reaper) agentChanged(o any) {
 	agent, ok := o.(*exagentv1.Agent)
 	if !ok {
 		return
@@ -224,7 +296,7 @@ func (r *reaper) agentChanged(o any) {
 	r.queue.Add(reapItem{agent: true, key: client.ObjectKeyFromObject(agent)})
 	var runs exagentv1.AgentRunList
 	if err := r.client.List(context.Background(), &runs, client.InNamespace(agent.Namespace),
-		client.MatchingFields{indexAgentRef: agent.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		client.MatchingFields{index.AgentRef: agent.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return
 	}
 	for i := range runs.Items {
@@ -234,7 +306,7 @@ func (r *reaper) agentChanged(o any) {
 	}
 }
 
-func (r *reaper) work(ctx context.Context) bool {
+func (r *Reaper) work(ctx context.Context) bool {
 	item, fromQueue, quit := r.fair.next(r.queue)
 	if quit {
 		return false
@@ -270,7 +342,7 @@ func (r *reaper) work(ctx context.Context) bool {
 
 // processRun deletes an ended root run whose TTL has passed, or says when
 // to look again.
-func (r *reaper) processRun(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
+func (r *Reaper) processRun(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
 	run := &exagentv1.AgentRun{}
 	if err := r.client.Get(ctx, key, run); err != nil {
 		return 0, client.IgnoreNotFound(err)
@@ -295,21 +367,21 @@ func (r *reaper) processRun(ctx context.Context, key types.NamespacedName) (time
 // keptFromGitOps tells, with a Warning Event on the run, when retention
 // leaves a due run alone because a GitOps tool manages it
 // (loop.KeptFromGitOps).
-func (r *reaper) keptFromGitOps(run *exagentv1.AgentRun, ret loop.Retention, byKeepLast bool) bool {
+func (r *Reaper) keptFromGitOps(run *exagentv1.AgentRun, ret loop.Retention, byKeepLast bool) bool {
 	why, kept := loop.KeptFromGitOps(run.Labels, run.Annotations, ret, byKeepLast)
 	if !kept {
 		return false
 	}
 	logf.FromContext(r.life).V(1).Info("retention: the run is due but a GitOps tool manages it", "run", run.Name, "namespace", run.Namespace)
 	if r.recorder != nil {
-		r.recorder.Eventf(run, nil, warning, exagentv1.ReasonRetentionGitOpsManaged, exagentv1.ReasonRetentionGitOpsManaged, "%s", why)
+		r.recorder.Eventf(run, nil, corev1.EventTypeWarning, exagentv1.ReasonRetentionGitOpsManaged, exagentv1.ReasonRetentionGitOpsManaged, "%s", why)
 	}
 	return true
 }
 
 // processAgent applies an Agent's history limit: its ended root runs
 // past the keepLast newest are deleted, oldest first.
-func (r *reaper) processAgent(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
+func (r *Reaper) processAgent(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
 	agent := &exagentv1.Agent{}
 	if err := r.client.Get(ctx, key, agent); err != nil {
 		return 0, client.IgnoreNotFound(err)
@@ -320,7 +392,7 @@ func (r *reaper) processAgent(ctx context.Context, key types.NamespacedName) (ti
 	}
 	var runs exagentv1.AgentRunList
 	if err := r.client.List(ctx, &runs, client.InNamespace(key.Namespace),
-		client.MatchingFields{indexAgentRef: key.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		client.MatchingFields{index.AgentRef: key.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, fmt.Errorf("listing the runs of agent %s: %w", key, err)
 	}
 	var (
@@ -358,7 +430,7 @@ func (r *reaper) processAgent(ctx context.Context, key types.NamespacedName) (ti
 
 // retentionOf is the run's retention: its spec, its Agent's (from the
 // cache; none when the Agent is gone) and the manager's default TTL.
-func (r *reaper) retentionOf(ctx context.Context, run *exagentv1.AgentRun) loop.Retention {
+func (r *Reaper) retentionOf(ctx context.Context, run *exagentv1.AgentRun) loop.Retention {
 	agent := r.agentOf(ctx, run)
 	var spec *exagentv1.RetentionSpec
 	if agent != nil {
@@ -367,7 +439,7 @@ func (r *reaper) retentionOf(ctx context.Context, run *exagentv1.AgentRun) loop.
 	return loop.ResolveRetention(&run.Spec, spec, r.defaultTTL)
 }
 
-func (r *reaper) agentOf(ctx context.Context, run *exagentv1.AgentRun) *exagentv1.Agent {
+func (r *Reaper) agentOf(ctx context.Context, run *exagentv1.AgentRun) *exagentv1.Agent {
 	agent := &exagentv1.Agent{}
 	if err := r.client.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.AgentRef.Name}, agent); err != nil {
 		if !apierrors.IsNotFound(err) {
@@ -380,7 +452,7 @@ func (r *reaper) agentOf(ctx context.Context, run *exagentv1.AgentRun) *exagentv
 
 // take marks a run as being reaped by this worker; false when another
 // worker is at it (a run item and its Agent's item may meet on one run).
-func (r *reaper) take(key types.NamespacedName) bool {
+func (r *Reaper) take(key types.NamespacedName) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.busy[key] {
@@ -390,7 +462,7 @@ func (r *reaper) take(key types.NamespacedName) bool {
 	return true
 }
 
-func (r *reaper) release(key types.NamespacedName) {
+func (r *Reaper) release(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.busy, key)

@@ -1,0 +1,57 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package index owns the field indexes of the manager's cache, shared by
+// the reconcilers and the background tasks (retention): a name each, set
+// once at setup, listed with client.MatchingFields.
+package index
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// AgentRef indexes AgentRuns by spec.agentRef.name: a changed Agent wakes
+// its runs, and retention lists an Agent's runs for its keepLast.
+const AgentRef = "spec.agentRef.name"
+
+// RunRef indexes ApprovalDecisions by spec.runRef.name: a run's decisions
+// are listed from the cache.
+const RunRef = "spec.runRef.name"
+
+// Runs sets up AgentRef.
+func Runs(ctx context.Context, idx client.FieldIndexer) error {
+	if err := idx.IndexField(ctx, &exagentv1.AgentRun{}, AgentRef, func(o client.Object) []string {
+		return []string{o.(*exagentv1.AgentRun).Spec.AgentRef.Name}
+	}); err != nil {
+		return fmt.Errorf("indexing AgentRuns by agentRef: %w", err)
+	}
+	return nil
+}
+
+// Decisions sets up RunRef.
+func Decisions(ctx context.Context, idx client.FieldIndexer) error {
+	if err := idx.IndexField(ctx, &exagentv1.ApprovalDecision{}, RunRef, func(o client.Object) []string {
+		return []string{o.(*exagentv1.ApprovalDecision).Spec.RunRef.Name}
+	}); err != nil {
+		return fmt.Errorf("indexing ApprovalDecisions by runRef: %w", err)
+	}
+	return nil
+}
