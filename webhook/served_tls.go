@@ -18,9 +18,8 @@ package webhook
 
 import (
 	"crypto/tls"
-	"crypto/x509"
-	"fmt"
-	"os"
+
+	"github.com/exagent-io/exagent/internal/certs"
 )
 
 // RequireClientCert returns the webhook server's TLS option that refuses,
@@ -36,21 +35,12 @@ import (
 // --admission-control-config-file (docs/install.md, "The apiserver's client
 // certificate") — is answered at all.
 //
-// The file is read once: a new CA takes effect when the manager restarts.
+// The check itself is internal/certs' (certs.RequireClientCert), which the
+// test control plane shares. The file is read once: a new CA takes effect
+// when the manager restarts.
 // Use a CA that signs only the apiserver's webhook client certificate; the
 // cluster's own client CA also signs every kubelet's and person's certificate,
 // and any of them would then be let in.
 func RequireClientCert(caFile string) (func(*tls.Config), error) {
-	data, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading the webhook client CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("the webhook client CA %s holds no PEM certificate", caFile)
-	}
-	return func(c *tls.Config) {
-		c.ClientCAs = pool
-		c.ClientAuth = tls.RequireAndVerifyClientCert
-	}, nil
+	return certs.RequireClientCert(caFile)
 }

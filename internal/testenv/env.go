@@ -33,7 +33,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/webhook"
+	"github.com/exagent-io/exagent/internal/certs"
 )
 
 // Scheme returns a scheme with the built-in types and exagent's.
@@ -188,7 +188,7 @@ func (e *Env) WebhookServerOptions(extra ...func(*tls.Config)) (crwebhook.Option
 	if e.WebhookClient == nil {
 		return o, errors.New("the control plane was started without webhooks")
 	}
-	require, err := webhook.RequireClientCert(e.WebhookClient.CAFile)
+	require, err := certs.RequireClientCert(e.WebhookClient.CAFile)
 	if err != nil {
 		return o, err
 	}
