@@ -23,7 +23,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
-	"github.com/exagent-io/exagent/internal/anthropictest"
+	"github.com/exagent-io/exagent/internal/testing/anthropictest"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 

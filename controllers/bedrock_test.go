@@ -23,8 +23,8 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
-	"github.com/exagent-io/exagent/internal/bedrocktest"
 	"github.com/exagent-io/exagent/internal/egress"
+	"github.com/exagent-io/exagent/internal/testing/bedrocktest"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
 

@@ -27,7 +27,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
-	"github.com/exagent-io/exagent/internal/mcptest"
+	"github.com/exagent-io/exagent/internal/testing/mcptest"
 )
 
 var update = flag.Bool("update", false, "TestGoldenJournals: rewrite the golden journals under testdata/")

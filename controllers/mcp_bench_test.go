@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/exagent-io/exagent/controllers"
-	"github.com/exagent-io/exagent/internal/mcptest"
+	"github.com/exagent-io/exagent/internal/testing/mcptest"
 )
 
 // BenchmarkMCPHangingNeighbour times one tenant's b.N ordinary runs

@@ -34,8 +34,8 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
-	"github.com/exagent-io/exagent/internal/mcptest"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
+	"github.com/exagent-io/exagent/internal/testing/mcptest"
 )
 
 // startSharedManager starts one manager whose cache serves the namespaces

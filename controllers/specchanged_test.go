@@ -29,7 +29,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
-	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/testenv"
 )
 
 // TestSpecChangedStartsNoIO: a run's spec is immutable — the admission

@@ -23,7 +23,7 @@ import (
 
 	"github.com/exagent-io/exagent/internal/egress"
 
-	"github.com/exagent-io/exagent/internal/anthropictest"
+	"github.com/exagent-io/exagent/internal/testing/anthropictest"
 	"github.com/exagent-io/exagent/loop"
 )
 

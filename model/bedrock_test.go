@@ -29,7 +29,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/internal/bedrocktest"
+	"github.com/exagent-io/exagent/internal/testing/bedrocktest"
 	"github.com/exagent-io/exagent/loop"
 )
 

@@ -32,7 +32,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/exagent-io/exagent/internal/egress"
-	"github.com/exagent-io/exagent/internal/mcptest"
+	"github.com/exagent-io/exagent/internal/testing/mcptest"
 	"github.com/exagent-io/exagent/loop"
 )
 

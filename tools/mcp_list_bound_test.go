@@ -26,7 +26,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/mcplist"
-	"github.com/exagent-io/exagent/internal/mcptest"
+	"github.com/exagent-io/exagent/internal/testing/mcptest"
 )
 
 // TestMCPListingBoundedWhileRead: a server whose tools/list never ends,

@@ -24,7 +24,7 @@ import (
 	"testing"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/internal/mcptest"
+	"github.com/exagent-io/exagent/internal/testing/mcptest"
 	"github.com/exagent-io/exagent/loop"
 )
 

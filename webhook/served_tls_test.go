@@ -27,7 +27,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/testenv"
 	"github.com/exagent-io/exagent/webhook"
 )
 
@@ -35,7 +35,7 @@ import (
 // without a client certificate, or with one another CA signed, is refused
 // before any handler runs; one the CA signed is served. (The apiserver's
 // side — that it presents such a certificate — is
-// internal/testenv's TestApiserverPresentsWebhookClientCert.)
+// internal/testing/testenv's TestApiserverPresentsWebhookClientCert.)
 func TestRequireClientCert(t *testing.T) {
 	ours, err := testenv.NewWebhookClient(t.TempDir())
 	if err != nil {

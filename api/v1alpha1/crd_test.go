@@ -31,8 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/internal/testenv"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
+	"github.com/exagent-io/exagent/internal/testing/testenv"
 )
 
 // These tests install the generated CRDs into a real kube-apiserver and check

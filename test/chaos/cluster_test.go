@@ -35,8 +35,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/exagent-io/exagent/authz"
-	"github.com/exagent-io/exagent/internal/testenv"
 	"github.com/exagent-io/exagent/internal/testing/procs"
+	"github.com/exagent-io/exagent/internal/testing/testenv"
 	exagentwebhook "github.com/exagent-io/exagent/webhook"
 )
 

@@ -30,8 +30,8 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/bounded"
 	"github.com/exagent-io/exagent/internal/mcplist"
-	"github.com/exagent-io/exagent/internal/mcptest"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
+	"github.com/exagent-io/exagent/internal/testing/mcptest"
 	"github.com/exagent-io/exagent/internal/testing/procs"
 )
 

@@ -31,7 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/testenv"
 )
 
 var prepareOnce sync.Once

@@ -21,7 +21,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/testenv"
 )
 
 func TestMain(m *testing.M) {

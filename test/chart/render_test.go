@@ -37,7 +37,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/testenv"
 )
 
 // releaseNamespace is where every rendering installs: config/'s namespace.

@@ -31,8 +31,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/exagent-io/exagent/internal/testenv"
 	"github.com/exagent-io/exagent/internal/testing/procs"
+	"github.com/exagent-io/exagent/internal/testing/testenv"
 )
 
 // users of the dev cluster: alice approves (exagent-approver), bob may

@@ -50,10 +50,10 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/internal/mcptest"
 	"github.com/exagent-io/exagent/internal/notify"
-	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/mcptest"
 	"github.com/exagent-io/exagent/internal/testing/procs"
+	"github.com/exagent-io/exagent/internal/testing/testenv"
 )
 
 // TestNamespacedManager runs the real manager binary as its own

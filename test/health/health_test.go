@@ -38,7 +38,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/testenv"
 	"github.com/exagent-io/exagent/loop"
 )
 

@@ -40,7 +40,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/exagent-io/exagent/authz"
-	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/testenv"
 	"github.com/exagent-io/exagent/webhook"
 )
 

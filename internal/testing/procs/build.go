@@ -24,7 +24,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/exagent-io/exagent/internal/testenv"
+	"github.com/exagent-io/exagent/internal/testing/testenv"
 )
 
 // Target is one binary of this module.

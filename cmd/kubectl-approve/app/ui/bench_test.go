@@ -30,8 +30,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/internal/testenv"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
+	"github.com/exagent-io/exagent/internal/testing/testenv"
 )
 
 // env is the control plane of the benchmark, started only when it runs

@@ -36,7 +36,7 @@ var (
 // RepoRoot returns the repository root (the folder holding go.mod).
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
 }
 
 // BinaryAssets returns the folder with kube-apiserver, etcd and kubectl:

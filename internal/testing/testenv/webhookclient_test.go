@@ -37,8 +37,8 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/exagent-io/exagent/internal/testenv"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
+	"github.com/exagent-io/exagent/internal/testing/testenv"
 )
 
 // TestApiserverPresentsWebhookClientCert: the test environment's apiserver
