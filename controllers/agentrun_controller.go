@@ -41,6 +41,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/index"
+	"github.com/exagent-io/exagent/internal/life"
 	"github.com/exagent-io/exagent/internal/served"
 	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/telemetry"
@@ -269,7 +270,7 @@ func (r *AgentRunReconciler) turn(ctx context.Context, sc *scope, committed func
 // or the one the manager was set up with has ended (controller-runtime
 // cancels the controllers only after the other runnables stopped).
 func (r *AgentRunReconciler) stopped(ctx context.Context) bool {
-	return ctx.Err() != nil || (r.life != nil && r.life.Err() != nil)
+	return life.Stopping(ctx, r.life)
 }
 
 // commit writes the scope's status when it changed (or its condition
@@ -293,9 +294,16 @@ func (r *AgentRunReconciler) commit(ctx context.Context, sc *scope) error {
 		return err
 	}
 	sc.run = written
+	r.committed(written)
+	return nil
+}
+
+// committed is what this process keeps in memory after each of its
+// commits of a run: which runs it owns (the releaser's list) and its view
+// of the claims (the fast path's), both from the run as written.
+func (r *AgentRunReconciler) committed(written *exagentv1.AgentRun) {
 	r.mem.owned.track(written, r.Holder)
 	r.mem.claims.committed(written, r.Holder)
-	return nil
 }
 
 // abort ends a reconcile whose transition or commit failed. A lost fence

@@ -60,10 +60,6 @@ func (r *AgentRunReconciler) publish(sc *scope) {
 	if r.Recorder == nil {
 		return
 	}
-	if r.life != nil && r.life.Err() != nil && len(sc.notes) > 0 {
-		r.createEvents(sc.run, sc.notes) // stopping: the Event queue drops what it is given
-		return
-	}
 	for _, n := range sc.notes {
 		r.Recorder.Eventf(sc.run, nil, n.eventType, n.reason, n.reason, "%s", n.message)
 	}

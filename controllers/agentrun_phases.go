@@ -54,7 +54,6 @@ type scope struct {
 	// fence is the claim this process holds after the transitions (owned,
 	// or claimed in this reconcile).
 	fence     *loop.Fence
-	resumed   bool
 	results   []ioResult
 	inFlight  int
 	action    loop.Action
@@ -288,7 +287,6 @@ func (r *AgentRunReconciler) claim(_ context.Context, sc *scope) error {
 	sc.set(next)
 	sc.fence = &fence
 	if from == exagentv1.PhaseApproved {
-		sc.resumed = true
 		sc.note(exagentv1.EventRunResumed, normal, "claimed by %s (attempt %d)", fence.Holder, fence.Attempt)
 	}
 	return nil

@@ -225,8 +225,7 @@ func (r *AgentRunReconciler) releaseOne(ctx, wait context.Context, key types.Nam
 		if err != nil {
 			return err
 		}
-		r.mem.owned.track(written, r.Holder)
-		r.mem.claims.committed(written, r.Holder)
+		r.committed(written)
 		r.publishReleased(run, written) // end Events and notifications of runs that ended in the drain
 		if !released {
 			return errCallsInFlight

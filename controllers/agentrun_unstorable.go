@@ -86,8 +86,7 @@ func (r *AgentRunReconciler) endUnstorable(ctx context.Context, sc *scope, cause
 	}
 	log.Info("ended a run whose status the apiserver refuses", "reason", cause.Reason, "cause", cause.Error(), "outcomes", len(results))
 	sc.run, sc.notes, sc.action = written, nil, loop.Action{}
-	r.mem.owned.track(written, r.Holder)
-	r.mem.claims.committed(written, r.Holder)
+	r.committed(written)
 	sc.noteEnd(written.Status)
 	r.publish(sc)
 	return ctrl.Result{}, nil

@@ -71,7 +71,7 @@ func (w *AgentRunSegmentWebhook) ValidateDelete(context.Context, *exagentv1.Agen
 }
 
 // ValidateAgentRunSegment checks what the manager's segments always
-// satisfy (controllers.Segments.Create): the name is the content hash, the
+// satisfy (store.Segments.Create): the name is the content hash, the
 // content fits MaxSegmentBytes, the run-uid label and the controlling
 // ownerReference name the run of spec.runUID. Defence in depth: a manager
 // bug, or its credentials used by hand, cannot store a segment the chain

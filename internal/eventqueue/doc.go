@@ -28,7 +28,8 @@ limitations under the License.
 // most Options.QueueSize of them; when the queue is full an Event is
 // dropped and counted (exagent_events_dropped_total), never blocking the
 // controller that records it. At its stop the queue writes what it holds
-// for a bounded time; an Event recorded after that is dropped and counted,
-// so a caller that records while the manager stops writes its Events
-// itself (controller-runtime stops this queue before the controllers).
+// for a bounded time (what it has no time for is dropped and counted); an
+// Event recorded after the stop is written at once by the one recording it
+// (controller-runtime stops this queue before the controllers, whose last
+// commits while the manager stops still have their Events).
 package eventqueue

@@ -52,7 +52,7 @@ const (
 
 var droppedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "exagent_events_dropped_total",
-	Help: "Events the manager did not write, by why (QueueFull: recorded faster than the apiserver took them; Error: refused or failed after retries; Stopped: recorded after the stop's drain).",
+	Help: "Events the manager did not write, by why (QueueFull: recorded faster than the apiserver took them; Error: refused or failed after retries; Stopped: still queued when the stop's drain timed out).",
 }, []string{"why"})
 
 var queued = prometheus.NewGauge(prometheus.GaugeOpts{
@@ -130,13 +130,15 @@ func (q *Queue) Start(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	wg.Wait()
-	drain, cancel := context.WithTimeout(context.Background(), q.opts.DrainTimeout)
-	defer cancel()
-	q.drain(drain)
+	// From now on a recorder writes its Event itself (enqueue): the queue
+	// only takes in no more, and writes what it holds.
 	q.mu.Lock()
 	q.stopped = true
 	q.mu.Unlock()
-	for { // whatever came in after the drain is dropped, counted
+	drain, cancel := context.WithTimeout(context.Background(), q.opts.DrainTimeout)
+	defer cancel()
+	q.drain(drain)
+	for { // whatever the drain had no time for is dropped, counted
 		select {
 		case <-q.pending:
 			queued.Dec()
@@ -206,16 +208,21 @@ func (q *Queue) write(ctx context.Context, ev *eventsv1.Event) {
 		"reason", ev.Reason, "error", err.Error())
 }
 
-// enqueue hands ev to the workers without ever waiting.
+// enqueue hands ev to the workers without ever waiting — but once the
+// queue has stopped, when no worker is left, it writes ev itself, at once
+// (writeTimeout bounds it): the Events of what the manager still commits
+// while it stops (runs handed back, and ended, in the releaser's drain)
+// are not lost, and nothing else writes Events.
 func (q *Queue) enqueue(ev *eventsv1.Event) {
-	// Under the lock, so nothing is sent once Start has set stopped and
-	// counts what is left.
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if q.stopped {
-		droppedTotal.WithLabelValues("Stopped").Inc()
+		q.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		defer cancel()
+		q.write(ctx, ev)
 		return
 	}
+	defer q.mu.Unlock()
 	select {
 	case q.pending <- ev:
 		queued.Inc()

@@ -21,6 +21,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/exagent-io/exagent/internal/life"
 )
 
 // Options bound the executor.
@@ -246,7 +248,7 @@ func (e *Executor) Go(t Task) {
 		}
 		defer func() { <-e.total }()
 		switch {
-		case stop.Err() != nil || ctx.Err() != nil:
+		case life.Stopping(ctx, stop):
 			notStarted(ErrStopped) // stopped while this job waited: it never starts
 			return
 		case owner.Err() != nil:

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/life"
 	"github.com/exagent-io/exagent/internal/secrets"
 )
 
@@ -81,7 +82,7 @@ func (d *Deliverer) process(ctx context.Context, key types.NamespacedName) (time
 		if d.c.BeforeNotify != nil {
 			d.c.BeforeNotify(ctx, key, *rec)
 		}
-		if ctx.Err() != nil || (d.c.Life != nil && d.c.Life.Err() != nil) {
+		if life.Stopping(ctx, d.c.Life) {
 			return 0, nil // stopped at the hook: nothing journaled, the next process re-sends
 		}
 		err := d.deliver(ctx, run, next, agent, sinkNamed(sinks, rec.Sink), rec, now)

@@ -39,6 +39,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/index"
+	"github.com/exagent-io/exagent/internal/life"
 	"github.com/exagent-io/exagent/internal/pool"
 	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
@@ -315,7 +316,7 @@ func (r *Reaper) work(ctx context.Context) bool {
 	if fromQueue {
 		defer r.queue.Done(item)
 	}
-	if ctx.Err() != nil || r.life.Err() != nil {
+	if life.Stopping(ctx, r.life) {
 		return true // stopping: what is left is found again at the next start
 	}
 	var (
@@ -328,7 +329,7 @@ func (r *Reaper) work(ctx context.Context) bool {
 		after, err = r.processRun(ctx, item.key)
 	}
 	switch {
-	case ctx.Err() != nil || r.life.Err() != nil:
+	case life.Stopping(ctx, r.life):
 	case errors.Is(err, errRunChanged):
 		r.queue.Add(item)
 	case err != nil:

@@ -34,6 +34,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/archive"
 	"github.com/exagent-io/exagent/internal/clip"
+	"github.com/exagent-io/exagent/internal/life"
 	"github.com/exagent-io/exagent/internal/secrets"
 	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/internal/store"
@@ -173,7 +174,7 @@ func (r *Reaper) archiveAndDelete(ctx context.Context, run *exagentv1.AgentRun, 
 		if err := r.beforeArchiveJournal(ctx, key, sent); err != nil {
 			return 0, fmt.Errorf("archive of run %s abandoned before it was journaled: %w", key, err)
 		}
-		if ctx.Err() != nil || r.life.Err() != nil {
+		if life.Stopping(ctx, r.life) {
 			return 0, nil // stopping: nothing journaled, the archive is sent again
 		}
 		written, err := r.journal(ctx, run, loop.ArchiveAttempt{ID: id, Digest: digest, Sink: sink.Name}, sent, now)

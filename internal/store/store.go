@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/life"
 	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/loop"
@@ -366,7 +367,7 @@ func (s *Store) createSegments(ctx context.Context, run *exagentv1.AgentRun, seg
 	}
 	key := client.ObjectKeyFromObject(run)
 	s.hooks.afterSegmentsCreated(ctx, key, segs)
-	if ctx.Err() != nil || (s.life != nil && s.life.Err() != nil) {
+	if life.Stopping(ctx, s.life) {
 		return fmt.Errorf("%w: stopped after creating the segments of run %s", ErrFenceLost, key)
 	}
 	return nil

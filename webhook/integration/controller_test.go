@@ -31,6 +31,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/store"
 )
 
 // signedVerifier is the controller's re-check as the manager should wire
@@ -61,7 +62,7 @@ func startDecisionController(t *testing.T, ns string) {
 	r := &controllers.ApprovalDecisionReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
-		Store:     controllers.NewStore(mgr.GetClient(), mgr.GetAPIReader()),
+		Store:     store.NewStore(mgr.GetClient(), mgr.GetAPIReader()),
 		Verifier:  signedVerifier{client: mgr.GetClient(), signer: signer},
 		Name:      "approvaldecision-" + ns,
 	}

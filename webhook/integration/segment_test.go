@@ -30,7 +30,7 @@ import (
 )
 
 // segmentOf is the segment the manager would create for run: index 0,
-// named by its content hash, labelled and owned as controllers.Segments
+// named by its content hash, labelled and owned as store.Segments
 // does.
 func segmentOf(t *testing.T, run *exagentv1.AgentRun, content string) *exagentv1.AgentRunSegment {
 	t.Helper()
