@@ -19,7 +19,6 @@ package webhook
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -28,7 +27,9 @@ import (
 )
 
 // ValidateAgentRun checks a run on its own. old is nil on create; on update
-// the spec must not change (a run binds what it was created with). A missing
+// only the GitOps rule is checked here: that the spec does not change (a
+// run binds what it was created with) is the admission policy's rule, in
+// one place (config/policy/agentrun-spec.yaml). A missing
 // Agent is deliberately not checked: GitOps may apply a run before its Agent,
 // and the controller waits with Ready=False, reason AgentNotFound.
 //
@@ -44,9 +45,6 @@ import (
 func ValidateAgentRun(newObj, old *exagentv1.AgentRun) field.ErrorList {
 	spec := field.NewPath("spec")
 	if old != nil {
-		if !equality.Semantic.DeepEqual(newObj.Spec, old.Spec) {
-			return field.ErrorList{field.Forbidden(spec, "is immutable: create a new AgentRun instead")}
-		}
 		if tool, _ := loop.GitOpsManager(old.Labels, old.Annotations); tool != "" {
 			return nil // already managed: a run admitted before the rule keeps its own TTL
 		}

@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -35,18 +34,13 @@ var answerActions = []string{
 	string(exagentv1.AnswerAccept), string(exagentv1.AnswerDecline), string(exagentv1.AnswerCancel),
 }
 
-// ValidateApprovalDecision checks a decision on its own. old is nil on
-// create; on update the spec must not change at all — a decision is a
-// write-once record, and a changed one would be a second decision under the
-// first one's receipt.
-func ValidateApprovalDecision(newObj, old *exagentv1.ApprovalDecision) field.ErrorList {
+// ValidateApprovalDecision checks a new decision on its own. That its spec
+// never changes afterwards — a decision is a write-once record, and a
+// changed one would be a second decision under the first one's receipt —
+// is the admission policy's rule, in one place
+// (config/policy/approvaldecision-spec.yaml); old is ignored.
+func ValidateApprovalDecision(newObj, _ *exagentv1.ApprovalDecision) field.ErrorList {
 	spec := field.NewPath("spec")
-	if old != nil {
-		if !equality.Semantic.DeepEqual(newObj.Spec, old.Spec) {
-			return field.ErrorList{field.Forbidden(spec, "is immutable: create a new ApprovalDecision instead")}
-		}
-		return nil
-	}
 	s := &newObj.Spec
 	errs := validateObjectName(spec.Child("runRef", "name"), s.RunRef.Name)
 	errs = append(errs, validateID(spec.Child("approvalID"), s.ApprovalID)...)

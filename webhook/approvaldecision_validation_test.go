@@ -59,28 +59,9 @@ func TestValidateApprovalDecision(t *testing.T) {
 			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.RunUID = strings.Repeat("u", exagentv1.MaxRunUIDLength+1) }),
 			want: []string{"FieldValueTooLong spec.runUID"},
 		},
-		"update of the run UID": {
-			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.RunUID = "uid-2" }),
-			old:  decision(func(d *exagentv1.ApprovalDecision) { d.Spec.RunUID = "uid-1" }),
-			want: []string{"FieldValueForbidden spec"},
-		},
 		"actor without username": {
 			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Actor = &exagentv1.Actor{} }),
 			want: []string{"FieldValueRequired spec.actor.username"},
-		},
-		"update of metadata only": {
-			d:   decision(func(d *exagentv1.ApprovalDecision) { d.Labels = map[string]string{"a": "b"} }),
-			old: decision(),
-		},
-		"update of spec": {
-			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Reason = "changed my mind" }),
-			old:  decision(),
-			want: []string{"FieldValueForbidden spec"},
-		},
-		"update of the actor": {
-			d:    decision(func(d *exagentv1.ApprovalDecision) { d.Spec.Actor.Username = "mallory" }),
-			old:  decision(),
-			want: []string{"FieldValueForbidden spec"},
 		},
 	}
 	for name, tc := range cases {

@@ -32,15 +32,13 @@ import (
 	"github.com/exagent-io/exagent/internal/served"
 )
 
-// Only CREATE is intercepted by the mutating webhook (identities are stamped
-// once) and CREATE/UPDATE by the validating one; DELETE is allowed — the
-// receipt of an applied decision lives in the run.
-// The validating webhook's matchCondition skips UPDATEs that leave spec as it
-// was (finalizers, labels, annotations): its checks read only spec, so the
-// narrowing is exact, and the manager's own metadata writes do not depend on
-// the webhook being reachable.
+// Only CREATE is intercepted, by both webhooks (identities are stamped and
+// checked once); an UPDATE of the spec is refused by the admission policy
+// (config/policy/approvaldecision-spec.yaml), and metadata changes never
+// depend on the webhook being reachable. DELETE is allowed — the receipt of
+// an applied decision lives in the run.
 // +kubebuilder:webhook:path=/mutate-exagent-io-v1alpha1-approvaldecision,mutating=true,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=approvaldecisions,verbs=create,versions=v1alpha1,name=mapprovaldecision.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,reinvocationPolicy=Never
-// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-approvaldecision,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=approvaldecisions,verbs=create;update,versions=v1alpha1,name=vapprovaldecision.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"create-or-spec-changed","expression":"request.operation != 'UPDATE' || object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-approvaldecision,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=approvaldecisions,verbs=create,versions=v1alpha1,name=vapprovaldecision.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10
 
 // +kubebuilder:rbac:groups=exagent.io,resources=agents;agentruns,verbs=get
 
@@ -169,10 +167,10 @@ func (w *ApprovalDecisionWebhook) ValidateCreate(ctx context.Context, d *exagent
 	return nil, nil
 }
 
-// ValidateUpdate denies any change of spec; metadata (labels, finalizers)
-// may change.
-func (w *ApprovalDecisionWebhook) ValidateUpdate(_ context.Context, old, d *exagentv1.ApprovalDecision) (admission.Warnings, error) {
-	return nil, invalid(approvalDecisionGK, d.Name, ValidateApprovalDecision(d, old))
+// ValidateUpdate admits every update: the webhook is registered for
+// creates only, and the admission policy refuses a changed spec.
+func (w *ApprovalDecisionWebhook) ValidateUpdate(context.Context, *exagentv1.ApprovalDecision, *exagentv1.ApprovalDecision) (admission.Warnings, error) {
+	return nil, nil
 }
 
 // ValidateDelete allows deletes (the webhook is not registered for them).

@@ -86,10 +86,11 @@ const (
 // ApprovalDecisionSpec is one decision. It is immutable, and consistent
 // with its decision: arguments and scope only with Approve, action only
 // with Answer, outcome only with Resolve, which needs an outcome and a
-// callID; Approve, Deny and Answer need an approvalID. The
-// ValidatingAdmissionPolicy exagent-approvaldecision-spec (config/policy)
-// and the validating webhook check both — not CEL rules of the CRD, which
-// would run at each of the manager's writes of the decision too.
+// callID; Approve, Deny and Answer need an approvalID. The validating
+// webhook checks a new decision's shape; the ValidatingAdmissionPolicy
+// exagent-approvaldecision-spec (config/policy) refuses any change of it —
+// not CEL rules of the CRD, which would run at each of the manager's
+// writes of the decision too.
 type ApprovalDecisionSpec struct {
 	// runRef names the AgentRun (same namespace).
 	// +required

@@ -195,14 +195,6 @@ func TestRejectedByTheSchema(t *testing.T) {
 			}(),
 			wantMessage: "spec.approvalTimeout",
 		},
-		"leaseDuration Never": {
-			obj: func() client.Object {
-				r := sampleRun(ns, "lease-never")
-				r.Spec.LeaseDuration = exagentv1.Never
-				return r
-			}(),
-			wantMessage: "leaseDuration cannot be Never",
-		},
 		"invalid serviceAccountName": {
 			obj: func() client.Object {
 				r := sampleRun(ns, "bad-sa")
@@ -210,23 +202,6 @@ func TestRejectedByTheSchema(t *testing.T) {
 				return r
 			}(),
 			wantMessage: "spec.serviceAccountName",
-		},
-		"outcome without Resolve": {
-			obj: func() client.Object {
-				d := sampleDecision(ns, "outcome-approve")
-				d.Spec.Outcome = exagentv1.ResolveSucceeded
-				return d
-			}(),
-			wantMessage: "outcome is only allowed with decision Resolve",
-		},
-		"Resolve without outcome": {
-			obj: func() client.Object {
-				d := sampleDecision(ns, "resolve-no-outcome")
-				d.Spec.Decision = exagentv1.DecisionResolve
-				d.Spec.CallID = "c1"
-				return d
-			}(),
-			wantMessage: "decision Resolve needs an outcome",
 		},
 		"maxRuns past MaxTreeRuns": {
 			obj: func() client.Object {

@@ -65,7 +65,7 @@ func TestAgentRunAdmission(t *testing.T) {
 		},
 		"a lease that never ends": {
 			run:        newRun("r-lease", func(r *exagentv1.AgentRun) { r.Spec.LeaseDuration = exagentv1.Never }),
-			wantDenied: `leaseDuration cannot be Never`,
+			wantDenied: `spec.leaseDuration: Invalid value: "Never": cannot be Never`,
 		},
 		"a lease too short to keep": {
 			run:        newRun("r-lease-short", func(r *exagentv1.AgentRun) { r.Spec.LeaseDuration = "10ms" }),

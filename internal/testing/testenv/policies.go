@@ -40,7 +40,7 @@ import (
 
 // PolicyDir holds the admission policies of exagent's API in the
 // repository: the ValidatingAdmissionPolicies that keep an AgentRun's and
-// an ApprovalDecision's spec immutable (and a decision's consistent), with
+// an ApprovalDecision's spec immutable, with
 // their bindings. They belong with the CRDs — every control plane the
 // tests and the devcluster start installs both.
 var PolicyDir = filepath.Join("config", "policy")
@@ -106,38 +106,59 @@ func installPolicyFile(ctx context.Context, c client.Client, file string) (int, 
 }
 
 // waitEnforced waits until the apiserver's admission plugin refuses what
-// each policy refuses (a server-side dry run in namespace default: a run
-// with leaseDuration Never, a Resolve without an outcome): it loads a new
-// policy from its informer asynchronously, and a test that updates a spec
-// at once could otherwise get through. The policies' status says nothing
-// here (kube-controller-manager writes it; envtest has none). Where a
-// mutating webhook that nothing serves yet comes first (envtest with
-// webhooks, the devcluster before its manager starts), the refusal cannot
-// be seen: the webhook refuses the same objects once it is served.
+// each policy refuses: a changed spec, seen on a probe object created in
+// namespace default and updated with a server-side dry run, then deleted.
+// The apiserver loads a new policy from its informer asynchronously, and a
+// test that updates a spec at once could otherwise get through. The
+// policies' status says nothing here. Where a mutating webhook that
+// nothing serves yet comes first (envtest with webhooks, the devcluster
+// before its manager starts), the probe cannot be created: the policy is
+// then taken as loaded by the time the webhook is served.
 func waitEnforced(ctx context.Context, c client.Client) error {
-	probes := map[string]func() client.Object{
-		"exagent-agentrun-spec": func() client.Object {
-			return &exagentv1.AgentRun{
-				ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, GenerateName: "policy-probe-"},
-				Spec:       exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: "policy-probe"}, Input: "probe", LeaseDuration: exagentv1.Never},
-			}
+	probes := map[string]struct {
+		obj    func() client.Object
+		change func(client.Object)
+	}{
+		"exagent-agentrun-spec": {
+			obj: func() client.Object {
+				return &exagentv1.AgentRun{
+					ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, GenerateName: "policy-probe-"},
+					Spec:       exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: "policy-probe"}, Input: "probe"},
+				}
+			},
+			change: func(o client.Object) { o.(*exagentv1.AgentRun).Spec.Input = "changed" },
 		},
-		"exagent-approvaldecision-spec": func() client.Object {
-			return &exagentv1.ApprovalDecision{
-				ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, GenerateName: "policy-probe-"},
-				Spec: exagentv1.ApprovalDecisionSpec{RunRef: exagentv1.LocalObjectReference{Name: "policy-probe"},
-					Decision: exagentv1.DecisionResolve, CallID: "c1"},
-			}
+		"exagent-approvaldecision-spec": {
+			obj: func() client.Object {
+				return &exagentv1.ApprovalDecision{
+					ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, GenerateName: "policy-probe-"},
+					Spec: exagentv1.ApprovalDecisionSpec{RunRef: exagentv1.LocalObjectReference{Name: "policy-probe"},
+						Decision: exagentv1.DecisionCancel},
+				}
+			},
+			change: func(o client.Object) { o.(*exagentv1.ApprovalDecision).Spec.Reason = "changed" },
 		},
 	}
-	for policy, probe := range probes {
+	for policy, p := range probes {
+		probe := p.obj()
+		if err := c.Create(ctx, probe); err != nil {
+			if strings.Contains(err.Error(), "failed calling webhook") {
+				continue
+			}
+			return fmt.Errorf("creating a probe of the admission policy %s: %w", policy, err)
+		}
 		var last error
 		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			last = c.Create(ctx, probe(), client.DryRunAll)
-			return last != nil && (strings.Contains(last.Error(), policy) || strings.Contains(last.Error(), "failed calling webhook")), nil
+			changed := probe.DeepCopyObject().(client.Object)
+			p.change(changed)
+			last = c.Update(ctx, changed, client.DryRunAll)
+			return last != nil && strings.Contains(last.Error(), policy), nil
 		})
+		if derr := c.Delete(ctx, probe); derr != nil && !apierrors.IsNotFound(derr) {
+			return fmt.Errorf("deleting the probe of the admission policy %s: %w", policy, derr)
+		}
 		if err != nil {
-			return fmt.Errorf("the admission policy %s is not enforced a minute after its install (a dry run it refuses: %v): %w", policy, last, err)
+			return fmt.Errorf("the admission policy %s is not enforced a minute after its install (a dry-run update it refuses: %v): %w", policy, last, err)
 		}
 	}
 	return nil
