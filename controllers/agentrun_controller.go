@@ -43,10 +43,10 @@ import (
 	"github.com/exagent-io/exagent/internal/index"
 	"github.com/exagent-io/exagent/internal/life"
 	"github.com/exagent-io/exagent/internal/served"
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/model"
+	"github.com/exagent-io/exagent/store"
 	"github.com/exagent-io/exagent/tools"
 )
 

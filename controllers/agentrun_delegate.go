@@ -32,8 +32,8 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/segment"
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/store"
 )
 
 // Delegation's IO (docs/architecture.md §5, §14; the decisions are loop/delegate.go's,

@@ -24,8 +24,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/store"
 )
 
 // settleEnded deals with what this process still holds of a run that has

@@ -26,8 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/store"
 )
 
 // endUnstorable ends a run whose commit the store can never make

@@ -31,7 +31,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
-	"github.com/exagent-io/exagent/internal/store"
+	"github.com/exagent-io/exagent/store"
 	"github.com/exagent-io/exagent/tools"
 )
 

@@ -32,8 +32,8 @@ import (
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/clip"
 	"github.com/exagent-io/exagent/internal/segment"
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/store"
 	"github.com/exagent-io/exagent/tools"
 )
 

@@ -35,9 +35,9 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/store"
 )
 
 var (

@@ -17,7 +17,7 @@ limitations under the License.
 package controllers
 
 import (
-	"github.com/exagent-io/exagent/internal/store"
+	"github.com/exagent-io/exagent/store"
 
 	"context"
 	"errors"

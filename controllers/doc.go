@@ -22,12 +22,12 @@ limitations under the License.
 // compare-and-swap, write the receipt) and the Agent reconciler (check
 // what an Agent names — Secrets, schemas, MCP listings through the shared
 // catalog, delegates — and write Ready and status.tools when they changed;
-// information, never a gate). What they write goes through internal/store
+// information, never a gate). What they write goes through store
 // (one Store.Commit per status write, fenced on the claim); model and tool
 // IO never runs on a reconcile worker: it is dispatched to
 // internal/executor and comes back through a channel source into an
 // in-memory inbox. The background tasks are packages of their own that
 // Setup adds to the manager: notifications (internal/notify), retention
-// (internal/retention). What a deleted run owned is the garbage
+// (retention). What a deleted run owned is the garbage
 // collector's: its children, segments and decisions have it as owner.
 package controllers

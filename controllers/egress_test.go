@@ -38,9 +38,9 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/egress"
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/model"
+	"github.com/exagent-io/exagent/store"
 )
 
 // serverOn127002 is an HTTP server on 127.0.0.2, which the test managers'

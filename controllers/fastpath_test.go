@@ -30,7 +30,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
-	"github.com/exagent-io/exagent/internal/store"
+	"github.com/exagent-io/exagent/store"
 )
 
 // TestApproveResumesInOneWrite: the approval is applied, the run claimed

@@ -23,8 +23,8 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/segment"
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/store"
 )
 
 // Hooks are named points of the tool-call path where a test can stop the
@@ -87,12 +87,6 @@ func (h Hooks) agentChecked(agent types.NamespacedName, wrote bool) {
 	}
 }
 
-func (h Hooks) beforeStatusWrite(ctx context.Context, run types.NamespacedName, status *exagentv1.AgentRunStatus) {
-	if h.BeforeStatusWrite != nil {
-		h.BeforeStatusWrite(ctx, run, status)
-	}
-}
-
 func (h Hooks) beforeIntentCommit(ctx context.Context, run types.NamespacedName, calls []loop.ToolInvocation) {
 	if h.BeforeIntentCommit != nil && len(calls) > 0 {
 		h.BeforeIntentCommit(ctx, run, calls)
@@ -108,12 +102,6 @@ func (h Hooks) afterIntentCommit(ctx context.Context, run types.NamespacedName, 
 func (h Hooks) afterEffect(ctx context.Context, run types.NamespacedName, r loop.ToolResult) {
 	if h.AfterEffect != nil {
 		h.AfterEffect(ctx, run, r)
-	}
-}
-
-func (h Hooks) afterSegmentsCreated(ctx context.Context, run types.NamespacedName, segs []segment.Segment) {
-	if h.AfterSegmentsCreated != nil {
-		h.AfterSegmentsCreated(ctx, run, segs)
 	}
 }
 

@@ -30,9 +30,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/model"
+	"github.com/exagent-io/exagent/store"
 )
 
 // exagent's own metrics, on controller-runtime's registry (served by the

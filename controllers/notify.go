@@ -26,8 +26,8 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/notify"
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/store"
 )
 
 // reportDropped is the notify step's report (CommitSteps.dropped) of the

@@ -21,8 +21,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/telemetry"
+	"github.com/exagent-io/exagent/store"
 )
 
 // runMemory is everything this process keeps in memory per run, in one

@@ -36,12 +36,12 @@ import (
 	"github.com/exagent-io/exagent/internal/index"
 	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/internal/notify"
-	"github.com/exagent-io/exagent/internal/retention"
 	"github.com/exagent-io/exagent/internal/served"
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/model"
+	"github.com/exagent-io/exagent/retention"
+	"github.com/exagent-io/exagent/store"
 	"github.com/exagent-io/exagent/tools"
 )
 
@@ -293,7 +293,7 @@ func setupNotifier(ctx context.Context, mgr ctrl.Manager, o Options, writes *sto
 	return nil
 }
 
-// setupRetention registers the reaper (internal/retention) and the index
+// setupRetention registers the reaper (retention) and the index
 // that lists a run's decisions.
 func setupRetention(ctx context.Context, mgr ctrl.Manager, o Options, writes *store.Store, steps *store.CommitSteps, segments *store.Segments, evq *eventqueue.Queue,
 	running func(types.NamespacedName) bool) error {

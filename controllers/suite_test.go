@@ -49,9 +49,9 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/egress"
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/internal/testing/testenv"
+	"github.com/exagent-io/exagent/store"
 )
 
 // One control plane for the package; every test gets its own namespace

@@ -48,12 +48,12 @@ import (
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/internal/notify"
-	"github.com/exagent-io/exagent/internal/retention"
 	"github.com/exagent-io/exagent/internal/served"
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/internal/version"
 	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/retention"
+	"github.com/exagent-io/exagent/store"
 	exagentwebhook "github.com/exagent-io/exagent/webhook"
 )
 

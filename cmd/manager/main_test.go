@@ -28,8 +28,8 @@ import (
 	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/mcplist"
-	"github.com/exagent-io/exagent/internal/retention"
 	"github.com/exagent-io/exagent/internal/served"
+	"github.com/exagent-io/exagent/retention"
 )
 
 func mustNamespaces(t *testing.T, value string) served.Namespaces {

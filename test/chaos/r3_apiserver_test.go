@@ -37,8 +37,8 @@ import (
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/egress"
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/internal/testing/testenv"
+	"github.com/exagent-io/exagent/store"
 )
 
 // faultRate is the share of apiserver requests R3 fails.

@@ -41,8 +41,8 @@ import (
 	"github.com/exagent-io/exagent/internal/index"
 	"github.com/exagent-io/exagent/internal/life"
 	"github.com/exagent-io/exagent/internal/pool"
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/store"
 )
 
 var (

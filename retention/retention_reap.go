@@ -37,8 +37,8 @@ import (
 	"github.com/exagent-io/exagent/internal/life"
 	"github.com/exagent-io/exagent/internal/secrets"
 	"github.com/exagent-io/exagent/internal/segment"
-	"github.com/exagent-io/exagent/internal/store"
 	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/store"
 )
 
 // reap deletes a due root run and its tree, each run archived first when
