@@ -154,6 +154,13 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// controller's writes) does not: runs read it, never wait on it.
 		Watches(&exagentv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.runsOfAgent),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A turn's change may let the next turn of its conversation go; a
+		// Conversation created or unsuspended, its waiting turns
+		// (agentrun_conversation.go).
+		Watches(&exagentv1.AgentRun{}, handler.EnqueueRequestsFromMapFunc(r.turnsOf),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: turnPhaseChanged})).
+		Watches(&exagentv1.Conversation{}, handler.EnqueueRequestsFromMapFunc(r.turnsOf),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A new decision does not wake its run: applying it is a write of
 		// the run (the decision controller resumes the run in that very
 		// write), which the run's own watch reports; waking the run at the
@@ -228,7 +235,7 @@ func (r *AgentRunReconciler) turn(ctx context.Context, sc *scope, committed func
 	log := logf.FromContext(ctx).WithValues("phase", sc.run.Status.Phase, "holder", r.Holder)
 	ctx = logf.IntoContext(ctx, log)
 
-	for _, phase := range []phaseFunc{r.checkAgent, r.start, r.expire, r.recover, r.observeChildren, r.checkParent, r.claim, r.drive} {
+	for _, phase := range []phaseFunc{r.checkAgent, r.start, r.expire, r.recover, r.observeChildren, r.checkParent, r.waitTurn, r.claim, r.drive} {
 		if err := phase(ctx, sc); err != nil {
 			return ctrl.Result{}, err
 		}

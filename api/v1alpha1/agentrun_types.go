@@ -278,6 +278,12 @@ type AgentRunSpec struct {
 	// it from anyone else.
 	// +optional
 	Delegation *Delegation `json:"delegation,omitempty"`
+
+	// conversationRef makes the run a turn of a Conversation (same
+	// namespace): turns run one at a time in order, and a turn created
+	// while an earlier one is open waits Queued (reason WaitingForTurn).
+	// +optional
+	ConversationRef *ConversationRef `json:"conversationRef,omitempty"`
 }
 
 // AgentRunStatus is the single durable record of a run: snapshot, journal

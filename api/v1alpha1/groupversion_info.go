@@ -42,6 +42,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&AgentRun{}, &AgentRunList{},
 		&ApprovalDecision{}, &ApprovalDecisionList{},
 		&AgentRunSegment{}, &AgentRunSegmentList{},
+		&Conversation{}, &ConversationList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil

@@ -36,12 +36,24 @@ const AgentRef = "spec.agentRef.name"
 // are listed from the cache.
 const RunRef = "spec.runRef.name"
 
-// Runs sets up AgentRef.
+// ConversationRef indexes AgentRuns by spec.conversationRef.name: a
+// conversation's turns are listed from the cache (empty for other runs).
+const ConversationRef = "spec.conversationRef.name"
+
+// Runs sets up AgentRef and ConversationRef.
 func Runs(ctx context.Context, idx client.FieldIndexer) error {
 	if err := idx.IndexField(ctx, &exagentv1.AgentRun{}, AgentRef, func(o client.Object) []string {
 		return []string{o.(*exagentv1.AgentRun).Spec.AgentRef.Name}
 	}); err != nil {
 		return fmt.Errorf("indexing AgentRuns by agentRef: %w", err)
+	}
+	if err := idx.IndexField(ctx, &exagentv1.AgentRun{}, ConversationRef, func(o client.Object) []string {
+		if ref := o.(*exagentv1.AgentRun).Spec.ConversationRef; ref != nil {
+			return []string{ref.Name}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing AgentRuns by conversationRef: %w", err)
 	}
 	return nil
 }
