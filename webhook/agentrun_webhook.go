@@ -77,6 +77,7 @@ func (w *AgentRunWebhook) Default(ctx context.Context, run *exagentv1.AgentRun) 
 		return err
 	}
 	stampAdmitted(run, w.Manager)
+	stampConversation(run)
 	stamped := authz.ActorFromUserInfo(req.UserInfo)
 	if run.Spec.Delegation != nil {
 		if ferr := w.checkDelegation(run, stamped); ferr != nil {
@@ -127,6 +128,16 @@ func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.Age
 	if len(errs) == 0 {
 		// Only a run sound otherwise costs the Agent read and the reviews.
 		ferr, err := w.checkServiceAccount(ctx, req, run)
+		if err != nil {
+			return nil, err
+		}
+		if ferr != nil {
+			errs = append(errs, ferr)
+		}
+	}
+	if len(errs) == 0 && run.Spec.Delegation == nil {
+		// A turn of a conversation (agentrun_conversation.go).
+		ferr, err := w.checkConversation(ctx, req, run)
 		if err != nil {
 			return nil, err
 		}

@@ -81,3 +81,8 @@ func LabelValue(name string) string {
 	head := name[:maxLabelValue-labelHashLen-1]
 	return strings.TrimRight(head, "-.") + "-" + hex.EncodeToString(sum[:])[:labelHashLen]
 }
+
+// LabelConversation is set by admission on a turn (a run with
+// spec.conversationRef) to its Conversation's name: a conversation's turns
+// are listed by it.
+const LabelConversation = "exagent.io/conversation"

@@ -1,0 +1,168 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/loop"
+)
+
+// +kubebuilder:rbac:groups=exagent.io,resources=conversations,verbs=get
+
+// stampConversation labels a turn with its conversation's name
+// (exagentv1.LabelConversation, overwriting what a client wrote): its
+// turns are listed by it.
+func stampConversation(run *exagentv1.AgentRun) {
+	ref := run.Spec.ConversationRef
+	if ref == nil {
+		if run.Labels != nil {
+			delete(run.Labels, exagentv1.LabelConversation)
+		}
+		return
+	}
+	if run.Labels == nil {
+		run.Labels = map[string]string{}
+	}
+	run.Labels[exagentv1.LabelConversation] = exagentv1.LabelValue(ref.Name)
+}
+
+// checkConversation admits a turn (a run with spec.conversationRef) only
+// into a Conversation that exists, running one of its participants, within
+// its maxTurns, by someone its followUps lets add a turn, and — with
+// doubleText Reject — only when no turn is open. Who may continue a
+// conversation is decided here, from the stamped requester: continuing
+// someone's conversation reads its whole history.
+func (w *AgentRunWebhook) checkConversation(ctx context.Context, req admission.Request, run *exagentv1.AgentRun) (*field.Error, error) {
+	ref := run.Spec.ConversationRef
+	if ref == nil {
+		return nil, nil
+	}
+	path := field.NewPath("spec", "conversationRef", "name")
+	conv := &exagentv1.Conversation{}
+	if err := w.Reader.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: ref.Name}, conv); err != nil {
+		if apierrors.IsNotFound(err) {
+			return field.NotFound(path, fmt.Sprintf("%s: create the Conversation before its turns", ref.Name)), nil
+		}
+		return nil, fmt.Errorf("reading Conversation %s/%s: %w", run.Namespace, ref.Name, err)
+	}
+	if !isParticipant(conv, run.Spec.AgentRef.Name) {
+		return field.Invalid(field.NewPath("spec", "agentRef", "name"), run.Spec.AgentRef.Name, fmt.Sprintf(
+			"not a participant of conversation %q: use its agentRef (%s) or an Agent its spec.participants lists",
+			conv.Name, conv.Spec.AgentRef.Name)), nil
+	}
+	turns, err := w.turnsOf(ctx, conv)
+	if err != nil {
+		return nil, err
+	}
+	if max := conv.Spec.Limits.MaxTurns; max != nil && len(turns) >= int(*max) {
+		return field.Forbidden(path, fmt.Sprintf("conversation %q has taken its %d turns (spec.limits.maxTurns): start a new one", conv.Name, *max)), nil
+	}
+	if conv.Spec.DoubleText == exagentv1.DoubleTextReject {
+		views := make([]loop.TurnView, 0, len(turns))
+		for _, t := range turns {
+			views = append(views, loop.TurnView{Name: t.Name, Created: t.CreationTimestamp.Time, Phase: t.Status.Phase})
+		}
+		if open, _, _ := loop.TurnGate(views, run.Name); open != "" {
+			return field.Forbidden(path, fmt.Sprintf(
+				"turn %s of conversation %q is still open and the conversation's doubleText is Reject: wait for it to end, or answer what it waits for",
+				open, conv.Name)), nil
+		}
+	}
+	return w.checkFollowUp(ctx, req, conv, turns, run)
+}
+
+// checkFollowUp applies spec.followUps: the first turn's requester may
+// always add a turn; with Approvers, so may who may approve runs of the
+// conversation's Agent; with Anyone, anyone who may create the run.
+func (w *AgentRunWebhook) checkFollowUp(ctx context.Context, req admission.Request, conv *exagentv1.Conversation,
+	turns []exagentv1.AgentRun, run *exagentv1.AgentRun) (*field.Error, error) {
+	if len(turns) == 0 || conv.Spec.FollowUps == exagentv1.FollowUpsAnyone {
+		return nil, nil // the first turn starts the conversation
+	}
+	first := firstTurn(turns)
+	owner := ""
+	if first.Spec.RequestedBy != nil {
+		owner = first.Spec.RequestedBy.Username
+	}
+	me := authz.ActorFromUserInfo(req.UserInfo)
+	if owner != "" && me.Username == owner {
+		return nil, nil
+	}
+	path := field.NewPath("spec", "conversationRef", "name")
+	if conv.Spec.FollowUps == exagentv1.FollowUpsApprovers {
+		err := authz.ReviewAccess(ctx, w.Client, me, req.UserInfo.Extra, exagentv1.DeciderVerb(exagentv1.DecisionApprove), run.Namespace, conv.Spec.AgentRef.Name)
+		if err == nil {
+			return nil, nil
+		}
+		if !authz.IsDenied(err) {
+			return nil, err
+		}
+		return field.Forbidden(path, fmt.Sprintf(
+			"conversation %q was started by %s and takes follow-ups from them and from who may approve runs of agent %q: %v",
+			conv.Name, owner, conv.Spec.AgentRef.Name, err)), nil
+	}
+	return field.Forbidden(path, fmt.Sprintf(
+		"conversation %q was started by %s and takes follow-ups only from them (spec.followUps SameRequester): "+
+			"continuing it reads its whole history; start a conversation of your own", conv.Name, owner)), nil
+}
+
+// turnsOf lists the turns of conv past the cache, by the label admission
+// stamps (exact name checked).
+func (w *AgentRunWebhook) turnsOf(ctx context.Context, conv *exagentv1.Conversation) ([]exagentv1.AgentRun, error) {
+	var list exagentv1.AgentRunList
+	if err := w.Reader.List(ctx, &list, client.InNamespace(conv.Namespace),
+		client.MatchingLabels{exagentv1.LabelConversation: exagentv1.LabelValue(conv.Name)}); err != nil {
+		return nil, fmt.Errorf("listing the turns of Conversation %s/%s: %w", conv.Namespace, conv.Name, err)
+	}
+	return slices.DeleteFunc(list.Items, func(r exagentv1.AgentRun) bool {
+		return r.Spec.ConversationRef == nil || r.Spec.ConversationRef.Name != conv.Name
+	}), nil
+}
+
+// firstTurn is the earliest of turns (creation time, then name).
+func firstTurn(turns []exagentv1.AgentRun) *exagentv1.AgentRun {
+	first := &turns[0]
+	for i := range turns {
+		t := &turns[i]
+		if c := t.CreationTimestamp.Compare(first.CreationTimestamp.Time); c < 0 || c == 0 && t.Name < first.Name {
+			first = t
+		}
+	}
+	return first
+}
+
+// isParticipant reports whether agent may take a turn of conv: its
+// agentRef, or an Agent its participants list.
+func isParticipant(conv *exagentv1.Conversation, agent string) bool {
+	if agent == conv.Spec.AgentRef.Name {
+		return true
+	}
+	return slices.ContainsFunc(conv.Spec.Participants, func(p exagentv1.Participant) bool {
+		return p.AgentRef != nil && p.AgentRef.Name == agent
+	})
+}

@@ -1,0 +1,123 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package integration_test
+
+import (
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+)
+
+// TestConversationTurnAdmission: a turn is admitted only into a
+// Conversation that exists, running one of its participants, within
+// maxTurns; followUps decides, from the stamped requester, who may add a
+// turn after the first (SameRequester: only the one who started it;
+// Approvers: also who may approve runs of its Agent; Anyone); doubleText
+// Reject refuses a turn while another is open, naming it. Each refusal
+// names the field and what to do. Admission stamps the conversation label.
+func TestConversationTurnAdmission(t *testing.T) {
+	s := newScenario(t)
+	bind(t, s.ns, "olivia", "ClusterRole", "cluster-admin") // may approve runs of payments
+	createRole(t, s.ns, "run-writer",
+		rbacv1.PolicyRule{APIGroups: []string{"exagent.io"}, Resources: []string{"agentruns"}, Verbs: []string{"create", "get", "list"}})
+	bind(t, s.ns, "grace", "Role", "run-writer") // may create runs, may not approve runs of payments
+
+	conv := func(name string, mut func(*exagentv1.ConversationSpec)) {
+		t.Helper()
+		c := &exagentv1.Conversation{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+			Spec: exagentv1.ConversationSpec{AgentRef: exagentv1.LocalObjectReference{Name: "payments"}}}
+		if mut != nil {
+			mut(&c.Spec)
+		}
+		if err := admin.Create(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turn := func(c client.Client, name, conv, agent string) (*exagentv1.AgentRun, error) {
+		r := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+			Spec: exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: agent}, Input: "hello",
+				ConversationRef: &exagentv1.ConversationRef{Name: conv}}}
+		return r, c.Create(t.Context(), r)
+	}
+	mustRefuse := func(err error, want ...string) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("admitted, want refused with %q", want)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Fatalf("refused with %v, want it to say %q", err, w)
+			}
+		}
+	}
+	dave := as(t, "dave")
+
+	_, err := turn(dave, "nowhere-t1", "nowhere", "payments")
+	mustRefuse(err, "spec.conversationRef.name", "create the Conversation before its turns")
+
+	conv("same", nil)
+	_, err = turn(dave, "same-other-agent", "same", "billing")
+	mustRefuse(err, "spec.agentRef.name", "not a participant", "payments")
+	first, err := turn(dave, "same-t1", "same", "payments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Labels[exagentv1.LabelConversation] != "same" {
+		t.Errorf("labels %v, want %s=same", first.Labels, exagentv1.LabelConversation)
+	}
+	if _, err := turn(dave, "same-t2", "same", "payments"); err != nil {
+		t.Fatalf("the first requester's follow-up (Enqueue): %v", err)
+	}
+	_, err = turn(as(t, "olivia"), "same-olivia", "same", "payments")
+	mustRefuse(err, "takes follow-ups only from them", "dave")
+
+	conv("approvers", func(s *exagentv1.ConversationSpec) { s.FollowUps = exagentv1.FollowUpsApprovers })
+	if _, err := turn(dave, "approvers-t1", "approvers", "payments"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := turn(as(t, "olivia"), "approvers-olivia", "approvers", "payments"); err != nil {
+		t.Fatalf("an approver's follow-up under Approvers: %v", err)
+	}
+	_, err = turn(as(t, "grace"), "approvers-grace", "approvers", "payments")
+	mustRefuse(err, "who may approve runs of agent")
+
+	conv("anyone", func(s *exagentv1.ConversationSpec) {
+		s.FollowUps = exagentv1.FollowUpsAnyone
+		s.Limits.MaxTurns = ptr.To[int32](2)
+	})
+	if _, err := turn(dave, "anyone-t1", "anyone", "payments"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := turn(as(t, "grace"), "anyone-grace", "anyone", "payments"); err != nil {
+		t.Fatalf("anyone's follow-up under Anyone: %v", err)
+	}
+	_, err = turn(dave, "anyone-t3", "anyone", "payments")
+	mustRefuse(err, "has taken its 2 turns", "maxTurns")
+
+	conv("reject", func(s *exagentv1.ConversationSpec) { s.DoubleText = exagentv1.DoubleTextReject })
+	if _, err := turn(dave, "reject-t1", "reject", "payments"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = turn(dave, "reject-t2", "reject", "payments")
+	mustRefuse(err, "turn reject-t1", "still open", "doubleText is Reject")
+}
