@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,55 +37,100 @@ import (
 // waitTurn keeps a turn of a conversation Queued — no claim, no model
 // request, no IO — while its conversation holds it: an earlier turn is
 // open (loop.TurnGate), the Conversation does not exist, or it is
-// suspended. A turn past its first claim is never held again.
+// suspended. When it may start, it continues the conversation
+// (loop.ContinueTurn: the turn just before it, read past the cache, gives
+// its transcript by reference), once; the claim follows in the same
+// commit. A turn past that point is never held again.
 func (r *AgentRunReconciler) waitTurn(ctx context.Context, sc *scope) error {
 	ref := sc.run.Spec.ConversationRef
-	if ref == nil || sc.fence != nil || sc.status.Phase != exagentv1.PhaseQueued || sc.noIO {
+	if ref == nil || sc.fence != nil || sc.status.Phase != exagentv1.PhaseQueued || sc.noIO || sc.status.Turn != nil {
 		return nil
 	}
-	reason, message, err := r.turnHold(ctx, sc.run, ref.Name)
-	if err != nil || reason == "" {
+	hold, err := r.turnHold(ctx, sc.run, ref.Name)
+	if err != nil {
 		return err
 	}
-	if sc.status.Reason != reason || sc.status.Message != message {
-		next, err := loop.WaitForTurn(sc.status, reason, message)
+	if hold.reason == "" {
+		return r.continueTurn(ctx, sc, hold)
+	}
+	if sc.status.Reason != hold.reason || sc.status.Message != hold.message {
+		next, err := loop.WaitForTurn(sc.status, hold.reason, hold.message)
 		if err != nil {
 			return fmt.Errorf("holding the turn: %w", err)
 		}
 		sc.set(next)
 	}
-	sc.stop = true // woken when an earlier turn changes (turnsAfter) or the Conversation does
+	sc.stop = true // woken when an earlier turn changes (turnsOf) or the Conversation does
 	return nil
 }
 
-// turnHold says why run, a turn of conversation name, may not start yet
-// ("" when it may).
-func (r *AgentRunReconciler) turnHold(ctx context.Context, run *exagentv1.AgentRun, name string) (reason, message string, err error) {
+// continueTurn journals the turn's place and history: the turn just
+// before it (ended) is read past the cache, whose copy of an ended run is
+// stripped (store.CacheOptions).
+func (r *AgentRunReconciler) continueTurn(ctx context.Context, sc *scope, hold turnHold) error {
+	var prev *loop.PrevTurn
+	if hold.index > 1 {
+		before := hold.turns[hold.index-2]
+		run := &exagentv1.AgentRun{}
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sc.run.Namespace, Name: before.Name}, run); err != nil {
+			if apierrors.IsNotFound(err) {
+				sc.stop = true // deleted meanwhile: the turns are listed again at the next wake-up
+				sc.requeueAfter = time.Second
+				return nil
+			}
+			return fmt.Errorf("reading turn %s, which turn %s continues: %w", before.Name, sc.run.Name, err)
+		}
+		prev = &loop.PrevTurn{Name: run.Name, UID: string(run.UID), Transcript: run.Status.Transcript, History: run.Status.History}
+	}
+	next, err := loop.ContinueTurn(sc.status, sc.env, int32(hold.index), prev)
+	if err != nil {
+		return r.failPermanent(sc, err)
+	}
+	sc.set(next)
+	return nil
+}
+
+// turnHold is why a turn may not start yet (reason "" when it may), and
+// the conversation's turns in order with its place among them.
+type turnHold struct {
+	reason, message string
+	turns           []loop.TurnView
+	index           int
+}
+
+// turnHold says why run, a turn of conversation name, may not start yet.
+func (r *AgentRunReconciler) turnHold(ctx context.Context, run *exagentv1.AgentRun, name string) (turnHold, error) {
 	conv := &exagentv1.Conversation{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: name}, conv); err != nil {
 		if apierrors.IsNotFound(err) {
-			return exagentv1.ReasonConversationNotFound, fmt.Sprintf(
-				"conversation %q not found in namespace %q: the turn starts once it exists", name, run.Namespace), nil
+			return turnHold{reason: exagentv1.ReasonConversationNotFound, message: fmt.Sprintf(
+				"conversation %q not found in namespace %q: the turn starts once it exists", name, run.Namespace)}, nil
 		}
-		return "", "", fmt.Errorf("reading conversation %s: %w", name, err)
+		return turnHold{}, fmt.Errorf("reading conversation %s: %w", name, err)
 	}
 	if conv.Spec.Suspend {
-		return exagentv1.ReasonConversationSuspended, fmt.Sprintf(
-			"conversation %q is suspended: the turn starts once spec.suspend is false", name), nil
+		return turnHold{reason: exagentv1.ReasonConversationSuspended, message: fmt.Sprintf(
+			"conversation %q is suspended: the turn starts once spec.suspend is false", name)}, nil
 	}
 	var list exagentv1.AgentRunList
 	if err := r.Client.List(ctx, &list, client.InNamespace(run.Namespace), client.MatchingFields{index.ConversationRef: name}); err != nil {
-		return "", "", fmt.Errorf("listing the turns of conversation %s: %w", name, err)
+		return turnHold{}, fmt.Errorf("listing the turns of conversation %s: %w", name, err)
 	}
 	views := make([]loop.TurnView, 0, len(list.Items))
 	for i := range list.Items {
 		t := &list.Items[i]
 		views = append(views, loop.TurnView{Name: t.Name, Created: t.CreationTimestamp.Time, Phase: t.Status.Phase})
 	}
-	if open, ahead, _ := loop.TurnGate(views, run.Name); open != "" {
-		return exagentv1.ReasonWaitingForTurn, loop.TurnWaitMessage(open, ahead), nil
+	loop.OrderTurns(views)
+	open, ahead, at := loop.TurnGate(views, run.Name)
+	if open != "" {
+		return turnHold{reason: exagentv1.ReasonWaitingForTurn, message: loop.TurnWaitMessage(open, ahead)}, nil
 	}
-	return "", "", nil
+	if at == 0 {
+		// Not in the cache's list yet (just created): looked at again.
+		return turnHold{reason: exagentv1.ReasonWaitingForTurn, message: "waiting for the conversation's turns to be listed"}, nil
+	}
+	return turnHold{turns: views, index: at}, nil
 }
 
 // turnsOf wakes the turns of a conversation that may be waiting on run:

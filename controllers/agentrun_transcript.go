@@ -40,7 +40,15 @@ func (r *AgentRunReconciler) chain(ctx context.Context, sc *scope) ([]segment.Se
 	if r.Segments == nil {
 		return nil, nil
 	}
-	chain, err := r.Segments.Chain(ctx, sc.run)
+	// The chain the working status names: a turn of a conversation takes
+	// its base in this very reconcile (waitTurn), before it is stored.
+	run := sc.run
+	if sc.status.Transcript != sc.run.Status.Transcript {
+		cp := *sc.run
+		cp.Status.Transcript = sc.status.Transcript
+		run = &cp
+	}
+	chain, err := r.Segments.Chain(ctx, run)
 	if err != nil {
 		return nil, err
 	}

@@ -18,15 +18,19 @@ package controllers_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
+	"github.com/exagent-io/exagent/store"
 )
 
 // createConversation creates a Conversation of agent in h's namespace.
@@ -44,6 +48,22 @@ func (h *harness) createConversation(name, agent string, mutate ...func(*exagent
 
 func turnOf(conv string) func(*exagentv1.AgentRunSpec) {
 	return func(s *exagentv1.AgentRunSpec) { s.ConversationRef = &exagentv1.ConversationRef{Name: conv} }
+}
+
+// createTurn creates a turn of conv with input, stamped as admission
+// would (no webhook in this envtest): the Conversation as its owner.
+func (h *harness) createTurn(name, agent, conv, input string) {
+	h.t.Helper()
+	c := &exagentv1.Conversation{}
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: conv}, c); err != nil {
+		h.t.Fatal(err)
+	}
+	r := fixture.MakeRun(name, h.ns).Agent(agent).Input(input).Obj()
+	r.Spec.ConversationRef = &exagentv1.ConversationRef{Name: conv}
+	r.OwnerReferences = []metav1.OwnerReference{exagentv1.ConversationOwnerReference(c)}
+	if err := h.c.Create(context.Background(), r); err != nil {
+		h.t.Fatalf("creating turn %s: %v", name, err)
+	}
 }
 
 // waitingForTurn waits until run is Queued, reason WaitingForTurn, naming
@@ -76,7 +96,7 @@ func TestConversationTurnsQueue(t *testing.T) {
 	})
 	h.createConversation("chat", "pay")
 	for _, name := range []string{"chat-t1", "chat-t2", "chat-t3"} {
-		h.createRun(name, "pay", turnOf("chat"))
+		h.createRun(name, "pay", turnOf("chat"), func(s *exagentv1.AgentRunSpec) { s.Input = "say " + name })
 	}
 	first := h.waitPhase("chat-t1", exagentv1.PhaseAwaitingApproval)
 	h.waitingForTurn("chat-t2", "chat-t1")
@@ -91,6 +111,26 @@ func TestConversationTurnsQueue(t *testing.T) {
 	h.waitPhase("chat-t2", exagentv1.PhaseSucceeded)
 	h.approve(h.waitPhase("chat-t3", exagentv1.PhaseAwaitingApproval), "ok")
 	h.waitPhase("chat-t3", exagentv1.PhaseSucceeded)
+
+	// Each turn continues the one before: turn 3's transcript is turn 1's
+	// and turn 2's messages, then its own — and its journal holds only
+	// its own call.
+	third := h.get("chat-t3")
+	if tr := third.Status.Turn; tr == nil || tr.Index != 3 || tr.After != "chat-t2" {
+		t.Fatalf("turn 3's status.turn %+v, want index 3 after chat-t2", tr)
+	}
+	var said []string
+	for _, m := range transcriptMessages(t, h, third) {
+		if m.Role == exagentv1.RoleUser {
+			said = append(said, m.Content)
+		}
+	}
+	if strings.Join(said, "|") != "say chat-t1|say chat-t2|say chat-t3" {
+		t.Errorf("the user messages turn 3's transcript holds: %q, want the three turns' in order", said)
+	}
+	if len(third.Status.Calls) != 1 {
+		t.Errorf("turn 3 journals %d calls, want only its own", len(third.Status.Calls))
+	}
 
 	var runs []string
 	for _, r := range ts.journal() {
@@ -132,4 +172,110 @@ func TestConversationTurnHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitPhase("early", exagentv1.PhaseSucceeded)
+}
+
+// transcriptMessages is run's whole logical transcript: the messages its
+// chain holds (earlier turns' included), then its status.history.
+func transcriptMessages(t *testing.T, h *harness, run *exagentv1.AgentRun) []exagentv1.Message {
+	t.Helper()
+	segs := store.NewSegments(h.c, h.c, 0)
+	chain, err := segs.Chain(context.Background(), run)
+	if err != nil {
+		t.Fatalf("reading the chain of %s: %v", run.Name, err)
+	}
+	msgs, err := segment.Transcript(chain, run.Status.History)
+	if err != nil {
+		t.Fatalf("the transcript of %s: %v", run.Name, err)
+	}
+	return msgs
+}
+
+// TestConversationSharesSealedTranscript: turns whose tool answers are
+// sealed into segments (past --seal-value-bytes) continue by reference:
+// each turn's head takes the turn before's chain as its base (the same
+// segments, not copies: a turn's own segments are only those it sealed),
+// the chain verifies across turns, and the last turn's transcript holds
+// every turn's messages in order, each sealed answer whole.
+func TestConversationSharesSealedTranscript(t *testing.T) {
+	h := newHarness(t)
+	ts := newToolServer(t)
+	h.startManager(controllers.Options{})
+	retentionAgent(h, "pay", ts, exagentv1.RetentionSpec{}) // asks before pay; answers bigResult (sealed)
+	h.createConversation("big", "pay")
+	var prev *exagentv1.AgentRun
+	for i, name := range []string{"big-t1", "big-t2", "big-t3"} {
+		if i == 2 {
+			// An earlier turn deleted: its segments stay, co-owned by the
+			// conversation, as later turns reference them.
+			for _, seg := range segmentsOf(t, h, h.get("big-t1")) {
+				if !slices.ContainsFunc(seg.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "Conversation" && o.Name == "big" }) {
+					t.Fatalf("segment %s of turn 1 has owners %+v, want the conversation among them", seg.Name, seg.OwnerReferences)
+				}
+			}
+			if err := h.c.Delete(context.Background(), h.get("big-t1")); err != nil {
+				t.Fatal(err)
+			}
+			h.waitGone("big-t1")
+		}
+		h.createTurn(name, "pay", "big", "turn "+name)
+		h.approve(h.waitPhase(name, exagentv1.PhaseAwaitingApproval), "ok")
+		run := h.waitPhase(name, exagentv1.PhaseSucceeded)
+		head := run.Status.Transcript
+		if head == nil || head.Segments == 0 {
+			t.Fatalf("turn %s sealed nothing: %+v", name, head)
+		}
+		own := segmentsOf(t, h, run)
+		if i == 0 {
+			if head.BaseSegments != 0 {
+				t.Fatalf("the first turn inherits %d segments", head.BaseSegments)
+			}
+		} else {
+			if head.BaseSegments != prev.Status.Transcript.Segments || head.BaseHead != prev.Status.Transcript.Head {
+				t.Fatalf("turn %s base %d/%s, want the turn before's chain %d/%s", name,
+					head.BaseSegments, head.BaseHead, prev.Status.Transcript.Segments, prev.Status.Transcript.Head)
+			}
+		}
+		if got, want := int32(len(own)), head.Segments-head.BaseSegments; got != want {
+			t.Fatalf("turn %s has %d segments of its own, want %d (its chain of %d less the %d it took by reference)",
+				name, got, want, head.Segments, head.BaseSegments)
+		}
+		prev = run
+	}
+	var said []string
+	answers := 0
+	for _, m := range transcriptMessages(t, h, prev) {
+		switch m.Role {
+		case exagentv1.RoleUser:
+			said = append(said, m.Content)
+		case exagentv1.RoleTool:
+			if m.Content == bigResult {
+				answers++
+			}
+		}
+	}
+	if strings.Join(said, "|") != "turn big-t1|turn big-t2|turn big-t3" || answers != 3 {
+		t.Fatalf("the last turn's transcript: users %q and %d whole tool answers, want the three turns' in order and 3", said, answers)
+	}
+	if n := len(ts.journal()); n != 3 {
+		t.Errorf("%d tool calls, want 3 (one per turn, none replayed)", n)
+	}
+
+	// Deleting the conversation deletes its turns, and with them every
+	// segment of the conversation (the garbage collector).
+	conv := &exagentv1.Conversation{}
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: "big"}, conv); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Delete(context.Background(), conv); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"big-t2", "big-t3"} {
+		h.waitGone(name)
+	}
+	if !eventually(func() bool {
+		var list exagentv1.AgentRunSegmentList
+		return h.c.List(context.Background(), &list, client.InNamespace(h.ns)) == nil && len(list.Items) == 0
+	}) {
+		t.Error("segments of the deleted conversation remain")
+	}
 }

@@ -110,3 +110,61 @@ func TurnWaitMessage(open string, ahead int) string {
 	}
 	return fmt.Sprintf("waiting for turn %s of the conversation to end", open)
 }
+
+// PrevTurn is the turn a new turn continues: the one just before it, ended.
+type PrevTurn struct {
+	Name, UID string
+	// Transcript and History are its status's: the sealed chain's head
+	// and the tail still in status.
+	Transcript *exagentv1.TranscriptHead
+	History    []exagentv1.Message
+}
+
+// ContinueTurn makes a turn that may start (every earlier turn ended)
+// continue its conversation: its transcript is prev's — the sealed chain
+// by reference (the head is journaled as the base: the segments are
+// shared, never copied, and the hash chain goes on from them) and prev's
+// tail in status — followed by this turn's own user message. prev is nil
+// for the first turn. The conversation's first system message stays its
+// first message; earlier tool calls are results in the history, never
+// replayed: this turn's journal starts empty.
+//
+// Touches: turn {index, after, afterUID}, transcript, history.
+// Guards: phase Queued, never claimed, turn not yet journaled.
+func ContinueTurn(s Status, env *Env, index int32, prev *PrevTurn) (Status, error) {
+	if s.Phase != exagentv1.PhaseQueued || s.Attempts != 0 || s.Turn != nil {
+		return s, conflictf("only a turn that never started continues its conversation (phase %s, attempts %d)", s.Phase, s.Attempts)
+	}
+	if index < 1 {
+		return s, invalidf("turn index %d: turns count from 1", index)
+	}
+	st := clone(s)
+	st.Turn = &exagentv1.TurnStatus{Index: index}
+	if prev == nil {
+		return st, nil
+	}
+	if len(s.History) == 0 || s.History[len(s.History)-1].Role != exagentv1.RoleUser {
+		return s, invalidf("the turn's history does not end with its own user message")
+	}
+	own := s.History[len(s.History)-1]
+	st.Turn.After, st.Turn.AfterUID = prev.Name, prev.UID
+	st.Transcript = nil
+	if t := prev.Transcript; t != nil && t.Segments > 0 {
+		head := *t
+		head.BaseSegments, head.BaseHead = t.Segments, t.Head
+		head.SegmentBytes = 0 // what this turn writes; the base is the earlier turns'
+		st.Transcript = &head
+	}
+	st.History = make([]exagentv1.Message, 0, len(prev.History)+1)
+	for i := range prev.History {
+		st.History = append(st.History, *prev.History[i].DeepCopy())
+	}
+	st.History = append(st.History, own)
+	if len(st.History) == 1 && st.Transcript == nil {
+		st.History = s.History // an earlier turn with no transcript at all: start afresh
+	}
+	if err := checkSize(&st, env, env.budget/ioReserveDivisor, "continuing the conversation"); err != nil {
+		return s, err
+	}
+	return st, nil
+}

@@ -120,8 +120,10 @@ func (s *Segments) Create(ctx context.Context, run *exagentv1.AgentRun, segs []s
 				Namespace: run.Namespace,
 				Name:      seg.Name,
 				Labels:    map[string]string{exagentv1.LabelRun: exagentv1.LabelValue(run.Name), exagentv1.LabelRunUID: string(run.UID)},
-				// Deleted with the run by the garbage collector.
-				OwnerReferences: []metav1.OwnerReference{exagentv1.RunControllerReference(run, false)},
+				// Deleted with the run by the garbage collector — a turn's
+				// only once its conversation is gone too: later turns take
+				// its chain by reference (segmentOwners).
+				OwnerReferences: segmentOwners(run),
 			},
 			Spec: *seg.Spec.DeepCopy(),
 		}
@@ -182,12 +184,31 @@ func (s *Segments) chain(ctx context.Context, run *exagentv1.AgentRun) ([]segmen
 		return nil, err
 	}
 	return segment.Walk(*head, string(run.UID), func(name string, index int32) (segment.Segment, error) {
+		if index < head.BaseSegments {
+			return s.inherited(ctx, run, name, index)
+		}
 		uid, ok := stored[name]
 		if !ok {
 			return segment.Segment{}, segment.Corruptf("segment %s (index %d) of run %s is missing", name, index, run.Name)
 		}
 		return s.read(ctx, run.Namespace, name, uid)
 	})
+}
+
+// inherited reads a segment an earlier turn of the run's conversation
+// sealed (index below the head's baseSegments): from the cache when it
+// holds it — a name is its content's hash, so a cached copy is never
+// stale — else by name past the cache, which also proves it is stored.
+func (s *Segments) inherited(ctx context.Context, run *exagentv1.AgentRun, name string, index int32) (segment.Segment, error) {
+	if c, ok := s.get(name); ok {
+		return c.seg, nil
+	}
+	seg, uid, err := s.fetchObject(ctx, run.Namespace, name) // a missing one is a segment.CorruptError
+	if err != nil {
+		return segment.Segment{}, fmt.Errorf("segment %d of run %s, sealed by an earlier turn of its conversation: %w", index, run.Name, err)
+	}
+	s.put(uid, seg)
+	return seg, nil
 }
 
 // storedUIDs lists the run's segments' names and UIDs (metadata only).
@@ -239,4 +260,15 @@ func (s *Segments) fetchObject(ctx context.Context, ns, name string) (segment.Se
 		return segment.Segment{}, "", err
 	}
 	return seg, obj.UID, nil
+}
+
+// segmentOwners are the owners of a segment of run: the run (controller),
+// and for a turn of a conversation the Conversation too, as admission
+// made it the turn's owner.
+func segmentOwners(run *exagentv1.AgentRun) []metav1.OwnerReference {
+	owners := []metav1.OwnerReference{exagentv1.RunControllerReference(run, false)}
+	if conv, ok := run.ConversationOwner(); ok {
+		owners = append(owners, metav1.OwnerReference{APIVersion: conv.APIVersion, Kind: conv.Kind, Name: conv.Name, UID: conv.UID})
+	}
+	return owners
 }

@@ -22,6 +22,7 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,20 +36,35 @@ import (
 // +kubebuilder:rbac:groups=exagent.io,resources=conversations,verbs=get
 
 // stampConversation labels a turn with its conversation's name
-// (exagentv1.LabelConversation, overwriting what a client wrote): its
-// turns are listed by it.
-func stampConversation(run *exagentv1.AgentRun) {
+// (exagentv1.LabelConversation, overwriting what a client wrote) — its
+// turns are listed by it — and makes the Conversation its owner (the
+// garbage collector deletes a conversation's turns with it); an owner of
+// kind Conversation the client wrote is replaced. A Conversation that
+// does not exist is refused by validation.
+func (w *AgentRunWebhook) stampConversation(ctx context.Context, run *exagentv1.AgentRun) error {
+	run.OwnerReferences = slices.DeleteFunc(run.OwnerReferences, func(o metav1.OwnerReference) bool {
+		return o.Kind == "Conversation" && o.APIVersion == exagentv1.GroupVersion.String()
+	})
 	ref := run.Spec.ConversationRef
 	if ref == nil {
 		if run.Labels != nil {
 			delete(run.Labels, exagentv1.LabelConversation)
 		}
-		return
+		return nil
 	}
 	if run.Labels == nil {
 		run.Labels = map[string]string{}
 	}
 	run.Labels[exagentv1.LabelConversation] = exagentv1.LabelValue(ref.Name)
+	conv := &exagentv1.Conversation{}
+	if err := w.Reader.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: ref.Name}, conv); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return apierrors.NewInternalError(fmt.Errorf("reading Conversation %s/%s: %w", run.Namespace, ref.Name, err))
+	}
+	run.OwnerReferences = append(run.OwnerReferences, exagentv1.ConversationOwnerReference(conv))
+	return nil
 }
 
 // checkConversation admits a turn (a run with spec.conversationRef) only

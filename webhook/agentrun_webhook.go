@@ -77,7 +77,9 @@ func (w *AgentRunWebhook) Default(ctx context.Context, run *exagentv1.AgentRun) 
 		return err
 	}
 	stampAdmitted(run, w.Manager)
-	stampConversation(run)
+	if err := w.stampConversation(ctx, run); err != nil {
+		return err
+	}
 	stamped := authz.ActorFromUserInfo(req.UserInfo)
 	if run.Spec.Delegation != nil {
 		if ferr := w.checkDelegation(run, stamped); ferr != nil {

@@ -428,6 +428,12 @@ type AgentRunStatus struct {
 	// +optional
 	Limits *RunLimits `json:"limits,omitempty"`
 
+	// turn, on a turn of a conversation, is its place and the turn whose
+	// transcript it continues, journaled once when the turn may start
+	// (every earlier turn ended): its history is that turn's by reference.
+	// +optional
+	Turn *TurnStatus `json:"turn,omitempty"`
+
 	// Schemaless in the CRD (SchemalessStatusFields): the apiserver checks
 	// only this list's maxItems. The markers of ChildRun are documentation,
 	// not enforcement here; the manager bounds what it writes
@@ -512,6 +518,15 @@ type TranscriptHead struct {
 	// segmentBytes is the size of the segments' content written so far.
 	// +optional
 	SegmentBytes int64 `json:"segmentBytes,omitempty"`
+	// baseSegments, on a turn of a conversation, is how many of the
+	// chain's first segments are the earlier turns' — taken by reference
+	// when the turn started, never copied — and baseHead the last of them:
+	// pinned by its content hash, which covers every segment before it.
+	// +optional
+	BaseSegments int32 `json:"baseSegments,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	BaseHead string `json:"baseHead,omitempty"`
 }
 
 // ValueRef points to a value (a message's content, a call's args or

@@ -264,3 +264,19 @@ const (
 	// turn waits, Queued, until spec.suspend is false again.
 	ReasonConversationSuspended = "ConversationSuspended"
 )
+
+// TurnStatus is a turn's place in its conversation.
+type TurnStatus struct {
+	// index is the turn's place, from 1.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Index int32 `json:"index"`
+	// after is the turn whose transcript this one continues (empty for
+	// the first turn), and afterUID its UID.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	After string `json:"after,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	AfterUID string `json:"afterUID,omitempty"`
+}

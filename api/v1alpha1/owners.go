@@ -69,3 +69,27 @@ func (d *ApprovalDecision) RunOwner() string {
 	}
 	return ""
 }
+
+// ConversationOwnerReference is the owner reference admission gives a
+// turn (a run with spec.conversationRef), and the store the turn's
+// segments: a plain reference, so that a conversation's segments outlive
+// a deleted turn while later turns' transcripts reference them, and go
+// with the conversation.
+func ConversationOwnerReference(conv *Conversation) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: GroupVersion.String(), Kind: "Conversation", Name: conv.Name, UID: conv.UID}
+}
+
+// ConversationOwner is the owner reference of run to the Conversation its
+// spec.conversationRef names, when it has one.
+func (r *AgentRun) ConversationOwner() (metav1.OwnerReference, bool) {
+	ref := r.Spec.ConversationRef
+	if ref == nil {
+		return metav1.OwnerReference{}, false
+	}
+	for _, o := range r.OwnerReferences {
+		if o.Kind == "Conversation" && o.APIVersion == GroupVersion.String() && o.Name == ref.Name {
+			return o, true
+		}
+	}
+	return metav1.OwnerReference{}, false
+}

@@ -50,6 +50,9 @@ func Walk(head exagentv1.TranscriptHead, runUID string, fetch Fetch) ([]Segment,
 	if head.Segments > 0 && head.Head == "" {
 		return nil, Corruptf("the head counts %d segments but names none", head.Segments)
 	}
+	if head.BaseSegments < 0 || head.BaseSegments > head.Segments || (head.BaseSegments > 0) != (head.BaseHead != "") {
+		return nil, Corruptf("the head takes %d segments of an earlier turn (base %q) of its %d", head.BaseSegments, head.BaseHead, head.Segments)
+	}
 	var chain []Segment // head first; reversed below
 	var msgs, calls, receipts, bytes int64
 	name := head.Head
@@ -58,7 +61,18 @@ func Walk(head exagentv1.TranscriptHead, runUID string, fetch Fetch) ([]Segment,
 		if err != nil {
 			return nil, err
 		}
-		if err := link(seg, name, i, runUID); err != nil {
+		// The segments of earlier turns (a conversation's) are another
+		// run's: what binds them to this one is the base head this run
+		// journaled — its name is the hash of its content, which names the
+		// segment before it, and so on down the chain.
+		owner := runUID
+		if i < head.BaseSegments {
+			if i == head.BaseSegments-1 && name != head.BaseHead {
+				return nil, Corruptf("segment %s at index %d is not the earlier turn's head %s", name, i, head.BaseHead)
+			}
+			owner = seg.Spec.RunUID
+		}
+		if err := link(seg, name, i, owner); err != nil {
 			return nil, err
 		}
 		msgs += int64(len(seg.Spec.Messages))

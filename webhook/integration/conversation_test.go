@@ -85,6 +85,9 @@ func TestConversationTurnAdmission(t *testing.T) {
 	if first.Labels[exagentv1.LabelConversation] != "same" {
 		t.Errorf("labels %v, want %s=same", first.Labels, exagentv1.LabelConversation)
 	}
+	if o, ok := first.ConversationOwner(); !ok || o.UID == "" || o.Controller != nil {
+		t.Errorf("owners %+v, want the Conversation as a plain owner", first.OwnerReferences)
+	}
 	if _, err := turn(dave, "same-t2", "same", "payments"); err != nil {
 		t.Fatalf("the first requester's follow-up (Enqueue): %v", err)
 	}
