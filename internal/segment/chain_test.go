@@ -119,27 +119,45 @@ func TestWalk(t *testing.T) {
 		mut(&h)
 		return h
 	}
+	// A turn of a conversation: its first two segments are an earlier
+	// turn's, taken by reference (the base), the third its own.
+	earlier, earlierHead := makeChainWith(t, 3, func(i int, spec *exagentv1.AgentRunSegmentSpec) {
+		if i < 2 {
+			spec.RunUID = "earlier"
+		}
+	})
+	based := func(n int32, baseHead string) exagentv1.TranscriptHead {
+		h := earlierHead
+		h.BaseSegments, h.BaseHead = n, baseHead
+		return h
+	}
 	cases := map[string]struct {
 		head      exagentv1.TranscriptHead
 		segs      []Segment
 		want      string // in the CorruptError; empty: the chain holds
 		wantAsked int
 	}{
-		"holds":            {head: head, segs: chain, wantAsked: 3},
-		"nothing sealed":   {head: exagentv1.TranscriptHead{}, segs: nil},
-		"negative length":  {head: withHead(func(h *exagentv1.TranscriptHead) { h.Segments = -1 }), segs: chain, want: "counts -1 segments"},
-		"head names none":  {head: withHead(func(h *exagentv1.TranscriptHead) { h.Head = "" }), segs: chain, want: "names none"},
-		"missing segment":  {head: head, segs: chain[1:], want: "segment " + chain[0].Name + " (index 0) is missing", wantAsked: 3},
-		"longer head":      {head: withHead(func(h *exagentv1.TranscriptHead) { h.Segments = 1 << 30 }), segs: chain, want: "out of order", wantAsked: 1},
-		"shorter head":     {head: withHead(func(h *exagentv1.TranscriptHead) { h.Segments = 2 }), segs: chain, want: "out of order", wantAsked: 1},
-		"edited":           {head: head, segs: func() []Segment { s := append([]Segment(nil), chain...); s[1].Spec.Messages = nil; return s }(), want: "was edited", wantAsked: 2},
-		"another run":      {head: otherHead, segs: other, want: "belongs to run UID other", wantAsked: 1},
-		"previous at 0":    {head: linkedHead, segs: linked, want: `at index 0 has previous "x"`, wantAsked: 3},
-		"first message":    {head: movedHead, segs: moved, want: "starts at message 1, expected 0", wantAsked: 3},
-		"counts":           {head: withHead(func(h *exagentv1.TranscriptHead) { h.Calls = 7 }), segs: chain, want: "the head counts 6 messages, 7 calls", wantAsked: 3},
-		"bytes":            {head: withHead(func(h *exagentv1.TranscriptHead) { h.Bytes++ }), segs: chain, want: "bytes; the chain holds", wantAsked: 3},
-		"head moved":       {head: withHead(func(h *exagentv1.TranscriptHead) { h.Head = chain[0].Name }), segs: chain, want: "out of order", wantAsked: 1},
-		"nothing but head": {head: withHead(func(h *exagentv1.TranscriptHead) { h.Segments = 0 }), segs: chain, want: "the head counts 6 messages"},
+		"holds":                      {head: head, segs: chain, wantAsked: 3},
+		"nothing sealed":             {head: exagentv1.TranscriptHead{}, segs: nil},
+		"negative length":            {head: withHead(func(h *exagentv1.TranscriptHead) { h.Segments = -1 }), segs: chain, want: "counts -1 segments"},
+		"head names none":            {head: withHead(func(h *exagentv1.TranscriptHead) { h.Head = "" }), segs: chain, want: "names none"},
+		"missing segment":            {head: head, segs: chain[1:], want: "segment " + chain[0].Name + " (index 0) is missing", wantAsked: 3},
+		"longer head":                {head: withHead(func(h *exagentv1.TranscriptHead) { h.Segments = 1 << 30 }), segs: chain, want: "out of order", wantAsked: 1},
+		"shorter head":               {head: withHead(func(h *exagentv1.TranscriptHead) { h.Segments = 2 }), segs: chain, want: "out of order", wantAsked: 1},
+		"edited":                     {head: head, segs: func() []Segment { s := append([]Segment(nil), chain...); s[1].Spec.Messages = nil; return s }(), want: "was edited", wantAsked: 2},
+		"another run":                {head: otherHead, segs: other, want: "belongs to run UID other", wantAsked: 1},
+		"previous at 0":              {head: linkedHead, segs: linked, want: `at index 0 has previous "x"`, wantAsked: 3},
+		"first message":              {head: movedHead, segs: moved, want: "starts at message 1, expected 0", wantAsked: 3},
+		"counts":                     {head: withHead(func(h *exagentv1.TranscriptHead) { h.Calls = 7 }), segs: chain, want: "the head counts 6 messages, 7 calls", wantAsked: 3},
+		"bytes":                      {head: withHead(func(h *exagentv1.TranscriptHead) { h.Bytes++ }), segs: chain, want: "bytes; the chain holds", wantAsked: 3},
+		"head moved":                 {head: withHead(func(h *exagentv1.TranscriptHead) { h.Head = chain[0].Name }), segs: chain, want: "out of order", wantAsked: 1},
+		"nothing but head":           {head: withHead(func(h *exagentv1.TranscriptHead) { h.Segments = 0 }), segs: chain, want: "the head counts 6 messages"},
+		"an earlier turn's base":     {head: based(2, earlier[1].Name), segs: earlier, wantAsked: 3},
+		"another run without a base": {head: earlierHead, segs: earlier, want: "belongs to run UID earlier", wantAsked: 2},
+		"another run above the base": {head: based(1, earlier[0].Name), segs: earlier, want: "belongs to run UID earlier", wantAsked: 2},
+		"a base head that is not it": {head: based(2, earlier[0].Name), segs: earlier, want: "is not the earlier turn's head", wantAsked: 2},
+		"a base past the chain":      {head: based(4, earlier[2].Name), segs: earlier, want: "takes 4 segments of an earlier turn"},
+		"a base with no head named":  {head: based(2, ""), segs: earlier, want: "takes 2 segments of an earlier turn"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
