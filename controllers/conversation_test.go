@@ -18,6 +18,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -101,6 +102,9 @@ func TestConversationTurnsQueue(t *testing.T) {
 	first := h.waitPhase("chat-t1", exagentv1.PhaseAwaitingApproval)
 	h.waitingForTurn("chat-t2", "chat-t1")
 	h.waitingForTurn("chat-t3", "chat-t1")
+	h.waitConversation("chat", "turn 1 paused, two queued", func(s exagentv1.ConversationStatus) bool {
+		return s.Phase == exagentv1.ConversationAwaitingApproval && s.Open == "chat-t1" && s.Queued == 2 && len(s.Turns) == 3
+	})
 
 	h.approve(first, "ok")
 	h.waitPhase("chat-t1", exagentv1.PhaseSucceeded)
@@ -111,6 +115,15 @@ func TestConversationTurnsQueue(t *testing.T) {
 	h.waitPhase("chat-t2", exagentv1.PhaseSucceeded)
 	h.approve(h.waitPhase("chat-t3", exagentv1.PhaseAwaitingApproval), "ok")
 	h.waitPhase("chat-t3", exagentv1.PhaseSucceeded)
+
+	conv := h.waitConversation("chat", "idle after three turns", func(s exagentv1.ConversationStatus) bool {
+		return s.Phase == exagentv1.ConversationIdle && s.Open == "" && s.Queued == 0 && len(s.Turns) == 3 && s.Ledger.ToolCalls == 3
+	})
+	for i, tr := range conv.Status.Turns {
+		if want := fmt.Sprintf("chat-t%d", i+1); tr.Run != want || tr.Index != int32(i+1) || tr.Phase != exagentv1.PhaseSucceeded || tr.Participant != "pay" {
+			t.Errorf("status.turns[%d] = %+v, want %s Succeeded by pay", i, tr, want)
+		}
+	}
 
 	// Each turn continues the one before: turn 3's transcript is turn 1's
 	// and turn 2's messages, then its own — and its journal holds only
@@ -278,4 +291,16 @@ func TestConversationSharesSealedTranscript(t *testing.T) {
 	}) {
 		t.Error("segments of the deleted conversation remain")
 	}
+}
+
+// waitConversation waits until conversation name's status satisfies cond.
+func (h *harness) waitConversation(name, what string, cond func(exagentv1.ConversationStatus) bool) *exagentv1.Conversation {
+	h.t.Helper()
+	c := &exagentv1.Conversation{}
+	if !eventually(func() bool {
+		return h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, c) == nil && cond(c.Status)
+	}) {
+		h.t.Fatalf("conversation %s: timed out waiting for %s; status %+v", name, what, c.Status)
+	}
+	return c
 }

@@ -258,6 +258,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if err := agents.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Agent controller: %w", err)
 	}
+	conversations := &ConversationReconciler{Client: mgr.GetClient(), Clock: o.Clock, Name: "conversation" + o.NameSuffix}
+	if err := conversations.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the Conversation controller: %w", err)
+	}
 	if err := setupNotifier(ctx, mgr, o, writes, steps, evq); err != nil {
 		return nil, err
 	}

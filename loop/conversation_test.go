@@ -105,3 +105,42 @@ func TestWaitForTurn(t *testing.T) {
 		t.Fatal("a Running run was made to wait for its turn")
 	}
 }
+
+// TestViewConversation: the conversation's phase is its open turn's —
+// Uncertain, AwaitingApproval (paused or approved), Running — else
+// Suspended, Ended once maxTurns are taken, or Idle; open is the earliest
+// turn not ended and queued those behind it.
+func TestViewConversation(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	turn := func(name string, sec int, p exagentv1.RunPhase) loop.TurnView {
+		return loop.TurnView{Name: name, Created: t0.Add(time.Duration(sec) * time.Second), Phase: p}
+	}
+	ended := turn("t1", 0, exagentv1.PhaseSucceeded)
+	tests := map[string]struct {
+		turns     []loop.TurnView
+		suspend   bool
+		max       int32
+		want      exagentv1.ConversationPhase
+		wantOpen  string
+		wantQueue int32
+	}{
+		"no turn":                {want: exagentv1.ConversationIdle},
+		"between turns":          {turns: []loop.TurnView{ended}, want: exagentv1.ConversationIdle},
+		"running":                {turns: []loop.TurnView{ended, turn("t2", 1, exagentv1.PhaseRunning), turn("t3", 2, "")}, want: exagentv1.ConversationRunning, wantOpen: "t2", wantQueue: 1},
+		"paused":                 {turns: []loop.TurnView{turn("t1", 0, exagentv1.PhaseAwaitingApproval), turn("t2", 1, exagentv1.PhaseQueued)}, want: exagentv1.ConversationAwaitingApproval, wantOpen: "t1", wantQueue: 1},
+		"approved":               {turns: []loop.TurnView{turn("t1", 0, exagentv1.PhaseApproved)}, want: exagentv1.ConversationAwaitingApproval, wantOpen: "t1"},
+		"uncertain":              {turns: []loop.TurnView{turn("t1", 0, exagentv1.PhaseUncertain), turn("t2", 1, exagentv1.PhaseQueued)}, want: exagentv1.ConversationUncertain, wantOpen: "t1", wantQueue: 1},
+		"suspended":              {turns: []loop.TurnView{ended}, suspend: true, want: exagentv1.ConversationSuspended},
+		"suspended, one waits":   {turns: []loop.TurnView{ended, turn("t2", 1, exagentv1.PhaseQueued)}, suspend: true, want: exagentv1.ConversationSuspended, wantOpen: "t2"},
+		"suspended, one runs on": {turns: []loop.TurnView{turn("t1", 0, exagentv1.PhaseRunning)}, suspend: true, want: exagentv1.ConversationRunning, wantOpen: "t1"},
+		"maxTurns taken":         {turns: []loop.TurnView{ended, turn("t2", 1, exagentv1.PhaseFailed)}, max: 2, want: exagentv1.ConversationEnded},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			v := loop.ViewConversation(tc.turns, tc.suspend, tc.max)
+			if v.Phase != tc.want || v.Open != tc.wantOpen || v.Queued != tc.wantQueue || v.Reason == "" || v.Message == "" {
+				t.Fatalf("view %+v, want %s open %q queued %d with a reason and a message", v, tc.want, tc.wantOpen, tc.wantQueue)
+			}
+		})
+	}
+}

@@ -428,7 +428,7 @@ type AgentRunStatus struct {
 	// +optional
 	Limits *RunLimits `json:"limits,omitempty"`
 
-	// turn, on a turn of a conversation, is its place and the turn whose
+	// turn is, on a turn of a conversation, its place and the turn whose
 	// transcript it continues, journaled once when the turn may start
 	// (every earlier turn ended): its history is that turn's by reference.
 	// +optional
@@ -518,12 +518,13 @@ type TranscriptHead struct {
 	// segmentBytes is the size of the segments' content written so far.
 	// +optional
 	SegmentBytes int64 `json:"segmentBytes,omitempty"`
-	// baseSegments, on a turn of a conversation, is how many of the
+	// baseSegments is, on a turn of a conversation, how many of the
 	// chain's first segments are the earlier turns' — taken by reference
-	// when the turn started, never copied — and baseHead the last of them:
-	// pinned by its content hash, which covers every segment before it.
+	// when the turn started, never copied.
 	// +optional
 	BaseSegments int32 `json:"baseSegments,omitempty"`
+	// baseHead is the last of the base's segments: pinned by its content
+	// hash, which covers every segment before it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	BaseHead string `json:"baseHead,omitempty"`

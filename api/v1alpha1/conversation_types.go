@@ -173,6 +173,12 @@ type Turn struct {
 
 // ConversationStatus is what the controller observed of the turns.
 type ConversationStatus struct {
+	// conditions are Ready (False once the conversation Ended) and Ended.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// observedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -197,12 +203,6 @@ type ConversationStatus struct {
 	// ledger sums the ledgers of the turns.
 	// +optional
 	Ledger Ledger `json:"ledger,omitempty,omitzero"`
-	// conditions: Ready, Ended.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	// +kubebuilder:validation:MaxItems=8
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -263,6 +263,10 @@ const (
 	// ReasonConversationSuspended: the conversation is suspended; its next
 	// turn waits, Queued, until spec.suspend is false again.
 	ReasonConversationSuspended = "ConversationSuspended"
+	// ReasonConversationIdle: no turn is open; the next one starts at once.
+	ReasonConversationIdle = "Idle"
+	// ReasonConversationEnded: the conversation took its maxTurns.
+	ReasonConversationEnded = "ConversationEnded"
 )
 
 // TurnStatus is a turn's place in its conversation.
@@ -272,10 +276,11 @@ type TurnStatus struct {
 	// +kubebuilder:validation:Minimum=1
 	Index int32 `json:"index"`
 	// after is the turn whose transcript this one continues (empty for
-	// the first turn), and afterUID its UID.
+	// the first turn).
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	After string `json:"after,omitempty"`
+	// afterUID is that turn's UID.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	AfterUID string `json:"afterUID,omitempty"`
