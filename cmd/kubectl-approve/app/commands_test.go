@@ -40,6 +40,7 @@ func TestHelpSaysKubectlApprove(t *testing.T) {
 		"cancel":  {args: []string{"cancel", "--help"}, wantUsage: "kubectl approve cancel RUN [APPROVAL] [flags]"},
 		"resolve": {args: []string{"resolve", "--help"}, wantUsage: "kubectl approve resolve RUN --call ID --outcome Succeeded|Failed|Retry [--evidence TEXT] [flags]"},
 		"wait":    {args: []string{"wait", "--help"}, wantUsage: "kubectl approve wait RUN --for=paused|done [flags]"},
+		"say":     {args: []string{"say", "--help"}, wantUsage: "kubectl approve say CONVERSATION TEXT [--as-participant NAME] [--wait] [flags]"},
 		"version": {args: []string{"version", "--help"}, wantUsage: "kubectl approve version [-o json|yaml] [flags]"},
 	}
 	for name, tc := range tests {

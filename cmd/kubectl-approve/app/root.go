@@ -61,6 +61,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newAnswerCommand(f, streams),
 		newWaitCommand(f, streams),
 		newLogsCommand(f, streams),
+		newSayCommand(f, streams),
 		newVersionCommand(f, streams),
 		newUICommand(f, streams),
 	)
