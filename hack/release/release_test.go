@@ -238,7 +238,7 @@ func TestInstallYAML(t *testing.T) {
 	if diff := cmp.Diff([]string{"ghcr.io/exagent-io/exagent:v1.2.3"}, images); diff != "" {
 		t.Errorf("images (-want +got):\n%s", diff)
 	}
-	if kinds["CustomResourceDefinition"] != 4 || kinds["Deployment"] != 1 || kinds["MutatingWebhookConfiguration"] != 1 {
+	if kinds["CustomResourceDefinition"] != 5 || kinds["Deployment"] != 1 || kinds["MutatingWebhookConfiguration"] != 1 {
 		t.Errorf("kinds %v: not config/default", kinds)
 	}
 }
@@ -258,7 +258,7 @@ func TestPackageChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Metadata.Version != "1.2.3" || c.Metadata.AppVersion != "v1.2.3" || len(c.CRDObjects()) != 4 {
+	if c.Metadata.Version != "1.2.3" || c.Metadata.AppVersion != "v1.2.3" || len(c.CRDObjects()) != 5 {
 		t.Errorf("packaged chart %s appVersion %s with %d CRDs", c.Metadata.Version, c.Metadata.AppVersion, len(c.CRDObjects()))
 	}
 }
