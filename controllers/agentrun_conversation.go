@@ -80,7 +80,8 @@ func (r *AgentRunReconciler) continueTurn(ctx context.Context, sc *scope, hold t
 			}
 			return fmt.Errorf("reading turn %s, which turn %s continues: %w", before.Name, sc.run.Name, err)
 		}
-		prev = &loop.PrevTurn{Name: run.Name, UID: string(run.UID), Transcript: run.Status.Transcript, History: run.Status.History}
+		prev = &loop.PrevTurn{Name: run.Name, UID: string(run.UID), Transcript: run.Status.Transcript, History: run.Status.History,
+			Calls: run.Status.Calls, Phase: run.Status.Phase, Reason: run.Status.Reason}
 	}
 	next, err := loop.ContinueTurn(sc.status, sc.env, int32(hold.index), prev)
 	if err != nil {
@@ -119,7 +120,7 @@ func (r *AgentRunReconciler) turnHold(ctx context.Context, run *exagentv1.AgentR
 	views := make([]loop.TurnView, 0, len(list.Items))
 	for i := range list.Items {
 		t := &list.Items[i]
-		views = append(views, loop.TurnView{Name: t.Name, Created: t.CreationTimestamp.Time, Phase: t.Status.Phase})
+		views = append(views, loop.ViewOf(t.Name, t.CreationTimestamp.Time, &t.Status))
 	}
 	loop.OrderTurns(views)
 	open, ahead, at := loop.TurnGate(views, run.Name)
@@ -133,10 +134,11 @@ func (r *AgentRunReconciler) turnHold(ctx context.Context, run *exagentv1.AgentR
 	return turnHold{turns: views, index: at}, nil
 }
 
-// turnsOf wakes the turns of a conversation that may be waiting on run:
-// every other turn of its conversation, when run is a turn (a turn's end
-// lets the next one go); every turn, when a Conversation changes (it was
-// created, or unsuspended).
+// turnsOf wakes the turns of a conversation that may be waiting on run,
+// or that a new turn interrupts: every other turn of its conversation that
+// has not ended (or holds an Uncertain call), when run is a turn; every
+// such turn, when a Conversation changes (it was created, unsuspended, its
+// doubleText changed).
 func (r *AgentRunReconciler) turnsOf(ctx context.Context, o client.Object) []reconcile.Request {
 	name := ""
 	switch x := o.(type) {
@@ -157,22 +159,80 @@ func (r *AgentRunReconciler) turnsOf(ctx context.Context, o client.Object) []rec
 	var out []reconcile.Request
 	for i := range list.Items {
 		t := &list.Items[i]
-		if t.Name == o.GetName() && t.Namespace == o.GetNamespace() {
-			if _, self := o.(*exagentv1.AgentRun); self {
-				continue
-			}
+		if _, self := o.(*exagentv1.AgentRun); self && t.Name == o.GetName() {
+			continue
 		}
-		if t.Status.Phase == exagentv1.PhaseQueued || t.Status.Phase == "" {
+		if !loop.TurnEnded(loop.ViewOf(t.Name, t.CreationTimestamp.Time, &t.Status)) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(t)})
 		}
 	}
 	return out
 }
 
-// turnPhaseChanged passes a turn's update that changed its phase: only an
-// end (or a start) can change what the other turns wait for.
+// turnPhaseChanged passes a turn's update that changed what the other
+// turns wait for: its phase, or whether it holds an Uncertain call (a
+// cancelled turn's call resolved lets the next turn go).
 func turnPhaseChanged(e event.UpdateEvent) bool {
 	old, ok1 := e.ObjectOld.(*exagentv1.AgentRun)
 	cur, ok2 := e.ObjectNew.(*exagentv1.AgentRun)
-	return ok1 && ok2 && cur.Spec.ConversationRef != nil && old.Status.Phase != cur.Status.Phase
+	if !ok1 || !ok2 || cur.Spec.ConversationRef == nil {
+		return false
+	}
+	return old.Status.Phase != cur.Status.Phase || len(old.Status.UncertainCalls()) != len(cur.Status.UncertainCalls())
+}
+
+// interruptTurn ends a turn that a newer turn of its conversation
+// interrupts (doubleText Interrupt), as a cancel does (loop.Interrupt):
+// a call in flight is Uncertain and the turn holds the queue until it is
+// resolved. It runs before recover, so a turn another replica owns is
+// interrupted too (its claim revoked by this write's compare-and-swap).
+func (r *AgentRunReconciler) interruptTurn(ctx context.Context, sc *scope) error {
+	ref := sc.run.Spec.ConversationRef
+	if ref == nil || sc.env == nil || sc.status.Phase == "" || sc.status.Phase.IsTerminal() {
+		return nil
+	}
+	conv := &exagentv1.Conversation{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: sc.run.Namespace, Name: ref.Name}, conv); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if conv.Spec.DoubleText != exagentv1.DoubleTextInterrupt {
+		return nil
+	}
+	var list exagentv1.AgentRunList
+	if err := r.Client.List(ctx, &list, client.InNamespace(sc.run.Namespace), client.MatchingFields{index.ConversationRef: ref.Name}); err != nil {
+		return fmt.Errorf("listing the turns of conversation %s: %w", ref.Name, err)
+	}
+	views := make([]loop.TurnView, 0, len(list.Items))
+	byName := map[string]*exagentv1.AgentRun{}
+	for i := range list.Items {
+		t := &list.Items[i]
+		views = append(views, loop.ViewOf(t.Name, t.CreationTimestamp.Time, &t.Status))
+		byName[t.Name] = t
+	}
+	loop.OrderTurns(views)
+	var newer *exagentv1.AgentRun
+	after := false
+	for _, v := range views {
+		if after {
+			newer = byName[v.Name] // the newest turn interrupts
+		}
+		if v.Name == sc.run.Name {
+			after = true
+		}
+	}
+	if newer == nil {
+		return nil
+	}
+	actor := "an unknown requester"
+	if newer.Spec.RequestedBy != nil && newer.Spec.RequestedBy.Username != "" {
+		actor = newer.Spec.RequestedBy.Username
+	}
+	next, err := loop.Interrupt(sc.status, sc.env, newer.Name, actor, sc.now)
+	if err != nil {
+		return fmt.Errorf("interrupting the turn: %w", err)
+	}
+	sc.set(next)
+	sc.note(exagentv1.EventRunFailed, warning, "%s", next.Message)
+	sc.stop = true
+	return nil
 }

@@ -19,8 +19,10 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -303,4 +305,86 @@ func (h *harness) waitConversation(name, what string, cond func(exagentv1.Conver
 		h.t.Fatalf("conversation %s: timed out waiting for %s; status %+v", name, what, c.Status)
 	}
 	return c
+}
+
+// TestConversationInterrupt: with doubleText Interrupt a newer turn ends
+// the open one — a paused turn is Cancelled (reason Interrupted, naming
+// the newer turn) and the newer turn runs, continuing the transcript with
+// an answer for the call the interrupted turn never ran; a turn
+// interrupted with a call in flight holds that call Uncertain and the
+// queue with it, until a person resolves it — then the newer turn runs.
+func TestConversationInterrupt(t *testing.T) {
+	h := newHarness(t)
+	ts := newToolServer(t)
+	arrived := make(chan struct{})
+	var once sync.Once
+	ts.mu.Lock()
+	ts.respond = func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		if strings.HasSuffix(r.URL.Path, "/slow") {
+			once.Do(func() { close(arrived) })
+			<-r.Context().Done() // hangs until the client gives up
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}
+	ts.mu.Unlock()
+	h.startManager(controllers.Options{})
+	h.createAgent("pay", exagentv1.AgentSpec{
+		Model:  fixture.Scripted(fixture.CallTurn("c1", "pay", map[string]any{"amount": 5}), fixture.TextTurn("paid")),
+		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("pay", ts.url("/pay"))},
+		Policy: fixture.AskPolicy("pay"),
+	})
+	slow := fixture.HTTPTool("slow", ts.url("/slow"))
+	slow.HTTP.Timeout = "1h"
+	h.createAgent("slow", exagentv1.AgentSpec{
+		Model:  fixture.Scripted(fixture.CallTurn("s1", "slow", map[string]any{"amount": 1}), fixture.TextTurn("done")),
+		Tools:  []exagentv1.ToolSpec{slow},
+		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
+	})
+	interrupt := func(s *exagentv1.ConversationSpec) { s.DoubleText = exagentv1.DoubleTextInterrupt }
+
+	t.Run("a paused turn", func(t *testing.T) {
+		h.createConversation("int", "pay", interrupt)
+		h.createTurn("int-t1", "pay", "int", "pay 5")
+		h.waitPhase("int-t1", exagentv1.PhaseAwaitingApproval)
+		h.createTurn("int-t2", "pay", "int", "no, pay 7")
+		first := h.waitRun("int-t1", "interrupted", func(r *exagentv1.AgentRun) bool { return r.Status.Phase == exagentv1.PhaseCancelled })
+		if first.Status.Reason != exagentv1.ReasonInterrupted || !strings.Contains(first.Status.Message, "int-t2") {
+			t.Fatalf("turn 1 %s %s %q, want Cancelled Interrupted naming int-t2", first.Status.Phase, first.Status.Reason, first.Status.Message)
+		}
+		h.approve(h.waitPhase("int-t2", exagentv1.PhaseAwaitingApproval), "ok")
+		second := h.waitPhase("int-t2", exagentv1.PhaseSucceeded)
+		var notRun bool
+		for _, m := range transcriptMessages(t, h, second) {
+			if m.Role == exagentv1.RoleTool && m.ToolCallID == "c1" && strings.Contains(m.Content, "not run: turn int-t1 ended") {
+				notRun = true
+			}
+		}
+		if !notRun {
+			t.Error("turn 2's transcript has no answer for the call turn 1 never ran")
+		}
+		if n := len(ts.journal()); n != 1 {
+			t.Errorf("%d calls of pay, want 1 (turn 2's; turn 1's never ran)", n)
+		}
+	})
+
+	t.Run("a call in flight", func(t *testing.T) {
+		h.createConversation("busy", "slow", interrupt)
+		h.createTurn("busy-t1", "slow", "busy", "wait for it")
+		waitClosed(t, arrived, "the slow call")
+		h.createTurn("busy-t2", "slow", "busy", "never mind")
+		first := h.waitRun("busy-t1", "interrupted with its call Uncertain", func(r *exagentv1.AgentRun) bool {
+			return r.Status.Phase == exagentv1.PhaseCancelled && len(r.Status.UncertainCalls()) == 1
+		})
+		h.waitingForTurn("busy-t2", "busy-t1")
+		h.waitConversation("busy", "Uncertain on turn 1", func(s exagentv1.ConversationStatus) bool {
+			return s.Phase == exagentv1.ConversationUncertain && s.Open == "busy-t1"
+		})
+		c := first.Status.UncertainCalls()[0]
+		if d := h.waitDecision(h.decide(alice, h.decision("busy-t1", "record").Resolve(c, first.Status.Revision, exagentv1.ResolveFailed, "it never reached the backend")).Name); d.Status.Phase != exagentv1.DecisionApplied {
+			t.Fatalf("resolve = %s (%s)", d.Status.Phase, d.Status.Message)
+		}
+		h.waitRun("busy-t2", "running after the resolve", func(r *exagentv1.AgentRun) bool { return r.Status.Attempts > 0 })
+	})
 }

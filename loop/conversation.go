@@ -30,13 +30,21 @@ import (
 // time, then its name (metadata the apiserver sets once). A turn may take
 // its first step only once every turn before it has ended; a paused turn
 // (AwaitingApproval, Approved) or an Uncertain one has not ended, so it
-// blocks the queue (DESIGN §18).
+// blocks the queue (DESIGN §18) — nor has a cancelled (or interrupted)
+// turn that holds a call whose outcome nobody knows, until it is resolved.
 
 // TurnView is what the queue needs to know of one turn.
 type TurnView struct {
 	Name    string
 	Created time.Time
 	Phase   exagentv1.RunPhase
+	// Uncertain: the turn holds a call in state Uncertain.
+	Uncertain bool
+}
+
+// ViewOf is the TurnView of a turn's status.
+func ViewOf(name string, created time.Time, s *Status) TurnView {
+	return TurnView{Name: name, Created: created, Phase: s.Phase, Uncertain: anyCall(s, isUncertain)}
 }
 
 // OrderTurns sorts turns into the conversation's order.
@@ -49,10 +57,11 @@ func OrderTurns(turns []TurnView) {
 	})
 }
 
-// TurnEnded reports whether a turn in phase p no longer holds the queue:
-// it ended, and not Uncertain (an Uncertain turn waits on a person).
-func TurnEnded(p exagentv1.RunPhase) bool {
-	return p.IsTerminal()
+// TurnEnded reports whether a turn no longer holds the queue: it ended,
+// with no call whose outcome is unknown (an Uncertain turn, or one
+// cancelled with a call in flight, waits on a person to resolve it).
+func TurnEnded(t TurnView) bool {
+	return t.Phase.IsTerminal() && !t.Uncertain
 }
 
 // TurnGate says whether turn me may start: open is the turn that holds
@@ -71,7 +80,7 @@ func TurnGate(turns []TurnView, me string) (open string, ahead, index int) {
 			before, index = false, i+1
 			continue
 		}
-		if TurnEnded(t.Phase) || !before && !turnStarted(t.Phase) {
+		if TurnEnded(t) || !before && !turnStarted(t.Phase) {
 			continue
 		}
 		if open == "" {
@@ -118,6 +127,11 @@ type PrevTurn struct {
 	// and the tail still in status.
 	Transcript *exagentv1.TranscriptHead
 	History    []exagentv1.Message
+	// Calls is its journal (to tell what became of a call it asked for
+	// and never answered), Phase and Reason how it ended.
+	Calls  []exagentv1.ToolCall
+	Phase  exagentv1.RunPhase
+	Reason string
 }
 
 // ContinueTurn makes a turn that may start (every earlier turn ended)
@@ -159,6 +173,7 @@ func ContinueTurn(s Status, env *Env, index int32, prev *PrevTurn) (Status, erro
 	for i := range prev.History {
 		st.History = append(st.History, *prev.History[i].DeepCopy())
 	}
+	st.History = append(st.History, unanswered(prev)...)
 	st.History = append(st.History, own)
 	if len(st.History) == 1 && st.Transcript == nil {
 		st.History = s.History // an earlier turn with no transcript at all: start afresh
@@ -167,4 +182,85 @@ func ContinueTurn(s Status, env *Env, index int32, prev *PrevTurn) (Status, erro
 		return s, err
 	}
 	return st, nil
+}
+
+// Interrupt ends a turn that a newer turn of its conversation interrupts
+// (doubleText Interrupt), as a cancel does: the claim is revoked (its
+// owner commits nothing more and dispatches nothing new), a call in
+// flight is recorded Uncertain — its effect may still happen, and the turn
+// holds the conversation's queue until someone resolves it — and pending
+// approvals are Cancelled. by is the interrupting turn, actor who created
+// it.
+//
+// Touches: phase Cancelled, reason Interrupted, message, claim, ledger
+// active time, calls in flight, approvals, pendingApprovals.
+// Guard: the turn has not ended.
+func Interrupt(s Status, env *Env, by, actor string, now time.Time) (Status, error) {
+	env = env.forRun(&s)
+	if s.Phase.IsTerminal() {
+		return s, notPendingf("turn is %s: nothing to interrupt", phaseName(s.Phase))
+	}
+	st := clone(s)
+	if st.Claim != nil {
+		_, never := env.ActiveTimeLimit()
+		settleLost(&st, never, now)
+		st.Claim = nil
+	}
+	closeOpen(&st, exagentv1.ApprovalCancelled, now)
+	msg := fmt.Sprintf("interrupted by turn %s of %s (the conversation's doubleText is Interrupt)", by, actor)
+	if anyCall(&st, isUncertain) {
+		msg += cancelledUncertainNote
+	}
+	setPhase(&st, exagentv1.PhaseCancelled, exagentv1.ReasonInterrupted, msg)
+	if err := checkSize(&st, env, 0, "interrupt"); err != nil {
+		return s, err
+	}
+	return st, nil
+}
+
+// unanswered are the tool messages a turn that ended mid-step (cancelled,
+// interrupted, failed) owes its last assistant message: one per call it
+// asked for and never answered, saying what became of it — its outcome
+// when one is journaled (a Resolve records it), else that it did not run
+// (or that nobody knows whether it ran). Every tool call the next model
+// request carries then has its answer, as the providers require.
+func unanswered(prev *PrevTurn) []exagentv1.Message {
+	h := prev.History
+	last := -1
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Role == exagentv1.RoleAssistant {
+			last = i
+			break
+		}
+	}
+	if last < 0 || len(h[last].ToolCalls) == 0 {
+		return nil
+	}
+	answered := map[string]bool{}
+	for _, m := range h[last+1:] {
+		if m.Role == exagentv1.RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	var out []exagentv1.Message
+	for _, tc := range h[last].ToolCalls {
+		if answered[tc.ID] {
+			continue
+		}
+		text := fmt.Sprintf("not run: turn %s ended (%s %s) before this call ran", prev.Name, prev.Phase, prev.Reason)
+		for i := range prev.Calls {
+			c := &prev.Calls[i]
+			if c.ID != tc.ID {
+				continue
+			}
+			switch {
+			case c.Outcome != nil && c.Outcome.Result != "":
+				text = c.Outcome.Result
+			case c.State == exagentv1.CallUncertain:
+				text = fmt.Sprintf("unknown: turn %s ended (%s) while this call was in flight; whether it had its effect is not known", prev.Name, prev.Reason)
+			}
+		}
+		out = append(out, exagentv1.Message{Role: exagentv1.RoleTool, ToolCallID: tc.ID, Content: bound(text, maxContent)})
+	}
+	return out
 }

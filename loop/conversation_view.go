@@ -42,7 +42,7 @@ func ViewConversation(turns []TurnView, suspend bool, maxTurns int32) Conversati
 	OrderTurns(sorted)
 	var v ConversationView
 	for _, t := range sorted {
-		if TurnEnded(t.Phase) {
+		if TurnEnded(t) {
 			continue
 		}
 		if v.Open == "" {
@@ -58,7 +58,7 @@ func ViewConversation(turns []TurnView, suspend bool, maxTurns int32) Conversati
 		}
 	}
 	switch {
-	case v.Open != "" && open.Phase == exagentv1.PhaseUncertain:
+	case v.Open != "" && (open.Phase == exagentv1.PhaseUncertain || open.Uncertain):
 		v.Phase, v.Reason = exagentv1.ConversationUncertain, exagentv1.ReasonOutcomeUncertain
 		v.Message = fmt.Sprintf("turn %s has a call whose outcome is unknown: resolve it (kubectl approve resolve) before the next turn runs", open.Name)
 	case v.Open != "" && (open.Phase == exagentv1.PhaseAwaitingApproval || open.Phase == exagentv1.PhaseApproved):

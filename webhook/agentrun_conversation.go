@@ -101,7 +101,7 @@ func (w *AgentRunWebhook) checkConversation(ctx context.Context, req admission.R
 	if conv.Spec.DoubleText == exagentv1.DoubleTextReject {
 		views := make([]loop.TurnView, 0, len(turns))
 		for _, t := range turns {
-			views = append(views, loop.TurnView{Name: t.Name, Created: t.CreationTimestamp.Time, Phase: t.Status.Phase})
+			views = append(views, loop.ViewOf(t.Name, t.CreationTimestamp.Time, &t.Status))
 		}
 		if open, _, _ := loop.TurnGate(views, run.Name); open != "" {
 			return field.Forbidden(path, fmt.Sprintf(

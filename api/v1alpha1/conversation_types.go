@@ -263,6 +263,9 @@ const (
 	// ReasonConversationSuspended: the conversation is suspended; its next
 	// turn waits, Queued, until spec.suspend is false again.
 	ReasonConversationSuspended = "ConversationSuspended"
+	// ReasonInterrupted: a turn was ended by a newer turn of its
+	// conversation (doubleText Interrupt), as a cancel ends a run.
+	ReasonInterrupted = "Interrupted"
 	// ReasonConversationIdle: no turn is open; the next one starts at once.
 	ReasonConversationIdle = "Idle"
 	// ReasonConversationEnded: the conversation took its maxTurns.
