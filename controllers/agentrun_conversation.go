@@ -120,7 +120,7 @@ func (r *AgentRunReconciler) turnHold(ctx context.Context, run *exagentv1.AgentR
 	views := make([]loop.TurnView, 0, len(list.Items))
 	for i := range list.Items {
 		t := &list.Items[i]
-		views = append(views, loop.ViewOf(t.Name, t.CreationTimestamp.Time, &t.Status))
+		views = append(views, loop.ViewOf(t.Name, t.TurnCreated(), &t.Status))
 	}
 	loop.OrderTurns(views)
 	open, ahead, at := loop.TurnGate(views, run.Name)
@@ -162,7 +162,7 @@ func (r *AgentRunReconciler) turnsOf(ctx context.Context, o client.Object) []rec
 		if _, self := o.(*exagentv1.AgentRun); self && t.Name == o.GetName() {
 			continue
 		}
-		if !loop.TurnEnded(loop.ViewOf(t.Name, t.CreationTimestamp.Time, &t.Status)) {
+		if !loop.TurnEnded(loop.ViewOf(t.Name, t.TurnCreated(), &t.Status)) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(t)})
 		}
 	}
@@ -206,7 +206,7 @@ func (r *AgentRunReconciler) interruptTurn(ctx context.Context, sc *scope) error
 	byName := map[string]*exagentv1.AgentRun{}
 	for i := range list.Items {
 		t := &list.Items[i]
-		views = append(views, loop.ViewOf(t.Name, t.CreationTimestamp.Time, &t.Status))
+		views = append(views, loop.ViewOf(t.Name, t.TurnCreated(), &t.Status))
 		byName[t.Name] = t
 	}
 	loop.OrderTurns(views)

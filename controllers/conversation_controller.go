@@ -105,7 +105,7 @@ func (r *ConversationReconciler) status(conv *exagentv1.Conversation, runs []exa
 	var ledger exagentv1.Ledger
 	for i := range runs {
 		t := &runs[i]
-		views = append(views, loop.ViewOf(t.Name, t.CreationTimestamp.Time, &t.Status))
+		views = append(views, loop.ViewOf(t.Name, t.TurnCreated(), &t.Status))
 		byName[t.Name] = t
 		addLedger(&ledger, &t.Status.Ledger)
 	}

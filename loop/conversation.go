@@ -26,8 +26,9 @@ import (
 )
 
 // A conversation's turns run one at a time, in one order every replica
-// computes the same way from what never changes: each turn's creation
-// time, then its name (metadata the apiserver sets once). A turn may take
+// computes the same way from what never changes: the instant admission
+// stamped on each turn (exagent.io/turn-created, nanoseconds; the
+// creationTimestamp where admission was bypassed), then its name. A turn may take
 // its first step only once every turn before it has ended; a paused turn
 // (AwaitingApproval, Approved) or an Uncertain one has not ended, so it
 // blocks the queue (DESIGN §18) — nor has a cancelled (or interrupted)
@@ -175,8 +176,13 @@ func ContinueTurn(s Status, env *Env, index int32, prev *PrevTurn) (Status, erro
 	}
 	st.History = append(st.History, unanswered(prev)...)
 	st.History = append(st.History, own)
+	st.Turn.FirstMessage = int64(len(st.History) - 1)
+	if st.Transcript != nil {
+		st.Turn.FirstMessage += st.Transcript.Messages
+	}
 	if len(st.History) == 1 && st.Transcript == nil {
 		st.History = s.History // an earlier turn with no transcript at all: start afresh
+		st.Turn.FirstMessage = 0
 	}
 	if err := checkSize(&st, env, env.budget/ioReserveDivisor, "continuing the conversation"); err != nil {
 		return s, err

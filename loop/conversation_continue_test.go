@@ -48,7 +48,7 @@ func TestContinueTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(&exagentv1.TurnStatus{Index: 2, After: "conv-t1", AfterUID: "uid-0"}, got.Turn); diff != "" {
+	if diff := cmp.Diff(&exagentv1.TurnStatus{Index: 2, After: "conv-t1", AfterUID: "uid-0", FirstMessage: 6}, got.Turn); diff != "" {
 		t.Errorf("turn (-want +got):\n%s", diff)
 	}
 	wantHead := &exagentv1.TranscriptHead{Head: "h1", Segments: 2, Messages: 3, Bytes: 90, BaseSegments: 2, BaseHead: "h1"}

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,12 +51,17 @@ func (w *AgentRunWebhook) stampConversation(ctx context.Context, run *exagentv1.
 		if run.Labels != nil {
 			delete(run.Labels, exagentv1.LabelConversation)
 		}
+		delete(run.Annotations, exagentv1.AnnotationTurnCreated)
 		return nil
 	}
 	if run.Labels == nil {
 		run.Labels = map[string]string{}
 	}
 	run.Labels[exagentv1.LabelConversation] = exagentv1.LabelValue(ref.Name)
+	if run.Annotations == nil {
+		run.Annotations = map[string]string{}
+	}
+	run.Annotations[exagentv1.AnnotationTurnCreated] = time.Now().UTC().Format(time.RFC3339Nano)
 	conv := &exagentv1.Conversation{}
 	if err := w.Reader.Get(ctx, types.NamespacedName{Namespace: run.Namespace, Name: ref.Name}, conv); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -101,7 +107,7 @@ func (w *AgentRunWebhook) checkConversation(ctx context.Context, req admission.R
 	if conv.Spec.DoubleText == exagentv1.DoubleTextReject {
 		views := make([]loop.TurnView, 0, len(turns))
 		for _, t := range turns {
-			views = append(views, loop.ViewOf(t.Name, t.CreationTimestamp.Time, &t.Status))
+			views = append(views, loop.ViewOf(t.Name, t.TurnCreated(), &t.Status))
 		}
 		if open, _, _ := loop.TurnGate(views, run.Name); open != "" {
 			return field.Forbidden(path, fmt.Sprintf(
@@ -165,7 +171,7 @@ func firstTurn(turns []exagentv1.AgentRun) *exagentv1.AgentRun {
 	first := &turns[0]
 	for i := range turns {
 		t := &turns[i]
-		if c := t.CreationTimestamp.Compare(first.CreationTimestamp.Time); c < 0 || c == 0 && t.Name < first.Name {
+		if c := t.TurnCreated().Compare(first.TurnCreated()); c < 0 || c == 0 && t.Name < first.Name {
 			first = t
 		}
 	}

@@ -287,4 +287,9 @@ type TurnStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	AfterUID string `json:"afterUID,omitempty"`
+	// firstMessage is the number, in the logical transcript, of the
+	// turn's own user message: what comes before it is earlier turns'.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	FirstMessage int64 `json:"firstMessage,omitempty"`
 }

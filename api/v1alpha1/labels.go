@@ -60,6 +60,11 @@ const (
 	// where no exagent manager serves: nothing will run it, and kubectl
 	// approve says so.
 	AnnotationAdmittedBy = "exagent.io/admitted-by"
+	// AnnotationTurnCreated is set by admission on a turn of a
+	// conversation to the instant it was admitted (RFC 3339, nanoseconds):
+	// turns are ordered by it (creationTimestamp has only seconds, and two
+	// turns said in one second must keep the order they were said in).
+	AnnotationTurnCreated = "exagent.io/turn-created"
 )
 
 // maxLabelValue is the longest label value Kubernetes accepts.

@@ -18,6 +18,7 @@ package v1alpha1
 
 import (
 	"slices"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -92,4 +93,16 @@ func (r *AgentRun) ConversationOwner() (metav1.OwnerReference, bool) {
 		}
 	}
 	return metav1.OwnerReference{}, false
+}
+
+// TurnCreated is when the turn r was admitted: its
+// exagent.io/turn-created annotation (nanoseconds), else its
+// creationTimestamp (seconds: a turn admitted with the webhook bypassed).
+func (r *AgentRun) TurnCreated() time.Time {
+	if v, ok := r.Annotations[AnnotationTurnCreated]; ok {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return t
+		}
+	}
+	return r.CreationTimestamp.Time
 }

@@ -44,15 +44,19 @@ type logsOptions struct {
 func newLogsCommand(f *factory, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &logsOptions{IOStreams: streams}
 	cmd := &cobra.Command{
-		Use:   "logs RUN [-f]",
-		Short: "Print a run's transcript and journal; -f follows it until it ends or waits for a human",
+		Use:   "logs RUN|CONVERSATION [-f]",
+		Short: "Print a run's transcript and journal (a conversation's, turn by turn); -f follows a run until it ends or waits for a human",
 		Long: `Print what a run did, in order: the model's messages, each tool call with
 its arguments, the approvals it asked for, the decisions (who, why), each
 call's outcome, and how the run ended.
 
 With -f the command watches the run and prints each new line as the
 operator commits it, until the run ends or waits for a human; then it says
-what the run waits for and the command that moves it on, and exits 0.`,
+what the run waits for and the command that moves it on, and exits 0.
+
+Given a Conversation's name (and no run of that name), it prints the
+conversation turn by turn: each turn's run, Agent, who asked and how it
+stands, then what that turn said and did.`,
 		Example: `  kubectl approve logs triage-42
   kubectl approve logs -f triage-42 && kubectl approve show triage-42`,
 		Args:              cobra.ExactArgs(1),
@@ -89,6 +93,12 @@ func (o *logsOptions) Validate() error {
 func (o *logsOptions) Run(ctx context.Context) error {
 	run, err := getRun(ctx, o.client, o.namespace, o.run)
 	if err != nil {
+		if !o.Follow {
+			// Not a run: a Conversation of that name prints turn by turn.
+			if ok, cerr := o.conversationLogs(ctx); ok {
+				return cerr
+			}
+		}
 		return err
 	}
 	printed := map[string]bool{}
