@@ -18,6 +18,7 @@ package controllers_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -387,4 +388,56 @@ func TestConversationInterrupt(t *testing.T) {
 		}
 		h.waitRun("busy-t2", "running after the resolve", func(r *exagentv1.AgentRun) bool { return r.Status.Attempts > 0 })
 	})
+}
+
+// TestConversationFiftyTurns: a 50-turn conversation keeps every turn's
+// status under the 32 KiB hot budget and writes about the same segment
+// bytes per turn at turn 50 as at turn 26 — the history is referenced,
+// not copied — while the last turn's transcript still holds every turn's
+// prompt.
+func TestConversationFiftyTurns(t *testing.T) {
+	const turns = 50
+	h := newHarness(t)
+	h.startManager(controllers.Options{})
+	answer := strings.Repeat("a", 1<<10) // 1 KiB answers: the transcript passes the hot budget by turn 30
+	h.createAgent("chat", exagentv1.AgentSpec{Model: fixture.Scripted(fixture.TextTurn(answer)),
+		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow}})
+	h.createConversation("long", "chat")
+	var sizes, written []int
+	var last *exagentv1.AgentRun
+	for i := 1; i <= turns; i++ {
+		name := fmt.Sprintf("long-t%02d", i)
+		h.createTurn(name, "chat", "long", fmt.Sprintf("prompt %d", i))
+		last = h.waitPhase(name, exagentv1.PhaseSucceeded)
+		b, err := json.Marshal(&last.Status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(b))
+		own := 0
+		for _, seg := range segmentsOf(t, h, last) {
+			sb, _ := json.Marshal(&seg.Spec)
+			own += len(sb)
+		}
+		written = append(written, len(b)+own)
+	}
+	for i, n := range sizes {
+		if n > 32<<10 {
+			t.Errorf("turn %d's status is %d bytes, over the 32 KiB hot budget", i+1, n)
+		}
+	}
+	if late, mid := written[turns-1], written[turns/2]; late > 2*mid {
+		t.Errorf("bytes written by turn %d: %d, by turn %d: %d — growing with the turns (copied, not referenced)", turns, late, turns/2+1, mid)
+	}
+	t.Logf("status bytes per turn: first %d, middle %d, last %d; written (status + own segments): middle %d, last %d",
+		sizes[0], sizes[turns/2], sizes[turns-1], written[turns/2], written[turns-1])
+	n := 0
+	for _, m := range transcriptMessages(t, h, last) {
+		if m.Role == exagentv1.RoleUser {
+			n++
+		}
+	}
+	if n != turns {
+		t.Errorf("the last turn's transcript holds %d prompts, want %d", n, turns)
+	}
 }
