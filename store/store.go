@@ -343,7 +343,11 @@ func (s *Store) Commit(ctx context.Context, w Write) (*exagentv1.AgentRun, error
 	}
 	s.writes.Add(1)
 	s.observer.committed(run, out, now)
-	s.tracer.Committed(client.ObjectKeyFromObject(out), out.Spec.AgentRef.Name, &run.Status, &out.Status, s.holder, now)
+	conversation := ""
+	if ref := out.Spec.ConversationRef; ref != nil {
+		conversation = ref.Name
+	}
+	s.tracer.Committed(client.ObjectKeyFromObject(out), out.Spec.AgentRef.Name, conversation, &run.Status, &out.Status, s.holder, now)
 	s.remember(prevRV, out)
 	return out, nil
 }

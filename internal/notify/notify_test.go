@@ -282,3 +282,19 @@ func TestJournalKeepsWhatWouldBeResent(t *testing.T) {
 		t.Fatalf("added %v, left %v, %d records: want nothing dropped, the event left", added, left, len(st.Notifications))
 	}
 }
+
+// TestBuildNamesTheConversation: a turn's notification says which
+// conversation it belongs to; a run on its own says none.
+func TestBuildNamesTheConversation(t *testing.T) {
+	run := &exagentv1.AgentRun{}
+	run.Namespace, run.Name = "ns", "support-t2"
+	run.Spec.AgentRef.Name = "ops"
+	run.Status.Phase = exagentv1.PhaseSucceeded
+	if d := Build(run, nil, Event{Kind: exagentv1.NotifyRunEnded}); d.Run.Conversation != "" {
+		t.Errorf("a run on its own names conversation %q", d.Run.Conversation)
+	}
+	run.Spec.ConversationRef = &exagentv1.ConversationRef{Name: "support"}
+	if d := Build(run, nil, Event{Kind: exagentv1.NotifyRunEnded}); d.Run.Conversation != "support" {
+		t.Errorf("a turn's notification names conversation %q, want support", d.Run.Conversation)
+	}
+}

@@ -51,6 +51,9 @@ type RunRef struct {
 	Phase     exagentv1.RunPhase `json:"phase"`
 	Reason    string             `json:"reason,omitempty"`
 	Message   string             `json:"message,omitempty"`
+	// Conversation is the Conversation the run is a turn of (absent for a
+	// run on its own).
+	Conversation string `json:"conversation,omitempty"`
 }
 
 // ApprovalData is the approval a human is asked for.
@@ -105,6 +108,9 @@ func Build(run *exagentv1.AgentRun, agent *exagentv1.Agent, e Event) Data {
 	st := &run.Status
 	d := Data{Event: e.Kind, Run: RunRef{Namespace: run.Namespace, Name: run.Name, UID: string(run.UID),
 		Agent: run.Spec.AgentRef.Name, Phase: st.Phase, Reason: st.Reason, Message: Excerpt(st.Message, 1024)}}
+	if ref := run.Spec.ConversationRef; ref != nil {
+		d.Run.Conversation = ref.Name
+	}
 	switch e.Kind {
 	case exagentv1.NotifyApprovalRequested, exagentv1.NotifyInputRequested, exagentv1.NotifyApprovalExpiring:
 		verb := exagentv1.VerbApprove

@@ -138,8 +138,10 @@ func parse(tp string) (trace.SpanContext, bool) {
 // Committed follows a status write that landed (old → written) by holder:
 // it starts the span of an attempt this commit began, records the
 // approvals it requested or decided as span events, and ends the span of
-// an attempt it released.
-func (t *Tracer) Committed(key types.NamespacedName, agent string, old, written *exagentv1.AgentRunStatus, holder string, now time.Time) {
+// an attempt it released. conversation names the Conversation the run is a
+// turn of ("" for a run on its own): gen_ai.conversation.id is the
+// conversation's, not the turn's.
+func (t *Tracer) Committed(key types.NamespacedName, agent, conversation string, old, written *exagentv1.AgentRunStatus, holder string, now time.Time) {
 	if t == nil {
 		return
 	}
@@ -167,13 +169,13 @@ func (t *Tracer) Committed(key types.NamespacedName, agent string, old, written 
 		t.decisions(remote, key, old, written, now)
 	}
 	if startsAttempt(old, written, holder) {
-		t.startAttempt(remote, key, agent, old.Traceparent == "", written, holder, now)
+		t.startAttempt(remote, key, agent, conversationID(key, conversation), old.Traceparent == "", written, holder, now)
 	} else if cur, owned := ownedBy(written, holder); owned && t.span(key, cur) == nil {
 		// This process owns the attempt but never saw the commit that
 		// claimed it (its answer was lost, though the write landed): the
 		// attempt's span starts here, so the attempt is still traced and
 		// its end still closes a span.
-		t.startAttempt(remote, key, agent, false, written, holder, now)
+		t.startAttempt(remote, key, agent, conversationID(key, conversation), false, written, holder, now)
 	}
 }
 
@@ -184,7 +186,16 @@ func toolOf(st *exagentv1.AgentRunStatus, callID string) string {
 	return ""
 }
 
-func (t *Tracer) startAttempt(remote trace.SpanContext, key types.NamespacedName, agent string, first bool,
+// conversationID is gen_ai.conversation.id: namespace/conversation for a
+// turn of a Conversation, namespace/run for a run on its own.
+func conversationID(key types.NamespacedName, conversation string) string {
+	if conversation != "" {
+		return key.Namespace + "/" + conversation
+	}
+	return key.Namespace + "/" + key.Name
+}
+
+func (t *Tracer) startAttempt(remote trace.SpanContext, key types.NamespacedName, agent, conversation string, first bool,
 	st *exagentv1.AgentRunStatus, holder string, now time.Time) {
 	ctx := context.Background()
 	if first {
@@ -195,7 +206,7 @@ func (t *Tracer) startAttempt(remote trace.SpanContext, key types.NamespacedName
 	}
 	_, sp := t.tracer.Start(ctx, "invoke_agent "+agent, trace.WithTimestamp(now), trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(semconv.GenAIOperationNameInvokeAgent, semconv.GenAIAgentName(agent),
-			semconv.GenAIConversationID(string(key.Namespace)+"/"+key.Name),
+			semconv.GenAIConversationID(conversation),
 			attrRun.String(key.Name), attrNamespace.String(key.Namespace), attrAttempt.Int64(st.Claim.Attempt), attrHolder.String(holder)))
 	for _, a := range st.Approvals {
 		if a.State == exagentv1.ApprovalApproved && a.Actor != nil {

@@ -44,9 +44,9 @@ func TestAttemptWhoseClaimCommitWasNotSeen(t *testing.T) {
 			Claim:  &exagentv1.Claim{Holder: "me", Attempt: 2, LeaseExpiresAt: metav1.NewMicroTime(now.Add(time.Minute))}}
 	}
 	// Running → Running: the claim (Approved → Running) was never observed.
-	tr.Committed(key, "a", owned(0), owned(1), "me", now)
+	tr.Committed(key, "a", "", owned(0), owned(1), "me", now)
 	ended := &exagentv1.AgentRunStatus{Phase: exagentv1.PhaseSucceeded, Traceparent: tp, Attempts: 2}
-	tr.Committed(key, "a", owned(1), ended, "me", now.Add(time.Second))
+	tr.Committed(key, "a", "", owned(1), ended, "me", now.Add(time.Second))
 	n := 0
 	for _, s := range rec.Ended() {
 		if s.Name() == "invoke_agent a" {
@@ -67,7 +67,7 @@ func TestOpenAttemptsAreBounded(t *testing.T) {
 	tr := newTracer(NewProvider(sdktrace.WithSpanProcessor(rec)), 4)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	claim := func(key types.NamespacedName) {
-		tr.Committed(key, "a", &exagentv1.AgentRunStatus{Phase: exagentv1.PhaseQueued, Traceparent: testTraceparent}, owned(now), "me", now)
+		tr.Committed(key, "a", "", &exagentv1.AgentRunStatus{Phase: exagentv1.PhaseQueued, Traceparent: testTraceparent}, owned(now), "me", now)
 	}
 	busy := types.NamespacedName{Namespace: "ns", Name: "busy"}
 	claim(busy)
@@ -107,7 +107,7 @@ func TestForgetEndsTheSpanOfADeletedRun(t *testing.T) {
 	tr := New(NewProvider(sdktrace.WithSpanProcessor(rec)))
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	key := types.NamespacedName{Namespace: "ns", Name: "gone"}
-	tr.Committed(key, "a", &exagentv1.AgentRunStatus{Phase: exagentv1.PhaseQueued, Traceparent: testTraceparent}, owned(now), "me", now)
+	tr.Committed(key, "a", "", &exagentv1.AgentRunStatus{Phase: exagentv1.PhaseQueued, Traceparent: testTraceparent}, owned(now), "me", now)
 	if got := tr.Open(); got != 1 {
 		t.Fatalf("open attempt spans = %d, want 1", got)
 	}
@@ -135,4 +135,31 @@ const testTraceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01
 func owned(now time.Time) *exagentv1.AgentRunStatus {
 	return &exagentv1.AgentRunStatus{Phase: exagentv1.PhaseRunning, Traceparent: testTraceparent, Attempts: 2,
 		Claim: &exagentv1.Claim{Holder: "me", Attempt: 2, LeaseExpiresAt: metav1.NewMicroTime(now.Add(time.Minute))}}
+}
+
+// TestTurnSpanCarriesTheConversation: a turn's attempt span says which
+// conversation it belongs to (gen_ai.conversation.id is the
+// Conversation's, not the run's); a run on its own is its own.
+func TestTurnSpanCarriesTheConversation(t *testing.T) {
+	for conversation, want := range map[string]string{"support": "ns/support", "": "ns/r"} {
+		rec := tracetest.NewSpanRecorder()
+		tr := New(NewProvider(sdktrace.WithSpanProcessor(rec)))
+		key := types.NamespacedName{Namespace: "ns", Name: "r"}
+		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		tp := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+		owned := &exagentv1.AgentRunStatus{Phase: exagentv1.PhaseRunning, Traceparent: tp, Attempts: 1,
+			Claim: &exagentv1.Claim{Holder: "me", Attempt: 1, LeaseExpiresAt: metav1.NewMicroTime(now.Add(time.Minute))}}
+		tr.Committed(key, "a", conversation, &exagentv1.AgentRunStatus{Phase: exagentv1.PhaseQueued, Traceparent: tp}, owned, "me", now)
+		got := ""
+		for _, s := range rec.Started() {
+			for _, kv := range s.Attributes() {
+				if kv.Key == "gen_ai.conversation.id" {
+					got = kv.Value.AsString()
+				}
+			}
+		}
+		if got != want {
+			t.Errorf("conversation %q: gen_ai.conversation.id = %q, want %q", conversation, got, want)
+		}
+	}
 }
