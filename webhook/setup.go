@@ -102,6 +102,11 @@ func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
 		Complete(); err != nil {
 		return fmt.Errorf("registering Agent webhook: %w", err)
 	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.Conversation{}).
+		WithValidator(&ConversationWebhook{Reader: mgr.GetAPIReader()}).
+		Complete(); err != nil {
+		return fmt.Errorf("registering Conversation webhook: %w", err)
+	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentRunSegment{}).
 		WithValidator(&AgentRunSegmentWebhook{Manager: o.manager}).
 		Complete(); err != nil {

@@ -124,3 +124,52 @@ func TestConversationTurnAdmission(t *testing.T) {
 	_, err = turn(dave, "reject-t2", "reject", "payments")
 	mustRefuse(err, "turn reject-t1", "still open", "doubleText is Reject")
 }
+
+// TestConversationUpdateWhileATurnIsOpen: while a turn is open, a change of
+// who takes turns — the agentRef, a participant removed or given another
+// Agent — is refused, naming the turn; adding a participant, or suspending,
+// is not; once the turn ended, the agentRef may change.
+func TestConversationUpdateWhileATurnIsOpen(t *testing.T) {
+	s := newScenario(t)
+	c := &exagentv1.Conversation{ObjectMeta: metav1.ObjectMeta{Name: "ops", Namespace: s.ns},
+		Spec: exagentv1.ConversationSpec{AgentRef: exagentv1.LocalObjectReference{Name: "payments"},
+			Participants: []exagentv1.Participant{{Name: "billing", AgentRef: &exagentv1.LocalObjectReference{Name: "billing"}}}}}
+	if err := admin.Create(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	turn := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: "ops-t1", Namespace: s.ns},
+		Spec: exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: "payments"}, Input: "hello",
+			ConversationRef: &exagentv1.ConversationRef{Name: "ops"}}}
+	if err := as(t, "dave").Create(t.Context(), turn); err != nil {
+		t.Fatal(err)
+	}
+	update := func(mut func(*exagentv1.ConversationSpec)) error {
+		t.Helper()
+		cur := get(t, s.ns, "ops", &exagentv1.Conversation{})
+		mut(&cur.Spec)
+		return admin.Update(t.Context(), cur)
+	}
+	for name, mut := range map[string]func(*exagentv1.ConversationSpec){
+		"spec.agentRef":                        func(s *exagentv1.ConversationSpec) { s.AgentRef.Name = "billing" },
+		"spec.participants[billing]":           func(s *exagentv1.ConversationSpec) { s.Participants = nil },
+		"spec.participants[billing].agentRef": func(s *exagentv1.ConversationSpec) { s.Participants[0].AgentRef.Name = "payments" },
+	} {
+		if err := update(mut); err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "turn ops-t1 is open") {
+			t.Errorf("changing %s while ops-t1 is open: got %v, want refused naming the field and the turn", name, err)
+		}
+	}
+	if err := update(func(s *exagentv1.ConversationSpec) {
+		s.Participants = append(s.Participants, exagentv1.Participant{Name: "oncall", Human: &exagentv1.Approvers{Users: []string{"alice"}}})
+		s.Suspend = true
+	}); err != nil {
+		t.Fatalf("adding a participant and suspending while a turn is open: %v", err)
+	}
+	ended := get(t, s.ns, "ops-t1", &exagentv1.AgentRun{})
+	ended.Status.Phase = exagentv1.PhaseSucceeded
+	if err := admin.Status().Update(t.Context(), ended); err != nil {
+		t.Fatal(err)
+	}
+	if err := update(func(s *exagentv1.ConversationSpec) { s.AgentRef.Name = "billing" }); err != nil {
+		t.Fatalf("changing the agentRef once the turn ended: %v", err)
+	}
+}
