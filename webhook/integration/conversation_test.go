@@ -150,8 +150,8 @@ func TestConversationUpdateWhileATurnIsOpen(t *testing.T) {
 		return admin.Update(t.Context(), cur)
 	}
 	for name, mut := range map[string]func(*exagentv1.ConversationSpec){
-		"spec.agentRef":                        func(s *exagentv1.ConversationSpec) { s.AgentRef.Name = "billing" },
-		"spec.participants[billing]":           func(s *exagentv1.ConversationSpec) { s.Participants = nil },
+		"spec.agentRef":                       func(s *exagentv1.ConversationSpec) { s.AgentRef.Name = "billing" },
+		"spec.participants[billing]":          func(s *exagentv1.ConversationSpec) { s.Participants = nil },
 		"spec.participants[billing].agentRef": func(s *exagentv1.ConversationSpec) { s.Participants[0].AgentRef.Name = "payments" },
 	} {
 		if err := update(mut); err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "turn ops-t1 is open") {
