@@ -28,6 +28,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -439,5 +440,28 @@ func TestConversationFiftyTurns(t *testing.T) {
 	}
 	if n != turns {
 		t.Errorf("the last turn's transcript holds %d prompts, want %d", n, turns)
+	}
+}
+
+// TestRetentionKeepsAConversationsTurns: an Agent whose runs are deleted
+// as soon as they end (TTL 0) deletes a run on its own, but not the turns
+// of a conversation: later turns continue their transcript. They go with
+// the Conversation.
+func TestRetentionKeepsAConversationsTurns(t *testing.T) {
+	h := newHarness(t)
+	ts := newToolServer(t)
+	h.startManager(controllers.Options{RetentionWorkers: 1})
+	retentionAgent(h, "pay", ts, exagentv1.RetentionSpec{TTLSecondsAfterFinished: ptr.To[int32](0), KeepLast: ptr.To[int32](1)})
+	h.createConversation("kept", "pay")
+	for _, name := range []string{"kept-t1", "kept-t2"} {
+		h.createTurn(name, "pay", "kept", "turn "+name)
+		h.approve(h.waitPhase(name, exagentv1.PhaseAwaitingApproval), "ok")
+		h.waitPhase(name, exagentv1.PhaseSucceeded)
+	}
+	h.probe("probe", "pay") // the single worker has looked at everything queued before it
+	for _, name := range []string{"kept-t1", "kept-t2"} {
+		if !h.exists(name) {
+			t.Errorf("turn %s was reaped on its own", name)
+		}
 	}
 }

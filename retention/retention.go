@@ -351,6 +351,9 @@ func (r *Reaper) processRun(ctx context.Context, key types.NamespacedName) (time
 	if run.Spec.Delegation != nil {
 		return 0, nil // deleted with its root
 	}
+	if run.Spec.ConversationRef != nil {
+		return 0, nil // a turn goes with its conversation (keptWithConversation)
+	}
 	ret := r.retentionOf(ctx, run)
 	at, ok := loop.TTLExpiry(&run.Status, run.CreationTimestamp.Time, ret)
 	if !ok {
@@ -364,6 +367,13 @@ func (r *Reaper) processRun(ctx context.Context, key types.NamespacedName) (time
 	}
 	return r.reap(ctx, run, deletedTTL)
 }
+
+// A turn of a conversation is never reaped on its own — neither by a TTL
+// nor by its Agent's keepLast, which counts only runs on their own: later
+// turns continue its transcript, and `kubectl approve logs CONV` reads
+// them all. The turns go with their Conversation (its owner references:
+// the garbage collector deletes them, and their segments, when it is
+// deleted).
 
 // keptFromGitOps tells, with a Warning Event on the run, when retention
 // leaves a due run alone because a GitOps tool manages it
@@ -402,8 +412,8 @@ func (r *Reaper) processAgent(ctx context.Context, key types.NamespacedName) (ti
 	)
 	for i := range runs.Items {
 		run := &runs.Items[i]
-		if run.Spec.Delegation != nil {
-			continue
+		if run.Spec.Delegation != nil || run.Spec.ConversationRef != nil {
+			continue // a child goes with its root, a turn with its conversation
 		}
 		if at, ok := loop.EndedAt(&run.Status, run.CreationTimestamp.Time); ok {
 			ended = append(ended, loop.EndedRun{Name: run.Name, Created: run.CreationTimestamp.Time, Ended: at})
