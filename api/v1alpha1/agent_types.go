@@ -72,7 +72,7 @@ const (
 )
 
 // BuiltinOperation is a cluster operation a builtin tool performs.
-// +kubebuilder:validation:Enum=Get;List;Scale;Patch;Apply;Delete;AskHuman
+// +kubebuilder:validation:Enum=Get;List;Scale;Patch;Apply;Delete;AskHuman;EndConversation
 type BuiltinOperation string
 
 const (
@@ -86,6 +86,10 @@ const (
 	// (its arguments {question, choices?}) and the run waits for the
 	// answer (kubectl approve answer); the answer, as JSON, is the result.
 	BuiltinAskHuman BuiltinOperation = "AskHuman"
+	// BuiltinEndConversation touches nothing: in a turn of a
+	// Conversation, a call ends the conversation once the turn ends (no
+	// turn after it; RoundRobin stops). Outside a conversation it says so.
+	BuiltinEndConversation BuiltinOperation = "EndConversation"
 )
 
 // AgentSpec is the trusted template of a run: instructions, model, tools,

@@ -114,7 +114,7 @@ const (
 )
 
 // QuestionSource says who asks a question.
-// +kubebuilder:validation:Enum=AskHuman;MCPElicitation;MCPElicitationURL;MCPSampling
+// +kubebuilder:validation:Enum=AskHuman;MCPElicitation;MCPElicitationURL;MCPSampling;Participant
 type QuestionSource string
 
 const (
@@ -130,6 +130,9 @@ const (
 	// the run's model and mcp.sampling is Ask: the person approves the
 	// request (answers "approve") or declines it.
 	QuestionMCPSampling QuestionSource = "MCPSampling"
+	// QuestionParticipant: a conversation's human participant takes its
+	// turn; the answer is what they say.
+	QuestionParticipant QuestionSource = "Participant"
 )
 
 // CallInput is an MCP server's input requests for a call (MCP 2026-07-28:
@@ -196,6 +199,11 @@ type Question struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=65536
 	Answer string `json:"answer,omitempty"`
+	// answerers, when set, are who may answer instead of the Agent's
+	// policy.approvers: a conversation's human participant (source
+	// Participant), journaled when the question is asked.
+	// +optional
+	Answerers *Approvers `json:"answerers,omitempty"`
 }
 
 // MessageRole is the author of a transcript message.

@@ -136,6 +136,47 @@ type ConversationSpec struct {
 	// suspend starts no new turn; a turn in flight goes on.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+	// endMarker, when set, ends the conversation when a turn's final
+	// answer contains it (as the builtin EndConversation tool does): no
+	// turn is added after it, and RoundRobin stops.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	EndMarker string `json:"endMarker,omitempty"`
+	// forkOf makes this conversation a branch of another: its first turn
+	// continues that conversation's turns 1..turn, and nothing after them
+	// is visible to it or replayed. Immutable.
+	// +optional
+	ForkOf *ConversationFork `json:"forkOf,omitempty"`
+	// retention says how long the conversation is kept once idle: every
+	// turn, segment and decision goes with it, archived first to its
+	// agentRef Agent's retention.archive sink when it has one. Unset:
+	// its agentRef Agent's retention.ttl, then the manager's default; the
+	// Agent's keepLast counts a conversation as one.
+	// +optional
+	Retention ConversationRetention `json:"retention,omitempty,omitzero"`
+}
+
+// ConversationFork names where a branch starts.
+type ConversationFork struct {
+	// name of the Conversation forked (same namespace).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// turn is the last turn of it the branch continues (from 1).
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Turn int32 `json:"turn"`
+}
+
+// ConversationRetention says how long an idle conversation is kept.
+type ConversationRetention struct {
+	// ttl after its newest turn ended (no turn open): the conversation is
+	// deleted with every turn.
+	// +optional
+	TTL *metav1.Duration `json:"ttl,omitempty"`
 }
 
 // ConversationPhase is where a conversation stands.
@@ -203,6 +244,10 @@ type ConversationStatus struct {
 	// ledger sums the ledgers of the turns.
 	// +optional
 	Ledger Ledger `json:"ledger,omitempty,omitzero"`
+	// lastTurnEndedAt is when the newest turn ended (retention counts
+	// from it).
+	// +optional
+	LastTurnEndedAt *metav1.Time `json:"lastTurnEndedAt,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -250,6 +295,14 @@ type ConversationRef struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
+	// participant taking the turn, by its name in the conversation's
+	// spec.participants: an Agent participant (spec.agentRef is then
+	// set to its Agent) or a human one, whose turn is a question its
+	// people answer (kubectl approve answer). Empty: the participant
+	// spec.agentRef names.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Participant string `json:"participant,omitempty"`
 }
 
 // Reasons of a conversation's turns.
@@ -268,8 +321,18 @@ const (
 	ReasonInterrupted = "Interrupted"
 	// ReasonConversationIdle: no turn is open; the next one starts at once.
 	ReasonConversationIdle = "Idle"
-	// ReasonConversationEnded: the conversation took its maxTurns.
+	// ReasonConversationEnded: the conversation took its maxTurns, or a
+	// participant ended it (EndConversation, spec.endMarker).
 	ReasonConversationEnded = "ConversationEnded"
+	// ReasonForkNotFound: the conversation's spec.forkOf names a
+	// conversation or turn that does not exist (or has not ended).
+	ReasonForkNotFound = "ForkNotFound"
+)
+
+// How a turn ended its conversation (TurnStatus.EndedConversation).
+const (
+	EndedByTool   = "EndConversation"
+	EndedByMarker = "EndMarker"
 )
 
 // TurnStatus is a turn's place in its conversation.
@@ -292,4 +355,17 @@ type TurnStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	FirstMessage int64 `json:"firstMessage,omitempty"`
+	// participant taking the turn.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Participant string `json:"participant,omitempty"`
+	// human is set on a human participant's turn: a question its people
+	// answer; the answer is the turn's message.
+	// +optional
+	Human bool `json:"human,omitempty"`
+	// endedConversation says the turn ended its conversation:
+	// EndConversation (the builtin tool) or EndMarker.
+	// +optional
+	// +kubebuilder:validation:Enum=EndConversation;EndMarker
+	EndedConversation string `json:"endedConversation,omitempty"`
 }
