@@ -128,6 +128,10 @@ func (r *ConversationReconciler) status(conv *exagentv1.Conversation, runs []exa
 		ObservedGeneration: conv.Generation, Phase: v.Phase, Turns: turns, Open: v.Open, Queued: v.Queued, Ledger: ledger,
 		Conditions: append([]metav1.Condition(nil), conv.Status.Conditions...),
 	}
+	if !v.LastEnded.IsZero() {
+		t := metav1.NewTime(v.LastEnded)
+		next.LastTurnEndedAt = &t
+	}
 	now := metav1.NewTime(r.Clock.Now())
 	ready := metav1.ConditionTrue
 	if v.Phase == exagentv1.ConversationEnded {

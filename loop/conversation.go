@@ -41,11 +41,23 @@ type TurnView struct {
 	Phase   exagentv1.RunPhase
 	// Uncertain: the turn holds a call in state Uncertain.
 	Uncertain bool
+	// Ended is when the turn ended (zero while it has not).
+	Ended time.Time
+	// EndedConversation says the turn ended its conversation
+	// (exagentv1.EndedByTool, exagentv1.EndedByMarker).
+	EndedConversation string
 }
 
 // ViewOf is the TurnView of a turn's status.
 func ViewOf(name string, created time.Time, s *Status) TurnView {
-	return TurnView{Name: name, Created: created, Phase: s.Phase, Uncertain: anyCall(s, isUncertain)}
+	v := TurnView{Name: name, Created: created, Phase: s.Phase, Uncertain: anyCall(s, isUncertain)}
+	if at, ok := EndedAt(s, created); ok {
+		v.Ended = at
+	}
+	if s.Turn != nil && s.Phase.IsTerminal() {
+		v.EndedConversation = s.Turn.EndedConversation
+	}
+	return v
 }
 
 // OrderTurns sorts turns into the conversation's order.

@@ -18,6 +18,7 @@ package loop
 
 import (
 	"fmt"
+	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
@@ -31,6 +32,10 @@ type ConversationView struct {
 	Queued int32
 	// Reason and Message explain Phase (the Ready condition's).
 	Reason, Message string
+	// LastEnded is when the newest ended turn ended (zero: none has).
+	LastEnded time.Time
+	// EndedBy is the turn that ended the conversation ("" when none did).
+	EndedBy string
 }
 
 // ViewConversation computes a conversation's phase from its turns (in any
@@ -51,10 +56,16 @@ func ViewConversation(turns []TurnView, suspend bool, maxTurns int32) Conversati
 		}
 		v.Queued++
 	}
-	var open TurnView
+	var open, ender TurnView
 	for _, t := range sorted {
 		if t.Name == v.Open {
 			open = t
+		}
+		if t.Ended.After(v.LastEnded) {
+			v.LastEnded = t.Ended
+		}
+		if t.EndedConversation != "" && v.EndedBy == "" {
+			ender, v.EndedBy = t, t.Name
 		}
 	}
 	switch {
@@ -70,6 +81,13 @@ func ViewConversation(turns []TurnView, suspend bool, maxTurns int32) Conversati
 	case v.Open != "":
 		v.Phase, v.Reason = exagentv1.ConversationRunning, exagentv1.ReasonRunning
 		v.Message = fmt.Sprintf("turn %s is running", open.Name)
+	case v.EndedBy != "":
+		v.Phase, v.Reason = exagentv1.ConversationEnded, exagentv1.ReasonConversationEnded
+		how := "called EndConversation"
+		if ender.EndedConversation == exagentv1.EndedByMarker {
+			how = "answered with the conversation's spec.endMarker"
+		}
+		v.Message = fmt.Sprintf("turn %s %s: the conversation takes no more turns", ender.Name, how)
 	case maxTurns > 0 && int32(len(turns)) >= maxTurns:
 		v.Phase, v.Reason = exagentv1.ConversationEnded, exagentv1.ReasonConversationEnded
 		v.Message = fmt.Sprintf("the conversation took its %d turns (spec.limits.maxTurns)", maxTurns)
