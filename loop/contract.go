@@ -91,7 +91,12 @@ type ModelRequest struct {
 	Messages []exagentv1.Message
 	// Sealed is the transcript head when part of it is in segments.
 	Sealed *exagentv1.TranscriptHead
-	Tools  []ToolDef
+	// Instructions, with Sealed set, replace the leading system message
+	// of the whole transcript once the caller read it (LeadWith): a later
+	// turn of a conversation runs under its own Agent's instructions
+	// (conversation_handoff.go). Without Sealed they are in Messages.
+	Instructions *string
+	Tools        []ToolDef
 	// Sampling marks a request that answers an MCP server's sampling
 	// request (mcpsample.go): Messages are the server's, no tools are
 	// offered, and the Scripted provider answers it from the last message.

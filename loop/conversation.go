@@ -133,6 +133,24 @@ func TurnWaitMessage(open string, ahead int) string {
 	return fmt.Sprintf("waiting for turn %s of the conversation to end", open)
 }
 
+// TurnStart is what a turn starts from: its place, the turn before it
+// (nil for the first), the conversation's endMarker, and — for a human
+// participant's turn — who answers it.
+type TurnStart struct {
+	Index int32
+	Prev  *PrevTurn
+	// EndMarker is the conversation's spec.endMarker ("" when none).
+	EndMarker string
+	// Human is the human participant's people: the turn is a question
+	// they answer (conversation_human.go). Nil for an Agent's turn.
+	Human *exagentv1.Approvers
+	// Now stamps a human turn's question.
+	Now time.Time
+}
+
+// maxEndMarker bounds a journaled endMarker (the API's bound).
+const maxEndMarker = 256
+
 // PrevTurn is the turn a new turn continues: the one just before it, ended.
 type PrevTurn struct {
 	Name, UID string
@@ -145,6 +163,11 @@ type PrevTurn struct {
 	Calls  []exagentv1.ToolCall
 	Phase  exagentv1.RunPhase
 	Reason string
+	// Agent is the Agent it ran, Participant its participant and
+	// Binding the fingerprints it ran under: a change to the next
+	// turn's is said in the journal (handOffNote).
+	Agent, Participant string
+	Binding            *exagentv1.Binding
 }
 
 // ContinueTurn makes a turn that may start (every earlier turn ended)
@@ -158,48 +181,74 @@ type PrevTurn struct {
 //
 // Touches: turn {index, after, afterUID}, transcript, history.
 // Guards: phase Queued, never claimed, turn not yet journaled.
-func ContinueTurn(s Status, env *Env, index int32, prev *PrevTurn) (Status, error) {
+func ContinueTurn(s Status, env *Env, t TurnStart) (Status, error) {
+	index, prev := t.Index, t.Prev
 	if s.Phase != exagentv1.PhaseQueued || s.Attempts != 0 || s.Turn != nil {
 		return s, conflictf("only a turn that never started continues its conversation (phase %s, attempts %d)", s.Phase, s.Attempts)
 	}
 	if index < 1 {
 		return s, invalidf("turn index %d: turns count from 1", index)
 	}
-	st := clone(s)
-	st.Turn = &exagentv1.TurnStatus{Index: index}
-	if prev == nil {
-		return st, nil
-	}
 	if len(s.History) == 0 || s.History[len(s.History)-1].Role != exagentv1.RoleUser {
 		return s, invalidf("the turn's history does not end with its own user message")
 	}
-	own := s.History[len(s.History)-1]
-	st.Turn.After, st.Turn.AfterUID = prev.Name, prev.UID
-	st.Transcript = nil
-	if t := prev.Transcript; t != nil && t.Segments > 0 {
-		head := *t
-		head.BaseSegments, head.BaseHead = t.Segments, t.Head
-		head.SegmentBytes = 0 // what this turn writes; the base is the earlier turns'
-		st.Transcript = &head
+	st := clone(s)
+	st.Turn = &exagentv1.TurnStatus{Index: index, Participant: env.participant(), EndMarker: truncateUTF8(t.EndMarker, maxEndMarker)}
+	own := st.History[len(st.History)-1]
+	st.History = st.History[:len(st.History)-1]
+	if prev != nil {
+		continueHistory(&st, env, index, prev)
 	}
-	st.History = make([]exagentv1.Message, 0, len(prev.History)+1)
-	for i := range prev.History {
-		st.History = append(st.History, *prev.History[i].DeepCopy())
+	if t.Human != nil {
+		// A person's turn: the input is the question they are asked, not
+		// a message of the conversation; their answer will be.
+		if err := askParticipant(&st, env, own.Content, prev, t.Human, t.Now); err != nil { // conversation_human.go
+			return s, err
+		}
+	} else {
+		st.History = append(st.History, own)
 	}
-	st.History = append(st.History, unanswered(prev)...)
-	st.History = append(st.History, own)
 	st.Turn.FirstMessage = int64(len(st.History) - 1)
+	if prev == nil && t.Human == nil {
+		st.Turn.FirstMessage = 0 // the first turn's messages are all its own
+	}
+	if t.Human != nil {
+		st.Turn.FirstMessage++ // the answer, once given
+	}
 	if st.Transcript != nil {
 		st.Turn.FirstMessage += st.Transcript.Messages
-	}
-	if len(st.History) == 1 && st.Transcript == nil {
-		st.History = s.History // an earlier turn with no transcript at all: start afresh
-		st.Turn.FirstMessage = 0
 	}
 	if err := checkSize(&st, env, env.budget/ioReserveDivisor, "continuing the conversation"); err != nil {
 		return s, err
 	}
 	return st, nil
+}
+
+// continueHistory gives st prev's transcript: the sealed chain by
+// reference (its head journaled as the base), prev's tail in status, the
+// answers prev owes its last calls, and a hand-off note. An earlier turn
+// with no transcript at all leaves st's own (system message) as it is.
+func continueHistory(st *Status, env *Env, index int32, prev *PrevTurn) {
+	st.Turn.After, st.Turn.AfterUID = prev.Name, prev.UID
+	var head *exagentv1.TranscriptHead
+	if t := prev.Transcript; t != nil && t.Segments > 0 {
+		h := *t
+		h.BaseSegments, h.BaseHead = t.Segments, t.Head
+		h.SegmentBytes = 0 // what this turn writes; the base is the earlier turns'
+		head = &h
+	}
+	if head == nil && len(prev.History) == 0 {
+		return // start afresh
+	}
+	st.Transcript = head
+	st.History = make([]exagentv1.Message, 0, len(prev.History)+2)
+	for i := range prev.History {
+		st.History = append(st.History, *prev.History[i].DeepCopy())
+	}
+	st.History = append(st.History, unanswered(prev)...)
+	if note := handOffNote(prev, env, index); note != "" {
+		st.History = append(st.History, exagentv1.Message{Role: exagentv1.RoleSystem, Content: note})
+	}
 }
 
 // Interrupt ends a turn that a newer turn of its conversation interrupts

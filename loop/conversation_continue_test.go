@@ -44,11 +44,11 @@ func TestContinueTurn(t *testing.T) {
 			{Role: exagentv1.RoleAssistant, Content: "done"},
 		},
 	}
-	got, err := ContinueTurn(queued, env, 2, prev)
+	got, err := ContinueTurn(queued, env, TurnStart{Index: 2, Prev: prev})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(&exagentv1.TurnStatus{Index: 2, After: "conv-t1", AfterUID: "uid-0", FirstMessage: 6}, got.Turn); diff != "" {
+	if diff := cmp.Diff(&exagentv1.TurnStatus{Index: 2, After: "conv-t1", AfterUID: "uid-0", FirstMessage: 6, Participant: "agent"}, got.Turn); diff != "" {
 		t.Errorf("turn (-want +got):\n%s", diff)
 	}
 	wantHead := &exagentv1.TranscriptHead{Head: "h1", Segments: 2, Messages: 3, Bytes: 90, BaseSegments: 2, BaseHead: "h1"}
@@ -67,21 +67,21 @@ func TestContinueTurn(t *testing.T) {
 		t.Error("the turn's history shares the earlier turn's messages")
 	}
 
-	first, err := ContinueTurn(queued, env, 1, nil)
+	first, err := ContinueTurn(queued, env, TurnStart{Index: 1, Prev: nil})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first.Turn == nil || first.Turn.Index != 1 || first.Turn.After != "" || !cmp.Equal(first.History, queued.History) {
 		t.Errorf("first turn: turn %+v, history changed %v", first.Turn, !cmp.Equal(first.History, queued.History))
 	}
-	if _, err := ContinueTurn(first, env, 1, nil); err == nil {
+	if _, err := ContinueTurn(first, env, TurnStart{Index: 1, Prev: nil}); err == nil {
 		t.Error("a turn placed twice")
 	}
 	claimed, _, err := Claim(queued, env, "h", t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ContinueTurn(claimed, env, 2, prev); err == nil {
+	if _, err := ContinueTurn(claimed, env, TurnStart{Index: 2, Prev: prev}); err == nil {
 		t.Error("a claimed turn continued a conversation")
 	}
 }

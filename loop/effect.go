@@ -56,6 +56,10 @@ func admitProposed(st *Status, env *Env) {
 			admitQuestion(c, env, action, rule) // question.go
 			continue
 		}
+		if env.isEndConversation(c.Tool) && action == exagentv1.PolicyAllow {
+			endConversation(st, c) // conversation_end.go
+			continue
+		}
 		switch {
 		case action == exagentv1.PolicyAllow:
 			c.State = exagentv1.CallAllowed
@@ -187,6 +191,10 @@ func beginEffect(st *Status, env *Env, f Fence, callIDs []string, now time.Time)
 		}
 		if c.IdempotencyKey == "" {
 			st.Ledger.ToolCalls++
+		}
+		if env.isEndConversation(c.Tool) {
+			endConversation(st, c) // touches nothing: no IO (conversation_end.go)
+			continue
 		}
 		c.IdempotencyKey = env.callIdempotencyKey(c)
 		c.State = exagentv1.CallStarted

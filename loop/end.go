@@ -41,6 +41,7 @@ func Finish(s Status, env *Env, f Fence, output string, now time.Time) (Status, 
 	}
 	st := clone(s)
 	st.Output = bound(output, maxContent)
+	markEnd(&st, st.Output) // conversation_end.go
 	releaseClaim(&st, env, now)
 	setPhase(&st, exagentv1.PhaseSucceeded, exagentv1.ReasonSucceeded, "the model gave its final answer")
 	return st, nil

@@ -283,7 +283,7 @@ func awaitsInput(c *exagentv1.ToolCall) bool {
 
 // isMCPQuestion reports whether a asks a person on behalf of an MCP server.
 func isMCPQuestion(a *exagentv1.Approval) bool {
-	return a.IsQuestion() && a.Question.Source != exagentv1.QuestionAskHuman
+	return a.IsQuestion() && a.Question.Source != exagentv1.QuestionAskHuman && a.Question.Source != exagentv1.QuestionParticipant
 }
 
 // answerInput applies an answer (a person's, or the run's model's to a

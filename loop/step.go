@@ -85,6 +85,11 @@ func drive(st *Status, env *Env, f Fence, now time.Time) (Action, error) {
 			fmt.Sprintf("the deadline %s passed", d.Format(time.RFC3339)))
 		return failAction(st), nil
 	}
+	if st.Turn != nil && st.Turn.Human {
+		if act, ok := driveParticipant(st, env, now); ok { // conversation_human.go
+			return act, nil
+		}
+	}
 	switch st.Cursor.Stage {
 	case exagentv1.StageFinish:
 		return finish(st, env, now)
@@ -109,6 +114,7 @@ func finish(st *Status, env *Env, now time.Time) (Action, error) {
 		ref := *last.ContentRef
 		st.OutputRef = &ref
 	}
+	markEnd(st, st.Output) // conversation_end.go
 	releaseClaim(st, env, now)
 	setPhase(st, exagentv1.PhaseSucceeded, exagentv1.ReasonSucceeded, "the model gave its final answer")
 	return Action{Kind: ActFinish, Output: st.Output}, nil
@@ -239,9 +245,15 @@ func requestModel(st *Status, env *Env, f Fence, now time.Time) (Action, error) 
 		st.History[i].DeepCopyInto(&msgs[i])
 	}
 	req := &ModelRequest{Step: st.Cursor.Step, Request: st.Ledger.Requests, Messages: msgs, Tools: env.Tools()}
+	instructions, later := turnInstructions(st, env)
 	if h := st.Transcript; h != nil && h.Segments > 0 {
 		sealed := *h
 		req.Sealed = &sealed
+		if later {
+			req.Instructions = &instructions
+		}
+	} else if later {
+		req.Messages = LeadWith(msgs, &instructions)
 	}
 	return Action{Kind: ActCallModel, Model: req}, nil
 }

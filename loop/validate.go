@@ -72,6 +72,9 @@ func validateCursor(s *Status) error {
 			return invalidf("cursor.modelRequest is incomplete")
 		}
 	case exagentv1.StageBatch:
+		if s.Turn != nil && s.Turn.Human {
+			break // a human participant's turn: its one call is its question (conversation_human.go)
+		}
 		if last.Role != exagentv1.RoleAssistant || len(last.ToolCalls) == 0 {
 			return invalidf("cursor is at a batch but the model response that asked for it is missing")
 		}

@@ -363,6 +363,11 @@ type TurnStatus struct {
 	// answer; the answer is the turn's message.
 	// +optional
 	Human bool `json:"human,omitempty"`
+	// endMarker is the conversation's spec.endMarker when the turn
+	// started: a final answer containing it ends the conversation.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	EndMarker string `json:"endMarker,omitempty"`
 	// endedConversation says the turn ended its conversation:
 	// EndConversation (the builtin tool) or EndMarker.
 	// +optional
