@@ -53,6 +53,16 @@ func (r *AgentRunReconciler) waitTurn(ctx context.Context, sc *scope) error {
 	if hold.reason == "" {
 		return r.continueTurn(ctx, sc, hold)
 	}
+	if hold.skip {
+		next, err := loop.SkipTurn(sc.status, sc.env, hold.reason, hold.message, sc.now)
+		if err != nil {
+			return fmt.Errorf("ending the turn: %w", err)
+		}
+		sc.set(next)
+		sc.note(exagentv1.EventRunFailed, warning, "%s", next.Message)
+		sc.stop = true
+		return nil
+	}
 	if sc.status.Reason != hold.reason || sc.status.Message != hold.message {
 		next, err := loop.WaitForTurn(sc.status, hold.reason, hold.message)
 		if err != nil {
@@ -61,6 +71,9 @@ func (r *AgentRunReconciler) waitTurn(ctx context.Context, sc *scope) error {
 		sc.set(next)
 	}
 	sc.stop = true // woken when an earlier turn changes (turnsOf) or the Conversation does
+	if hold.poll {
+		sc.requeueAfter = forkPoll
+	}
 	return nil
 }
 
@@ -68,26 +81,76 @@ func (r *AgentRunReconciler) waitTurn(ctx context.Context, sc *scope) error {
 // before it (ended) is read past the cache, whose copy of an ended run is
 // stripped (store.CacheOptions).
 func (r *AgentRunReconciler) continueTurn(ctx context.Context, sc *scope, hold turnHold) error {
-	var prev *loop.PrevTurn
-	if hold.index > 1 {
-		before := hold.turns[hold.index-2]
-		run := &exagentv1.AgentRun{}
-		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sc.run.Namespace, Name: before.Name}, run); err != nil {
-			if apierrors.IsNotFound(err) {
-				sc.stop = true // deleted meanwhile: the turns are listed again at the next wake-up
-				sc.requeueAfter = time.Second
-				return nil
-			}
-			return fmt.Errorf("reading turn %s, which turn %s continues: %w", before.Name, sc.run.Name, err)
-		}
-		prev = &loop.PrevTurn{Name: run.Name, UID: string(run.UID), Transcript: run.Status.Transcript, History: run.Status.History,
-			Calls: run.Status.Calls, Phase: run.Status.Phase, Reason: run.Status.Reason}
+	ts := loop.TurnStart{Index: int32(hold.index), EndMarker: hold.conv.Spec.EndMarker, Now: sc.now}
+	if p := participantOf(hold.conv, sc.run); p != nil && p.Human != nil {
+		ts.Human = p.Human
 	}
-	next, err := loop.ContinueTurn(sc.status, sc.env, int32(hold.index), prev)
+	before, err := r.turnBefore(ctx, sc, hold)
+	if err != nil || sc.stop {
+		return err
+	}
+	if before != nil {
+		run := before
+		ts.Prev = &loop.PrevTurn{Name: run.Name, UID: string(run.UID), Transcript: run.Status.Transcript, History: run.Status.History,
+			Calls: run.Status.Calls, Phase: run.Status.Phase, Reason: run.Status.Reason,
+			Agent: run.Spec.AgentRef.Name, Binding: run.Status.Binding}
+		if run.Status.Turn != nil {
+			ts.Prev.Participant = run.Status.Turn.Participant
+		}
+	}
+	next, err := loop.ContinueTurn(sc.status, sc.env, ts)
 	if err != nil {
 		return r.failPermanent(sc, err)
 	}
 	sc.set(next)
+	if next.Phase == exagentv1.PhaseAwaitingApproval {
+		sc.note(exagentv1.EventApprovalRequested, normal, "%s", next.Message)
+		sc.stop = true // a person's turn: nothing to claim until they answer
+	}
+	return nil
+}
+
+// turnBefore is the ended turn whose transcript this one continues, read
+// past the cache (whose copy of an ended run is stripped,
+// store.CacheOptions): the turn just before it, or — for a branch's first
+// turn — turn forkOf.turn of the conversation it forks. nil for a first
+// turn. A turn deleted meanwhile stops the reconcile (looked at again).
+func (r *AgentRunReconciler) turnBefore(ctx context.Context, sc *scope, hold turnHold) (*exagentv1.AgentRun, error) {
+	name := ""
+	switch {
+	case hold.index > 1:
+		name = hold.turns[hold.index-2].Name
+	case hold.fork != "":
+		name = hold.fork
+	default:
+		return nil, nil
+	}
+	run := &exagentv1.AgentRun{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sc.run.Namespace, Name: name}, run); err != nil {
+		if apierrors.IsNotFound(err) {
+			sc.stop = true // deleted meanwhile: the turns are listed again at the next wake-up
+			sc.requeueAfter = time.Second
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading turn %s, which turn %s continues: %w", name, sc.run.Name, err)
+	}
+	return run, nil
+}
+
+// participantOf is the participant run takes its turn as: the one its
+// conversationRef names, else the Agent participant its agentRef names
+// (nil: the conversation's default agentRef).
+func participantOf(conv *exagentv1.Conversation, run *exagentv1.AgentRun) *exagentv1.Participant {
+	want := ""
+	if run.Spec.ConversationRef != nil {
+		want = run.Spec.ConversationRef.Participant
+	}
+	for i := range conv.Spec.Participants {
+		p := &conv.Spec.Participants[i]
+		if want != "" && p.Name == want || want == "" && p.AgentRef != nil && p.AgentRef.Name == run.Spec.AgentRef.Name {
+			return p
+		}
+	}
 	return nil
 }
 
@@ -95,9 +158,23 @@ func (r *AgentRunReconciler) continueTurn(ctx context.Context, sc *scope, hold t
 // the conversation's turns in order with its place among them.
 type turnHold struct {
 	reason, message string
+	conv            *exagentv1.Conversation
 	turns           []loop.TurnView
 	index           int
+	// fork is the turn of the forked conversation a branch's first turn
+	// continues.
+	fork string
+	// skip: the turn will never run (its conversation ended, or its fork
+	// cannot be read): it ends with reason.
+	skip bool
+	// poll: what it waits for is another conversation's turn, whose
+	// changes do not wake it: looked at again after forkPoll.
+	poll bool
 }
+
+// forkPoll is how often a branch's first turn looks again at the turn it
+// forks while that turn has not ended.
+const forkPoll = 5 * time.Second
 
 // turnHold says why run, a turn of conversation name, may not start yet.
 func (r *AgentRunReconciler) turnHold(ctx context.Context, run *exagentv1.AgentRun, name string) (turnHold, error) {
@@ -131,7 +208,47 @@ func (r *AgentRunReconciler) turnHold(ctx context.Context, run *exagentv1.AgentR
 		// Not in the cache's list yet (just created): looked at again.
 		return turnHold{reason: exagentv1.ReasonWaitingForTurn, message: "waiting for the conversation's turns to be listed"}, nil
 	}
-	return turnHold{turns: views, index: at}, nil
+	for _, v := range views[:at-1] {
+		if v.EndedConversation != "" {
+			return turnHold{skip: true, reason: exagentv1.ReasonConversationEnded, message: fmt.Sprintf(
+				"turn %s ended conversation %q (%s) before this turn started: nothing ran; start a new conversation", v.Name, name, v.EndedConversation)}, nil
+		}
+	}
+	hold := turnHold{conv: conv, turns: views, index: at}
+	if f := conv.Spec.ForkOf; f != nil && at == 1 {
+		return r.forkHold(ctx, run, conv, hold)
+	}
+	return hold, nil
+}
+
+// forkHold finds the turn a branch's first turn continues: turn
+// forkOf.turn of the forked conversation, in its order. It waits while
+// that turn has not ended; a conversation or turn that does not exist
+// ends the branch's turn (ForkNotFound).
+func (r *AgentRunReconciler) forkHold(ctx context.Context, run *exagentv1.AgentRun, conv *exagentv1.Conversation, hold turnHold) (turnHold, error) {
+	f := conv.Spec.ForkOf
+	var list exagentv1.AgentRunList
+	if err := r.Client.List(ctx, &list, client.InNamespace(run.Namespace), client.MatchingFields{index.ConversationRef: f.Name}); err != nil {
+		return turnHold{}, fmt.Errorf("listing the turns of conversation %s, which %s forks: %w", f.Name, conv.Name, err)
+	}
+	views := make([]loop.TurnView, 0, len(list.Items))
+	for i := range list.Items {
+		t := &list.Items[i]
+		views = append(views, loop.ViewOf(t.Name, t.TurnCreated(), &t.Status))
+	}
+	loop.OrderTurns(views)
+	if int(f.Turn) > len(views) {
+		return turnHold{skip: true, reason: exagentv1.ReasonForkNotFound, message: fmt.Sprintf(
+			"conversation %q forks turn %d of conversation %q, which has %d turns: fix spec.forkOf in a new Conversation",
+			conv.Name, f.Turn, f.Name, len(views))}, nil
+	}
+	src := views[f.Turn-1]
+	if !loop.TurnEnded(src) {
+		return turnHold{poll: true, reason: exagentv1.ReasonWaitingForTurn, message: fmt.Sprintf(
+			"waiting for turn %s of conversation %q, which this branch forks, to end", src.Name, f.Name)}, nil
+	}
+	hold.fork = src.Name
+	return hold, nil
 }
 
 // turnsOf wakes the turns of a conversation that may be waiting on run,

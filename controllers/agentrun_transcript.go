@@ -123,7 +123,7 @@ func (r *AgentRunReconciler) prepareIO(ctx context.Context, sc *scope, before lo
 		var msgs []exagentv1.Message
 		if msgs, err = segment.Transcript(chain, act.Model.Messages); err == nil {
 			m := *act.Model
-			m.Messages, m.Sealed = msgs, nil
+			m.Messages, m.Sealed, m.Instructions = loop.LeadWith(msgs, m.Instructions), nil, nil
 			act.Model = &m
 		}
 	}

@@ -87,7 +87,10 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.Client.List(ctx, &list, client.InNamespace(conv.Namespace), client.MatchingFields{index.ConversationRef: conv.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing the turns of conversation %s: %w", req.NamespacedName, err)
 	}
-	next := r.status(conv, list.Items)
+	next, view := r.status(conv, list.Items)
+	if err := r.nextTurn(ctx, conv, list.Items, view); err != nil { // conversation_roundrobin.go
+		return ctrl.Result{}, err
+	}
 	if equality.Semantic.DeepEqual(next, conv.Status) {
 		return ctrl.Result{}, nil
 	}
@@ -99,7 +102,7 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 }
 
 // status is the Conversation's status from its turns.
-func (r *ConversationReconciler) status(conv *exagentv1.Conversation, runs []exagentv1.AgentRun) exagentv1.ConversationStatus {
+func (r *ConversationReconciler) status(conv *exagentv1.Conversation, runs []exagentv1.AgentRun) (exagentv1.ConversationStatus, loop.ConversationView) {
 	views := make([]loop.TurnView, 0, len(runs))
 	byName := make(map[string]*exagentv1.AgentRun, len(runs))
 	var ledger exagentv1.Ledger
@@ -122,7 +125,7 @@ func (r *ConversationReconciler) status(conv *exagentv1.Conversation, runs []exa
 	turns := make([]exagentv1.Turn, 0, len(views))
 	for i, tv := range views {
 		turns = append(turns, exagentv1.Turn{Index: int32(first + i), Run: tv.Name,
-			Participant: byName[tv.Name].Spec.AgentRef.Name, Phase: tv.Phase})
+			Participant: participantName(byName[tv.Name]), Phase: tv.Phase})
 	}
 	next := exagentv1.ConversationStatus{
 		ObservedGeneration: conv.Generation, Phase: v.Phase, Turns: turns, Open: v.Open, Queued: v.Queued, Ledger: ledger,
@@ -145,7 +148,15 @@ func (r *ConversationReconciler) status(conv *exagentv1.Conversation, runs []exa
 	}
 	meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: exagentv1.ConditionEnded, Status: ended, Reason: v.Reason,
 		Message: v.Message, ObservedGeneration: conv.Generation, LastTransitionTime: now})
-	return next
+	return next, v
+}
+
+// participantName is who took a turn: its participant, else its Agent.
+func participantName(run *exagentv1.AgentRun) string {
+	if run.Spec.ConversationRef != nil && run.Spec.ConversationRef.Participant != "" {
+		return run.Spec.ConversationRef.Participant
+	}
+	return run.Spec.AgentRef.Name
 }
 
 // addLedger adds a turn's ledger to a conversation's.

@@ -70,6 +70,7 @@ func (w *AgentRunWebhook) stampConversation(ctx context.Context, run *exagentv1.
 		return apierrors.NewInternalError(fmt.Errorf("reading Conversation %s/%s: %w", run.Namespace, ref.Name, err))
 	}
 	run.OwnerReferences = append(run.OwnerReferences, exagentv1.ConversationOwnerReference(conv))
+	defaultParticipant(conv, run)
 	return nil
 }
 
@@ -92,14 +93,18 @@ func (w *AgentRunWebhook) checkConversation(ctx context.Context, req admission.R
 		}
 		return nil, fmt.Errorf("reading Conversation %s/%s: %w", run.Namespace, ref.Name, err)
 	}
-	if !isParticipant(conv, run.Spec.AgentRef.Name) {
-		return field.Invalid(field.NewPath("spec", "agentRef", "name"), run.Spec.AgentRef.Name, fmt.Sprintf(
-			"not a participant of conversation %q: use its agentRef (%s) or an Agent its spec.participants lists",
-			conv.Name, conv.Spec.AgentRef.Name)), nil
+	if ferr := checkParticipant(conv, run); ferr != nil {
+		return ferr, nil
 	}
 	turns, err := w.turnsOf(ctx, conv)
 	if err != nil {
 		return nil, err
+	}
+	if ended := endedBy(turns); ended != "" {
+		return field.Forbidden(path, fmt.Sprintf("conversation %q has ended (turn %s ended it): start a new one", conv.Name, ended)), nil
+	}
+	if w.managerTurn(run, authz.ActorFromUserInfo(req.UserInfo)) {
+		return checkManagerTurn(conv, turns, run), nil
 	}
 	if max := conv.Spec.Limits.MaxTurns; max != nil && len(turns) >= int(*max) {
 		return field.Forbidden(path, fmt.Sprintf("conversation %q has taken its %d turns (spec.limits.maxTurns): start a new one", conv.Name, *max)), nil
@@ -178,13 +183,95 @@ func firstTurn(turns []exagentv1.AgentRun) *exagentv1.AgentRun {
 	return first
 }
 
-// isParticipant reports whether agent may take a turn of conv: its
-// agentRef, or an Agent its participants list.
-func isParticipant(conv *exagentv1.Conversation, agent string) bool {
-	if agent == conv.Spec.AgentRef.Name {
-		return true
+// checkParticipant admits the participant a turn names: with
+// conversationRef.participant, a listed participant — an Agent one whose
+// Agent is spec.agentRef, or a human one (spec.agentRef then the
+// conversation's: its question is asked under that Agent's name); without
+// it, the conversation's agentRef or an Agent its participants list.
+func checkParticipant(conv *exagentv1.Conversation, run *exagentv1.AgentRun) *field.Error {
+	agent := run.Spec.AgentRef.Name
+	if want := run.Spec.ConversationRef.Participant; want != "" {
+		path := field.NewPath("spec", "conversationRef", "participant")
+		i := slices.IndexFunc(conv.Spec.Participants, func(p exagentv1.Participant) bool { return p.Name == want })
+		if i < 0 {
+			names := make([]string, 0, len(conv.Spec.Participants))
+			for _, p := range conv.Spec.Participants {
+				names = append(names, p.Name)
+			}
+			return field.NotFound(path, fmt.Sprintf("%s: conversation %q lists the participants %v", want, conv.Name, names))
+		}
+		p := conv.Spec.Participants[i]
+		switch {
+		case p.AgentRef != nil && p.AgentRef.Name != agent:
+			return field.Invalid(field.NewPath("spec", "agentRef", "name"), agent, fmt.Sprintf(
+				"participant %s of conversation %q is Agent %s: set spec.agentRef to it (or leave it empty)", want, conv.Name, p.AgentRef.Name))
+		case p.Human != nil && agent != conv.Spec.AgentRef.Name:
+			return field.Invalid(field.NewPath("spec", "agentRef", "name"), agent, fmt.Sprintf(
+				"participant %s of conversation %q is human: its turn runs under the conversation's agentRef %s (or leave spec.agentRef empty)",
+				want, conv.Name, conv.Spec.AgentRef.Name))
+		}
+		return nil
 	}
-	return slices.ContainsFunc(conv.Spec.Participants, func(p exagentv1.Participant) bool {
+	if agent == conv.Spec.AgentRef.Name || slices.ContainsFunc(conv.Spec.Participants, func(p exagentv1.Participant) bool {
 		return p.AgentRef != nil && p.AgentRef.Name == agent
-	})
+	}) {
+		return nil
+	}
+	return field.Invalid(field.NewPath("spec", "agentRef", "name"), agent, fmt.Sprintf(
+		"not a participant of conversation %q: use its agentRef (%s) or an Agent its spec.participants lists",
+		conv.Name, conv.Spec.AgentRef.Name))
+}
+
+// defaultParticipant fills spec.agentRef of a turn that names only its
+// participant: the participant's Agent, or the conversation's agentRef
+// for a human one.
+func defaultParticipant(conv *exagentv1.Conversation, run *exagentv1.AgentRun) {
+	ref := run.Spec.ConversationRef
+	if ref == nil || ref.Participant == "" || run.Spec.AgentRef.Name != "" {
+		return
+	}
+	for _, p := range conv.Spec.Participants {
+		if p.Name != ref.Participant {
+			continue
+		}
+		run.Spec.AgentRef.Name = conv.Spec.AgentRef.Name
+		if p.AgentRef != nil {
+			run.Spec.AgentRef.Name = p.AgentRef.Name
+		}
+	}
+}
+
+// endedBy is the turn that ended the conversation ("" when none did).
+func endedBy(turns []exagentv1.AgentRun) string {
+	for i := range turns {
+		if t := turns[i].Status.Turn; t != nil && t.EndedConversation != "" && turns[i].Status.Phase.IsTerminal() {
+			return turns[i].Name
+		}
+	}
+	return ""
+}
+
+// managerTurn reports whether run is a turn the manager itself creates (a
+// RoundRobin conversation's next turn).
+func (w *AgentRunWebhook) managerTurn(run *exagentv1.AgentRun, creator exagentv1.Actor) bool {
+	return w.Manager != "" && creator.Username == w.Manager && run.Spec.ConversationRef != nil && run.Spec.Delegation == nil
+}
+
+// checkManagerTurn admits a turn the manager created only into a
+// RoundRobin conversation, with the requester of its first turn.
+func checkManagerTurn(conv *exagentv1.Conversation, turns []exagentv1.AgentRun, run *exagentv1.AgentRun) *field.Error {
+	if conv.Spec.TurnPolicy != exagentv1.TurnRoundRobin {
+		return field.Forbidden(field.NewPath("spec", "conversationRef", "name"), fmt.Sprintf(
+			"the exagent manager creates turns only in RoundRobin conversations; %q is %s", conv.Name, conv.Spec.TurnPolicy))
+	}
+	if len(turns) == 0 {
+		return field.Forbidden(field.NewPath("spec", "conversationRef", "name"),
+			"a RoundRobin conversation's first turn is a person's: the manager continues it")
+	}
+	first := firstTurn(turns)
+	if first.Spec.RequestedBy == nil || run.Spec.RequestedBy == nil || !authz.SameActor(*first.Spec.RequestedBy, *run.Spec.RequestedBy) {
+		return field.Forbidden(field.NewPath("spec", "requestedBy"), fmt.Sprintf(
+			"a RoundRobin turn carries the requester of the conversation's first turn %s", first.Name))
+	}
+	return nil
 }

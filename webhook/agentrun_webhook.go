@@ -92,6 +92,15 @@ func (w *AgentRunWebhook) Default(ctx context.Context, run *exagentv1.AgentRun) 
 		}
 		return nil
 	}
+	if w.managerTurn(run, stamped) {
+		// A RoundRobin turn the manager created carries the requester of
+		// the conversation's first turn, copied by the manager
+		// (checkConversation checks it), as a child carries its root's.
+		if w.Signer != nil {
+			return w.Signer.SignRequester(run)
+		}
+		return nil
+	}
 	if run.Spec.RequestedBy != nil {
 		if ferr := checkStamped(field.NewPath("spec", "requestedBy"), run.Spec.RequestedBy, stamped); ferr != nil {
 			return invalid(agentRunGK, run.Name, field.ErrorList{ferr})
@@ -124,8 +133,10 @@ func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.Age
 		if ferr := w.checkDelegation(run, stamped); ferr != nil {
 			errs = append(errs, ferr)
 		}
-	} else if ferr := checkStamped(field.NewPath("spec", "requestedBy"), run.Spec.RequestedBy, stamped); ferr != nil {
-		errs = append(errs, ferr)
+	} else if !w.managerTurn(run, stamped) {
+		if ferr := checkStamped(field.NewPath("spec", "requestedBy"), run.Spec.RequestedBy, stamped); ferr != nil {
+			errs = append(errs, ferr)
+		}
 	}
 	if len(errs) == 0 {
 		// Only a run sound otherwise costs the Agent read and the reviews.

@@ -105,6 +105,8 @@ type ConversationLimits struct {
 }
 
 // ConversationSpec is a long-lived conversation whose turns are AgentRuns.
+// +kubebuilder:validation:XValidation:rule="self.turnPolicy != 'RoundRobin' || has(self.limits) && has(self.limits.maxTurns)",message="turnPolicy RoundRobin needs spec.limits.maxTurns: the controller creates turns until it (or a participant ends the conversation)"
+// +kubebuilder:validation:XValidation:rule="has(oldSelf.forkOf) == has(self.forkOf) && (!has(self.forkOf) || oldSelf.forkOf == self.forkOf)",message="spec.forkOf is immutable: a branch's history is fixed when it starts"
 type ConversationSpec struct {
 	// agentRef is the default participant: a turn that names no Agent of
 	// its own runs this one.
