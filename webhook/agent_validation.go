@@ -46,7 +46,7 @@ var (
 	policyActions    = []string{string(exagentv1.PolicyAllow), string(exagentv1.PolicyAsk), string(exagentv1.PolicyDeny)}
 	onDenyActions    = []string{string(exagentv1.OnDenyStop), string(exagentv1.OnDenyContinue)}
 	onExpireActions  = []string{string(exagentv1.OnExpireStop), string(exagentv1.OnExpireContinue)}
-	builtinOps       = []string{"Get", "List", "Scale", "Patch", "Apply", "Delete", "AskHuman"}
+	builtinOps       = []string{"Get", "List", "Scale", "Patch", "Apply", "Delete", "AskHuman", "EndConversation"}
 	reservedToolName = "*" // matches every tool in policy rules
 )
 
@@ -211,6 +211,16 @@ func validateBuiltin(path *field.Path, b *exagentv1.BuiltinTool) field.ErrorList
 	}
 	if b.AnswerSchema != nil {
 		errs = append(errs, field.Forbidden(path.Child("answerSchema"), "only for operation AskHuman"))
+	}
+	if b.Operation == exagentv1.BuiltinEndConversation {
+		// Ending a conversation touches nothing in the cluster either.
+		if len(b.Kinds) > 0 {
+			errs = append(errs, field.Forbidden(path.Child("kinds"), "operation EndConversation touches no kinds: remove kinds"))
+		}
+		if b.AllowSecrets {
+			errs = append(errs, field.Forbidden(path.Child("allowSecrets"), "operation EndConversation touches no Secrets: remove allowSecrets"))
+		}
+		return errs
 	}
 	if len(b.Kinds) == 0 {
 		errs = append(errs, field.Required(path.Child("kinds"), "name the kinds the tool may touch"))

@@ -230,12 +230,11 @@ func defaultParticipant(conv *exagentv1.Conversation, run *exagentv1.AgentRun) {
 	if ref == nil || ref.Participant == "" || run.Spec.AgentRef.Name != "" {
 		return
 	}
+	// An unknown participant gets the conversation's agentRef too, so
+	// validation says what is wrong with the participant, not the Agent.
+	run.Spec.AgentRef.Name = conv.Spec.AgentRef.Name
 	for _, p := range conv.Spec.Participants {
-		if p.Name != ref.Participant {
-			continue
-		}
-		run.Spec.AgentRef.Name = conv.Spec.AgentRef.Name
-		if p.AgentRef != nil {
+		if p.Name == ref.Participant && p.AgentRef != nil {
 			run.Spec.AgentRef.Name = p.AgentRef.Name
 		}
 	}

@@ -157,6 +157,13 @@ func TestValidateAskHumanTool(t *testing.T) {
 			want: []string{"FieldValueInvalid spec.tools[1].builtin.answerSchema.minLength"}},
 		"too large": {agent: ask(schema(`{"enum":["` + strings.Repeat("x", 17000) + `"]}`)),
 			want: []string{"FieldValueTooLong spec.tools[1].builtin.answerSchema"}},
+		"EndConversation": {agent: agent(func(a *exagentv1.Agent) {
+			a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "end", Builtin: &exagentv1.BuiltinTool{Operation: exagentv1.BuiltinEndConversation}})
+		})},
+		"EndConversation with kinds": {agent: agent(func(a *exagentv1.Agent) {
+			a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "end", Builtin: &exagentv1.BuiltinTool{
+				Operation: exagentv1.BuiltinEndConversation, Kinds: []string{"ConfigMap"}, AllowSecrets: true}})
+		}), want: []string{"FieldValueForbidden spec.tools[1].builtin.kinds", "FieldValueForbidden spec.tools[1].builtin.allowSecrets"}},
 		"answerSchema on another operation": {agent: agent(func(a *exagentv1.Agent) {
 			a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "get", Builtin: &exagentv1.BuiltinTool{
 				Operation: exagentv1.BuiltinGet, Kinds: []string{"ConfigMap"}, AnswerSchema: &runtime.RawExtension{Raw: []byte(`{}`)}}})

@@ -173,3 +173,105 @@ func TestConversationUpdateWhileATurnIsOpen(t *testing.T) {
 		t.Fatalf("changing the agentRef once the turn ended: %v", err)
 	}
 }
+
+// TestConversationSessionAdmission: RoundRobin needs maxTurns and forkOf
+// is immutable (the CRD says which field and why); only the manager
+// creates a RoundRobin conversation's later turns, carrying the first
+// turn's requester (sealed), never the first turn nor a turn of an
+// Explicit conversation; a turn naming a participant gets its Agent (a
+// human one the conversation's), an unknown participant is refused naming
+// those listed; an ended conversation takes no turn.
+func TestConversationSessionAdmission(t *testing.T) {
+	s := newScenario(t)
+	dave := as(t, "dave")
+	create := func(name string, mut func(*exagentv1.ConversationSpec)) error {
+		c := &exagentv1.Conversation{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+			Spec: exagentv1.ConversationSpec{AgentRef: exagentv1.LocalObjectReference{Name: "payments"},
+				Participants: []exagentv1.Participant{
+					{Name: "payments", AgentRef: &exagentv1.LocalObjectReference{Name: "payments"}},
+					{Name: "billing", AgentRef: &exagentv1.LocalObjectReference{Name: "billing"}},
+					{Name: "oncall", Human: &exagentv1.Approvers{Users: []string{"erin"}}},
+				}}}
+		mut(&c.Spec)
+		return admin.Create(t.Context(), c)
+	}
+	turn := func(c client.Client, name, conv, participant, agent string, requester *exagentv1.Actor) (*exagentv1.AgentRun, error) {
+		r := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+			Spec: exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: agent}, Input: "go on",
+				ConversationRef: &exagentv1.ConversationRef{Name: conv, Participant: participant}, RequestedBy: requester}}
+		return r, c.Create(t.Context(), r)
+	}
+	refused := func(err error, want ...string) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("admitted, want refused with %q", want)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Fatalf("refused with %v, want it to say %q", err, w)
+			}
+		}
+	}
+
+	refused(create("rr-unbounded", func(c *exagentv1.ConversationSpec) { c.TurnPolicy = exagentv1.TurnRoundRobin }),
+		"turnPolicy RoundRobin needs spec.limits.maxTurns")
+	if err := create("rr", func(c *exagentv1.ConversationSpec) {
+		c.TurnPolicy, c.Limits.MaxTurns = exagentv1.TurnRoundRobin, ptr.To[int32](6)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := turn(admin, "rr-t1", "rr", "payments", "payments", &exagentv1.Actor{Username: "dave"})
+	refused(err, "first turn is a person's")
+	first, err := turn(dave, "rr-t1", "rr", "payments", "payments", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = turn(admin, "rr-t2", "rr", "billing", "billing", &exagentv1.Actor{Username: "olivia"})
+	refused(err, "spec.requestedBy", "rr-t1")
+	second, err := turn(admin, "rr-t2", "rr", "billing", "billing", first.Spec.RequestedBy)
+	if err != nil {
+		t.Fatalf("the manager's RoundRobin turn: %v", err)
+	}
+	if err := signer.VerifyRequester(second); err != nil {
+		t.Errorf("the RoundRobin turn's requester is not sealed: %v", err)
+	}
+
+	if err := create("explicit", func(*exagentv1.ConversationSpec) {}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := turn(dave, "explicit-t1", "explicit", "", "payments", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = turn(admin, "explicit-t2", "explicit", "billing", "billing", &exagentv1.Actor{Username: "dave"})
+	refused(err, "only in RoundRobin conversations")
+	human, err := turn(dave, "explicit-t2", "explicit", "oncall", "", nil)
+	if err != nil {
+		t.Fatalf("a human participant's turn naming only the participant: %v", err)
+	}
+	if human.Spec.AgentRef.Name != "payments" {
+		t.Errorf("the human turn's agentRef %q, want the conversation's (payments)", human.Spec.AgentRef.Name)
+	}
+	byName, err := turn(dave, "explicit-t3", "explicit", "billing", "", nil)
+	if err != nil || byName.Spec.AgentRef.Name != "billing" {
+		t.Fatalf("a turn naming Agent participant billing: agentRef %q, %v", byName.Spec.AgentRef.Name, err)
+	}
+	_, err = turn(dave, "explicit-x", "explicit", "nobody", "", nil)
+	refused(err, "spec.conversationRef.participant", "nobody", "oncall")
+	_, err = turn(dave, "explicit-y", "explicit", "billing", "payments", nil)
+	refused(err, "spec.agentRef.name", "participant billing", "Agent billing")
+
+	refused(func() error {
+		cur := get(t, s.ns, "explicit", &exagentv1.Conversation{})
+		cur.Spec.ForkOf = &exagentv1.ConversationFork{Name: "rr", Turn: 1}
+		return admin.Update(t.Context(), cur)
+	}(), "spec.forkOf is immutable")
+
+	ender := get(t, s.ns, "explicit-t1", &exagentv1.AgentRun{})
+	ender.Status.Phase = exagentv1.PhaseSucceeded
+	ender.Status.Turn = &exagentv1.TurnStatus{Index: 1, EndedConversation: exagentv1.EndedByTool}
+	if err := admin.Status().Update(t.Context(), ender); err != nil {
+		t.Fatal(err)
+	}
+	_, err = turn(dave, "explicit-t9", "explicit", "", "payments", nil)
+	refused(err, "has ended", "explicit-t1")
+}
