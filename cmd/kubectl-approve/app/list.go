@@ -41,6 +41,9 @@ type listOptions struct {
 	// Watch keeps printing approvals as runs start waiting, after the
 	// list (list_watch.go).
 	Watch bool
+	// Conversations lists the conversations held up by a person instead
+	// of the approvals (list_conversations.go).
+	Conversations bool
 
 	namespace string
 	client    client.WithWatch
@@ -58,10 +61,19 @@ func newListCommand(f *factory, streams genericiooptions.IOStreams) *cobra.Comma
 namespaces): the run, the approval id, the tool and its arguments, when it
 was requested and when it expires. Only the runs waiting for approval are
 read (a field selector on status.phase, in pages of 500), however many runs
-the namespace holds. With -w, approvals are printed as runs start waiting.`,
+the namespace holds. With -w, approvals are printed as runs start waiting.
+
+An approval of a run that is a turn of a conversation also holds up the
+conversation's later turns: a CONVERSATION column then names it ("billing
+#3": the conversation and the turn's place). --conversations lists the
+conversations held up by a person instead — the open turn waits for a
+decision, an answer (a human participant's turn is a question) or a
+resolve — one row each, with what it waits for and how many turns queue
+behind it.`,
 		Example: `  kubectl approve list
   kubectl approve list -A -o wide
   kubectl approve list --agent payments -w
+  kubectl approve list --conversations -A
   kubectl approve list -o json | jq -r '.items[] | "\(.run) \(.approval)"'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -72,6 +84,7 @@ the namespace holds. With -w, approvals are printed as runs start waiting.`,
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: wide, json or yaml.")
 	cmd.Flags().StringVar(&o.Agent, "agent", "", "List only the approvals of runs of this Agent.")
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After listing, watch for runs that start waiting and print their approvals.")
+	cmd.Flags().BoolVar(&o.Conversations, "conversations", false, "List the conversations held up by a person (their open turn waits for a decision, an answer or a resolve) instead of the approvals.")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"wide", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -93,6 +106,9 @@ func (o *listOptions) Complete(f *factory, _ *cobra.Command, _ []string) error {
 
 // Validate checks the output format.
 func (o *listOptions) Validate() error {
+	if o.Conversations && o.Watch {
+		return fmt.Errorf("--conversations lists once; -w follows approvals (kubectl get conv -w follows conversations)")
+	}
 	switch o.Output {
 	case "", "wide", "json", "yaml":
 		return nil
@@ -103,6 +119,9 @@ func (o *listOptions) Validate() error {
 // Run lists the runs waiting for approval and prints their pending
 // approvals; with --watch it goes on with the runs that start waiting.
 func (o *listOptions) Run(ctx context.Context) error {
+	if o.Conversations {
+		return o.runConversations(ctx)
+	}
 	segments := newSegmentReader(o.client)
 	runs, rv, err := o.runs.all(ctx, o.namespace, o.selector())
 	if err != nil {

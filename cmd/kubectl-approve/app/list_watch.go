@@ -117,8 +117,11 @@ func (o *listOptions) follow(ctx context.Context, segments *segmentReader, s *ap
 // approvalStream is what `list -w` has printed and the waiting runs it
 // knows (for the paths of delegated runs' rows).
 type approvalStream struct {
-	o       *listOptions
-	header  bool
+	o      *listOptions
+	header bool
+	// cols are the optional columns of the header printed: later rows
+	// keep them, so the table stays aligned.
+	cols    tableColumns
 	printed map[string]bool
 	runs    map[client.ObjectKey]exagentv1.AgentRun
 }
@@ -187,6 +190,8 @@ func (s *approvalStream) emit(rows []pendingApproval) error {
 		return nil
 	}
 	header := !s.header
-	s.header = true
-	return writeApprovalTable(s.o.Out, fresh, s.o.clock.Now(), s.o.Output == "wide", header)
+	if header {
+		s.header, s.cols = true, columnsOf(fresh)
+	}
+	return writeApprovalTable(s.o.Out, fresh, s.o.clock.Now(), s.o.Output == "wide", header, s.cols)
 }

@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,7 +44,7 @@ func newLogsCommand(f *factory, streams genericiooptions.IOStreams) *cobra.Comma
 	o := &logsOptions{IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "logs RUN|CONVERSATION [-f]",
-		Short: "Print a run's transcript and journal (a conversation's, turn by turn); -f follows a run until it ends or waits for a human",
+		Short: "Print a run's transcript and journal (a conversation's, turn by turn); -f follows a run until it ends or waits for a human, a conversation until interrupted",
 		Long: `Print what a run did, in order: the model's messages, each tool call with
 its arguments, the approvals it asked for, the decisions (who, why), each
 call's outcome, and how the run ended.
@@ -56,16 +55,19 @@ what the run waits for and the command that moves it on, and exits 0.
 
 Given a Conversation's name (and no run of that name), it prints the
 conversation turn by turn: each turn's run, Agent, who asked and how it
-stands, then what that turn said and did.`,
+stands, then what that turn said and did. With -f it goes on printing
+the turns as they come — each new turn, its messages as they are
+journaled, what a turn waits for — until interrupted (or --timeout).`,
 		Example: `  kubectl approve logs triage-42
-  kubectl approve logs -f triage-42 && kubectl approve show triage-42`,
+  kubectl approve logs -f triage-42 && kubectl approve show triage-42
+  kubectl approve logs -f support-42`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeRuns(f, anyRun),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runOptions(cmd.Context(), o, f, cmd, args)
 		},
 	}
-	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "Follow the run until it ends or waits for a human.")
+	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "Follow the run until it ends or waits for a human; a conversation, until interrupted.")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "With -f, stop following after this long (0: no limit).")
 	return cmd
 }
@@ -89,15 +91,14 @@ func (o *logsOptions) Validate() error {
 	return nil
 }
 
-// Run prints the entries, following the run's watch with -f.
+// Run prints the entries, following the run's watch with -f; a
+// Conversation's name (no run of that name) prints it turn by turn, and
+// with -f goes on with its turns as they come (logs_follow.go).
 func (o *logsOptions) Run(ctx context.Context) error {
 	run, err := getRun(ctx, o.client, o.namespace, o.run)
 	if err != nil {
-		if !o.Follow {
-			// Not a run: a Conversation of that name prints turn by turn.
-			if ok, cerr := o.conversationLogs(ctx); ok {
-				return cerr
-			}
+		if ok, cerr := o.conversationLogs(ctx); ok {
+			return cerr
 		}
 		return err
 	}
@@ -136,15 +137,7 @@ func (o *logsOptions) Run(ctx context.Context) error {
 		}
 		return r.Status.Phase.IsTerminal(), nil
 	})
-	switch {
-	case err == nil:
-		return nil
-	case ctx.Err() != nil:
-		return nil // interrupted (Ctrl-C): what was printed stands
-	case wait.Interrupted(err):
-		return fmt.Errorf("stopped following run %q after %s; it is %s", o.run, o.Timeout, orNone(string(run.Status.Phase)))
-	}
-	return err
+	return followEnded(ctx, err, "run", o.run, o.Timeout, run)
 }
 
 // readJournal reads run's whole journal through its chain; nil when

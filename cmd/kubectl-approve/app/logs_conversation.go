@@ -19,67 +19,125 @@ package app
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
+	"io"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/cmd/kubectl-approve/app/turn"
 )
 
-// conversationLogs prints a conversation turn by turn: a header per turn
-// (its run, Agent, who asked, how it stands), then what that turn said
-// and did — its own messages, calls, approvals and end; the earlier turns'
-// messages each turn's transcript starts with are printed once, under the
-// turn that wrote them. ok is false when no Conversation has that name.
+// conversationLogs prints a conversation turn by turn (threadPrinter),
+// and with -f goes on with the turns as they come (followConversation).
+// ok is false when no Conversation has that name.
 func (o *logsOptions) conversationLogs(ctx context.Context) (ok bool, err error) {
 	conv := &exagentv1.Conversation{}
 	if err := o.client.Get(ctx, types.NamespacedName{Namespace: o.namespace, Name: o.run}, conv); err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, nil // no Conversation kind installed, or unreadable: the run's own error stands
+		// Not found, no Conversation kind installed, or unreadable: the
+		// run's own error stands.
+		return false, nil
 	}
-	var list exagentv1.AgentRunList
-	if err := o.client.List(ctx, &list, client.InNamespace(o.namespace),
-		client.MatchingLabels{exagentv1.LabelConversation: exagentv1.LabelValue(conv.Name)}); err != nil {
-		return true, fmt.Errorf("listing the turns of conversation %s: %w", conv.Name, err)
+	if o.Follow {
+		return true, followConversation(ctx, o.client, o.Out, o.ErrOut, conv, o.Timeout)
 	}
-	turns := slices.DeleteFunc(list.Items, func(r exagentv1.AgentRun) bool {
-		return r.Spec.ConversationRef == nil || r.Spec.ConversationRef.Name != conv.Name
-	})
-	slices.SortFunc(turns, func(a, b exagentv1.AgentRun) int {
-		if c := a.TurnCreated().Compare(b.TurnCreated()); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
+	turns, err := turn.List(ctx, o.client, conv)
+	if err != nil {
+		return true, err
+	}
 	fmt.Fprintf(o.Out, "conversation %s: %d turns, %s\n", conv.Name, len(turns), orNone(string(conv.Status.Phase)))
-	segments := newSegmentReader(o.client)
+	p := newThreadPrinter(o.Out, o.client, true)
 	for i := range turns {
-		t := &turns[i]
-		who := "unknown"
-		if t.Spec.RequestedBy != nil {
-			who = t.Spec.RequestedBy.Username
-		}
-		fmt.Fprintf(o.Out, "── turn %d: %s (agent %s, asked by %s) %s\n", i+1, t.Name, t.Spec.AgentRef.Name, who, orNone(string(t.Status.Phase)))
-		j, err := readJournal(ctx, segments, t)
-		if err != nil {
+		if err := p.turn(ctx, &turns[i], true); err != nil {
 			return true, err
-		}
-		for _, e := range turnEntries(t, j) {
-			if _, err := fmt.Fprintln(o.Out, e.text); err != nil {
-				return true, err
-			}
 		}
 	}
 	return true, nil
 }
 
-// turnEntries are the log lines of one turn: logEntries over its own part
-// of the transcript (from status.turn.firstMessage) and its own calls.
+// threadPrinter prints the turns of one conversation: a header per turn
+// (its number, run, Agent, who asked), then what that turn said and did
+// (turnEntries). Each line is printed once, so a follower hands it every
+// new version of a turn and only what is new comes out.
+type threadPrinter struct {
+	out      io.Writer
+	segments *segmentReader
+	// headers prints a header per turn (logs CONV); say --wait follows
+	// its one turn without.
+	headers bool
+	printed map[types.UID]map[string]bool
+	number  map[types.UID]int
+}
+
+func newThreadPrinter(out io.Writer, c client.Reader, headers bool) *threadPrinter {
+	return &threadPrinter{out: out, segments: newSegmentReader(c), headers: headers,
+		printed: map[types.UID]map[string]bool{}, number: map[types.UID]int{}}
+}
+
+// turn prints what of t was not printed yet. A turn seen for the first
+// time gets the next number and its header; phase adds the turn's phase
+// to the header (a one-off print: a follower's header would go stale).
+func (p *threadPrinter) turn(ctx context.Context, t *exagentv1.AgentRun, phase bool) error {
+	done, seen := p.printed[t.UID]
+	if !seen {
+		done = map[string]bool{}
+		p.printed[t.UID] = done
+		p.number[t.UID] = len(p.number) + 1
+		if p.headers {
+			line := fmt.Sprintf("── turn %d: %s (agent %s, asked by %s)", p.number[t.UID], t.Name, t.Spec.AgentRef.Name, turn.Requester(t))
+			if phase {
+				line += " " + orNone(string(t.Status.Phase))
+			}
+			if _, err := fmt.Fprintln(p.out, line); err != nil {
+				return err
+			}
+		}
+	}
+	j, err := readJournal(ctx, p.segments, t)
+	if err != nil {
+		return err
+	}
+	for _, e := range turnEntries(t, j) {
+		if done[e.key] {
+			continue
+		}
+		done[e.key] = true
+		if _, err := fmt.Fprintln(p.out, e.text); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waiting prints, once per wait, what t waits for — a person (the
+// commands that move it on), or an earlier turn — and reports whether it
+// waits for a person.
+func (p *threadPrinter) waiting(t *exagentv1.AgentRun) (bool, error) {
+	line, person := waitingFor(t), true
+	if line == "" {
+		person = false
+		if st := &t.Status; st.Phase == exagentv1.PhaseQueued && st.Message != "" &&
+			(st.Reason == exagentv1.ReasonWaitingForTurn || st.Reason == exagentv1.ReasonConversationSuspended) {
+			line = "queued: " + st.Message
+		}
+	}
+	if line == "" || p.printed[t.UID]["wait/"+line] {
+		return person, nil
+	}
+	if p.printed[t.UID] == nil {
+		p.printed[t.UID] = map[string]bool{}
+	}
+	p.printed[t.UID]["wait/"+line] = true
+	_, err := fmt.Fprintln(p.out, line)
+	return person, err
+}
+
+// turnEntries are the log lines of one turn: what its requester said
+// (spec.input), then logEntries over its own part of the transcript —
+// from its own user message (status.turn.firstMessage), which is that
+// input and is not printed twice — and its own calls. A turn that has
+// not started has no messages of its own yet: the history it holds
+// before it starts is replaced when it continues the conversation.
 func turnEntries(run *exagentv1.AgentRun, j *journal) []logEntry {
 	st := &run.Status
 	if j == nil {
@@ -89,20 +147,33 @@ func turnEntries(run *exagentv1.AgentRun, j *journal) []logEntry {
 	if st.Turn != nil && st.Turn.FirstMessage > 0 && int(st.Turn.FirstMessage) <= len(j.messages) {
 		first = int(st.Turn.FirstMessage)
 	}
+	if st.Turn == nil && run.Spec.ConversationRef != nil {
+		first = len(j.messages)
+	}
+	msgs := j.messages[first:]
+	// The first user message of the turn is its input, printed from the
+	// spec (before the turn starts too).
+	for i := range msgs {
+		if msgs[i].Role == exagentv1.RoleUser {
+			msgs = append(msgs[:i:i], msgs[i+1:]...)
+			break
+		}
+	}
 	own := map[string]bool{}
 	for _, c := range st.Calls {
 		own[c.ID] = true
 	}
-	for _, m := range j.messages[first:] {
+	for _, m := range msgs {
 		for _, tc := range m.ToolCalls {
 			own[tc.ID] = true
 		}
 	}
-	mine := &journal{messages: j.messages[first:], approvals: j.approvals}
+	mine := &journal{messages: msgs, approvals: j.approvals}
 	for _, c := range j.calls {
 		if own[c.ID] {
 			mine.calls = append(mine.calls, c)
 		}
 	}
-	return logEntries(run, mine)
+	out := []logEntry{{key: "input", text: truncate(oneLine("[user] "+run.Spec.Input), logWidth)}}
+	return append(out, logEntries(run, mine)...)
 }

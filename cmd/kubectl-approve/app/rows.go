@@ -47,6 +47,10 @@ type pendingApproval struct {
 	Votes  []string `json:"votes,omitempty"`
 	Needs  string   `json:"needs,omitempty"`
 	Quorum string   `json:"quorum,omitempty"`
+	// Conversation names the conversation a turn's approval holds up
+	// (the run is its open turn), Turn the turn's place in it.
+	Conversation string `json:"conversation,omitempty"`
+	Turn         int32  `json:"turn,omitempty"`
 	// Root and Path place a child run's approval in its tree (tree.go).
 	Root        string     `json:"root,omitempty"`
 	Path        string     `json:"path,omitempty"`
@@ -109,6 +113,12 @@ func newPendingApproval(run *exagentv1.AgentRun, a exagentv1.Approval) pendingAp
 	if a.ExpiresAt != nil {
 		t := a.ExpiresAt.UTC()
 		p.ExpiresAt = &t
+	}
+	if ref := run.Spec.ConversationRef; ref != nil {
+		p.Conversation = ref.Name
+		if run.Status.Turn != nil {
+			p.Turn = run.Status.Turn.Index
+		}
 	}
 	if call := run.Status.Call(a.CallID); call != nil {
 		p.Tool = call.Tool

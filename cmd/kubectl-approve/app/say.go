@@ -23,13 +23,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/cmd/kubectl-approve/app/turn"
 )
 
 // sayOptions adds a turn to a conversation: an AgentRun naming it, with
@@ -60,8 +57,10 @@ every earlier turn.
 By default the conversation's agentRef takes the turn; --as-participant
 names another participant Agent of the conversation.
 
-With --wait the command follows the turn like logs -f, until it ends or
-waits for a human.`,
+With --wait the command follows the turn as logs -f CONVERSATION prints
+it — the turn's own messages, calls, approvals and end, never the earlier
+turns' — until it ends or waits for a human (a turn queued behind another
+says which, and is followed until it has run).`,
 		Example: `  kubectl approve say support-42 "also check the staging cluster"
   kubectl approve say support-42 "deploy it" --as-participant deployer --wait`,
 		Args: cobra.ExactArgs(2),
@@ -97,65 +96,21 @@ func (o *sayOptions) Validate() error {
 	return nil
 }
 
-// Run creates the turn and, with --wait, follows it.
+// Run creates the turn (turn.Add: the same turn the approver's page
+// adds) and, with --wait, follows it.
 func (o *sayOptions) Run(ctx context.Context) error {
-	conv := &exagentv1.Conversation{}
-	if err := o.client.Get(ctx, types.NamespacedName{Namespace: o.namespace, Name: o.conversation}, conv); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("conversation %q not found in namespace %q", o.conversation, o.namespace)
-		}
-		return fmt.Errorf("reading conversation %s: %w", o.conversation, err)
-	}
-	agent, err := participantAgent(conv, o.Participant)
+	run, conv, err := turn.Add(ctx, o.client, turn.Request{Namespace: o.namespace, Conversation: o.conversation,
+		Participant: o.Participant, Text: o.text})
 	if err != nil {
 		return err
-	}
-	turn := &exagentv1.AgentRun{
-		ObjectMeta: metav1.ObjectMeta{Namespace: o.namespace, GenerateName: turnNamePrefix(conv.Name)},
-		Spec: exagentv1.AgentRunSpec{AgentRef: exagentv1.LocalObjectReference{Name: agent}, Input: o.text,
-			ConversationRef: &exagentv1.ConversationRef{Name: conv.Name}},
-	}
-	if err := o.client.Create(ctx, turn); err != nil {
-		return fmt.Errorf("adding a turn to conversation %s: %w", conv.Name, err)
 	}
 	where := "it runs once every earlier turn has ended"
 	if conv.Status.Open != "" {
 		where = fmt.Sprintf("it runs after turn %s", conv.Status.Open)
 	}
-	fmt.Fprintf(o.Out, "agentrun/%s: turn of conversation %s by agent %s (%s)\n", turn.Name, conv.Name, agent, where)
+	fmt.Fprintf(o.Out, "agentrun/%s: turn of conversation %s by agent %s (%s)\n", run.Name, conv.Name, run.Spec.AgentRef.Name, where)
 	if !o.Wait {
 		return nil
 	}
-	logs := &logsOptions{IOStreams: o.IOStreams, Follow: true, Timeout: o.Timeout, namespace: o.namespace, run: turn.Name, client: o.client}
-	return logs.Run(ctx)
-}
-
-// participantAgent is the Agent that takes a turn of conv: the named
-// participant's, else conv's agentRef.
-func participantAgent(conv *exagentv1.Conversation, participant string) (string, error) {
-	if participant == "" {
-		return conv.Spec.AgentRef.Name, nil
-	}
-	var names []string
-	for _, p := range conv.Spec.Participants {
-		if p.Name != participant {
-			names = append(names, p.Name)
-			continue
-		}
-		if p.AgentRef == nil {
-			return "", fmt.Errorf("participant %q of conversation %s is a person: their turn is a question, answered with kubectl approve answer", participant, conv.Name)
-		}
-		return p.AgentRef.Name, nil
-	}
-	return "", fmt.Errorf("conversation %s has no participant %q (it has: %s)", conv.Name, participant, strings.Join(names, ", "))
-}
-
-// turnNamePrefix is the generateName of a turn: the conversation's name,
-// shortened so the generated name stays a valid object name.
-func turnNamePrefix(conv string) string {
-	const max = 253 - 6 // the apiserver appends 5 random characters
-	if len(conv) > max-1 {
-		conv = conv[:max-1]
-	}
-	return strings.TrimRight(conv, "-.") + "-"
+	return followTurn(ctx, o.client, o.Out, run, o.Timeout)
 }

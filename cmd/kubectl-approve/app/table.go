@@ -38,20 +38,37 @@ const (
 // printApprovalTable writes rows as kubectl-style columns. wide adds the
 // agent, call, rule, revision and a short payload hash.
 func printApprovalTable(w io.Writer, rows []pendingApproval, now time.Time, wide bool) error {
-	return writeApprovalTable(w, rows, now, wide, true)
+	return writeApprovalTable(w, rows, now, wide, true, columnsOf(rows))
 }
 
-// writeApprovalTable is printApprovalTable; without header it prints the
-// rows alone (`list -w`, after the first ones).
-func writeApprovalTable(w io.Writer, rows []pendingApproval, now time.Time, wide, header bool) error {
-	tw := printers.GetNewTabWriter(w)
-	votes := false // a VOTES column only when some approval needs a quorum
+// tableColumns are the columns a table shows only when some row needs
+// them: VOTES (an approval under a quorum), CONVERSATION (a run that is
+// a turn of a conversation).
+type tableColumns struct {
+	votes, conversation bool
+}
+
+func columnsOf(rows []pendingApproval) tableColumns {
+	var c tableColumns
 	for _, r := range rows {
-		votes = votes || r.Quorum != ""
+		c.votes = c.votes || r.Quorum != ""
+		c.conversation = c.conversation || r.Conversation != ""
 	}
+	return c
+}
+
+// writeApprovalTable is printApprovalTable with the optional columns
+// given: `list -w` fixes them when it prints its header, and without
+// header prints rows alone under it, in the same columns.
+func writeApprovalTable(w io.Writer, rows []pendingApproval, now time.Time, wide, header bool, opt tableColumns) error {
+	tw := printers.GetNewTabWriter(w)
 	if header {
-		cols := []string{"NAMESPACE", "RUN", "APPROVAL", "TOOL", "ARGS", "REQUESTED", "EXPIRES"}
-		if votes {
+		cols := []string{"NAMESPACE", "RUN"}
+		if opt.conversation {
+			cols = append(cols, "CONVERSATION")
+		}
+		cols = append(cols, "APPROVAL", "TOOL", "ARGS", "REQUESTED", "EXPIRES")
+		if opt.votes {
 			cols = append(cols, "VOTES")
 		}
 		if wide {
@@ -70,13 +87,16 @@ func writeApprovalTable(w io.Writer, rows []pendingApproval, now time.Time, wide
 		if r.Path != "" {
 			run = r.Path // a child run, from its root down (tree.go)
 		}
-		cols := []string{
-			r.Namespace, run, r.Approval, orNone(r.Tool),
+		cols := []string{r.Namespace, run}
+		if opt.conversation {
+			cols = append(cols, conversationCell(r))
+		}
+		cols = append(cols, r.Approval, orNone(r.Tool),
 			truncate(argsCell(r), width),
 			age(r.RequestedAt, now),
 			expires(r.ExpiresAt, now),
-		}
-		if votes {
+		)
+		if opt.votes {
 			cols = append(cols, voteCell(r))
 		}
 		if wide {
@@ -88,6 +108,18 @@ func writeApprovalTable(w io.Writer, rows []pendingApproval, now time.Time, wide
 		}
 	}
 	return tw.Flush()
+}
+
+// conversationCell is the CONVERSATION column: the conversation a turn
+// belongs to and its place in it ("billing #3"), "-" for other runs.
+func conversationCell(r pendingApproval) string {
+	switch {
+	case r.Conversation == "":
+		return "-"
+	case r.Turn > 0:
+		return fmt.Sprintf("%s #%d", r.Conversation, r.Turn)
+	}
+	return r.Conversation
 }
 
 // age is kubectl's AGE rendering of the time elapsed since t.

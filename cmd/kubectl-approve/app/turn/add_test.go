@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package app
+package turn
 
 import (
 	"strings"
@@ -47,7 +47,7 @@ func TestParticipantAgent(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := participantAgent(conv, tc.participant)
+			got, err := ParticipantAgent(conv, tc.participant)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("got %q, %v; want an error containing %q", got, err, tc.wantErr)
@@ -61,11 +61,34 @@ func TestParticipantAgent(t *testing.T) {
 	}
 }
 
+// TestBuild: a turn names its conversation and participant, runs the
+// participant's Agent, carries the text as its input and no requester
+// (admission stamps who created it).
+func TestBuild(t *testing.T) {
+	conv := &exagentv1.Conversation{Spec: exagentv1.ConversationSpec{
+		AgentRef:     exagentv1.LocalObjectReference{Name: "triage"},
+		Participants: []exagentv1.Participant{{Name: "fixer", AgentRef: &exagentv1.LocalObjectReference{Name: "fixer-agent"}}},
+	}}
+	conv.Name, conv.Namespace = "support", "demo"
+	run, err := Build(conv, "fixer", "restart it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Namespace != "demo" || run.GenerateName != "support-" || run.Spec.AgentRef.Name != "fixer-agent" || run.Spec.Input != "restart it" ||
+		run.Spec.ConversationRef == nil || *run.Spec.ConversationRef != (exagentv1.ConversationRef{Name: "support", Participant: "fixer"}) ||
+		run.Spec.RequestedBy != nil {
+		t.Fatalf("turn %+v", run)
+	}
+	if got := Agents(conv); len(got) != 2 || got[0] != "" || got[1] != "fixer" {
+		t.Errorf("Agents = %q, want the agentRef (\"\") and fixer", got)
+	}
+}
+
 // TestTurnNamePrefix: the generated name of a turn stays a valid object
 // name whatever the conversation's name.
 func TestTurnNamePrefix(t *testing.T) {
 	for _, conv := range []string{"support", strings.Repeat("a", 253), strings.Repeat("b", 246) + "-.-x"} {
-		name := turnNamePrefix(conv) + "abcde"
+		name := namePrefix(conv) + "abcde"
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 			t.Errorf("turn name for conversation of %d characters: %v", len(conv), errs)
 		}

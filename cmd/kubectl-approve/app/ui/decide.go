@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
@@ -38,11 +39,25 @@ const maxText = 4096
 // decide creates the decision the form asks for, as the person, and
 // redirects to the run page, which reads the decision back; a refusal —
 // the plugin's check, RBAC, admission or the operator — renders the run
-// page as it is now with the refusal on top and the form as typed.
+// page as it is now with the refusal on top and the form as typed. A
+// card on a conversation's thread says so (field conversation): the
+// person goes back to the thread instead, the same way.
 func (s *Server) decide(q *request) {
 	f := q.r.PostForm
-	form := formState{Approval: f.Get("approval"), Call: f.Get("call"),
+	form := formState{Run: q.r.PathValue("name"), Approval: f.Get("approval"), Call: f.Get("call"),
 		Reason: strings.TrimSpace(f.Get("reason")), Evidence: strings.TrimSpace(f.Get("evidence"))}
+	back, err := backTo(f.Get("conversation"))
+	if err != nil {
+		refuse(q.w, http.StatusBadRequest, "Refused: "+err.Error())
+		return
+	}
+	render := func(code int, fl *flash) {
+		if back != "" {
+			s.renderThread(q, code, q.r.PathValue("namespace"), back, fl, form, replyState{})
+			return
+		}
+		s.renderRun(q, code, fl, form)
+	}
 	req := DecideRequest{Namespace: q.r.PathValue("namespace"), Run: q.r.PathValue("name"),
 		Kind: exagentv1.DecisionKind(f.Get("decision")), ApprovalID: form.Approval, CallID: form.Call,
 		Outcome: exagentv1.ResolveOutcome(f.Get("outcome")), Evidence: form.Evidence, Reason: form.Reason}
@@ -50,7 +65,7 @@ func (s *Server) decide(q *request) {
 	if !ok {
 		// A form without what it showed (an old page, a hand-made POST)
 		// cannot bind the person to a call: nothing is sent.
-		s.renderRun(q, http.StatusConflict, &flash{Kind: "error", Text: staleText}, form)
+		render(http.StatusConflict, &flash{Kind: "error", Text: staleText})
 		return
 	}
 	req.Seen = seen
@@ -63,7 +78,7 @@ func (s *Server) decide(q *request) {
 		msg = checkRequest(req)
 	}
 	if msg != "" {
-		s.renderRun(q, http.StatusUnprocessableEntity, &flash{Kind: "error", Text: msg}, form)
+		render(http.StatusUnprocessableEntity, &flash{Kind: "error", Text: msg})
 		return
 	}
 	ctx, cancel := context.WithTimeout(q.r.Context(), s.cfg.DecisionTimeout)
@@ -72,7 +87,7 @@ func (s *Server) decide(q *request) {
 	if errors.Is(err, ErrCallChanged) {
 		s.cfg.Log.Info("decision refused: the call changed since the page was rendered", "run", req.Namespace+"/"+req.Run,
 			"decision", req.Kind, "error", err.Error())
-		s.renderRun(q, http.StatusConflict, &flash{Kind: "error", Text: err.Error()}, form)
+		render(http.StatusConflict, &flash{Kind: "error", Text: err.Error()})
 		return
 	}
 	if err != nil {
@@ -81,11 +96,27 @@ func (s *Server) decide(q *request) {
 		if apierrors.IsForbidden(err) || strings.Contains(err.Error(), "not allowed") {
 			code = http.StatusForbidden
 		}
-		s.renderRun(q, code, &flash{Kind: "error", Text: "Refused: " + s.cfg.explain(err)}, form)
+		render(code, &flash{Kind: "error", Text: "Refused: " + s.cfg.explain(err)})
+		return
+	}
+	if back != "" {
+		http.Redirect(q.w, q.r, threadURL(req.Namespace, back, req.Run, url.Values{"decided": {d.Name}}), http.StatusSeeOther)
 		return
 	}
 	to := url.URL{Path: "/runs/" + req.Namespace + "/" + req.Run, RawQuery: url.Values{"decided": {d.Name}}.Encode()}
 	http.Redirect(q.w, q.r, to.String(), http.StatusSeeOther)
+}
+
+// backTo is the conversation a thread's card returns to: a name, never a
+// URL — the redirect is built from it, so it must be an object name.
+func backTo(conversation string) (string, error) {
+	if conversation == "" {
+		return "", nil
+	}
+	if errs := validation.IsDNS1123Subdomain(conversation); len(errs) > 0 {
+		return "", fmt.Errorf("the form's conversation %q is not a conversation's name: %s", conversation, strings.Join(errs, "; "))
+	}
+	return conversation, nil
 }
 
 // staleText is what a refused stale form says (ErrCallChanged).

@@ -48,7 +48,7 @@ var scheme = func() *runtime.Scheme {
 // none is made per page view.
 var mapper = func() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
-	for _, kind := range []string{"AgentRun", "ApprovalDecision", "AgentRunSegment", "Agent"} {
+	for _, kind := range []string{"AgentRun", "ApprovalDecision", "AgentRunSegment", "Agent", "Conversation"} {
 		m.Add(exagentv1.GroupVersion.WithKind(kind), meta.RESTScopeNamespace)
 	}
 	m.Add(authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectAccessReview"), meta.RESTScopeRoot)

@@ -19,6 +19,7 @@ package ui
 import (
 	"context"
 	"net/http"
+	"sort"
 	"sync"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,22 +35,33 @@ type inboxPage struct {
 	// there, so nothing that happens between the page and the stream is
 	// missed.
 	Since string
+	// Conversations are those held up by a person, as of the page's load.
+	Conversations []waitingConversation
+}
+
+// waitingConversation is a conversation whose open turn waits for a
+// person: its later turns wait too.
+type waitingConversation struct {
+	Namespace, Name, Agent, Phase, Open string
+	Queued                              int32
 }
 
 // inbox renders the approvals waiting now; the script then follows the
 // event stream from the same resourceVersion (events.go).
 func (s *Server) inbox(q *request) {
-	// The three reads are independent: made at once, the page waits for
+	// The four reads are independent: made at once, the page waits for
 	// the slowest, not for their sum.
 	var (
 		runs   []exagentv1.AgentRun
 		rv     string
 		err    error
 		agents map[client.ObjectKey]*exagentv1.Agent
+		convs  []waitingConversation
 		wg     sync.WaitGroup
 	)
 	wg.Go(func() { runs, rv, err = s.listRuns(q.r.Context(), q.c) })
 	wg.Go(func() { agents = s.agents(q.r.Context(), q.c) })
+	wg.Go(func() { convs = s.waitingConversations(q.r.Context(), q.c) })
 	wg.Go(func() { s.who(q) })
 	wg.Wait()
 	if err != nil {
@@ -61,7 +73,7 @@ func (s *Server) inbox(q *request) {
 		rows = append(rows, rowsOf(&runs[i], agents[client.ObjectKey{Namespace: runs[i].Namespace, Name: runs[i].Spec.AgentRef.Name}])...)
 	}
 	sortRows(rows)
-	s.pages.render(q.w, http.StatusOK, "inbox", inboxPage{base: s.base(q, "Approvals"), Rows: rows, Since: rv})
+	s.pages.render(q.w, http.StatusOK, "inbox", inboxPage{base: s.base(q, "Approvals"), Rows: rows, Since: rv, Conversations: convs})
 }
 
 // listOpts is the inbox's scope.
@@ -92,5 +104,31 @@ func (s *Server) agents(ctx context.Context, c client.Client) map[client.ObjectK
 	for i := range list.Items {
 		out[client.ObjectKeyFromObject(&list.Items[i])] = &list.Items[i]
 	}
+	return out
+}
+
+// waitingConversations are the conversations of the scope whose open
+// turn waits for a decision, an answer or a resolve; none when the
+// person may not list conversations (or the kind is not installed).
+func (s *Server) waitingConversations(ctx context.Context, c client.Client) []waitingConversation {
+	list := &exagentv1.ConversationList{}
+	if err := c.List(ctx, list, s.listOpts()...); err != nil {
+		return nil
+	}
+	var out []waitingConversation
+	for i := range list.Items {
+		conv := &list.Items[i]
+		switch conv.Status.Phase {
+		case exagentv1.ConversationAwaitingApproval, exagentv1.ConversationUncertain:
+			out = append(out, waitingConversation{Namespace: conv.Namespace, Name: conv.Name, Agent: conv.Spec.AgentRef.Name,
+				Phase: string(conv.Status.Phase), Open: conv.Status.Open, Queued: conv.Status.Queued})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
 	return out
 }

@@ -41,7 +41,7 @@ type pages struct {
 	byName map[string]*template.Template
 }
 
-var pageNames = []string{"inbox", "run", "problem"}
+var pageNames = []string{"inbox", "run", "conversation", "problem"}
 
 var funcs = template.FuncMap{
 	"ts": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
@@ -51,6 +51,12 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format(time.RFC3339)
 	},
+}
+
+func init() {
+	for name, f := range cardFuncs {
+		funcs[name] = f
+	}
 }
 
 func loadPages() (*pages, error) {

@@ -35,20 +35,24 @@ const maxShownArgs = 4 << 10
 // inboxRow is one approval waiting for a person.
 type inboxRow struct {
 	// Key identifies the row in the page and in the event stream.
-	Key        string
-	Namespace  string
-	Run        string
-	Agent      string
-	Root       string // the root run of a delegated (child) run
-	ApprovalID string
-	CallID     string
-	Tool       string
-	Args       string
-	EditedBy   string
-	Rule       string
-	Deciders   string
-	Requested  time.Time
-	Expires    *time.Time
+	Key       string
+	Namespace string
+	Run       string
+	Agent     string
+	Root      string // the root run of a delegated (child) run
+	// Conversation is the conversation a turn belongs to (its later
+	// turns wait for this request too), Turn the turn's place in it.
+	Conversation string
+	Turn         int32
+	ApprovalID   string
+	CallID       string
+	Tool         string
+	Args         string
+	EditedBy     string
+	Rule         string
+	Deciders     string
+	Requested    time.Time
+	Expires      *time.Time
 	// Quorum, Votes and Needs describe a quorum approval ("2 approvals, 1
 	// from group security"; who voted; what is still missing).
 	Quorum string
@@ -116,6 +120,12 @@ func rowsOf(run *exagentv1.AgentRun, agent *exagentv1.Agent) []inboxRow {
 		}
 		if d := run.Spec.Delegation; d != nil {
 			row.Root = d.Root.Name
+		}
+		if ref := run.Spec.ConversationRef; ref != nil {
+			row.Conversation = ref.Name
+			if run.Status.Turn != nil {
+				row.Turn = run.Status.Turn.Index
+			}
 		}
 		if a.ExpiresAt != nil {
 			t := a.ExpiresAt.UTC()

@@ -49,6 +49,10 @@ type runView struct {
 	Calls     []callView
 	Decided   []approvalView
 	Receipts  []receiptView
+	// Conversation names the conversation a turn belongs to, Turn its
+	// place in it (0 before it started): the page links to the thread.
+	Conversation string
+	Turn         int32
 	// Parent and Root place a delegated run in its tree; Children are the
 	// runs it delegated to.
 	Parent, Root string
@@ -69,6 +73,8 @@ type flash struct {
 }
 
 type formState struct {
+	// Run is the run the form decided on (a thread holds several).
+	Run                              string
 	Approval, Call, Reason, Evidence string
 	// Answer, As and Choice are a question's form.
 	Answer, As, Choice string
@@ -131,6 +137,12 @@ func (s *Server) renderRun(q *request, code int, f *flash, form formState) {
 	}
 	if d := run.Spec.Delegation; d != nil {
 		v.Parent, v.Root = d.Parent.Name, d.Root.Name
+	}
+	if ref := run.Spec.ConversationRef; ref != nil {
+		v.Conversation = ref.Name
+		if run.Status.Turn != nil {
+			v.Turn = run.Status.Turn.Index
+		}
 	}
 	if f == nil {
 		v.Flash = s.decidedFlash(q, run)

@@ -96,6 +96,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /events", s.authed(s.events))
 	s.mux.HandleFunc("GET /runs/{namespace}/{name}", s.authed(s.runPage))
 	s.mux.HandleFunc("POST /runs/{namespace}/{name}/decide", s.authed(s.decide))
+	s.mux.HandleFunc("GET /conversations/{namespace}/{name}", s.authed(s.conversationPage))
+	s.mux.HandleFunc("POST /conversations/{namespace}/{name}/say", s.authed(s.say))
 }
 
 // ServeHTTP answers every request with the security headers, after the
