@@ -52,3 +52,15 @@ func CheckPolicyError(e *loop.Error) error {
 		return denied(CheckActor, e.Message)
 	}
 }
+
+// checkDecisionPolicy is CheckPolicy for a decision about approval id of
+// run: a conversation's human participant's turn is answered by its
+// people alone (loop.AuthorizeDecision).
+func checkDecisionPolicy(policy exagentv1.PolicySpec, run *exagentv1.AgentRun, id string, ids loop.Identities, actor exagentv1.Actor) error {
+	err := loop.AuthorizeDecision(policy, &run.Status, id, &run.Spec, ids, actor)
+	e, ok := loop.AsError(err)
+	if !ok {
+		return err
+	}
+	return CheckPolicyError(e)
+}

@@ -132,7 +132,7 @@ func VerifyDecision(ctx context.Context, c client.Client, d *exagentv1.ApprovalD
 		if err := CheckPolicy(exagentv1.PolicySpec{}, &run.Spec, RunIdentities(run, opts...), actor); err != nil {
 			return err
 		}
-	} else if err := CheckPolicy(loop.PolicyFor(agent.Spec.Policy, &run.Status, d.Spec.ApprovalID), &run.Spec, RunIdentities(run, opts...), actor); err != nil {
+	} else if err := checkDecisionPolicy(agent.Spec.Policy, run, d.Spec.ApprovalID, RunIdentities(run, opts...), actor); err != nil {
 		return err
 	}
 	if run.Spec.Delegation == nil {

@@ -29,6 +29,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/index"
+	"github.com/exagent-io/exagent/internal/notify"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -104,8 +105,12 @@ func (r *AgentRunReconciler) continueTurn(ctx context.Context, sc *scope, hold t
 	}
 	sc.set(next)
 	if next.Phase == exagentv1.PhaseAwaitingApproval {
-		sc.note(exagentv1.EventApprovalRequested, normal, "%s", next.Message)
-		sc.stop = true // a person's turn: nothing to claim until they answer
+		// A person's turn: asked at once, nothing to claim until they answer.
+		for i := range next.Approvals {
+			sc.note(exagentv1.EventInputRequested, normal, "%s", notify.ApprovalRequestedMessage(sc.run, &next, next.Approvals[i]))
+		}
+		sc.note(exagentv1.EventRunPaused, normal, "%s", next.Message)
+		sc.stop = true
 	}
 	return nil
 }

@@ -133,3 +133,28 @@ func PolicyFor(policy exagentv1.PolicySpec, s *Status, id string) exagentv1.Poli
 	}
 	return policy
 }
+
+// AuthorizeDecision is Authorize under PolicyFor: a decider who is not
+// among a participant's people is told whose turn it is.
+func AuthorizeDecision(policy exagentv1.PolicySpec, s *Status, approvalID string, run *exagentv1.AgentRunSpec, ids Identities, actor exagentv1.Actor) error {
+	p := PolicyFor(policy, s, approvalID)
+	err := Authorize(p, run, ids, actor)
+	e, ok := AsError(err)
+	if !ok || e.Reason != exagentv1.ReasonNotAnApprover {
+		return err
+	}
+	for i := range s.Approvals {
+		a := &s.Approvals[i]
+		if a.ID != approvalID || a.Question == nil || a.Question.Source != exagentv1.QuestionParticipant {
+			continue
+		}
+		who := a.CallID
+		if j := findCall(s, a.CallID); j >= 0 {
+			who = s.Calls[j].Tool
+		}
+		return errorf(KindForbidden, exagentv1.ReasonNotAnApprover,
+			"user %q is not among the people of participant %s (users: %s, groups: %s): the turn is theirs to take",
+			actor.Username, who, listString(p.Approvers.Users), listString(p.Approvers.Groups))
+	}
+	return err
+}

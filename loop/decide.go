@@ -106,7 +106,7 @@ func prepare(s *Status, env *Env, d DecisionCmd, kind exagentv1.DecisionKind, no
 		}
 		return nil, stored.DeepCopy(), nil
 	}
-	if err := Authorize(PolicyFor(env.policy.spec, s, d.ApprovalID), env.in.Run, d.Identities, d.Actor); err != nil {
+	if err := AuthorizeDecision(env.policy.spec, s, d.ApprovalID, env.in.Run, d.Identities, d.Actor); err != nil {
 		return nil, nil, err
 	}
 	if err := AuthorizeAncestors(d.Ancestors, d.AncestorIdentities, d.Actor); err != nil {

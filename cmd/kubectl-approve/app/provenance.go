@@ -185,7 +185,11 @@ func grantNamed(decision, tool string, grants []exagentv1.RunGrant) *exagentv1.R
 // by alice", "… declined by bob", "… waiting for an answer".
 func questionOutcome(a *exagentv1.Approval) string {
 	what := "question " + a.ID
-	if a.Question.Source != exagentv1.QuestionAskHuman {
+	switch a.Question.Source {
+	case exagentv1.QuestionAskHuman:
+	case exagentv1.QuestionParticipant:
+		what = "the participant's turn " + a.ID
+	default:
 		what = "the MCP server's question " + a.ID
 	}
 	switch a.State {

@@ -354,7 +354,20 @@ func renderQuestion(w io.Writer, run *exagentv1.AgentRun, a *exagentv1.Approval,
 	if len(q.Choices) > 0 {
 		field("  Choices", "%s", strings.Join(q.Choices, " | "))
 	}
-	if q.Source != exagentv1.QuestionAskHuman {
+	switch q.Source {
+	case exagentv1.QuestionAskHuman:
+	case exagentv1.QuestionParticipant:
+		who := &exagentv1.Approvers{}
+		if q.Answerers != nil {
+			who = q.Answerers
+		}
+		participant := a.CallID
+		if c := run.Status.Call(a.CallID); c != nil {
+			participant = c.Tool
+		}
+		field("  Asked of", "participant %s of the conversation: their answer is their turn (users: %s; groups: %s)",
+			participant, orNone(strings.Join(who.Users, ", ")), orNone(strings.Join(who.Groups, ", ")))
+	default:
 		field("  Asked by", "the MCP server of the call (input request %s), not the model", q.RequestID)
 	}
 	if q.URL != "" {
