@@ -451,9 +451,10 @@ type AgentTool struct {
 
 // BuiltinTool is an operation on named kinds of the cluster, executed by
 // impersonating the run's ServiceAccount — or AskHuman, a question to a
-// person that touches nothing.
-// +kubebuilder:validation:XValidation:rule="self.operation == 'AskHuman' || (has(self.kinds) && size(self.kinds) > 0)",message="kinds is required: the kinds the operation may touch"
+// person, or EndConversation, which ends a conversation: both touch nothing.
+// +kubebuilder:validation:XValidation:rule="self.operation in ['AskHuman', 'EndConversation'] || (has(self.kinds) && size(self.kinds) > 0)",message="kinds is required: the kinds the operation may touch"
 // +kubebuilder:validation:XValidation:rule="self.operation != 'AskHuman' || !has(self.kinds)",message="operation AskHuman touches no kinds: do not set kinds"
+// +kubebuilder:validation:XValidation:rule="self.operation != 'EndConversation' || !has(self.kinds)",message="operation EndConversation touches no kinds: do not set kinds"
 // +kubebuilder:validation:XValidation:rule="self.operation == 'AskHuman' || !has(self.answerSchema)",message="answerSchema is only for operation AskHuman"
 type BuiltinTool struct {
 	// operation performed.

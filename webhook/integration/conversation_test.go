@@ -17,13 +17,18 @@ limitations under the License.
 package integration_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
@@ -274,4 +279,31 @@ func TestConversationSessionAdmission(t *testing.T) {
 	}
 	_, err = turn(dave, "explicit-t9", "explicit", "", "payments", nil)
 	refused(err, "has ended", "explicit-t1")
+}
+
+// TestConversationSamplesAdmitted: the documented samples of each turn
+// policy and of a fork pass the CRDs' schemas and admission as written
+// (their namespace aside); the turns are dave's.
+func TestConversationSamplesAdmitted(t *testing.T) {
+	s := newScenario(t)
+	for _, file := range []string{"explicit.yaml", "roundrobin.yaml", "fork.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "conversations", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(b), "\n---\n") {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			u.SetNamespace(s.ns)
+			c := admin
+			if u.GetKind() == "AgentRun" {
+				c = as(t, "dave")
+			}
+			if err := c.Create(t.Context(), u); err != nil && !(u.GetKind() == "Agent" && apierrors.IsAlreadyExists(err)) {
+				t.Errorf("%s: %s %s refused: %v", file, u.GetKind(), u.GetName(), err)
+			}
+		}
+	}
 }
