@@ -82,7 +82,7 @@ func (r *AgentRunReconciler) waitTurn(ctx context.Context, sc *scope) error {
 // before it (ended) is read past the cache, whose copy of an ended run is
 // stripped (store.CacheOptions).
 func (r *AgentRunReconciler) continueTurn(ctx context.Context, sc *scope, hold turnHold) error {
-	ts := loop.TurnStart{Index: int32(hold.index), EndMarker: hold.conv.Spec.EndMarker, Now: sc.now}
+	ts := loop.TurnStart{Index: int32(hold.index), EndMarker: hold.conv.Spec.EndMarker, Now: sc.now, TokensLeft: hold.tokensLeft}
 	if p := participantOf(hold.conv, sc.run); p != nil && p.Human != nil {
 		ts.Human = p.Human
 	}
@@ -172,6 +172,8 @@ type turnHold struct {
 	// skip: the turn will never run (its conversation ended, or its fork
 	// cannot be read): it ends with reason.
 	skip bool
+	// tokensLeft is what the conversation's maxTokens leaves the turn.
+	tokensLeft *int64
 	// poll: what it waits for is another conversation's turn, whose
 	// changes do not wake it: looked at again after forkPoll.
 	poll bool
@@ -220,10 +222,35 @@ func (r *AgentRunReconciler) turnHold(ctx context.Context, run *exagentv1.AgentR
 		}
 	}
 	hold := turnHold{conv: conv, turns: views, index: at}
+	if m := conv.Spec.Limits.MaxTokens; m != nil {
+		left := *m - tokensBefore(list.Items, views[:at-1])
+		if left <= 0 {
+			return turnHold{skip: true, reason: exagentv1.ReasonLimitExceeded, message: fmt.Sprintf(
+				"conversation %q used its spec.limits.maxTokens (%d) in its earlier turns: nothing ran; raise the limit or start a new conversation",
+				name, *m)}, nil
+		}
+		hold.tokensLeft = &left
+	}
 	if f := conv.Spec.ForkOf; f != nil && at == 1 {
 		return r.forkHold(ctx, run, conv, hold)
 	}
 	return hold, nil
+}
+
+// tokensBefore sums the prompt and completion tokens of the turns named by
+// before.
+func tokensBefore(runs []exagentv1.AgentRun, before []loop.TurnView) int64 {
+	names := make(map[string]bool, len(before))
+	for _, v := range before {
+		names[v.Name] = true
+	}
+	var n int64
+	for i := range runs {
+		if names[runs[i].Name] {
+			n += runs[i].Status.Ledger.PromptTokens + runs[i].Status.Ledger.CompletionTokens
+		}
+	}
+	return n
 }
 
 // forkHold finds the turn a branch's first turn continues: turn

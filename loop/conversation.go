@@ -146,6 +146,10 @@ type TurnStart struct {
 	Human *exagentv1.Approvers
 	// Now stamps a human turn's question.
 	Now time.Time
+	// TokensLeft, when set, is what the conversation's limits.maxTokens
+	// leaves for this turn after the earlier turns' tokens: the turn's
+	// maxTokens is journaled no higher (status.limits).
+	TokensLeft *int64
 }
 
 // maxEndMarker bounds a journaled endMarker (the API's bound).
@@ -194,6 +198,11 @@ func ContinueTurn(s Status, env *Env, t TurnStart) (Status, error) {
 	}
 	st := clone(s)
 	st.Turn = &exagentv1.TurnStatus{Index: index, Participant: env.participant(), EndMarker: truncateUTF8(t.EndMarker, maxEndMarker)}
+	if t.TokensLeft != nil {
+		l := env.forRun(&st).runLimits()
+		l.MaxTokens = minPtr(l.MaxTokens, t.TokensLeft)
+		st.Limits = l // journalLimits keeps it at the first claim
+	}
 	own := st.History[len(st.History)-1]
 	st.History = st.History[:len(st.History)-1]
 	if prev != nil {
