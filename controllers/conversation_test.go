@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -444,15 +445,18 @@ func TestConversationFiftyTurns(t *testing.T) {
 }
 
 // TestRetentionKeepsAConversationsTurns: an Agent whose runs are deleted
-// as soon as they end (TTL 0) deletes a run on its own, but not the turns
-// of a conversation: later turns continue their transcript. They go with
-// the Conversation.
+// as soon as they end (TTL 0) and that keeps one ended run deletes a run
+// on its own, but not the turns of a conversation: later turns continue
+// their transcript. They go with the Conversation, whose own TTL (an hour
+// here) beats its Agent's (retention_conversation_test.go).
 func TestRetentionKeepsAConversationsTurns(t *testing.T) {
 	h := newHarness(t)
 	ts := newToolServer(t)
 	h.startManager(controllers.Options{RetentionWorkers: 1})
 	retentionAgent(h, "pay", ts, exagentv1.RetentionSpec{TTLSecondsAfterFinished: ptr.To[int32](0), KeepLast: ptr.To[int32](1)})
-	h.createConversation("kept", "pay")
+	h.createConversation("kept", "pay", func(c *exagentv1.ConversationSpec) {
+		c.Retention.TTL = &metav1.Duration{Duration: time.Hour}
+	})
 	for _, name := range []string{"kept-t1", "kept-t2"} {
 		h.createTurn(name, "pay", "kept", "turn "+name)
 		h.approve(h.waitPhase(name, exagentv1.PhaseAwaitingApproval), "ok")

@@ -297,11 +297,14 @@ func setupNotifier(ctx context.Context, mgr ctrl.Manager, o Options, writes *sto
 	return nil
 }
 
-// setupRetention registers the reaper (retention) and the index
-// that lists a run's decisions.
+// setupRetention registers the reaper (retention) and the indexes
+// that list a run's decisions and an Agent's conversations.
 func setupRetention(ctx context.Context, mgr ctrl.Manager, o Options, writes *store.Store, steps *store.CommitSteps, segments *store.Segments, evq *eventqueue.Queue,
 	running func(types.NamespacedName) bool) error {
 	if err := index.Decisions(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if err := index.Conversations(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	hc := o.ArchiveHTTPClient

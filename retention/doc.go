@@ -23,6 +23,9 @@ limitations under the License.
 // workers are shared fairly among namespaces (retention_fair.go), so one
 // tenant's slow sink never holds another's deletions. What a deleted run
 // owned (segments, decisions, children) goes with it through the
-// garbage collector. The decision of what is due is the engine's
-// (loop.Reapable, loop.ArchiveCovers).
+// garbage collector. A conversation's turns are never reaped one by one:
+// an idle conversation goes whole, every turn archived first, then the
+// Conversation, whose turns the garbage collector deletes
+// (retention_conversation.go). The decision of what is due is the
+// engine's (loop.Reapable, loop.ConversationReapable, loop.ArchiveCovers).
 package retention

@@ -139,7 +139,7 @@ func New(c Config) *Reaper {
 		client: c.Client, reader: c.Reader, store: c.Store, steps: c.Steps, segments: c.Segments,
 		recorder: c.Recorder, clock: clk, http: c.HTTP, retry: c.Retry.WithDefaults(), defaultTTL: c.DefaultTTL,
 		timeout: c.Timeout, workers: c.Workers, beforeJournal: c.BeforeArchiveJournal, informer: c.Informers,
-		life: c.Life, queue: newReaperQueue(c.QueueName, clk), busy: map[types.NamespacedName]bool{},
+		life: c.Life, queue: newReaperQueue(c.QueueName, clk), busy: map[reapItem]bool{},
 		running: c.Running, lateWindow: lateOutcomeWindow,
 	}
 	if r.running == nil {
@@ -196,14 +196,34 @@ type Reaper struct {
 	life context.Context
 
 	mu   sync.Mutex
-	busy map[types.NamespacedName]bool
+	busy map[reapItem]bool
 }
 
 // reapItem is one unit of the reaper's queue: a run to check against its
-// TTL, or an Agent whose history limit to apply.
+// TTL, an Agent whose history limit to apply, or a Conversation to check
+// against its TTL (retention_conversation.go).
 type reapItem struct {
-	agent bool
-	key   types.NamespacedName
+	kind itemKind
+	key  types.NamespacedName
+}
+
+// itemKind is what a reapItem's key names.
+type itemKind uint8
+
+const (
+	itemRun itemKind = iota
+	itemAgent
+	itemConversation
+)
+
+func (k itemKind) String() string {
+	switch k {
+	case itemAgent:
+		return "Agent"
+	case itemConversation:
+		return "Conversation"
+	}
+	return "AgentRun"
 }
 
 // newReaperQueue is the reaper's queue, on the controllers' clock when it
@@ -258,16 +278,35 @@ func (r *Reaper) Start(ctx context.Context) error {
 		return fmt.Errorf("retention: watching Agents: %w", err)
 	}
 	defer func() { _ = agents.RemoveEventHandler(agentReg) }()
+	convs, err := r.informer.GetInformer(ctx, &exagentv1.Conversation{})
+	if err != nil {
+		return fmt.Errorf("retention: informer of Conversations: %w", err)
+	}
+	convReg, err := convs.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { r.conversationChanged(o) },
+		UpdateFunc: func(_, o any) { r.conversationChanged(o) },
+		DeleteFunc: func(o any) { r.conversationDeleted(o) },
+	})
+	if err != nil {
+		return fmt.Errorf("retention: watching Conversations: %w", err)
+	}
+	defer func() { _ = convs.RemoveEventHandler(convReg) }()
 	pool.Run(ctx, r.workers, r.queue.ShutDown, r.work)
 	return nil
 }
 
 // runChanged queues an ended run (its TTL) and its Agent (its history
 // limit); for an ended child, its root instead, which waits for its tree
-// to end before it is deleted with it.
+// to end before it is deleted with it; for an ended turn, its
+// conversation (a turn's later writes — a notification's journal, a late
+// outcome — may be what its conversation waits for).
 func (r *Reaper) runChanged(o any) {
 	run, ok := o.(*exagentv1.AgentRun)
 	if !ok || !run.Status.Phase.IsTerminal() {
+		return
+	}
+	if ref := run.Spec.ConversationRef; ref != nil {
+		r.queue.Add(reapItem{kind: itemConversation, key: types.NamespacedName{Namespace: run.Namespace, Name: ref.Name}})
 		return
 	}
 	if d := run.Spec.Delegation; d != nil {
@@ -282,26 +321,27 @@ func (r *Reaper) runChanged(o any) {
 	agent := &exagentv1.Agent{}
 	if err := r.client.Get(context.Background(), types.NamespacedName{Namespace: run.Namespace, Name: run.Spec.AgentRef.Name}, agent); err == nil &&
 		agent.Spec.Retention.KeepLast != nil {
-		r.queue.Add(reapItem{agent: true, key: client.ObjectKeyFromObject(agent)})
+		r.queue.Add(reapItem{kind: itemAgent, key: client.ObjectKeyFromObject(agent)})
 	}
 }
 
 // agentChanged queues an Agent whose spec changed (or that was created or
-// deleted): its history limit, and each of its ended runs, whose TTL and
-// archive may have changed with it.
+// deleted): its history limit, and each of its ended runs and of its
+// conversations, whose TTL and archive may have changed with it.
 func (r *Reaper) agentChanged(o any) {
 	agent, ok := o.(*exagentv1.Agent)
 	if !ok {
 		return
 	}
-	r.queue.Add(reapItem{agent: true, key: client.ObjectKeyFromObject(agent)})
+	r.queue.Add(reapItem{kind: itemAgent, key: client.ObjectKeyFromObject(agent)})
+	r.queueConversationsOf(agent)
 	var runs exagentv1.AgentRunList
 	if err := r.client.List(context.Background(), &runs, client.InNamespace(agent.Namespace),
 		client.MatchingFields{index.AgentRef: agent.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return
 	}
 	for i := range runs.Items {
-		if run := &runs.Items[i]; run.Status.Phase.IsTerminal() && run.Spec.Delegation == nil {
+		if run := &runs.Items[i]; run.Status.Phase.IsTerminal() && run.Spec.Delegation == nil && run.Spec.ConversationRef == nil {
 			r.queue.Add(reapItem{key: client.ObjectKeyFromObject(run)})
 		}
 	}
@@ -323,9 +363,12 @@ func (r *Reaper) work(ctx context.Context) bool {
 		after time.Duration
 		err   error
 	)
-	if item.agent {
+	switch item.kind {
+	case itemAgent:
 		after, err = r.processAgent(ctx, item.key)
-	} else {
+	case itemConversation:
+		after, err = r.processConversation(ctx, item.key)
+	default:
 		after, err = r.processRun(ctx, item.key)
 	}
 	switch {
@@ -333,7 +376,7 @@ func (r *Reaper) work(ctx context.Context) bool {
 	case errors.Is(err, errRunChanged):
 		r.queue.Add(item)
 	case err != nil:
-		logf.FromContext(ctx).Info("retention: not done; retrying", "agent", item.agent, "key", item.key, "error", err.Error())
+		logf.FromContext(ctx).Info("retention: not done; retrying", "kind", item.kind.String(), "key", item.key, "error", err.Error())
 		r.queue.AddAfter(item, retentionErrorRetry)
 	case after > 0:
 		r.queue.AddAfter(item, after)
@@ -352,7 +395,7 @@ func (r *Reaper) processRun(ctx context.Context, key types.NamespacedName) (time
 		return 0, nil // deleted with its root
 	}
 	if run.Spec.ConversationRef != nil {
-		return 0, nil // a turn goes with its conversation (keptWithConversation)
+		return 0, nil // a turn goes with its conversation (retention_conversation.go)
 	}
 	ret := r.retentionOf(ctx, run)
 	at, ok := loop.TTLExpiry(&run.Status, run.CreationTimestamp.Time, ret)
@@ -367,13 +410,6 @@ func (r *Reaper) processRun(ctx context.Context, key types.NamespacedName) (time
 	}
 	return r.reap(ctx, run, deletedTTL)
 }
-
-// A turn of a conversation is never reaped on its own — neither by a TTL
-// nor by its Agent's keepLast, which counts only runs on their own: later
-// turns continue its transcript, and `kubectl approve logs CONV` reads
-// them all. The turns go with their Conversation (its owner references:
-// the garbage collector deletes them, and their segments, when it is
-// deleted).
 
 // keptFromGitOps tells, with a Warning Event on the run, when retention
 // leaves a due run alone because a GitOps tool manages it
@@ -391,7 +427,8 @@ func (r *Reaper) keptFromGitOps(run *exagentv1.AgentRun, ret loop.Retention, byK
 }
 
 // processAgent applies an Agent's history limit: its ended root runs
-// past the keepLast newest are deleted, oldest first.
+// past the keepLast newest are deleted, oldest first; then its idle
+// conversations past the keepLast newest (counted apart, each as one).
 func (r *Reaper) processAgent(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
 	agent := &exagentv1.Agent{}
 	if err := r.client.Get(ctx, key, agent); err != nil {
@@ -432,11 +469,21 @@ func (r *Reaper) processAgent(ctx context.Context, key types.NamespacedName) (ti
 		if err != nil {
 			return 0, err
 		}
-		if after > 0 && (next == 0 || after < next) {
-			next = after
-		}
+		next = sooner(next, after)
 	}
-	return next, nil
+	if ctx.Err() != nil {
+		return 0, nil
+	}
+	after, err := r.keepLastConversations(ctx, agent, int(*keep))
+	return sooner(next, after), err
+}
+
+// sooner is the sooner of two waits, 0 being none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // retentionOf is the run's retention: its spec, its Agent's (from the
@@ -461,9 +508,10 @@ func (r *Reaper) agentOf(ctx context.Context, run *exagentv1.AgentRun) *exagentv
 	return agent
 }
 
-// take marks a run as being reaped by this worker; false when another
-// worker is at it (a run item and its Agent's item may meet on one run).
-func (r *Reaper) take(key types.NamespacedName) bool {
+// take marks a run (or conversation) as being reaped by this worker;
+// false when another worker is at it (a run item and its Agent's item may
+// meet on one run).
+func (r *Reaper) take(key reapItem) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.busy[key] {
@@ -473,7 +521,7 @@ func (r *Reaper) take(key types.NamespacedName) bool {
 	return true
 }
 
-func (r *Reaper) release(key types.NamespacedName) {
+func (r *Reaper) release(key reapItem) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.busy, key)

@@ -70,10 +70,10 @@ import (
 //     archive reads.
 func (r *Reaper) reap(ctx context.Context, cached *exagentv1.AgentRun, reason string) (time.Duration, error) {
 	key := client.ObjectKeyFromObject(cached)
-	if !r.take(key) {
+	if !r.take(reapItem{key: key}) {
 		return 0, nil // another worker is reaping it, and looks again if it must
 	}
-	defer r.release(key)
+	defer r.release(reapItem{key: key})
 	root := &exagentv1.AgentRun{}
 	if err := r.reader.Get(ctx, key, root); err != nil {
 		return 0, client.IgnoreNotFound(err)
@@ -161,54 +161,12 @@ func (r *Reaper) descendants(ctx context.Context, root *exagentv1.AgentRun) ([]e
 // archiveAndDelete is steps 2–4 of reap for one run read past the cache.
 func (r *Reaper) archiveAndDelete(ctx context.Context, run *exagentv1.AgentRun, reason string) (time.Duration, error) {
 	key := client.ObjectKeyFromObject(run)
-	agent := r.agentOf(ctx, run)
-	digest := archiveDigest(run)
-	if agent != nil && agent.Spec.Retention.Archive != nil && !loop.ArchiveCovers(run.Status.Archive, digest) {
-		sink := agent.Spec.Retention.Archive
-		now := r.clock.Now()
-		id := loop.ArchiveAttemptID(run.Status.Archive, string(run.UID), digest)
-		if next := r.retry.NextAttempt(run.Status.Archive, id); now.Before(next) {
-			return next.Sub(now), nil // held: the backoff since the last failure
+	if agent := r.agentOf(ctx, run); agent != nil && agent.Spec.Retention.Archive != nil {
+		covered, after, err := r.archive(ctx, run, archiveTo{sink: agent.Spec.Retention.Archive, agent: agent.Name})
+		if err != nil || after > 0 {
+			return after, err
 		}
-		sent := r.send(ctx, run, sink, id, now)
-		if err := r.beforeArchiveJournal(ctx, key, sent); err != nil {
-			return 0, fmt.Errorf("archive of run %s abandoned before it was journaled: %w", key, err)
-		}
-		if life.Stopping(ctx, r.life) {
-			return 0, nil // stopping: nothing journaled, the archive is sent again
-		}
-		written, err := r.journal(ctx, run, loop.ArchiveAttempt{ID: id, Digest: digest, Sink: sink.Name}, sent, now)
-		if u, ok := store.AsUnstorable(err); ok {
-			// The apiserver refuses the run's status for good (it was at its
-			// size limit): the journal is bookkeeping, the sink's answer is
-			// what counts. Delivered: delete (on the version read). Failed:
-			// nothing remembers the attempt, so wait the longest backoff.
-			// (The Event is written from a queue, not the run's status.)
-			r.unjournaled(run, sink.Name, sent, u)
-			if sent != nil {
-				archiveAttemptsTotal.WithLabelValues("Failed").Inc()
-				return r.retry.WithDefaults().Max, nil
-			}
-			archiveAttemptsTotal.WithLabelValues("Delivered").Inc()
-			err, written = nil, run
-		}
-		if err != nil {
-			return 0, fmt.Errorf("journaling the archive of run %s: %w", key, err)
-		}
-		if sent != nil {
-			archiveAttemptsTotal.WithLabelValues("Failed").Inc()
-			r.held(written, sent)
-			next := r.retry.NextAttempt(written.Status.Archive, id)
-			return max(next.Sub(r.clock.Now()), time.Millisecond), nil
-		}
-		archiveAttemptsTotal.WithLabelValues("Delivered").Inc()
-		if !loop.ArchiveCovers(written.Status.Archive, archiveDigest(written)) {
-			// The journal met a newer version (a late outcome, a label): what
-			// was delivered is not what would be deleted. Archived again.
-			logf.FromContext(ctx).Info("retention: the run changed while its archive was sent; archiving it again", "run", key)
-			return 0, fmt.Errorf("run %s/%s changed while its archive was sent (%w)", run.Namespace, run.Name, errRunChanged)
-		}
-		run = written
+		run = covered
 	}
 	if err := r.deleteRun(ctx, run); err != nil {
 		return 0, err
@@ -219,17 +177,93 @@ func (r *Reaper) archiveAndDelete(ctx context.Context, run *exagentv1.AgentRun, 
 	return 0, nil
 }
 
+// archiveTo is where and as what a run is archived.
+type archiveTo struct {
+	sink *exagentv1.NotifySink
+	// agent is the Agent whose retention.archive sink is (said in the
+	// Events of a held run).
+	agent string
+	// conv is set for a turn archived with its conversation (of): its
+	// record and its digest say which conversation and the turn's place,
+	// and a failure is said on the Conversation too.
+	conv *archive.Conversation
+	of   *exagentv1.Conversation
+}
+
+// archive is step 2 of reap: it returns the run as stored once a
+// delivered archive covers it (at once when one did already), or how long
+// until the next attempt while its sink fails (after > 0: the run is held,
+// nothing may be deleted). A run that moved while its archive was sent
+// is errRunChanged: it is archived again.
+func (r *Reaper) archive(ctx context.Context, run *exagentv1.AgentRun, to archiveTo) (*exagentv1.AgentRun, time.Duration, error) {
+	key := client.ObjectKeyFromObject(run)
+	digest := archiveDigest(run, to.conv)
+	if loop.ArchiveCovers(run.Status.Archive, digest) {
+		return run, 0, nil
+	}
+	now := r.clock.Now()
+	id := loop.ArchiveAttemptID(run.Status.Archive, string(run.UID), digest)
+	if next := r.retry.NextAttempt(run.Status.Archive, id); now.Before(next) {
+		return nil, next.Sub(now), nil // held: the backoff since the last failure
+	}
+	sent := r.send(ctx, run, to, id, now)
+	if err := r.beforeArchiveJournal(ctx, key, sent); err != nil {
+		return nil, 0, fmt.Errorf("archive of run %s abandoned before it was journaled: %w", key, err)
+	}
+	if life.Stopping(ctx, r.life) {
+		return nil, 0, context.Canceled // stopping: nothing journaled, the archive is sent again
+	}
+	written, err := r.journal(ctx, run, loop.ArchiveAttempt{ID: id, Digest: digest, Sink: to.sink.Name}, sent, now)
+	if u, ok := store.AsUnstorable(err); ok {
+		// The apiserver refuses the run's status for good (it was at its
+		// size limit): the journal is bookkeeping, the sink's answer is
+		// what counts. Delivered: delete (on the version read). Failed:
+		// nothing remembers the attempt, so wait the longest backoff.
+		// (The Event is written from a queue, not the run's status.)
+		r.unjournaled(run, to, sent, u)
+		if sent != nil {
+			archiveAttemptsTotal.WithLabelValues("Failed").Inc()
+			return nil, r.retry.WithDefaults().Max, nil
+		}
+		archiveAttemptsTotal.WithLabelValues("Delivered").Inc()
+		return run, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("journaling the archive of run %s: %w", key, err)
+	}
+	if sent != nil {
+		archiveAttemptsTotal.WithLabelValues("Failed").Inc()
+		r.held(written, to, sent)
+		next := r.retry.NextAttempt(written.Status.Archive, id)
+		return nil, max(next.Sub(r.clock.Now()), time.Millisecond), nil
+	}
+	archiveAttemptsTotal.WithLabelValues("Delivered").Inc()
+	if !loop.ArchiveCovers(written.Status.Archive, archiveDigest(written, to.conv)) {
+		// The journal met a newer version (a late outcome, a label): what
+		// was delivered is not what would be deleted. Archived again.
+		logf.FromContext(ctx).Info("retention: the run changed while its archive was sent; archiving it again", "run", key)
+		return nil, 0, fmt.Errorf("run %s/%s changed while its archive was sent (%w)", run.Namespace, run.Name, errRunChanged)
+	}
+	return written, 0, nil
+}
+
 // errRunChanged: the run was written after it was read to be deleted; it
 // is looked at again at once (a conflict, not a failure).
 var errRunChanged = errors.New("looking again")
 
-// archiveDigest is loop.ArchiveDigest of run.
-func archiveDigest(run *exagentv1.AgentRun) string {
-	return loop.ArchiveDigest(run.Labels, run.Annotations, &run.Spec, &run.Status)
+// archiveDigest is loop.ArchiveDigest of run, for a turn with its place
+// in its conversation (loop.TurnArchiveDigest).
+func archiveDigest(run *exagentv1.AgentRun, conv *archive.Conversation) string {
+	d := loop.ArchiveDigest(run.Labels, run.Annotations, &run.Spec, &run.Status)
+	if conv == nil {
+		return d
+	}
+	return loop.TurnArchiveDigest(d, loop.TurnArchive{Conversation: conv.Name, ConversationUID: conv.UID, Turn: conv.Turn, Turns: conv.Turns})
 }
 
-// send makes one attempt to deliver run's archive to sink, as CloudEvent id.
-func (r *Reaper) send(ctx context.Context, run *exagentv1.AgentRun, sink *exagentv1.NotifySink, id string, now time.Time) error {
+// send makes one attempt to deliver run's archive to its sink, as CloudEvent id.
+func (r *Reaper) send(ctx context.Context, run *exagentv1.AgentRun, to archiveTo, id string, now time.Time) error {
+	sink := to.sink
 	var chain []segment.Segment
 	if r.segments != nil {
 		c, err := r.segments.ChainOnce(ctx, run)
@@ -248,7 +282,7 @@ func (r *Reaper) send(ctx context.Context, run *exagentv1.AgentRun, sink *exagen
 			return fmt.Errorf("signing key: %w", err)
 		}
 	}
-	in := archive.Input{Run: run, Chain: chain, Decisions: decisions, ID: id, At: now}
+	in := archive.Input{Run: run, Chain: chain, Decisions: decisions, Conversation: to.conv, ID: id, At: now}
 	actx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	return archive.Send(actx, r.http, archive.Request{URL: sink.URL, ID: in.ID, Key: key, At: now, Namespace: run.Namespace,
@@ -290,7 +324,7 @@ func (r *Reaper) journal(ctx context.Context, run *exagentv1.AgentRun, a loop.Ar
 // day costs a dozen Events, not hundreds). The condition is in the
 // journal's commit; the gauge exagent_retention_held_runs counts the
 // runs whose archive is pending.
-func (r *Reaper) held(run *exagentv1.AgentRun, sent error) {
+func (r *Reaper) held(run *exagentv1.AgentRun, to archiveTo, sent error) {
 	rec := run.Status.Archive
 	logf.FromContext(r.life).Info("retention: the archive sink failed; the run is kept", "run", run.Name, "namespace", run.Namespace,
 		"sink", rec.Sink, "attempts", rec.Attempts, "error", sent.Error())
@@ -299,13 +333,17 @@ func (r *Reaper) held(run *exagentv1.AgentRun, sent error) {
 	}
 	r.recorder.Eventf(run, nil, corev1.EventTypeWarning, exagentv1.ReasonArchiveSinkFailing, exagentv1.ReasonArchiveSinkFailing,
 		"the archive sink %s failed (attempt %d: %s); the run is kept, never deleted unarchived, and sent again with backoff: fix the sink, or remove retention.archive from agent %s",
-		rec.Sink, rec.Attempts, truncate(rec.LastError, 500), run.Spec.AgentRef.Name)
+		rec.Sink, rec.Attempts, truncate(rec.LastError, 500), to.agent)
+	if to.of != nil {
+		r.heldConversation(to.of, run, to.agent)
+	}
 }
 
 // unjournaled says, in the log and (for a failed attempt, which holds the
 // run) in an Event, that an archive attempt could not be journaled
 // because the apiserver refuses the run's status.
-func (r *Reaper) unjournaled(run *exagentv1.AgentRun, sink string, sent error, u *store.UnstorableError) {
+func (r *Reaper) unjournaled(run *exagentv1.AgentRun, to archiveTo, sent error, u *store.UnstorableError) {
+	sink := to.sink.Name
 	logf.FromContext(r.life).Error(u, "retention: an archive attempt could not be journaled", "run", run.Name, "namespace", run.Namespace,
 		"sink", sink, "delivered", sent == nil)
 	if sent == nil || r.recorder == nil {
@@ -314,7 +352,7 @@ func (r *Reaper) unjournaled(run *exagentv1.AgentRun, sink string, sent error, u
 	r.recorder.Eventf(run, nil, corev1.EventTypeWarning, exagentv1.ReasonArchiveSinkFailing, exagentv1.ReasonArchiveSinkFailing,
 		"the archive sink %s failed (%s) and the attempt could not be journaled, the apiserver refusing the run's status (%s): "+
 			"the run is kept and sent again in %s; fix the sink, or remove retention.archive from agent %s",
-		sink, truncate(sent.Error(), 300), u.Reason, r.retry.WithDefaults().Max, run.Spec.AgentRef.Name)
+		sink, truncate(sent.Error(), 300), u.Reason, r.retry.WithDefaults().Max, to.agent)
 }
 
 // deleteRun deletes run on the version read (the one archived, when it

@@ -138,6 +138,35 @@ func TestWriteReadsTheWholeRunBack(t *testing.T) {
 	}
 }
 
+// TestWriteTurnOfAConversation: a turn archived with its conversation
+// says which conversation and its place among the turns, right after the
+// run; a run on its own has no such field.
+func TestWriteTurnOfAConversation(t *testing.T) {
+	in, _ := input(t)
+	var plain bytes.Buffer
+	if err := Write(&plain, in); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(plain.Bytes(), []byte(`"conversation":`)) {
+		t.Error("a run on its own carries a conversation field")
+	}
+	in.Conversation = &Conversation{Name: "support-42", UID: "conv-uid", Turn: 2, Turns: 3}
+	var buf bytes.Buffer
+	if err := Write(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	var ev Event
+	if err := json.Unmarshal(buf.Bytes(), &ev); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	if diff := cmp.Diff(in.Conversation, ev.Data.Conversation); diff != "" {
+		t.Errorf("conversation (-want +got):\n%s", diff)
+	}
+	if i, j := bytes.Index(buf.Bytes(), []byte(`"conversation":`)), bytes.Index(buf.Bytes(), []byte(`},"transcript":[`)); i < 0 || j < i {
+		t.Error("the conversation is not written between the run and the transcript (Record's order)")
+	}
+}
+
 // TestWriteRefusesAnEditedValue: a record that cannot be proven is not written.
 func TestWriteRefusesAnEditedValue(t *testing.T) {
 	in, _ := input(t)

@@ -18,7 +18,8 @@ limitations under the License.
 // status, the whole transcript read back from its segments, every call,
 // approval, receipt and decision — written as one CloudEvent
 // io.exagent.run.archived, and the POST that delivers it (docs/architecture.md §15,
-// docs/retention.md).
+// docs/retention.md). A conversation is archived as one record per turn,
+// each naming the conversation and the turn's place (Record.Conversation).
 //
 // A record is as large as the run's transcript (limits.maxTranscriptBytes,
 // at most 64 MiB, and its escaping), so it is never built in memory: Write

@@ -33,6 +33,11 @@ type Record struct {
 	// Run is the AgentRun as stored (managedFields dropped): metadata,
 	// spec and final status, whose history is the transcript's tail.
 	Run exagentv1.AgentRun `json:"run"`
+	// Conversation is set on a turn of a Conversation, archived with its
+	// conversation: which one, and the turn's place among the turns
+	// deleted with it (a receiver holds the whole conversation once it
+	// holds turns 1..turns).
+	Conversation *Conversation `json:"conversation,omitempty"`
 	// Transcript is the whole logical transcript: the messages sealed in
 	// the segments, then status.history, every sealed value inline.
 	Transcript []exagentv1.Message `json:"transcript"`
@@ -53,6 +58,21 @@ type Record struct {
 	Segments []string `json:"segments"`
 }
 
+// Conversation is what a turn's record says of its conversation. The
+// turn's transcript holds the earlier turns' messages too (it continues
+// them, by reference to their segments); run.status.turn.firstMessage is
+// where its own begin.
+type Conversation struct {
+	// Name and UID of the Conversation.
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+	// Turn is the turn's place (from 1, in the conversation's order, as
+	// its status.turns numbers them) and Turns how many turns were deleted
+	// with the conversation.
+	Turn  int `json:"turn"`
+	Turns int `json:"turns"`
+}
+
 // Event is the CloudEvent envelope of a Record.
 type Event struct {
 	SpecVersion     string    `json:"specversion"`
@@ -71,6 +91,8 @@ type Input struct {
 	Run       *exagentv1.AgentRun
 	Chain     []segment.Segment
 	Decisions []exagentv1.ApprovalDecision
+	// Conversation is set for a turn archived with its conversation.
+	Conversation *Conversation
 	// ID of the CloudEvent (loop.ArchiveID) and At, its time.
 	ID string
 	At time.Time
@@ -104,6 +126,10 @@ func Write(w io.Writer, in Input) error {
 	e.value(in.At.UTC().Truncate(time.Second))
 	e.raw(`,"datacontenttype":"application/json","data":{"run":`)
 	e.value(run)
+	if in.Conversation != nil {
+		e.raw(`,"conversation":`)
+		e.value(in.Conversation)
+	}
 
 	e.raw(`,"transcript":[`)
 	n := 0

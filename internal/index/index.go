@@ -40,6 +40,11 @@ const RunRef = "spec.runRef.name"
 // conversation's turns are listed from the cache (empty for other runs).
 const ConversationRef = "spec.conversationRef.name"
 
+// ConversationAgentRef indexes Conversations by spec.agentRef.name:
+// retention lists an Agent's conversations for its keepLast, and a
+// changed Agent wakes them.
+const ConversationAgentRef = "spec.agentRef.name"
+
 // Runs sets up AgentRef and ConversationRef.
 func Runs(ctx context.Context, idx client.FieldIndexer) error {
 	if err := idx.IndexField(ctx, &exagentv1.AgentRun{}, AgentRef, func(o client.Object) []string {
@@ -64,6 +69,16 @@ func Decisions(ctx context.Context, idx client.FieldIndexer) error {
 		return []string{o.(*exagentv1.ApprovalDecision).Spec.RunRef.Name}
 	}); err != nil {
 		return fmt.Errorf("indexing ApprovalDecisions by runRef: %w", err)
+	}
+	return nil
+}
+
+// Conversations sets up ConversationAgentRef.
+func Conversations(ctx context.Context, idx client.FieldIndexer) error {
+	if err := idx.IndexField(ctx, &exagentv1.Conversation{}, ConversationAgentRef, func(o client.Object) []string {
+		return []string{o.(*exagentv1.Conversation).Spec.AgentRef.Name}
+	}); err != nil {
+		return fmt.Errorf("indexing Conversations by agentRef: %w", err)
 	}
 	return nil
 }
