@@ -134,7 +134,7 @@ func (p *threadPrinter) waiting(t *exagentv1.AgentRun) (bool, error) {
 
 // turnEntries are the log lines of one turn: what its requester said
 // (spec.input), then logEntries over its own part of the transcript —
-// from its own user message (status.turn.firstMessage), which is that
+// after its own user message (status.turn.firstMessage), which is that
 // input and is not printed twice — and its own calls. A turn that has
 // not started has no messages of its own yet: the history it holds
 // before it starts is replaced when it continues the conversation.
@@ -151,11 +151,13 @@ func turnEntries(run *exagentv1.AgentRun, j *journal) []logEntry {
 		first = len(j.messages)
 	}
 	msgs := j.messages[first:]
-	// The first user message of the turn is its input, printed from the
-	// spec (before the turn starts too).
+	// The turn's first user message is its input, printed from the spec
+	// (before the turn starts too); what precedes it in the turn's part —
+	// the first turn's starts with the Agent's instructions — is not
+	// what anyone said in the conversation.
 	for i := range msgs {
 		if msgs[i].Role == exagentv1.RoleUser {
-			msgs = append(msgs[:i:i], msgs[i+1:]...)
+			msgs = msgs[i+1:]
 			break
 		}
 	}

@@ -55,7 +55,9 @@ has ended, and continues the conversation's transcript: the model sees
 every earlier turn.
 
 By default the conversation's agentRef takes the turn; --as-participant
-names another participant Agent of the conversation.
+names another participant of the conversation: an Agent, or people —
+their turn is TEXT as a question to them, answered with kubectl approve
+answer (or on the page's thread).
 
 With --wait the command follows the turn as logs -f CONVERSATION prints
 it — the turn's own messages, calls, approvals and end, never the earlier
@@ -68,7 +70,7 @@ says which, and is followed until it has run).`,
 			return runOptions(cmd.Context(), o, f, cmd, args)
 		},
 	}
-	cmd.Flags().StringVar(&o.Participant, "as-participant", "", "The participant (its name in spec.participants) that takes the turn.")
+	cmd.Flags().StringVar(&o.Participant, "as-participant", "", "The participant (its name in spec.participants) that takes the turn: an Agent, or people (the turn is a question to them).")
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "Follow the turn until it ends or waits for a human.")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "With --wait, stop following after this long (0: no limit).")
 	return cmd
@@ -108,7 +110,13 @@ func (o *sayOptions) Run(ctx context.Context) error {
 	if conv.Status.Open != "" {
 		where = fmt.Sprintf("it runs after turn %s", conv.Status.Open)
 	}
-	fmt.Fprintf(o.Out, "agentrun/%s: turn of conversation %s by agent %s (%s)\n", run.Name, conv.Name, run.Spec.AgentRef.Name, where)
+	by := "agent " + run.Spec.AgentRef.Name
+	for _, c := range turn.Choices(conv) {
+		if c.Human && c.Name == o.Participant {
+			by = fmt.Sprintf("participant %s (a question to %s)", c.Name, strings.Join(c.People, ", "))
+		}
+	}
+	fmt.Fprintf(o.Out, "agentrun/%s: turn of conversation %s by %s (%s)\n", run.Name, conv.Name, by, where)
 	if !o.Wait {
 		return nil
 	}

@@ -91,8 +91,9 @@ func Add(ctx context.Context, c client.Client, req Request) (*exagentv1.AgentRun
 
 // Build is the AgentRun that adds a turn with text to conv: named after
 // the conversation (generateName), run by participant's Agent (conv's
-// agentRef when participant is ""). Who asks is not written here:
-// admission stamps it.
+// agentRef when participant is ""; a human participant's turn asks its
+// people text as a question). Who asks is not written here: admission
+// stamps it.
 func Build(conv *exagentv1.Conversation, participant, text string) (*exagentv1.AgentRun, error) {
 	agent, err := ParticipantAgent(conv, participant)
 	if err != nil {
@@ -106,8 +107,8 @@ func Build(conv *exagentv1.Conversation, participant, text string) (*exagentv1.A
 }
 
 // ParticipantAgent is the Agent that takes a turn of conv: the named
-// participant's, else conv's agentRef. A human participant takes no turn
-// of this kind: their turn is a question they answer.
+// participant's, else conv's agentRef. A human participant's turn is a
+// question to its people, asked under conv's agentRef.
 func ParticipantAgent(conv *exagentv1.Conversation, participant string) (string, error) {
 	if participant == "" {
 		return conv.Spec.AgentRef.Name, nil
@@ -119,21 +120,38 @@ func ParticipantAgent(conv *exagentv1.Conversation, participant string) (string,
 			continue
 		}
 		if p.AgentRef == nil {
-			return "", fmt.Errorf("participant %q of conversation %s is a person: their turn is a question, answered with kubectl approve answer", participant, conv.Name)
+			return conv.Spec.AgentRef.Name, nil
 		}
 		return p.AgentRef.Name, nil
 	}
 	return "", fmt.Errorf("conversation %s has no participant %q (it has: %s)", conv.Name, participant, strings.Join(names, ", "))
 }
 
-// Agents are the participants that take a turn someone adds: the
-// agentRef ("" names it) and each Agent participant, in spec order.
-func Agents(conv *exagentv1.Conversation) []string {
-	out := []string{""}
+// Choice is a participant a person may give the next turn to.
+type Choice struct {
+	// Name is the participant's ("" is the conversation's agentRef).
+	Name string
+	// Agent takes the turn; for a human participant, People are whose
+	// question it is (users and groups).
+	Agent  string
+	Human  bool
+	People []string
+}
+
+// Choices are who may take a turn someone adds: the agentRef, then each
+// participant in spec order.
+func Choices(conv *exagentv1.Conversation) []Choice {
+	out := []Choice{{Agent: conv.Spec.AgentRef.Name}}
 	for _, p := range conv.Spec.Participants {
-		if p.AgentRef != nil {
-			out = append(out, p.Name)
+		c := Choice{Name: p.Name, Agent: conv.Spec.AgentRef.Name}
+		switch {
+		case p.AgentRef != nil:
+			c.Agent = p.AgentRef.Name
+		case p.Human != nil:
+			c.Human = true
+			c.People = append(append(c.People, p.Human.Users...), p.Human.Groups...)
 		}
+		out = append(out, c)
 	}
 	return out
 }

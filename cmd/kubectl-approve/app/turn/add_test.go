@@ -26,8 +26,9 @@ import (
 )
 
 // TestParticipantAgent: a turn is taken by the conversation's agentRef,
-// or by the Agent of the participant named; a person or an unknown name
-// is refused with what there is.
+// or by the Agent of the participant named — a human participant's turn
+// (a question to them) under the agentRef; an unknown name is refused
+// with what there is.
 func TestParticipantAgent(t *testing.T) {
 	conv := &exagentv1.Conversation{Spec: exagentv1.ConversationSpec{
 		AgentRef: exagentv1.LocalObjectReference{Name: "triage"},
@@ -42,7 +43,7 @@ func TestParticipantAgent(t *testing.T) {
 	}{
 		"default":       {want: "triage"},
 		"a participant": {participant: "fixer", want: "fixer-agent"},
-		"a person":      {participant: "oncall", wantErr: "is a person"},
+		"a person":      {participant: "oncall", want: "triage"}, // their question, under the agentRef
 		"unknown":       {participant: "nobody", wantErr: "has no participant \"nobody\" (it has: fixer, oncall)"},
 	}
 	for name, tc := range tests {
@@ -66,8 +67,9 @@ func TestParticipantAgent(t *testing.T) {
 // (admission stamps who created it).
 func TestBuild(t *testing.T) {
 	conv := &exagentv1.Conversation{Spec: exagentv1.ConversationSpec{
-		AgentRef:     exagentv1.LocalObjectReference{Name: "triage"},
-		Participants: []exagentv1.Participant{{Name: "fixer", AgentRef: &exagentv1.LocalObjectReference{Name: "fixer-agent"}}},
+		AgentRef: exagentv1.LocalObjectReference{Name: "triage"},
+		Participants: []exagentv1.Participant{{Name: "fixer", AgentRef: &exagentv1.LocalObjectReference{Name: "fixer-agent"}},
+			{Name: "oncall", Human: &exagentv1.Approvers{Users: []string{"alice"}, Groups: []string{"sre"}}}},
 	}}
 	conv.Name, conv.Namespace = "support", "demo"
 	run, err := Build(conv, "fixer", "restart it")
@@ -79,8 +81,10 @@ func TestBuild(t *testing.T) {
 		run.Spec.RequestedBy != nil {
 		t.Fatalf("turn %+v", run)
 	}
-	if got := Agents(conv); len(got) != 2 || got[0] != "" || got[1] != "fixer" {
-		t.Errorf("Agents = %q, want the agentRef (\"\") and fixer", got)
+	got := Choices(conv)
+	if len(got) != 3 || got[0].Name != "" || got[0].Agent != "triage" || got[1].Agent != "fixer-agent" ||
+		!got[2].Human || strings.Join(got[2].People, ",") != "alice,sre" || got[2].Agent != "triage" {
+		t.Errorf("Choices = %+v, want the agentRef, fixer and the people of oncall", got)
 	}
 }
 

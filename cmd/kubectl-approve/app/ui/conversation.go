@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,10 +191,15 @@ func (v *threadView) replyBox(conv *exagentv1.Conversation) {
 	default:
 		v.ReplyNote = "Your turn runs at once, as you: the conversation's followUps say who may add one."
 	}
-	for _, p := range turn.Agents(conv) {
-		c := participantChoice{Value: p, Label: p, Selected: p == v.Reply.Participant}
-		if p == "" {
-			c.Label = "agent " + conv.Spec.AgentRef.Name + " (the conversation's)"
+	for _, p := range turn.Choices(conv) {
+		c := participantChoice{Value: p.Name, Selected: p.Name == v.Reply.Participant}
+		switch {
+		case p.Name == "":
+			c.Label = "agent " + p.Agent + " (the conversation's)"
+		case p.Human:
+			c.Label = p.Name + ": a question to " + strings.Join(p.People, ", ")
+		default:
+			c.Label = p.Name + " (agent " + p.Agent + ")"
 		}
 		v.Participants = append(v.Participants, c)
 	}

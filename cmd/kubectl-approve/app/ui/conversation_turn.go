@@ -36,18 +36,23 @@ func turnOf(ctx context.Context, c client.Client, run *exagentv1.AgentRun, n int
 	v := turnView{N: n, Run: run.Name, RunUID: string(run.UID), Revision: st.Revision, Agent: run.Spec.AgentRef.Name,
 		Requester: turn.Requester(run), Input: value(run.Spec.Input, nil, nil), Phase: string(st.Phase), Reason: st.Reason, Message: st.Message,
 		Open: run.Name == open, Started: st.Turn != nil}
+	// The participant is said when it is not just the Agent's name (a
+	// conversation without participants names its turns by the Agent).
 	if ref := run.Spec.ConversationRef; ref != nil {
 		v.Participant = ref.Participant
 	}
-	own := ownMessages(run)
-	values := resolveValues(ctx, c, run, own.msgs, nil)
-	v.Messages, v.SealedOwn = messagesOf(own.msgs, own.first, values), own.sealed
 	if t := st.Turn; t != nil {
 		v.Human = t.Human
 		if t.Participant != "" {
 			v.Participant = t.Participant
 		}
 	}
+	if v.Participant == v.Agent && !v.Human {
+		v.Participant = ""
+	}
+	own := ownMessages(run)
+	values := resolveValues(ctx, c, run, own.msgs, nil)
+	v.Messages, v.SealedOwn = messagesOf(own.msgs, own.first, values), own.sealed
 	v.Pending = wholeRows(run, rowsOf(run, agent), values)
 	for i := range st.Calls {
 		cv := callOf(&st.Calls[i], values)
