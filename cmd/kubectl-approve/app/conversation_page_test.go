@@ -167,3 +167,63 @@ func TestUIConversationThread(t *testing.T) {
 		t.Fatalf("the text is not shown as text:\n%s", text(t, b, "#thread"))
 	}
 }
+
+// TestUIConversationPersonsTurn: a conversation's human participant takes
+// a turn — `say --as-participant` asks its people — and the turn is a
+// question: `list --conversations` says whose answer it waits for, the
+// thread shows the question's form in the turn, alice answers there, and
+// her answer is what the participant said in the thread.
+func TestUIConversationPersonsTurn(t *testing.T) {
+	ns := namespace(t, "ui-conv-person")
+	conversationWithCharges(t, ns, "rota", "noted", func(s *exagentv1.ConversationSpec) {
+		s.Participants = []exagentv1.Participant{{Name: "oncall", Human: &exagentv1.Approvers{Users: []string{"alice"}}}}
+	})
+	mustPlugin(t, "alice", "say", "rota", "charge c-42 five", "-n", ns)
+	first := turnsOf(t, ns, "rota")[0].Name
+	waitRun(t, ns, first, "paused", paused)
+	mustPlugin(t, "alice", first, "-n", ns, "--reason", "first turn")
+	waitRun(t, ns, first, "to succeed", succeeded)
+	out := mustPlugin(t, "alice", "say", "rota", "may I deploy the fix?", "--as-participant", "oncall", "-n", ns)
+	if !strings.Contains(out, "turn of conversation rota by participant oncall (a question to alice)") {
+		t.Fatalf("say printed %q", out)
+	}
+	turns := turnsOf(t, ns, "rota")
+	if len(turns) != 2 || turns[1].Spec.ConversationRef.Participant != "oncall" {
+		t.Fatalf("turns %+v, want the second of participant oncall", turns)
+	}
+	name := turns[1].Name
+	q := waitRun(t, ns, name, "to ask", paused).Status.Approvals[0]
+	if !q.IsQuestion() {
+		t.Fatalf("the person's turn waits on %+v, want a question", q)
+	}
+	waitFor(t, "the conversation to wait for a person", func(ctx context.Context) (bool, error) {
+		conv := &exagentv1.Conversation{}
+		err := cluster().Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "rota"}, conv)
+		return err == nil && conv.Status.Phase == exagentv1.ConversationAwaitingApproval, err
+	})
+	if got := mustPlugin(t, "alice", "list", "--conversations", "-n", ns); !strings.Contains(got, "participant oncall to answer "+q.ID) {
+		t.Errorf("list --conversations:\n%s", got)
+	}
+
+	base := startPage(t, "alice", ns)
+	b := browser(t)
+	card := "#t2-approval-" + q.ID
+	do(t, b, "alice answers on the thread", chromedp.Navigate(base), chromedp.Navigate(pageURL(base, "/conversations/"+ns+"/rota")),
+		chromedp.WaitVisible(chromedp.CSS(card+" textarea[name=answer]")),
+		chromedp.SendKeys(chromedp.CSS(card+" textarea[name=answer]"), "yes, go ahead"),
+		markStale(), chromedp.Click(chromedp.CSS(card+" button[value=Accept]")), waitAnswered())
+	if got := text(t, b, "main .flash"); !strings.Contains(got, "Applied: answer of question "+q.ID+" by alice") {
+		t.Fatalf("after answering the page says %q", got)
+	}
+	waitRun(t, ns, name, "to end", succeeded)
+	do(t, b, "the thread again", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#turn-"+name)))
+	got := text(t, b, "#turn-"+name)
+	for _, want := range []string{"alice asked participant oncall", "may I deploy the fix?", "participant oncall answered", "yes, go ahead"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the person's turn lacks %q:\n%s", want, got)
+		}
+	}
+	if logs := mustPlugin(t, "alice", "logs", "rota", "-n", ns); !strings.Contains(logs, "[user] [oncall] yes, go ahead") {
+		t.Errorf("logs rota lacks the participant's answer:\n%s", logs)
+	}
+}

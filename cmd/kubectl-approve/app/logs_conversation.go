@@ -154,8 +154,12 @@ func turnEntries(run *exagentv1.AgentRun, j *journal) []logEntry {
 	// The turn's first user message is its input, printed from the spec
 	// (before the turn starts too); what precedes it in the turn's part —
 	// the first turn's starts with the Agent's instructions — is not
-	// what anyone said in the conversation.
+	// what anyone said in the conversation. A person's turn has no input
+	// message: its first is what its people answered.
 	for i := range msgs {
+		if st.Turn != nil && st.Turn.Human {
+			break
+		}
 		if msgs[i].Role == exagentv1.RoleUser {
 			msgs = msgs[i+1:]
 			break

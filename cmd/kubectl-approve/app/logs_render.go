@@ -153,6 +153,10 @@ func waitingFor(run *exagentv1.AgentRun) string {
 	case exagentv1.PhaseAwaitingApproval:
 		var parts []string
 		for _, a := range st.Pending() {
+			if a.IsQuestion() {
+				parts = append(parts, fmt.Sprintf("question %s (kubectl approve answer %s %s -n %s --text …)", a.ID, run.Name, a.ID, run.Namespace))
+				continue
+			}
 			tool := "?"
 			if c := st.Call(a.CallID); c != nil {
 				tool = c.Tool

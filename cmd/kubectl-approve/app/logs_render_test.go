@@ -57,6 +57,12 @@ func TestLogEntriesInOrder(t *testing.T) {
 	if got := waitingFor(run); got != "waiting for a decision: approval a1 of refund (kubectl approve r1 a1 -n ops)" {
 		t.Errorf("waitingFor = %q", got)
 	}
+	// A question (a human participant's turn, AskHuman) says how to answer it.
+	asked := run.DeepCopy()
+	asked.Status.Approvals[0].Kind, asked.Status.Approvals[0].Question = exagentv1.KindQuestion, &exagentv1.Question{Text: "go on?"}
+	if got := waitingFor(asked); got != "waiting for a decision: question a1 (kubectl approve answer r1 a1 -n ops --text …)" {
+		t.Errorf("waitingFor a question = %q", got)
+	}
 
 	run.Status.Phase, run.Status.Reason, run.Status.Message, run.Status.PendingApprovals = exagentv1.PhaseSucceeded, exagentv1.ReasonSucceeded, "done", 0
 	run.Status.Approvals[0].State, run.Status.Approvals[0].Actor, run.Status.Approvals[0].Reason = exagentv1.ApprovalApproved, &exagentv1.Actor{Username: "alice"}, "ok"

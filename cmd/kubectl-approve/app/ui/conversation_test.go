@@ -91,6 +91,14 @@ func TestThreadShowsTheTurnsOwnPart(t *testing.T) {
 	if v := turnOf(context.Background(), nil, queued, 3, "chat-t2", nil); len(v.Messages) != 0 || v.Open || v.Started {
 		t.Errorf("a queued turn shows %+v, want its input alone", v)
 	}
+	// A person's turn has no input message: its people's answer is its
+	// first own message.
+	person := pausedTurn("go on?")
+	person.Status.Turn.Human = true
+	person.Status.History = append(person.Status.History[:3], exagentv1.Message{Role: exagentv1.RoleUser, Content: "[oncall] yes"})
+	if own := ownMessages(person); len(own.msgs) != 1 || own.msgs[0].Content != "[oncall] yes" {
+		t.Errorf("a person's turn shows %+v, want its people's answer", own.msgs)
+	}
 	// Sealed: the turn's first messages are in segments; the page says
 	// how many and shows the tail.
 	sealed := pausedTurn("x")

@@ -111,7 +111,9 @@ func ownMessages(run *exagentv1.AgentRun) ownPart {
 	}
 	msgs := st.History[start:]
 	skip := 0
-	if out.sealed == 0 {
+	// A person's turn has no input message: what its people answered is
+	// its first message.
+	if out.sealed == 0 && !st.Turn.Human {
 		// Up to the turn's own user message (its input): the first
 		// turn's part starts with the Agent's instructions.
 		for skip < len(msgs) && msgs[skip].Role != exagentv1.RoleUser {
