@@ -59,8 +59,10 @@ func newUICommand(f *factory, streams genericiooptions.IOStreams) *cobra.Command
 watch) and a page per run (phase, calls, decisions, the transcript a page
 at a time), where you approve, deny or resolve — each creating the same
 ApprovalDecision the CLI verbs create, with your kubeconfig's credentials,
-so admission records you as the actor. The page has no authority of its
-own.
+so admission records you as the actor. A conversation is one thread
+(/conversations/NAMESPACE/NAME): its turns in order, the open turn
+decidable there, and a reply box that adds a turn as you (what say
+creates). The page has no authority of its own.
 
 It listens on 127.0.0.1 only, behind a random token in the URL it prints
 (exchanged once, on the first visit, for a session cookie that lasts
@@ -147,7 +149,8 @@ func (o *uiOptions) Run(ctx context.Context) error {
 	}
 	fmt.Fprintf(o.Out, "Serving the approver's page for %s at\n  %s\n", scope, url)
 	if !o.cfg.Serve {
-		fmt.Fprintf(o.Out, "Run pages: %s/runs/{namespace}/{name} (the form of a manager --ui-url-template pointing here). Ctrl-C stops it.\n", "http://"+ln.Addr().String())
+		fmt.Fprintf(o.Out, "Run pages: %s/runs/{namespace}/{name} (the form of a manager --ui-url-template pointing here); conversations: %s/conversations/{namespace}/{name}. Ctrl-C stops it.\n",
+			"http://"+ln.Addr().String(), "http://"+ln.Addr().String())
 	}
 	if o.Open {
 		if err := openBrowser(url); err != nil {

@@ -15,7 +15,8 @@ limitations under the License.
 */
 
 // Package ui is `kubectl approve ui`: the approver's page, an inbox of the
-// approvals waiting for a human and a page per run, served by the plugin
+// approvals waiting for a human, a page per run and a thread per
+// conversation (conversation.go), served by the plugin
 // (docs/ui.md, docs/architecture.md §17).
 //
 // The page has no authority of its own. Every request it makes to the
@@ -46,6 +47,14 @@ limitations under the License.
 //     page rendered — is not the run's any more (409, "the call changed
 //     since you looked: reload"; nothing created): a click binds the call
 //     the person saw, never one that replaced it.
+//   - a reply on a conversation's thread whose form does not carry the
+//     conversation's UID, or whose conversation was deleted and created
+//     again since (409; nothing created): a reply continues the history
+//     the person read. The reply is the AgentRun `kubectl approve say`
+//     creates (package turn), created with the person's credentials, so
+//     admission stamps them as its requester and its refusals
+//     (followUps, doubleText, maxTurns, an ended conversation) are shown
+//     in its words.
 //
 // Run content (model output, tool arguments and results) is untrusted
 // text: html/template escapes it, the Content-Security-Policy forbids
