@@ -107,20 +107,23 @@ FAST ?=
 FAST_ARGS ?=
 # TRANSCRIPT_ARGS passes the transcript benchmarks' -bench.* flags.
 TRANSCRIPT_ARGS ?=
+# CONV_ARGS passes the conversation benchmarks' -conv.* flags.
+CONV_ARGS ?=
 # SEED of the fault suite's random choices; 0 picks one (printed on failure).
 SEED ?= 0
 CHAOS_TIMEOUT ?= 60m
 
 .PHONY: chaos
-chaos: ## Run the fault-injection suite (test/chaos) at full size: kill -9 matrix, 3 managers killed at random, apiserver faults, restart from etcd data, two tenants on one manager (one hostile: redirects, huge answers, hanging MCP, wide delegation; the ordinary one's latency ratio is reported), 1,000 slow-model runs on one manager; SEED=N replays.
+chaos: ## Run the fault-injection suite (test/chaos) at full size: kill -9 matrix, 3 managers killed at random, apiserver faults, restart from etcd data, 10 conversations × 5 turns with managers killed inside turns and between them (each turn's effect once, in order, none lost, history carried), two tenants on one manager (one hostile: redirects, huge answers, hanging MCP, wide delegation; the ordinary one's latency ratio is reported), 1,000 slow-model runs on one manager; SEED=N replays.
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -v -timeout $(CHAOS_TIMEOUT) -tags chaos ./test/chaos/ -chaos.full -chaos.seed=$(SEED)
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -v -timeout $(CHAOS_TIMEOUT) -run '^TestLoadNeverUncertain$$' ./controllers/ -args -load.runs=1000 -load.model-delay=1s
 
 .PHONY: bench
-bench: ## Benchmarks on envtest: pause → approve → finish (BENCH_RUNS=N), then the fast path (approve → intent stages, bursts, throughput, slow models, waiting runs in-process and as the manager process, status write cost by shape, the apiserver, etcd and manager CPU per status write of 200 short and 1,000 slow-model runs against a plain status write on a schemaless custom resource; FAST_ARGS='-fast.waiting=N …'), each a ratio to the same apiserver's CAS round trip or ceiling; profiles in bin/bench; then the transcript (write cost at step 1/50/last, segment bytes, memory of finished runs; TRANSCRIPT_ARGS='-bench.turns=N -bench.finished=N …'); then retention (10,000 ended runs with 256 KiB chains and a 1 s TTL, archived and deleted: rate as a ratio of the write ceiling; RETENTION_ARGS='-retention.runs=N -retention.chain-kib=N'); then the approver's page: first paint of an inbox of 200 approvals in headless Chromium.
+bench: ## Benchmarks on envtest: pause → approve → finish (BENCH_RUNS=N), then the fast path (approve → intent stages, bursts, throughput, slow models, waiting runs in-process and as the manager process, status write cost by shape, the apiserver, etcd and manager CPU per status write of 200 short and 1,000 slow-model runs against a plain status write on a schemaless custom resource; FAST_ARGS='-fast.waiting=N …'), each a ratio to the same apiserver's CAS round trip or ceiling; profiles in bin/bench; then the transcript (write cost at step 1/50/last, segment bytes, memory of finished runs; TRANSCRIPT_ARGS='-bench.turns=N -bench.finished=N …'); then conversations (a turn's Create → its first model request once the turn before ended, in round trips beside a plain run's; apiserver bytes written per turn of a 100-turn conversation, first/middle/last 10 turns and their ratios; CONV_ARGS='-conv.turns=N -conv.starts=N -conv.answer-bytes=N'); then retention (10,000 ended runs with 256 KiB chains and a 1 s TTL, archived and deleted: rate as a ratio of the write ceiling; RETENTION_ARGS='-retention.runs=N -retention.chain-kib=N'); then the approver's page: first paint of an inbox of 200 approvals in headless Chromium.
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 60m -run '^$$' -bench '^BenchmarkPauseApproveFinish$$' -benchtime $(BENCH_RUNS)x ./controllers/...
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 60m -run '^$$' -bench '^BenchmarkFast$(FAST)' -benchtime 1x ./controllers/ -args -fast.profiles=$(CURDIR)/bin/bench $(FAST_ARGS)
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 60m -run '^$$' -bench '^Benchmark(TranscriptWriteCost|FinishedRunsMemory)$$' -benchtime 1x ./controllers/ -args $(TRANSCRIPT_ARGS)
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 60m -run '^$$' -bench '^BenchmarkConversation(TurnStart|BytesPerTurn)$$' -benchtime 1x ./controllers/ -args $(CONV_ARGS)
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 120m -run '^$$' -bench '^BenchmarkRetention$$' -benchtime 1x ./controllers/ -args $(RETENTION_ARGS)
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 20m -run '^$$' -bench '^BenchmarkInboxFirstPaint$$' -benchtime 20x ./cmd/kubectl-approve/app/ui/
 

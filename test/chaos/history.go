@@ -71,6 +71,8 @@ type Request struct {
 	StoreRV int64
 	// EffectRV says StoreRV is the effect's own revision (builtin).
 	EffectRV bool
+	// Messages are a model request's messages, in order (model requests only).
+	Messages []ChatMessage
 }
 
 // Version is one recorded write of a run: the object as the watch

@@ -53,15 +53,19 @@ type size struct {
 	// huge-answer runs, redirecting runs and delegation trees.
 	tenantRuns, tenantClients                            int
 	hangingRuns, hugeClients, exfilClients, hydraClients int
+	// R7: conversations and the turns of each.
+	convs, convTurns int
 }
 
 func sizes() size {
 	if *fullFlag || os.Getenv("CHAOS_FULL") == "1" {
 		return size{managersRuns: 300, batch: 25, killFor: 3 * time.Minute, faultRuns: 100, restartRuns: 10,
-			tenantRuns: 100, tenantClients: 8, hangingRuns: 32, hugeClients: 4, exfilClients: 2, hydraClients: 2}
+			tenantRuns: 100, tenantClients: 8, hangingRuns: 32, hugeClients: 4, exfilClients: 2, hydraClients: 2,
+			convs: 10, convTurns: 5}
 	}
 	return size{managersRuns: 30, batch: 10, killFor: 20 * time.Second, faultRuns: 16, restartRuns: 2,
-		tenantRuns: 20, tenantClients: 4, hangingRuns: 8, hugeClients: 2, exfilClients: 1, hydraClients: 1}
+		tenantRuns: 20, tenantClients: 4, hangingRuns: 8, hugeClients: 2, exfilClients: 1, hydraClients: 1,
+		convs: 4, convTurns: 3}
 }
 
 func seed() int64 {

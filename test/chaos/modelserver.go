@@ -43,11 +43,21 @@ type Turn struct {
 	Text  string
 }
 
+// ChatMessage is one message of a model request as the model server
+// read it: its role, text, the call a tool message answers, and the IDs
+// of the calls an assistant message asked for.
+type ChatMessage struct {
+	Role, Content, ToolCallID string
+	ToolCalls                 []string
+}
+
 // ModelServer speaks the OpenAI chat-completions wire format over real
-// HTTP on 127.0.0.1. The script says what it answers to a run at a step;
-// the step is the number of assistant messages in the request. Every
-// request is journaled with the run's resourceVersion read while the
-// request is held.
+// HTTP on 127.0.0.1. The script says what it answers to a run at a step.
+// The run is named by the request's last user message with the suite's
+// input prefix — a turn of a conversation also carries the earlier
+// turns' inputs — and the step is the number of assistant messages after
+// it. Every request is journaled, with its messages and the run's
+// resourceVersion read while the request is held.
 type ModelServer struct {
 	recordingServer
 
@@ -66,8 +76,12 @@ func NewModelServer(reader client.Reader, script func(run types.NamespacedName, 
 type chatRequest struct {
 	Model    string `json:"model"`
 	Messages []struct {
-		Role    string `json:"role"`
-		Content any    `json:"content"`
+		Role       string `json:"role"`
+		Content    any    `json:"content"`
+		ToolCallID string `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID string `json:"id"`
+		} `json:"tool_calls"`
 	} `json:"messages"`
 }
 
@@ -88,13 +102,20 @@ func (ms *ModelServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	req := Request{Kind: KindModel, Server: "model", At: at}
 	for _, m := range in.Messages {
+		text, _ := m.Content.(string)
+		cm := ChatMessage{Role: m.Role, Content: text, ToolCallID: m.ToolCallID}
+		for _, c := range m.ToolCalls {
+			cm.ToolCalls = append(cm.ToolCalls, c.ID)
+		}
+		req.Messages = append(req.Messages, cm)
 		switch m.Role {
 		case "assistant":
 			req.Step++
 		case "user":
-			if s, ok := m.Content.(string); ok && strings.HasPrefix(s, RunInputPrefix) {
-				if ns, name, ok := strings.Cut(strings.TrimPrefix(s, RunInputPrefix), "/"); ok {
+			if strings.HasPrefix(text, RunInputPrefix) {
+				if ns, name, ok := strings.Cut(strings.TrimPrefix(text, RunInputPrefix), "/"); ok && len(strings.Fields(name)) > 0 {
 					req.Run = types.NamespacedName{Namespace: ns, Name: strings.Fields(name)[0]}
+					req.Step = 0 // this run's own steps start here
 				}
 			}
 		}

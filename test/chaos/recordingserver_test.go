@@ -111,4 +111,26 @@ func TestRecordingServers(t *testing.T) {
 	if j := ms.Journal(); len(j) != 1 || j[0].Run != run || j[0].Step != 1 || j[0].RunUID != "uid-1" {
 		t.Errorf("model journal = %+v, want one step-1 request of %s", j, run)
 	}
+
+	// A turn of a conversation carries the earlier turn's messages: the
+	// request is its own run's (the last input), at its own step 0, and
+	// every message is journaled.
+	body = `{"model":"m","messages":[{"role":"system","content":"s"},` +
+		`{"role":"user","content":"` + RunInputPrefix + `ns/earlier"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"charge","arguments":"{}"}}]},` +
+		`{"role":"tool","tool_call_id":"c1","content":"ok"},{"role":"assistant","content":"done"},` +
+		`{"role":"user","content":"` + RunInputPrefix + run.String() + `"}]}`
+	resp, err = http.Post(ms.URL+"/chat/completions", "application/json", bytes.NewReader([]byte(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	j = ms.Journal()
+	if len(j) != 2 || j[1].Run != run || j[1].Step != 0 || len(j[1].Messages) != 6 {
+		t.Fatalf("model journal = %+v, want a step-0 request of %s with 6 messages", j, run)
+	}
+	if m := j[1].Messages; m[2].Role != "assistant" || len(m[2].ToolCalls) != 1 || m[2].ToolCalls[0] != "c1" ||
+		m[3].ToolCallID != "c1" || m[4].Content != "done" || m[5].Content != RunInputPrefix+run.String() {
+		t.Errorf("journaled messages %+v, want the call, its answer, the final text and the new input", m)
+	}
 }

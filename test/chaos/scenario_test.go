@@ -195,17 +195,42 @@ func (s *scenario) createRun(name, agent string, scales ...string) error {
 			return fmt.Errorf("creating deployment of %s: %w", name, err)
 		}
 	}
-	run := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}, Spec: exagentv1.AgentRunSpec{
+	run, err := s.create(s.runObject(name, agent))
+	if err != nil {
+		return err
+	}
+	for _, id := range scales {
+		s.rec.ExpectScale(deploymentOf(name), types.NamespacedName{Namespace: s.ns, Name: name}, run.UID, id, scaleTo)
+	}
+	return nil
+}
+
+// runObject is run name of agent as every scenario creates it.
+func (s *scenario) runObject(name, agent string) *exagentv1.AgentRun {
+	return &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}, Spec: exagentv1.AgentRunSpec{
 		AgentRef: exagentv1.LocalObjectReference{Name: agent}, Input: RunInputPrefix + s.ns + "/" + name,
 		ServiceAccountName: "agent", LeaseDuration: leaseDuration, ActiveTimeLimit: exagentv1.Never,
 	}}
+}
+
+// create creates run as the cluster's admin, retrying while admission is
+// unavailable, and records it among the scenario's runs.
+func (s *scenario) create(run *exagentv1.AgentRun) (*exagentv1.AgentRun, error) {
+	return s.createAs(s.cl.c, run)
+}
+
+// createAs is create with c's credentials: admission stamps its user as
+// the run's requester.
+func (s *scenario) createAs(c client.Client, run *exagentv1.AgentRun) (*exagentv1.AgentRun, error) {
+	ctx := context.Background()
+	name := run.Name
 	err := procs.Poll(time.Minute, func() (bool, error) {
-		err := s.cl.c.Create(ctx, run.DeepCopy())
+		err := c.Create(ctx, run.DeepCopy())
 		if apierrors.IsAlreadyExists(err) {
-			return true, s.cl.c.Get(ctx, client.ObjectKeyFromObject(run), run)
+			return true, c.Get(ctx, client.ObjectKeyFromObject(run), run)
 		}
 		if err == nil {
-			return true, s.cl.c.Get(ctx, client.ObjectKeyFromObject(run), run)
+			return true, c.Get(ctx, client.ObjectKeyFromObject(run), run)
 		}
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 			return false, err // the manifest is refused: retrying will not help
@@ -213,16 +238,13 @@ func (s *scenario) createRun(name, agent string, scales ...string) error {
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("creating run %s: %w", name, err)
+		return nil, fmt.Errorf("creating run %s: %w", name, err)
 	}
 	s.mu.Lock()
 	s.runs = append(s.runs, name)
 	s.uids[name] = run.UID
 	s.mu.Unlock()
-	for _, id := range scales {
-		s.rec.ExpectScale(deploymentOf(name), types.NamespacedName{Namespace: s.ns, Name: name}, run.UID, id, scaleTo)
-	}
-	return nil
+	return run, nil
 }
 
 // decideLoop is the scenario's humans until ctx ends: alice approves
