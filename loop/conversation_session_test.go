@@ -98,6 +98,27 @@ func TestHumanTurn(t *testing.T) {
 	}
 }
 
+// TestHumanFirstTurn: a person's turn may open a conversation: answered,
+// it ends Succeeded with their words as the transcript's first user
+// message.
+func TestHumanFirstTurn(t *testing.T) {
+	run := MakeRun().Apply(func(r *exagentv1.AgentRun) {
+		r.Spec.ConversationRef = &exagentv1.ConversationRef{Name: "conv", Participant: "alice"}
+	})
+	env := mustEnv(t, MakeAgent().Spec(), run.Spec())
+	h := turnOn(t, env, TurnStart{Index: 1, Human: &exagentv1.Approvers{Users: []string{"alice"}}})
+	a := h.s.Approvals[0]
+	h.decide(DecisionCmd{OperationID: "op", Name: "op", Decision: exagentv1.DecisionAnswer, ApprovalID: a.ID,
+		PayloadHash: a.PayloadHash, Revision: a.Revision, Actor: actor("alice"), Answer: `"let's begin"`})
+	h.claim(w1)
+	if act := h.step(); act.Kind != ActFinish || h.s.Phase != exagentv1.PhaseSucceeded {
+		t.Fatalf("action %s, phase %s %s: want the first turn ended", act.Kind, h.s.Phase, h.s.Message)
+	}
+	if last := h.s.History[len(h.s.History)-1]; last.Content != "[alice] let's begin" {
+		t.Errorf("last message %q", last.Content)
+	}
+}
+
 // TestEndConversation: the builtin ends the conversation without IO (an
 // Ask rule pauses it first); outside a conversation it fails; a final
 // answer with the endMarker ends it too.

@@ -39,7 +39,9 @@ func validateContinuation(s *Status) error {
 	}
 	// The user's message opens the transcript; once it is sealed the
 	// segments hold it (the chain is verified before any IO).
-	hasUser := s.Transcript != nil && s.Transcript.Messages >= 2
+	// A person's turn that opens a conversation has none until they answer
+	// (conversation_human.go).
+	hasUser := s.Transcript != nil && s.Transcript.Messages >= 2 || s.Turn != nil && s.Turn.Human
 	for i := range s.History {
 		if s.History[i].Role == exagentv1.RoleUser {
 			hasUser = true

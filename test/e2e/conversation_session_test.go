@@ -101,7 +101,7 @@ spec:
 		t.Errorf("a fourth turn exists past maxTurns: %s", r.Stdout)
 	}
 	logs := must(t, "", "", "approve", "logs", "rollout", "-n", ns)
-	for _, want := range []string{"turn 1: rollout-t1", "turn 2: rollout-t2", "turn 3: rollout-t3", "answered by dave", "participant oncall took turn 2"} {
+	for _, want := range []string{"turn 1: rollout-t1", "turn 2: rollout-t2", "turn 3: rollout-t3", "answered by dave", "participant oncall took turn 2", "[user] [oncall] canary in eu only"} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs rollout lacks %q:\n%s", want, logs)
 		}
