@@ -170,7 +170,8 @@ func (cb *convBench) ended(b *testing.B, name string, index int) *exagentv1.Agen
 	}
 	if index > 0 {
 		cb.h.waitConversation(cb.conv.Name, fmt.Sprintf("turn %d listed ended, the conversation Idle", index), func(s exagentv1.ConversationStatus) bool {
-			return len(s.Turns) == index && s.Turns[index-1].Phase == exagentv1.PhaseSucceeded && s.Phase == exagentv1.ConversationIdle
+			return int(s.TurnCount) == index && len(s.Turns) > 0 && s.Turns[len(s.Turns)-1].Phase == exagentv1.PhaseSucceeded &&
+				s.Phase == exagentv1.ConversationIdle
 		})
 	}
 	return run
@@ -286,7 +287,7 @@ func (l *writeLedger) follow(w watch.Interface) {
 		case *exagentv1.Conversation:
 			l.conv[l.current] += len(bs)
 			l.writes[l.current]++
-			l.listed = len(o.Status.Turns)
+			l.listed = int(o.Status.TurnCount)
 		}
 		l.mu.Unlock()
 	}

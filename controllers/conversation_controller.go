@@ -118,8 +118,8 @@ func (r *ConversationReconciler) status(conv *exagentv1.Conversation, runs []exa
 	}
 	v := loop.ViewConversation(views, conv.Spec.Suspend, maxTurns)
 	loop.OrderTurns(views)
-	if len(views) > exagentv1.MaxConversationTurns {
-		views = views[len(views)-exagentv1.MaxConversationTurns:]
+	if len(views) > exagentv1.MaxListedTurns {
+		views = views[len(views)-exagentv1.MaxListedTurns:]
 	}
 	first := len(runs) - len(views) + 1
 	turns := make([]exagentv1.Turn, 0, len(views))
@@ -128,7 +128,7 @@ func (r *ConversationReconciler) status(conv *exagentv1.Conversation, runs []exa
 			Participant: participantName(byName[tv.Name]), Phase: tv.Phase})
 	}
 	next := exagentv1.ConversationStatus{
-		ObservedGeneration: conv.Generation, Phase: v.Phase, Turns: turns, Open: v.Open, Queued: v.Queued, Ledger: ledger,
+		ObservedGeneration: conv.Generation, Phase: v.Phase, Turns: turns, TurnCount: int32(len(runs)), Open: v.Open, Queued: v.Queued, Ledger: ledger,
 		Conditions: append([]metav1.Condition(nil), conv.Status.Conditions...),
 	}
 	if !v.LastEnded.IsZero() {

@@ -68,8 +68,11 @@ const (
 // MaxParticipants bounds spec.participants.
 const MaxParticipants = 16
 
-// MaxConversationTurns bounds status.turns and spec.limits.maxTurns.
+// MaxConversationTurns bounds spec.limits.maxTurns.
 const MaxConversationTurns = 1000
+
+// MaxListedTurns bounds status.turns: the newest turns only.
+const MaxListedTurns = 20
 
 // Participant is one party of a conversation: an Agent, or people whose
 // turn is a question they answer.
@@ -230,11 +233,17 @@ type ConversationStatus struct {
 	// between turns, Suspended, Ended.
 	// +optional
 	Phase ConversationPhase `json:"phase,omitempty"`
-	// turns in order (the newest MaxConversationTurns).
+	// turns in order: the newest MaxListedTurns (turnCount counts them
+	// all; the turns themselves are the AgentRuns labelled
+	// exagent.io/conversation). Bounded, so a status write costs the same
+	// at turn 1,000 as at turn 1.
 	// +optional
 	// +kubebuilder:validation:MaxItems=1000
 	// +listType=atomic
 	Turns []Turn `json:"turns,omitempty"`
+	// turnCount is how many turns the conversation has.
+	// +optional
+	TurnCount int32 `json:"turnCount,omitempty"`
 	// open is the turn that holds the queue: the earliest turn that has
 	// not ended (a paused or Uncertain one included).
 	// +optional
@@ -259,6 +268,7 @@ type ConversationStatus struct {
 // +kubebuilder:printcolumn:name="PHASE",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="OPEN",type=string,JSONPath=`.status.open`
 // +kubebuilder:printcolumn:name="QUEUED",type=integer,JSONPath=`.status.queued`
+// +kubebuilder:printcolumn:name="TURNS",type=integer,JSONPath=`.status.turnCount`
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // Conversation is a long-lived conversation: follow-up prompts are turns
