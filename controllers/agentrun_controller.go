@@ -311,6 +311,7 @@ func (r *AgentRunReconciler) commit(ctx context.Context, sc *scope) error {
 func (r *AgentRunReconciler) committed(written *exagentv1.AgentRun) {
 	r.mem.owned.track(written, r.Holder)
 	r.mem.claims.committed(written, r.Holder)
+	r.mem.lastTurns.ended(written)
 }
 
 // abort ends a reconcile whose transition or commit failed. A lost fence

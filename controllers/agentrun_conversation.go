@@ -130,8 +130,15 @@ func (r *AgentRunReconciler) turnBefore(ctx context.Context, sc *scope, hold tur
 	default:
 		return nil, nil
 	}
+	key := types.NamespacedName{Namespace: sc.run.Namespace, Name: name}
+	cached := &exagentv1.AgentRun{}
+	if err := r.Client.Get(ctx, key, cached); err == nil {
+		if whole, ok := r.mem.lastTurns.get(cached); ok {
+			return whole, nil // this process ended it, and the cache holds that very version (turn_memory.go)
+		}
+	}
 	run := &exagentv1.AgentRun{}
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: sc.run.Namespace, Name: name}, run); err != nil {
+	if err := r.APIReader.Get(ctx, key, run); err != nil {
 		if apierrors.IsNotFound(err) {
 			sc.stop = true // deleted meanwhile: the turns are listed again at the next wake-up
 			sc.requeueAfter = time.Second

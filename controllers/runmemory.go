@@ -50,11 +50,13 @@ type runMemory struct {
 	tracer *telemetry.Tracer
 	// waits are the model requests waiting for a rate limit (model_waits.go).
 	waits modelWaits
+	// lastTurns are the last turns this process ended, per conversation (turn_memory.go).
+	lastTurns *lastTurns
 }
 
 func newRunMemory(store *store.Store, tracer *telemetry.Tracer) *runMemory {
 	return &runMemory{
-		turns: newTurns(), claims: newClaims(), inbox: newInbox(),
+		turns: newTurns(), claims: newClaims(), inbox: newInbox(), lastTurns: newLastTurns(),
 		owned: &owned{runs: map[types.NamespacedName]struct{}{}},
 		store: store, tracer: tracer,
 	}

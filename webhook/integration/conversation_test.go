@@ -301,7 +301,7 @@ func TestConversationSamplesAdmitted(t *testing.T) {
 			if u.GetKind() == "AgentRun" {
 				c = as(t, "dave")
 			}
-			if err := c.Create(t.Context(), u); err != nil && !(u.GetKind() == "Agent" && apierrors.IsAlreadyExists(err)) {
+			if err := c.Create(t.Context(), u); err != nil && (u.GetKind() != "Agent" || !apierrors.IsAlreadyExists(err)) {
 				t.Errorf("%s: %s %s refused: %v", file, u.GetKind(), u.GetName(), err)
 			}
 		}
