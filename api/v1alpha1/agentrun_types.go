@@ -199,9 +199,9 @@ type Question struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=65536
 	Answer string `json:"answer,omitempty"`
-	// answerers, when set, are who may answer instead of the Agent's
-	// policy.approvers: a conversation's human participant (source
-	// Participant), journaled when the question is asked.
+	// answerers are who may answer instead of the Agent's
+	// policy.approvers, when set: a conversation's human participant
+	// (source Participant), journaled when the question is asked.
 	// +optional
 	Answerers *Approvers `json:"answerers,omitempty"`
 }

@@ -141,7 +141,7 @@ type ConversationSpec struct {
 	// suspend starts no new turn; a turn in flight goes on.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
-	// endMarker, when set, ends the conversation when a turn's final
+	// endMarker ends the conversation, when set, once a turn's final
 	// answer contains it (as the builtin EndConversation tool does): no
 	// turn is added after it, and RoundRobin stops.
 	// +optional
