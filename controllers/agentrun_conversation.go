@@ -208,12 +208,7 @@ func (r *AgentRunReconciler) turnHold(ctx context.Context, run *exagentv1.AgentR
 	if err := r.Client.List(ctx, &list, client.InNamespace(run.Namespace), client.MatchingFields{index.ConversationRef: name}); err != nil {
 		return turnHold{}, fmt.Errorf("listing the turns of conversation %s: %w", name, err)
 	}
-	views := make([]loop.TurnView, 0, len(list.Items))
-	for i := range list.Items {
-		t := &list.Items[i]
-		views = append(views, loop.ViewOf(t.Name, t.TurnCreated(), &t.Status))
-	}
-	loop.OrderTurns(views)
+	views := loop.TurnViews(list.Items)
 	open, ahead, at := loop.TurnGate(views, run.Name)
 	if open != "" {
 		return turnHold{reason: exagentv1.ReasonWaitingForTurn, message: loop.TurnWaitMessage(open, ahead)}, nil
@@ -270,12 +265,7 @@ func (r *AgentRunReconciler) forkHold(ctx context.Context, run *exagentv1.AgentR
 	if err := r.Client.List(ctx, &list, client.InNamespace(run.Namespace), client.MatchingFields{index.ConversationRef: f.Name}); err != nil {
 		return turnHold{}, fmt.Errorf("listing the turns of conversation %s, which %s forks: %w", f.Name, conv.Name, err)
 	}
-	views := make([]loop.TurnView, 0, len(list.Items))
-	for i := range list.Items {
-		t := &list.Items[i]
-		views = append(views, loop.ViewOf(t.Name, t.TurnCreated(), &t.Status))
-	}
-	loop.OrderTurns(views)
+	views := loop.TurnViews(list.Items)
 	if int(f.Turn) > len(views) {
 		return turnHold{skip: true, reason: exagentv1.ReasonForkNotFound, message: fmt.Sprintf(
 			"conversation %q forks turn %d of conversation %q, which has %d turns: fix spec.forkOf in a new Conversation",
@@ -358,14 +348,11 @@ func (r *AgentRunReconciler) interruptTurn(ctx context.Context, sc *scope) error
 	if err := r.Client.List(ctx, &list, client.InNamespace(sc.run.Namespace), client.MatchingFields{index.ConversationRef: ref.Name}); err != nil {
 		return fmt.Errorf("listing the turns of conversation %s: %w", ref.Name, err)
 	}
-	views := make([]loop.TurnView, 0, len(list.Items))
+	views := loop.TurnViews(list.Items)
 	byName := map[string]*exagentv1.AgentRun{}
 	for i := range list.Items {
-		t := &list.Items[i]
-		views = append(views, loop.ViewOf(t.Name, t.TurnCreated(), &t.Status))
-		byName[t.Name] = t
+		byName[list.Items[i].Name] = &list.Items[i]
 	}
-	loop.OrderTurns(views)
 	var newer *exagentv1.AgentRun
 	after := false
 	for _, v := range views {

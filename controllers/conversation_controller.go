@@ -103,21 +103,18 @@ func (r *ConversationReconciler) Reconcile(ctx context.Context, req ctrl.Request
 
 // status is the Conversation's status from its turns.
 func (r *ConversationReconciler) status(conv *exagentv1.Conversation, runs []exagentv1.AgentRun) (exagentv1.ConversationStatus, loop.ConversationView) {
-	views := make([]loop.TurnView, 0, len(runs))
+	views := loop.TurnViews(runs)
 	byName := make(map[string]*exagentv1.AgentRun, len(runs))
 	var ledger exagentv1.Ledger
 	for i := range runs {
-		t := &runs[i]
-		views = append(views, loop.ViewOf(t.Name, t.TurnCreated(), &t.Status))
-		byName[t.Name] = t
-		addLedger(&ledger, &t.Status.Ledger)
+		byName[runs[i].Name] = &runs[i]
+		addLedger(&ledger, &runs[i].Status.Ledger)
 	}
 	var maxTurns int32
 	if m := conv.Spec.Limits.MaxTurns; m != nil {
 		maxTurns = *m
 	}
 	v := loop.ViewConversation(views, conv.Spec.Suspend, maxTurns)
-	loop.OrderTurns(views)
 	if len(views) > exagentv1.MaxListedTurns {
 		views = views[len(views)-exagentv1.MaxListedTurns:]
 	}

@@ -49,12 +49,10 @@ func (r *ConversationReconciler) nextTurn(ctx context.Context, conv *exagentv1.C
 		return nil
 	}
 	byName := make(map[string]*exagentv1.AgentRun, len(runs))
-	views := make([]loop.TurnView, 0, len(runs))
 	for i := range runs {
 		byName[runs[i].Name] = &runs[i]
-		views = append(views, loop.ViewOf(runs[i].Name, runs[i].TurnCreated(), &runs[i].Status))
 	}
-	loop.OrderTurns(views)
+	views := loop.TurnViews(runs)
 	last, first := byName[views[len(views)-1].Name], byName[views[0].Name]
 	if last.Status.Phase != exagentv1.PhaseSucceeded || first.Spec.RequestedBy == nil {
 		return nil

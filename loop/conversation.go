@@ -60,6 +60,17 @@ func ViewOf(name string, created time.Time, s *Status) TurnView {
 	return v
 }
 
+// TurnViews are the TurnViews of runs (the turns of one conversation), in
+// the conversation's order.
+func TurnViews(runs []exagentv1.AgentRun) []TurnView {
+	views := make([]TurnView, 0, len(runs))
+	for i := range runs {
+		views = append(views, ViewOf(runs[i].Name, runs[i].TurnCreated(), &runs[i].Status))
+	}
+	OrderTurns(views)
+	return views
+}
+
 // OrderTurns sorts turns into the conversation's order.
 func OrderTurns(turns []TurnView) {
 	slices.SortFunc(turns, func(a, b TurnView) int {

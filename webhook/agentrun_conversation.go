@@ -110,11 +110,7 @@ func (w *AgentRunWebhook) checkConversation(ctx context.Context, req admission.R
 		return field.Forbidden(path, fmt.Sprintf("conversation %q has taken its %d turns (spec.limits.maxTurns): start a new one", conv.Name, *max)), nil
 	}
 	if conv.Spec.DoubleText == exagentv1.DoubleTextReject {
-		views := make([]loop.TurnView, 0, len(turns))
-		for _, t := range turns {
-			views = append(views, loop.ViewOf(t.Name, t.TurnCreated(), &t.Status))
-		}
-		if open, _, _ := loop.TurnGate(views, run.Name); open != "" {
+		if open, _, _ := loop.TurnGate(loop.TurnViews(turns), run.Name); open != "" {
 			return field.Forbidden(path, fmt.Sprintf(
 				"turn %s of conversation %q is still open and the conversation's doubleText is Reject: wait for it to end, or answer what it waits for",
 				open, conv.Name)), nil

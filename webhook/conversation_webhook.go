@@ -63,11 +63,7 @@ func (w *ConversationWebhook) ValidateUpdate(ctx context.Context, old, conv *exa
 	if err != nil {
 		return nil, err
 	}
-	views := make([]loop.TurnView, 0, len(turns))
-	for _, t := range turns {
-		views = append(views, loop.ViewOf(t.Name, t.TurnCreated(), &t.Status))
-	}
-	open := loop.ViewConversation(views, false, 0).Open
+	open := loop.ViewConversation(loop.TurnViews(turns), false, 0).Open
 	if open == "" {
 		return nil, nil
 	}
