@@ -235,7 +235,7 @@ func (r *AgentRunReconciler) turn(ctx context.Context, sc *scope, committed func
 	log := logf.FromContext(ctx).WithValues("phase", sc.run.Status.Phase, "holder", r.Holder)
 	ctx = logf.IntoContext(ctx, log)
 
-	for _, phase := range []phaseFunc{r.checkAgent, r.start, r.expire, r.interruptTurn, r.recover, r.observeChildren, r.checkParent, r.waitTurn, r.claim, r.drive} {
+	for _, phase := range []phaseFunc{r.checkAgent, r.start, r.expire, r.interruptTurn, r.replaceScheduled, r.recover, r.observeChildren, r.checkParent, r.waitTurn, r.claim, r.drive} {
 		if err := phase(ctx, sc); err != nil {
 			return ctrl.Result{}, err
 		}

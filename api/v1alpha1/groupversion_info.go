@@ -43,6 +43,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ApprovalDecision{}, &ApprovalDecisionList{},
 		&AgentRunSegment{}, &AgentRunSegmentList{},
 		&Conversation{}, &ConversationList{},
+		&AgentSchedule{}, &AgentScheduleList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
