@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 // Package trigger owns what an AgentTrigger decides about an incoming
 // event before any run exists (DESIGN §19): whether the request is
 // authentic (a Standard Webhooks signature within its timestamp tolerance,

@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 package trigger
 
 import (
@@ -54,6 +55,10 @@ func (w *Window) First(key string, now time.Time) bool {
 	w.trim(now)
 	return true
 }
+
+// Forget drops key: it passes again (a delivery whose run could not be
+// created is retried by its sender under the same id).
+func (w *Window) Forget(key string) { delete(w.until, key) }
 
 // Len is how many keys are remembered.
 func (w *Window) Len() int { return len(w.until) }
