@@ -92,6 +92,14 @@ func (w *AgentRunWebhook) Default(ctx context.Context, run *exagentv1.AgentRun) 
 		}
 		return nil
 	}
+	if w.managerScheduled(run, stamped) {
+		// A schedule's run carries the person who last set the
+		// schedule's spec, copied by the manager (checkScheduled checks it).
+		if w.Signer != nil {
+			return w.Signer.SignRequester(run)
+		}
+		return nil
+	}
 	if w.managerTurn(run, stamped) {
 		// A RoundRobin turn the manager created carries the requester of
 		// the conversation's first turn, copied by the manager
@@ -129,8 +137,17 @@ func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.Age
 		return nil, err
 	}
 	stamped := authz.ActorFromUserInfo(req.UserInfo)
+	scheduled := w.managerScheduled(run, stamped)
 	if run.Spec.Delegation != nil {
 		if ferr := w.checkDelegation(run, stamped); ferr != nil {
+			errs = append(errs, ferr)
+		}
+	} else if scheduled {
+		ferr, err := w.checkScheduled(ctx, run)
+		if err != nil {
+			return nil, err
+		}
+		if ferr != nil {
 			errs = append(errs, ferr)
 		}
 	} else if !w.managerTurn(run, stamped) {
@@ -138,7 +155,9 @@ func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.Age
 			errs = append(errs, ferr)
 		}
 	}
-	if len(errs) == 0 {
+	// A schedule's ServiceAccount was authorized against its setter when
+	// they set it (AgentScheduleWebhook); the creator here is the manager.
+	if len(errs) == 0 && !scheduled {
 		// Only a run sound otherwise costs the Agent read and the reviews.
 		ferr, err := w.checkServiceAccount(ctx, req, run)
 		if err != nil {

@@ -107,6 +107,13 @@ func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
 		Complete(); err != nil {
 		return fmt.Errorf("registering Conversation webhook: %w", err)
 	}
+	schedules := &AgentScheduleWebhook{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespaces: o.namespaces}
+	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentSchedule{}).
+		WithDefaulter(schedules).
+		WithValidator(schedules).
+		Complete(); err != nil {
+		return fmt.Errorf("registering AgentSchedule webhooks: %w", err)
+	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentRunSegment{}).
 		WithValidator(&AgentRunSegmentWebhook{Manager: o.manager}).
 		Complete(); err != nil {
