@@ -44,6 +44,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&AgentRunSegment{}, &AgentRunSegmentList{},
 		&Conversation{}, &ConversationList{},
 		&AgentSchedule{}, &AgentScheduleList{},
+		&AgentTrigger{}, &AgentTriggerList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
