@@ -13,6 +13,7 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
+
 // Package schedule holds the pure decisions of an AgentSchedule (DESIGN
 // §19): which tick is due, which missed tick still runs, what a tick does
 // with the runs still open, the name of a tick's run and which ended runs

@@ -32,16 +32,17 @@ func TestHelpSaysKubectlApprove(t *testing.T) {
 		args      []string
 		wantUsage string
 	}{
-		"root":    {args: []string{"--help"}, wantUsage: "kubectl approve RUN [APPROVAL] [flags]"},
-		"no args": {args: nil, wantUsage: "kubectl approve RUN [APPROVAL] [flags]"},
-		"list":    {args: []string{"list", "--help"}, wantUsage: "kubectl approve list [-A] [flags]"},
-		"show":    {args: []string{"show", "--help"}, wantUsage: "kubectl approve show RUN [APPROVAL] [flags]"},
-		"deny":    {args: []string{"deny", "--help"}, wantUsage: "kubectl approve deny RUN [APPROVAL] [flags]"},
-		"cancel":  {args: []string{"cancel", "--help"}, wantUsage: "kubectl approve cancel RUN [APPROVAL] [flags]"},
-		"resolve": {args: []string{"resolve", "--help"}, wantUsage: "kubectl approve resolve RUN --call ID --outcome Succeeded|Failed|Retry [--evidence TEXT] [flags]"},
-		"wait":    {args: []string{"wait", "--help"}, wantUsage: "kubectl approve wait RUN --for=paused|done [flags]"},
-		"say":     {args: []string{"say", "--help"}, wantUsage: "kubectl approve say CONVERSATION TEXT [--as-participant NAME] [--wait] [flags]"},
-		"version": {args: []string{"version", "--help"}, wantUsage: "kubectl approve version [-o json|yaml] [flags]"},
+		"root":         {args: []string{"--help"}, wantUsage: "kubectl approve RUN [APPROVAL] [flags]"},
+		"no args":      {args: nil, wantUsage: "kubectl approve RUN [APPROVAL] [flags]"},
+		"list":         {args: []string{"list", "--help"}, wantUsage: "kubectl approve list [-A] [flags]"},
+		"show":         {args: []string{"show", "--help"}, wantUsage: "kubectl approve show RUN [APPROVAL] [flags]"},
+		"deny":         {args: []string{"deny", "--help"}, wantUsage: "kubectl approve deny RUN [APPROVAL] [flags]"},
+		"cancel":       {args: []string{"cancel", "--help"}, wantUsage: "kubectl approve cancel RUN [APPROVAL] [flags]"},
+		"resolve":      {args: []string{"resolve", "--help"}, wantUsage: "kubectl approve resolve RUN --call ID --outcome Succeeded|Failed|Retry [--evidence TEXT] [flags]"},
+		"wait":         {args: []string{"wait", "--help"}, wantUsage: "kubectl approve wait RUN --for=paused|done [flags]"},
+		"say":          {args: []string{"say", "--help"}, wantUsage: "kubectl approve say CONVERSATION TEXT [--as-participant NAME] [--wait] [flags]"},
+		"schedule run": {args: []string{"schedule", "run", "--help"}, wantUsage: "kubectl approve schedule run SCHEDULE [flags]"},
+		"version":      {args: []string{"version", "--help"}, wantUsage: "kubectl approve version [-o json|yaml] [flags]"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

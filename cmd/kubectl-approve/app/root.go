@@ -62,6 +62,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		newWaitCommand(f, streams),
 		newLogsCommand(f, streams),
 		newSayCommand(f, streams),
+		newScheduleCommand(f, streams),
 		newVersionCommand(f, streams),
 		newUICommand(f, streams),
 	)
