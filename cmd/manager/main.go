@@ -82,6 +82,8 @@ type flags struct {
 	webhookHost             string
 	webhookPort             int
 	webhookCertDir          string
+	triggerAddr             string
+	triggerCertDir          string
 	webhookClientCA         string
 	signingSecret           string
 	egressAllowCIDRs        string
@@ -108,6 +110,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.StringVar(&f.webhookHost, "webhook-host", "127.0.0.1", "Address the webhook server listens on (0.0.0.0 in a pod).")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key of the webhook server.")
+	fs.StringVar(&f.triggerAddr, "trigger-bind-address", "", "Address the trigger listener (POST /triggers/NAMESPACE/NAME: AgentTrigger webhooks and Alertmanager) serves on over TLS, e.g. :9444; off when empty.")
+	fs.StringVar(&f.triggerCertDir, "trigger-cert-dir", "", "Folder with tls.crt and tls.key of the trigger listener (default: --webhook-cert-dir).")
 	fs.StringVar(&f.webhookClientCA, "webhook-client-ca", "", "PEM bundle of the CA of the kube-apiserver's webhook client certificate: the webhook server then refuses, "+
 		"at the TLS handshake, every caller without a certificate it signed (docs/install.md, \"The apiserver's client certificate\"); default: any caller is answered.")
 	fs.IntVar(&f.opts.MaxConcurrentReconciles, "max-concurrent-reconciles", controllers.DefaultMaxConcurrentReconciles,
@@ -446,6 +450,13 @@ func run() error {
 	o.DefaultTTLAfterFinished = time.Duration(f.defaultTTLSeconds) * time.Second
 	c, err := controllers.Setup(ctx, mgr, o)
 	if err != nil {
+		return err
+	}
+	triggerCerts := f.triggerCertDir
+	if triggerCerts == "" {
+		triggerCerts = f.webhookCertDir
+	}
+	if err := addTriggerListener(mgr, f.triggerAddr, triggerCerts, nil); err != nil {
 		return err
 	}
 	if f.enableWebhooks {

@@ -1,0 +1,214 @@
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/trigger"
+	"github.com/exagent-io/exagent/triggers"
+)
+
+// +kubebuilder:rbac:groups=exagent.io,resources=agenttriggers,verbs=get;list;watch
+
+// TriggerRuns is the trigger listener's view of the cluster
+// (triggers.Lookup and triggers.Creator): an AgentTrigger read from the
+// cache, its secret read past it (the manager caches no Secrets), its
+// expressions compiled once per generation; and the runs it makes,
+// named from the trigger, the dedup key and the window the event falls
+// in — so a second replica, or a delivery retried after a lost answer,
+// finds the run made and makes no second one.
+type TriggerRuns struct {
+	// Client reads AgentTriggers (cached) and creates runs.
+	Client client.Client
+	// APIReader reads the triggers' Secrets.
+	APIReader client.Reader
+
+	mu       sync.Mutex
+	compiled map[types.NamespacedName]*compiledTrigger
+}
+
+// compiledTrigger is one generation of a trigger, compiled.
+type compiledTrigger struct {
+	generation      int64
+	input, dedupKey *trigger.Expr
+	template        exagentv1.ScheduleRunTemplate
+	uid             types.UID
+}
+
+var (
+	_ triggers.Lookup  = &TriggerRuns{}
+	_ triggers.Creator = &TriggerRuns{}
+)
+
+// defaultDedupWindow is an AgentTrigger's dedupWindow when unset.
+const defaultDedupWindow = 10 * time.Minute
+
+// maxTriggerSecret bounds a trigger's secret value.
+const maxTriggerSecret = 4096
+
+// Trigger reads the trigger named key.
+func (t *TriggerRuns) Trigger(ctx context.Context, key types.NamespacedName) (*triggers.Trigger, error) {
+	at := &exagentv1.AgentTrigger{}
+	if err := t.Client.Get(ctx, key, at); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, triggers.ErrNotFound
+		}
+		return nil, fmt.Errorf("reading AgentTrigger %s: %w", key, err)
+	}
+	src := at.Spec.Source
+	if src == nil || (src.Webhook == nil) == (src.Alertmanager == nil) {
+		return nil, fmt.Errorf("AgentTrigger %s names no single source", key)
+	}
+	out := &triggers.Trigger{NamespacedName: key, Generation: at.Generation, Suspend: at.Spec.Suspend, DedupWindow: defaultDedupWindow}
+	var auth *exagentv1.TriggerAuth
+	if w := src.Webhook; w != nil {
+		out.Kind, auth = triggers.Webhook, w.Auth
+		if w.MaxBodyBytes != nil {
+			out.MaxBody = int64(*w.MaxBodyBytes)
+		}
+	} else {
+		out.Kind, auth, out.Resolved = triggers.Alertmanager, src.Alertmanager.Auth, src.Alertmanager.Resolved
+		out.MaxBody = 1 << 20 // a group of up to 1,000 alerts
+	}
+	if d := at.Spec.DedupWindow; d != nil && d.Duration > 0 {
+		out.DedupWindow = d.Duration
+	}
+	if m := at.Spec.MaxRunsPerHour; m != nil {
+		out.MaxRunsPerHour = int(*m)
+	}
+	if err := t.secret(ctx, key.Namespace, auth, out); err != nil {
+		return nil, err
+	}
+	c, err := t.compile(at)
+	if err != nil {
+		return nil, err
+	}
+	out.Input, out.DedupKey = c.input, c.dedupKey
+	return out, nil
+}
+
+// secret reads the trigger's signing secret or bearer token.
+func (t *TriggerRuns) secret(ctx context.Context, ns string, auth *exagentv1.TriggerAuth, out *triggers.Trigger) error {
+	if auth == nil || (auth.SigningSecretRef == nil) == (auth.BearerTokenSecretRef == nil) {
+		return fmt.Errorf("AgentTrigger %s/%s names no single secret in its source's auth", ns, out.Name)
+	}
+	ref := auth.SigningSecretRef
+	if ref == nil {
+		ref = auth.BearerTokenSecretRef
+	}
+	s := &corev1.Secret{}
+	if err := t.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, s); err != nil {
+		return fmt.Errorf("reading Secret %s/%s of AgentTrigger %s: %w", ns, ref.Name, out.Name, err)
+	}
+	v := s.Data[ref.Key]
+	if len(v) == 0 || len(v) > maxTriggerSecret {
+		return fmt.Errorf("the Secret %s/%s has no key %q of 1..%d bytes (AgentTrigger %s)", ns, ref.Name, ref.Key, maxTriggerSecret, out.Name)
+	}
+	if auth.SigningSecretRef != nil {
+		out.SigningSecret = strings.TrimSpace(string(v))
+	} else {
+		out.BearerToken = strings.TrimSpace(string(v))
+	}
+	return nil
+}
+
+// compile is at's compiled expressions and template, once per generation.
+func (t *TriggerRuns) compile(at *exagentv1.AgentTrigger) (*compiledTrigger, error) {
+	key := client.ObjectKeyFromObject(at)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.compiled[key]; ok && c.generation == at.Generation && c.uid == at.UID {
+		return c, nil
+	}
+	input, err := trigger.Compile(at.Spec.Input)
+	if err != nil {
+		return nil, fmt.Errorf("AgentTrigger %s spec.input: %w", key, err)
+	}
+	c := &compiledTrigger{generation: at.Generation, uid: at.UID, input: input, template: *at.Spec.RunTemplate.DeepCopy()}
+	if at.Spec.DedupKey != "" {
+		if c.dedupKey, err = trigger.Compile(at.Spec.DedupKey); err != nil {
+			return nil, fmt.Errorf("AgentTrigger %s spec.dedupKey: %w", key, err)
+		}
+	}
+	if t.compiled == nil {
+		t.compiled = map[types.NamespacedName]*compiledTrigger{}
+	}
+	t.compiled[key] = c
+	return c, nil
+}
+
+// CreateRun creates the run of tr for an event: named from the trigger,
+// key and the window at falls in (a random name when there is no key).
+func (t *TriggerRuns) CreateRun(ctx context.Context, tr *triggers.Trigger, input, key string, at time.Time) (string, bool, error) {
+	t.mu.Lock()
+	c, ok := t.compiled[tr.NamespacedName]
+	t.mu.Unlock()
+	if !ok || c.generation != tr.Generation {
+		return "", false, fmt.Errorf("AgentTrigger %s changed while its delivery was handled: retry", tr.NamespacedName)
+	}
+	spec := c.template.RunSpec(nil)
+	spec.Input = c.template.Input + "\n\n" + input
+	run := &exagentv1.AgentRun{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: tr.Namespace,
+			Labels:    map[string]string{exagentv1.LabelTrigger: exagentv1.LabelValue(tr.Name)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: exagentv1.GroupVersion.String(), Kind: "AgentTrigger",
+				Name: tr.Name, UID: c.uid}},
+		},
+		Spec: spec,
+	}
+	if key == "" {
+		run.GenerateName = triggerRunPrefix(tr.Name)
+	} else {
+		window := int64(tr.DedupWindow / time.Second)
+		if window < 1 {
+			window = 1
+		}
+		sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", tr.Name, key, at.Unix()/window))
+		run.Name = triggerRunPrefix(tr.Name) + hex.EncodeToString(sum[:])[:12]
+	}
+	if err := t.Client.Create(ctx, run); err != nil {
+		if apierrors.IsAlreadyExists(err) && run.Name != "" {
+			return run.Name, false, nil
+		}
+		return "", false, fmt.Errorf("creating a run of AgentTrigger %s: %w", tr.NamespacedName, err)
+	}
+	return run.Name, true, nil
+}
+
+// triggerRunPrefix is the prefix of a trigger's runs' names (a name of
+// at most 63 characters with a 12-character suffix).
+func triggerRunPrefix(name string) string {
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	return strings.TrimRight(name, "-.") + "-"
+}
