@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/schedule"
 )
 
@@ -60,7 +61,10 @@ type ScheduleReconciler struct {
 	Recorder events.EventRecorder
 	// Clock is "now" for every tick decision (tests inject a fake one).
 	Clock clock.PassiveClock
-	Name  string
+	// Signer, when set, makes a schedule tick only with the admission
+	// webhook's seal on its setter (authz.Signer.VerifySchedule).
+	Signer *authz.Signer
+	Name   string
 }
 
 // SetupWithManager registers the controller: a schedule's spec or
@@ -143,6 +147,9 @@ func (r *ScheduleReconciler) tick(ctx context.Context, sched *exagentv1.AgentSch
 		return ctrl.Result{}, nil
 	}
 	by, err := SpecSetter(sched)
+	if err == nil && r.Signer != nil {
+		err = r.Signer.VerifySchedule(sched)
+	}
 	if err != nil {
 		setReady(next, metav1.ConditionFalse, exagentv1.ReasonNoRequester, fmt.Sprintf(
 			"%v: its runs would act for nobody; apply the schedule's spec again through the exagent admission webhook", err))

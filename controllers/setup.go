@@ -262,7 +262,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if err := conversations.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Conversation controller: %w", err)
 	}
-	schedules := &ScheduleReconciler{Client: mgr.GetClient(), Recorder: evq.Recorder("exagent-schedule"), Clock: o.Clock, Name: "agentschedule" + o.NameSuffix}
+	schedules := &ScheduleReconciler{Client: mgr.GetClient(), Recorder: evq.Recorder("exagent-schedule"), Clock: o.Clock, Signer: o.Signer, Name: "agentschedule" + o.NameSuffix}
 	if err := schedules.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the AgentSchedule controller: %w", err)
 	}

@@ -53,6 +53,10 @@ var agentScheduleGK = schema.GroupKind{Group: exagentv1.GroupVersion.Group, Kind
 // so setting one needs the right to create runs, and to use the
 // ServiceAccount its runs act as, as creating a run does.
 type AgentScheduleWebhook struct {
+	// Signer, when set, seals the stamped setter with the spec
+	// (authz.Signer.SignSchedule): the controller and the AgentRun webhook
+	// then refuse a setter written past this webhook.
+	Signer *authz.Signer
 	// Client creates the SubjectAccessReviews; Reader reads the Agent
 	// (its spec.serviceAccountNames) past the cache.
 	Client client.Client
@@ -84,10 +88,12 @@ func (w *AgentScheduleWebhook) Default(ctx context.Context, sched *exagentv1.Age
 			return kerrors.NewBadRequest(fmt.Sprintf("decoding the AgentSchedule as it was: %v", err))
 		}
 		if equality.Semantic.DeepEqual(old.Spec, sched.Spec) {
-			if prev, ok := old.Annotations[exagentv1.AnnotationSpecSetBy]; ok {
-				sched.Annotations[exagentv1.AnnotationSpecSetBy] = prev
-			} else {
-				delete(sched.Annotations, exagentv1.AnnotationSpecSetBy)
+			for _, k := range []string{exagentv1.AnnotationSpecSetBy, exagentv1.AnnotationSpecSetBySignature} {
+				if prev, ok := old.Annotations[k]; ok {
+					sched.Annotations[k] = prev
+				} else {
+					delete(sched.Annotations, k)
+				}
 			}
 			return nil
 		}
@@ -97,6 +103,11 @@ func (w *AgentScheduleWebhook) Default(ctx context.Context, sched *exagentv1.Age
 		return kerrors.NewInternalError(fmt.Errorf("encoding the schedule's setter: %w", err))
 	}
 	sched.Annotations[exagentv1.AnnotationSpecSetBy] = string(by)
+	delete(sched.Annotations, exagentv1.AnnotationSpecSetBySignature)
+	if w.Signer != nil {
+		// Last: the seal covers the spec as it will be stored.
+		return w.Signer.SignSchedule(sched)
+	}
 	return nil
 }
 
@@ -211,6 +222,11 @@ func (w *AgentRunWebhook) checkScheduled(ctx context.Context, run *exagentv1.Age
 			return field.NotFound(path, fmt.Sprintf("AgentSchedule %s: the exagent manager creates runs only for schedules that exist", name)), nil
 		}
 		return nil, kerrors.NewInternalError(fmt.Errorf("reading AgentSchedule %s/%s: %w", run.Namespace, name, err))
+	}
+	if w.Signer != nil {
+		if err := w.Signer.VerifySchedule(sched); err != nil {
+			return field.Forbidden(path, fmt.Sprintf("AgentSchedule %s: %v; apply its spec again", name, err)), nil
+		}
 	}
 	var setter exagentv1.Actor
 	if err := json.Unmarshal([]byte(sched.Annotations[exagentv1.AnnotationSpecSetBy]), &setter); err != nil || setter.Username == "" {

@@ -107,7 +107,7 @@ func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
 		Complete(); err != nil {
 		return fmt.Errorf("registering Conversation webhook: %w", err)
 	}
-	schedules := &AgentScheduleWebhook{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespaces: o.namespaces}
+	schedules := &AgentScheduleWebhook{Signer: o.signer, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespaces: o.namespaces}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentSchedule{}).
 		WithDefaulter(schedules).
 		WithValidator(schedules).

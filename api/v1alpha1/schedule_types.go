@@ -50,6 +50,10 @@ const (
 	// the person (an Actor as JSON) who last set its spec; its runs are
 	// requested by them.
 	AnnotationSpecSetBy = "exagent.io/spec-set-by"
+	// AnnotationSpecSetBySignature carries the webhook's signature of a
+	// schedule's spec and its AnnotationSpecSetBy
+	// (authz.Signer.SignSchedule): a setter nobody stamped is refused.
+	AnnotationSpecSetBySignature = "exagent.io/spec-set-by-seal"
 	// AnnotationReplacedBy is set by the schedule controller on a run a
 	// newer run of a Replace schedule replaces: the run controller then
 	// cancels it (controllers/agentrun_schedule.go).
