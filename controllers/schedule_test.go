@@ -17,6 +17,7 @@ limitations under the License.
 package controllers_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/schedule"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
@@ -387,4 +389,29 @@ func (h *harness) waitScheduleEvent(name, reason string) {
 	}) {
 		h.t.Fatalf("no Event %s about schedule %s", reason, name)
 	}
+}
+
+// TestScheduleUnsealedSetter: with a signer, a schedule whose setter
+// carries no admission seal (written past the webhook) makes no run and
+// says why.
+func TestScheduleUnsealedSetter(t *testing.T) {
+	h := newHarness(t)
+	signer, err := authz.NewSigner(bytes.Repeat([]byte{9}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	h.startManager(controllers.Options{Clock: clk, Signer: signer})
+	h.createAgent("quick", exagentv1.AgentSpec{Model: fixture.Scripted(fixture.TextTurn("all fine"))})
+	sched := h.createSchedule("nightly", scheduleSpec("quick", exagentv1.ConcurrencyAllow))
+	at, _ := ticks(t, sched, 1)
+	h.at(clk, at[0].Add(time.Minute), "nightly")
+	s := h.waitSchedule("nightly", "to refuse its setter", func(s *exagentv1.AgentSchedule) bool {
+		c := meta.FindStatusCondition(s.Status.Conditions, exagentv1.ConditionReady)
+		return c != nil && c.Reason == exagentv1.ReasonNoRequester
+	})
+	if c := meta.FindStatusCondition(s.Status.Conditions, exagentv1.ConditionReady); !strings.Contains(c.Message, "past the exagent admission webhook") {
+		t.Errorf("Ready = %+v, want it to say the setter was not sealed", c)
+	}
+	h.wantScheduleRuns("nightly")
 }

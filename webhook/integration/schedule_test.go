@@ -129,6 +129,9 @@ func TestScheduleAdmission(t *testing.T) {
 		t.Fatalf("setter after a metadata update = %+v, want dave still", by)
 	}
 	setter := setterOf(t, forged)
+	if err := signer.VerifySchedule(forged); err != nil {
+		t.Errorf("the schedule's setter is not sealed after a metadata update: %v", err)
+	}
 
 	// The manager's run of the schedule, as dave.
 	run := scheduledRun(s.ns, "nightly-1", forged, &setter)
