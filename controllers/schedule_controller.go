@@ -24,14 +24,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
@@ -81,8 +84,21 @@ func (r *ScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(r.Name).
 		For(&exagentv1.AgentSchedule{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Owns(&exagentv1.AgentRun{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: runEnded})).
-		Complete(r)
+		// Its runs by label, not by owner: a manual run (kubectl approve
+		// schedule run) is the schedule's too, without being controlled.
+		Watches(&exagentv1.AgentRun{}, handler.EnqueueRequestsFromMapFunc(scheduleOfRun),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: runEnded})).
+		// Two replicas' status writes may race: the loser looks again.
+		Complete(quietConflicts{controller: r.Name, next: r})
+}
+
+// scheduleOfRun is the schedule a run is labelled with, if any.
+func scheduleOfRun(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[exagentv1.LabelSchedule]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 // runEnded passes a run's update only when its phase changed to or from an
