@@ -18,11 +18,13 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -52,6 +54,7 @@ const (
 	EventScheduleSkipped    = "TickSkipped"
 	EventScheduleMissed     = "TickMissed"
 	EventScheduleInvalid    = "InvalidSchedule"
+	EventScheduleRunRefused = "RunRefused"
 )
 
 // ScheduleReconciler makes an AgentSchedule's runs (DESIGN §19): at most
@@ -191,7 +194,18 @@ func (r *ScheduleReconciler) tick(ctx context.Context, sched *exagentv1.AgentSch
 		next.LastScheduleTime = &metav1.Time{Time: due.Late}
 	case !due.Tick.IsZero():
 		created, what, err := r.act(ctx, sched, by, due, open)
-		if err != nil {
+		var refused *runRefusedError
+		switch {
+		case errors.As(err, &refused):
+			// Retrying the same Create would be refused again: the tick is
+			// skipped, and the condition says why until a tick succeeds.
+			r.Recorder.Eventf(sched, nil, corev1.EventTypeWarning, EventScheduleRunRefused, "Tick", "%s", refused.Error())
+			next.LastScheduleTime = &metav1.Time{Time: due.Tick}
+			next.NextScheduleTime = &metav1.Time{Time: due.Next}
+			setReady(next, metav1.ConditionFalse, exagentv1.ReasonRunRefused, fmt.Sprintf("%s; the next tick at %s tries again",
+				refused.Error(), due.Next.UTC().Format(time.RFC3339)))
+			return ctrl.Result{RequeueAfter: max(due.Next.Sub(now), time.Second)}, nil
+		case err != nil:
 			return ctrl.Result{}, err
 		}
 		msg = what
@@ -202,6 +216,10 @@ func (r *ScheduleReconciler) tick(ctx context.Context, sched *exagentv1.AgentSch
 	}
 	next.NextScheduleTime = &metav1.Time{Time: due.Next}
 	if msg == "" {
+		if c := meta.FindStatusCondition(next.Conditions, exagentv1.ConditionReady); c != nil && c.Reason == exagentv1.ReasonRunRefused {
+			// The refusal stands until a tick acts again.
+			return ctrl.Result{RequeueAfter: max(due.Next.Sub(now), time.Second)}, nil
+		}
 		msg = "waiting for the next tick"
 	}
 	setReady(next, metav1.ConditionTrue, exagentv1.ReasonScheduled, fmt.Sprintf("%s; next tick at %s", msg, due.Next.UTC().Format(time.RFC3339)))

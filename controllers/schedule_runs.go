@@ -109,6 +109,8 @@ func (r *ScheduleReconciler) act(ctx context.Context, sched *exagentv1.AgentSche
 		logf.FromContext(ctx).Info("created a scheduled run", "run", name, "tick", tick, "missed", due.Missed)
 	case apierrors.IsAlreadyExists(err):
 		// An earlier attempt at this tick (a lost reply, another replica).
+	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err):
+		return false, "", &runRefusedError{run: name, tick: tick, err: err}
 	default:
 		return false, "", fmt.Errorf("creating run %s for the tick of %s: %w", name, tick, err)
 	}
@@ -190,3 +192,17 @@ func setReady(st *exagentv1.AgentScheduleStatus, status metav1.ConditionStatus, 
 		Type: exagentv1.ConditionReady, Status: status, Reason: reason, Message: msg, ObservedGeneration: st.ObservedGeneration,
 	})
 }
+
+// runRefusedError is admission's refusal of a tick's run: retrying the
+// same Create would be refused again, so the tick is skipped and the
+// schedule says why (ReasonRunRefused).
+type runRefusedError struct {
+	run, tick string
+	err       error
+}
+
+func (e *runRefusedError) Error() string {
+	return fmt.Sprintf("the run %s for the tick of %s was refused: %v", e.run, e.tick, e.err)
+}
+
+func (e *runRefusedError) Unwrap() error { return e.err }

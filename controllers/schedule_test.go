@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -414,4 +415,84 @@ func TestScheduleUnsealedSetter(t *testing.T) {
 		t.Errorf("Ready = %+v, want it to say the setter was not sealed", c)
 	}
 	h.wantScheduleRuns("nightly")
+}
+
+// TestScheduleRunRefused: a tick whose run admission refuses is skipped,
+// not retried in a loop: the schedule says why (Ready False, RunRefused,
+// and an Event) until a later tick acts, and the next tick tries again.
+func TestScheduleRunRefused(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	// A ValidatingAdmissionPolicy in this namespace refuses runs of
+	// schedule "refused" while the test says so.
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-" + h.ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{"exagent.io"}, APIVersions: []string{"v1alpha1"}, Resources: []string{"agentruns"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "!has(object.metadata.labels) || !('exagent.io/schedule' in object.metadata.labels) || object.metadata.labels['exagent.io/schedule'] != 'refused'",
+				Message:    "the test's policy refuses this schedule's runs",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-" + h.ns},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"kubernetes.io/metadata.name": h.ns}}},
+		},
+	}
+	for _, o := range []client.Object{policy, binding} {
+		if err := h.c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = h.c.Delete(context.Background(), o) })
+	}
+	probe := func() error {
+		r := fixture.MakeRun("probe", h.ns).Agent("quick").Input("probe").Obj()
+		r.Labels = map[string]string{exagentv1.LabelSchedule: "refused"}
+		return h.c.Create(ctx, r, client.DryRunAll)
+	}
+	if !eventually(func() bool { return probe() != nil }) {
+		t.Fatal("the test's admission policy never took effect")
+	}
+
+	clk := clocktesting.NewFakeClock(time.Now())
+	h.startManager(controllers.Options{Clock: clk})
+	h.createAgent("quick", exagentv1.AgentSpec{Model: fixture.Scripted(fixture.TextTurn("all fine"))})
+	sched := h.createSchedule("refused", scheduleSpec("quick", exagentv1.ConcurrencyAllow))
+	at, names := ticks(t, sched, 2)
+	h.at(clk, at[0].Add(time.Minute), "refused")
+	s := h.waitSchedule("refused", "to say its run was refused", func(s *exagentv1.AgentSchedule) bool {
+		c := meta.FindStatusCondition(s.Status.Conditions, exagentv1.ConditionReady)
+		return c != nil && c.Reason == exagentv1.ReasonRunRefused
+	})
+	if c := meta.FindStatusCondition(s.Status.Conditions, exagentv1.ConditionReady); !strings.Contains(c.Message, "the test's policy refuses") ||
+		!strings.Contains(c.Message, names[0]) {
+		t.Errorf("Ready = %+v, want it to name the run and the refusal", c)
+	}
+	h.waitScheduleEvent("refused", controllers.EventScheduleRunRefused)
+	h.wantScheduleRuns("refused")
+
+	if err := h.c.Delete(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(func() bool { return probe() == nil }) {
+		t.Fatal("the test's admission policy never went away")
+	}
+	h.at(clk, at[1].Add(time.Minute), "refused")
+	h.waitExists(names[1])
+	h.waitSchedule("refused", "to tick again", func(s *exagentv1.AgentSchedule) bool {
+		c := meta.FindStatusCondition(s.Status.Conditions, exagentv1.ConditionReady)
+		return c != nil && c.Reason == exagentv1.ReasonScheduled
+	})
+	h.wantScheduleRuns("refused", names[1])
 }

@@ -74,6 +74,9 @@ const (
 	// ReasonNoRequester: the schedule carries no admission-stamped setter,
 	// so its runs would act for nobody.
 	ReasonNoRequester = "NoRequester"
+	// ReasonRunRefused: admission refused the run of the latest tick (the
+	// message says why); the tick is skipped and the next one tries again.
+	ReasonRunRefused = "RunRefused"
 )
 
 // ScheduleRunTemplate is the part of an AgentRun spec a schedule's runs
