@@ -283,9 +283,19 @@ func continueHistory(st *Status, env *Env, index int32, prev *PrevTurn) {
 // active time, calls in flight, approvals, pendingApprovals.
 // Guard: the turn has not ended.
 func Interrupt(s Status, env *Env, by, actor string, now time.Time) (Status, error) {
+	return supersede(s, env, exagentv1.ReasonInterrupted, "turn", "interrupt",
+		fmt.Sprintf("interrupted by turn %s of %s (the conversation's doubleText is Interrupt)", by, actor), now)
+}
+
+// supersede ends a run a newer one takes the place of (Interrupt,
+// Replace) as a cancel does: the claim revoked, a call in flight
+// Uncertain — never repeated — and pending approvals Cancelled; phase
+// Cancelled with reason and msg (plus the Uncertain note). what names the
+// run in the refusal, op the transition in a size error.
+func supersede(s Status, env *Env, reason, what, op, msg string, now time.Time) (Status, error) {
 	env = env.forRun(&s)
 	if s.Phase.IsTerminal() {
-		return s, notPendingf("turn is %s: nothing to interrupt", phaseName(s.Phase))
+		return s, notPendingf("%s is %s: nothing to %s", what, phaseName(s.Phase), op)
 	}
 	st := clone(s)
 	if st.Claim != nil {
@@ -294,12 +304,11 @@ func Interrupt(s Status, env *Env, by, actor string, now time.Time) (Status, err
 		st.Claim = nil
 	}
 	closeOpen(&st, exagentv1.ApprovalCancelled, now)
-	msg := fmt.Sprintf("interrupted by turn %s of %s (the conversation's doubleText is Interrupt)", by, actor)
 	if anyCall(&st, isUncertain) {
 		msg += cancelledUncertainNote
 	}
-	setPhase(&st, exagentv1.PhaseCancelled, exagentv1.ReasonInterrupted, msg)
-	if err := checkSize(&st, env, 0, "interrupt"); err != nil {
+	setPhase(&st, exagentv1.PhaseCancelled, reason, msg)
+	if err := checkSize(&st, env, 0, op); err != nil {
 		return s, err
 	}
 	return st, nil

@@ -34,24 +34,6 @@ import (
 // active time, calls in flight, approvals, pendingApprovals.
 // Guard: the run has not ended.
 func Replace(s Status, env *Env, by, schedule string, now time.Time) (Status, error) {
-	env = env.forRun(&s)
-	if s.Phase.IsTerminal() {
-		return s, notPendingf("run is %s: nothing to replace", phaseName(s.Phase))
-	}
-	st := clone(s)
-	if st.Claim != nil {
-		_, never := env.ActiveTimeLimit()
-		settleLost(&st, never, now)
-		st.Claim = nil
-	}
-	closeOpen(&st, exagentv1.ApprovalCancelled, now)
-	msg := fmt.Sprintf("replaced by run %s of schedule %s (its concurrencyPolicy is Replace)", by, schedule)
-	if anyCall(&st, isUncertain) {
-		msg += cancelledUncertainNote
-	}
-	setPhase(&st, exagentv1.PhaseCancelled, exagentv1.ReasonReplaced, msg)
-	if err := checkSize(&st, env, 0, "replace"); err != nil {
-		return s, err
-	}
-	return st, nil
+	return supersede(s, env, exagentv1.ReasonReplaced, "run", "replace",
+		fmt.Sprintf("replaced by run %s of schedule %s (its concurrencyPolicy is Replace)", by, schedule), now)
 }
