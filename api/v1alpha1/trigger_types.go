@@ -59,8 +59,62 @@ type AlertmanagerTriggerSource struct {
 	Resolved bool `json:"resolved,omitempty"`
 }
 
+// EventType is a Kubernetes Event's type.
+// +kubebuilder:validation:Enum=Normal;Warning
+type EventType string
+
+// InvolvedObjectSelector selects Events by the object they are about.
+type InvolvedObjectSelector struct {
+	// kinds of the involved object, e.g. Pod (any kind when empty).
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	Kinds []string `json:"kinds,omitempty"`
+	// namespaces whose Events are read (the trigger's own when empty);
+	// the trigger's ServiceAccount must be allowed to list and watch
+	// events in each.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	Namespaces []string `json:"namespaces,omitempty"`
+	// name of the involved object, e.g. one Deployment (any when empty).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+}
+
+// KubernetesEventsTriggerSource: each Kubernetes Event that matches is
+// one event, read as the trigger's ServiceAccount (never as the
+// manager); its dedup key is the involved object's namespace, kind and
+// name with the Event's reason unless spec.dedupKey says otherwise.
+type KubernetesEventsTriggerSource struct {
+	// serviceAccountName is the ServiceAccount (in the trigger's
+	// namespace) the Events are read as; the person who sets the trigger
+	// must be allowed to use it, as for a run's serviceAccountName.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ServiceAccountName string `json:"serviceAccountName"`
+	// reasons the Event must have one of, e.g. BackOff (any when empty).
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=128
+	// +listType=set
+	Reasons []string `json:"reasons,omitempty"`
+	// types the Event must have one of (any when empty).
+	// +optional
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=set
+	Types []EventType `json:"types,omitempty"`
+	// involvedObject selects the object the Event is about.
+	// +optional
+	InvolvedObject *InvolvedObjectSelector `json:"involvedObject,omitempty"`
+}
+
 // TriggerSource is where a trigger's events come from: exactly one.
-// +kubebuilder:validation:XValidation:rule="has(self.webhook) != has(self.alertmanager)",message="set exactly one source: webhook or alertmanager"
+// +kubebuilder:validation:XValidation:rule="(has(self.webhook) ? 1 : 0) + (has(self.alertmanager) ? 1 : 0) + (has(self.kubernetesEvents) ? 1 : 0) == 1",message="set exactly one source: webhook, alertmanager or kubernetesEvents"
 type TriggerSource struct {
 	// webhook events: POST /triggers/NAMESPACE/NAME on the manager's
 	// trigger listener, one event per delivery.
@@ -69,6 +123,9 @@ type TriggerSource struct {
 	// alertmanager notifications, to the same URL as a webhook receiver.
 	// +optional
 	Alertmanager *AlertmanagerTriggerSource `json:"alertmanager,omitempty"`
+	// kubernetesEvents: Events of the cluster, read as a ServiceAccount.
+	// +optional
+	KubernetesEvents *KubernetesEventsTriggerSource `json:"kubernetesEvents,omitempty"`
 }
 
 // AgentTriggerSpec creates runs from events.
@@ -101,6 +158,11 @@ type AgentTriggerSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	MaxRunsPerHour *int32 `json:"maxRunsPerHour,omitempty"`
+	// maxConcurrentRuns bounds the trigger's runs that have not ended;
+	// events past it are counted and dropped, never queued.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MaxConcurrentRuns *int32 `json:"maxConcurrentRuns,omitempty"`
 	// suspend answers deliveries and makes no run.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
@@ -117,18 +179,58 @@ type AgentTriggerStatus struct {
 	// observedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// activeRuns is how many of its runs have not ended.
+	// +optional
+	ActiveRuns int32 `json:"activeRuns,omitempty"`
+	// counts of the events received since the trigger was created.
+	// +optional
+	Counts TriggerCounts `json:"counts,omitempty,omitzero"`
+	// lastEventTime is when the last event was received.
+	// +optional
+	LastEventTime *metav1.Time `json:"lastEventTime,omitempty"`
+	// lastRunName is the run the trigger made last.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	LastRunName string `json:"lastRunName,omitempty"`
+	// lastRunTime is when it was made.
+	// +optional
+	LastRunTime *metav1.Time `json:"lastRunTime,omitempty"`
+}
+
+// TriggerCounts are what became of a trigger's events, summed over the
+// manager's replicas (each adds what it saw; a write whose answer was
+// lost may be counted twice).
+type TriggerCounts struct {
+	// events received (authenticated, parsed).
+	// +optional
+	Events int64 `json:"events,omitempty"`
+	// runs made.
+	// +optional
+	Runs int64 `json:"runs,omitempty"`
+	// duplicates are events whose dedup key made a run within the window.
+	// +optional
+	Duplicates int64 `json:"duplicates,omitempty"`
+	// dropped are events past maxRunsPerHour or maxConcurrentRuns, or
+	// received while suspended: counted, never queued.
+	// +optional
+	Dropped int64 `json:"dropped,omitempty"`
 }
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=atrig,categories=exagent
 // +kubebuilder:printcolumn:name="AGENT",type=string,JSONPath=`.spec.runTemplate.agentRef.name`
-// +kubebuilder:printcolumn:name="SUSPEND",type=boolean,JSONPath=`.spec.suspend`
+// +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="ACTIVE",type=integer,JSONPath=`.status.activeRuns`
+// +kubebuilder:printcolumn:name="RUNS",type=integer,JSONPath=`.status.counts.runs`
+// +kubebuilder:printcolumn:name="DROPPED",type=integer,JSONPath=`.status.counts.dropped`
+// +kubebuilder:printcolumn:name="LAST RUN",type=date,JSONPath=`.status.lastRunTime`
+// +kubebuilder:printcolumn:name="SUSPEND",type=boolean,JSONPath=`.spec.suspend`,priority=1
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // AgentTrigger creates runs from events delivered to the manager's trigger
-// listener: a signed webhook or an Alertmanager receiver, deduplicated and
-// rate-limited.
+// listener (a signed webhook or an Alertmanager receiver) or from the
+// cluster's Events, deduplicated and rate-limited.
 type AgentTrigger struct {
 	metav1.TypeMeta `json:",inline"`
 	// metadata is the trigger's object metadata.
