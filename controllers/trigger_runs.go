@@ -84,19 +84,22 @@ func (t *TriggerRuns) Trigger(ctx context.Context, key types.NamespacedName) (*t
 		return nil, fmt.Errorf("reading AgentTrigger %s: %w", key, err)
 	}
 	src := at.Spec.Source
-	if src == nil || (src.Webhook == nil) == (src.Alertmanager == nil) {
+	if src == nil || sourcesSet(src) != 1 {
 		return nil, fmt.Errorf("AgentTrigger %s names no single source", key)
 	}
 	out := &triggers.Trigger{NamespacedName: key, Generation: at.Generation, Suspend: at.Spec.Suspend, DedupWindow: defaultDedupWindow}
 	var auth *exagentv1.TriggerAuth
-	if w := src.Webhook; w != nil {
-		out.Kind, auth = triggers.Webhook, w.Auth
-		if w.MaxBodyBytes != nil {
-			out.MaxBody = int64(*w.MaxBodyBytes)
+	switch {
+	case src.Webhook != nil:
+		out.Kind, auth = triggers.Webhook, src.Webhook.Auth
+		if src.Webhook.MaxBodyBytes != nil {
+			out.MaxBody = int64(*src.Webhook.MaxBodyBytes)
 		}
-	} else {
+	case src.Alertmanager != nil:
 		out.Kind, auth, out.Resolved = triggers.Alertmanager, src.Alertmanager.Auth, src.Alertmanager.Resolved
 		out.MaxBody = 1 << 20 // a group of up to 1,000 alerts
+	default:
+		out.Kind = triggers.KubernetesEvents
 	}
 	if d := at.Spec.DedupWindow; d != nil && d.Duration > 0 {
 		out.DedupWindow = d.Duration
@@ -104,8 +107,13 @@ func (t *TriggerRuns) Trigger(ctx context.Context, key types.NamespacedName) (*t
 	if m := at.Spec.MaxRunsPerHour; m != nil {
 		out.MaxRunsPerHour = int(*m)
 	}
-	if err := t.secret(ctx, key.Namespace, auth, out); err != nil {
-		return nil, err
+	if m := at.Spec.MaxConcurrentRuns; m != nil {
+		out.MaxConcurrentRuns = int(*m)
+	}
+	if auth != nil || out.Kind != triggers.KubernetesEvents {
+		if err := t.secret(ctx, key.Namespace, auth, out); err != nil {
+			return nil, err
+		}
 	}
 	c, err := t.compile(at)
 	if err != nil {
@@ -113,6 +121,17 @@ func (t *TriggerRuns) Trigger(ctx context.Context, key types.NamespacedName) (*t
 	}
 	out.Input, out.DedupKey = c.input, c.dedupKey
 	return out, nil
+}
+
+// sourcesSet is how many sources src names (the CRD allows exactly one).
+func sourcesSet(src *exagentv1.TriggerSource) int {
+	n := 0
+	for _, set := range []bool{src.Webhook != nil, src.Alertmanager != nil, src.KubernetesEvents != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
 }
 
 // secret reads the trigger's signing secret or bearer token.

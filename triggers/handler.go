@@ -42,6 +42,9 @@ const (
 	Webhook Kind = "webhook"
 	// Alertmanager: one event per firing alert of a notification.
 	Alertmanager Kind = "alertmanager"
+	// KubernetesEvents: one event per matching Kubernetes Event, watched
+	// by the manager (never delivered to the listener).
+	KubernetesEvents Kind = "kubernetesEvents"
 )
 
 // Defaults and bounds of the listener.
@@ -79,6 +82,8 @@ type Trigger struct {
 	DedupWindow time.Duration
 	// MaxRunsPerHour bounds the runs it makes (0: no bound).
 	MaxRunsPerHour int
+	// MaxConcurrentRuns bounds its runs that have not ended (0: no bound).
+	MaxConcurrentRuns int
 	// Suspend: deliveries are authenticated and answered, and make no run.
 	Suspend bool
 }
@@ -151,6 +156,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Log.Error(err, "reading a trigger", "trigger", key)
 		http.Error(w, "the trigger cannot be read now; retry", http.StatusServiceUnavailable)
 		return
+	case t.Kind == KubernetesEvents:
+		http.Error(w, "this trigger reads Kubernetes Events and takes no deliveries", http.StatusNotFound)
+		return
 	}
 	limit := t.MaxBody
 	if limit <= 0 {
@@ -177,7 +185,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	res, status, err := h.deliver(r.Context(), t, delivery, events, now)
+	res, status, err := h.Deliver(r.Context(), t, delivery, events, now)
 	if err != nil {
 		http.Error(w, err.Error(), status)
 		return
@@ -187,10 +195,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(res)
 }
 
-// event is one event of a delivery and its default dedup key.
-type event struct {
-	data any
-	key  string
+// Event is one event of a delivery and its default dedup key.
+type Event struct {
+	// Data is what the expressions see as the variable event.
+	Data any
+	// Key is the dedup key when the trigger has no spec.dedupKey.
+	Key string
 }
 
 // authenticate checks the delivery's signature or bearer token; the
@@ -206,15 +216,15 @@ func authenticate(t *Trigger, body []byte, h http.Header, now time.Time) (string
 }
 
 // eventsOf parses a delivery into its events.
-func eventsOf(t *Trigger, body []byte, delivery string) ([]event, error) {
+func eventsOf(t *Trigger, body []byte, delivery string) ([]Event, error) {
 	if t.Kind == Alertmanager {
 		alerts, err := trigger.Alerts(body, t.Resolved)
 		if err != nil {
 			return nil, err
 		}
-		out := make([]event, 0, len(alerts))
+		out := make([]Event, 0, len(alerts))
 		for _, a := range alerts {
-			out = append(out, event{data: a.Event(), key: a.Fingerprint})
+			out = append(out, Event{Data: a.Event(), Key: a.Fingerprint})
 		}
 		return out, nil
 	}
@@ -222,22 +232,26 @@ func eventsOf(t *Trigger, body []byte, delivery string) ([]event, error) {
 	if err := json.Unmarshal(body, &data); err != nil {
 		return nil, fmt.Errorf("the body is not JSON: %w", err)
 	}
-	return []event{{data: data, key: delivery}}, nil
+	return []Event{{Data: data, Key: delivery}}, nil
 }
 
-// deliver makes the runs of a delivery's events.
-func (h *Handler) deliver(ctx context.Context, t *Trigger, delivery string, events []event, now time.Time) (Result, int, error) {
+// Deliver makes the runs of a delivery's events (delivery is its id for
+// replays, "" when it has none): each event's input and key rendered, then
+// deduplicated, rate-limited and created. The status is the HTTP status
+// the listener answers; a source that is not HTTP (Kubernetes Events)
+// reads it as: 2xx done, 4xx the event is bad, 5xx retry.
+func (h *Handler) Deliver(ctx context.Context, t *Trigger, delivery string, events []Event, now time.Time) (Result, int, error) {
 	var res Result
 	type due struct{ input, key string }
 	var runs []due
 	for _, ev := range events {
-		input, err := t.Input.Render(ctx, ev.data, MaxInput)
+		input, err := t.Input.Render(ctx, ev.Data, MaxInput)
 		if err != nil {
 			return res, http.StatusBadRequest, fmt.Errorf("spec.input: %w", err)
 		}
-		key := ev.key
+		key := ev.Key
 		if t.DedupKey != nil {
-			if key, err = t.DedupKey.Render(ctx, ev.data, maxKey); err != nil {
+			if key, err = t.DedupKey.Render(ctx, ev.Data, maxKey); err != nil {
 				return res, http.StatusBadRequest, fmt.Errorf("spec.dedupKey: %w", err)
 			}
 		}
