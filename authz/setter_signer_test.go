@@ -82,3 +82,50 @@ func TestScheduleSeal(t *testing.T) {
 		})
 	}
 }
+
+// TestTriggerSeal: a trigger's seal verifies its own setter and spec; a
+// changed input expression or setter is refused, and a schedule's seal
+// (another purpose) never verifies a trigger.
+func TestTriggerSeal(t *testing.T) {
+	signer, err := authz.NewSigner(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := func() *exagentv1.AgentTrigger {
+		tr := &exagentv1.AgentTrigger{
+			ObjectMeta: metav1.ObjectMeta{Name: "alerts", Namespace: "ops",
+				Annotations: map[string]string{exagentv1.AnnotationSpecSetBy: `{"username":"dave"}`}},
+			Spec: exagentv1.AgentTriggerSpec{Input: `"alert " + event.labels.alertname`,
+				RunTemplate: exagentv1.ScheduleRunTemplate{AgentRef: exagentv1.LocalObjectReference{Name: "ops"}, Input: "triage"}},
+		}
+		if err := signer.SignTrigger(tr); err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	if err := signer.VerifyTrigger(sealed()); err != nil {
+		t.Fatalf("the sealed trigger: %v", err)
+	}
+	for name, edit := range map[string]func(*exagentv1.AgentTrigger){
+		"another setter": func(tr *exagentv1.AgentTrigger) {
+			tr.Annotations[exagentv1.AnnotationSpecSetBy] = `{"username":"alice"}`
+		},
+		"another input": func(tr *exagentv1.AgentTrigger) { tr.Spec.Input = `"rm -rf"` },
+		"a schedule's seal": func(tr *exagentv1.AgentTrigger) {
+			s := &exagentv1.AgentSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: tr.Namespace, Annotations: map[string]string{
+				exagentv1.AnnotationSpecSetBy: tr.Annotations[exagentv1.AnnotationSpecSetBy]}}}
+			if err := signer.SignSchedule(s); err != nil {
+				t.Fatal(err)
+			}
+			tr.Annotations[exagentv1.AnnotationSpecSetBySignature] = s.Annotations[exagentv1.AnnotationSpecSetBySignature]
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := sealed()
+			edit(tr)
+			if err := signer.VerifyTrigger(tr); err == nil || !strings.Contains(err.Error(), "does not match") {
+				t.Errorf("VerifyTrigger = %v, want a mismatch", err)
+			}
+		})
+	}
+}
