@@ -93,7 +93,7 @@ const (
 
 func init() {
 	metrics.Registry.MustRegister(toolCallsTotal, modelRequestsTotal, modelTokensTotal, statusWritesTotal,
-		reconcileConflictsTotal, statusBytes, approvalWaitSeconds, runsEndedTotal, segmentBytesTotal)
+		reconcileConflictsTotal, statusBytes, approvalWaitSeconds, runsEndedTotal, segmentBytesTotal, triggerEventsTotal)
 }
 
 // observeSegmentCreated counts a segment this process created.

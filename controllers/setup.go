@@ -43,6 +43,7 @@ import (
 	"github.com/exagent-io/exagent/retention"
 	"github.com/exagent-io/exagent/store"
 	"github.com/exagent-io/exagent/tools"
+	"github.com/exagent-io/exagent/triggers"
 )
 
 // Options configure the controllers of one manager.
@@ -166,6 +167,14 @@ type Controllers struct {
 	Agents    *AgentReconciler
 	Store     *store.Store
 	Executor  *executor.Executor
+	// Triggers handles every trigger source's events: the listener serves
+	// it, the Kubernetes Events watches call its Deliver.
+	Triggers *triggers.Handler
+	// TriggerRuns is the triggers' view of the cluster.
+	TriggerRuns *TriggerRuns
+	// TriggerStatus keeps the triggers' Ready condition; its Events field
+	// is set by whoever runs the Kubernetes Events watches.
+	TriggerStatus *TriggerReconciler
 }
 
 // Setup builds the store, the executor, the tools and the reconcilers
@@ -266,6 +275,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if err := schedules.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the AgentSchedule controller: %w", err)
 	}
+	trig, trigStatus, err := setupTriggers(mgr, o, evq)
+	if err != nil {
+		return nil, err
+	}
 	if err := setupNotifier(ctx, mgr, o, writes, steps, evq); err != nil {
 		return nil, err
 	}
@@ -277,7 +290,31 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 			return nil, fmt.Errorf("registering the run metrics: %w", err)
 		}
 	}
-	return &Controllers{Runs: runs, Decisions: decisions, Agents: agents, Store: writes, Executor: exec}, nil
+	return &Controllers{Runs: runs, Decisions: decisions, Agents: agents, Store: writes, Executor: exec,
+		Triggers: trig, TriggerRuns: trig.Lookup.(*TriggerRuns), TriggerStatus: trigStatus}, nil
+}
+
+// setupTriggers builds the triggers' handler (served by the listener on
+// every replica), the counts each replica adds to the triggers' status,
+// and the leader's Ready controller.
+func setupTriggers(mgr ctrl.Manager, o Options, evq *eventqueue.Queue) (*triggers.Handler, *TriggerReconciler, error) {
+	tr := &TriggerRuns{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Signer: o.Signer, Clock: o.Clock}
+	var ticker clock.WithTicker = clock.RealClock{}
+	if c, ok := o.Clock.(clock.WithTicker); ok {
+		ticker = c
+	}
+	stats := &TriggerStats{Client: mgr.GetClient(), Recorder: evq.Recorder("exagent-trigger"), Clock: ticker,
+		Log: ctrl.Log.WithName("triggers")}
+	if err := mgr.Add(stats); err != nil {
+		return nil, nil, fmt.Errorf("adding the trigger counts: %w", err)
+	}
+	h := &triggers.Handler{Lookup: tr, Creator: tr, Recorder: stats, Clock: o.Clock, Log: ctrl.Log.WithName("triggers")}
+	status := &TriggerReconciler{Client: mgr.GetClient(), Runs: tr, Recorder: evq.Recorder("exagent-trigger"), Clock: o.Clock,
+		Name: "agenttrigger" + o.NameSuffix}
+	if err := status.SetupWithManager(mgr); err != nil {
+		return nil, nil, fmt.Errorf("setting up the AgentTrigger controller: %w", err)
+	}
+	return h, status, nil
 }
 
 // setupNotifier registers the notification Deliverer (internal/notify) as a

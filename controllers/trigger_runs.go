@@ -20,6 +20,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -29,9 +31,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/trigger"
 	"github.com/exagent-io/exagent/triggers"
 )
@@ -50,9 +54,17 @@ type TriggerRuns struct {
 	Client client.Client
 	// APIReader reads the triggers' Secrets.
 	APIReader client.Reader
+	// Signer, when set, verifies the seal admission put on a trigger's
+	// setter; a trigger without a valid one makes no run.
+	Signer *authz.Signer
+	// Clock is the handler's clock (the runs' creation times are its).
+	Clock clock.PassiveClock
 
 	mu       sync.Mutex
 	compiled map[types.NamespacedName]*compiledTrigger
+	// recent are the runs this process created that the cache may not
+	// show yet, by trigger: maxConcurrentRuns counts them too.
+	recent map[types.NamespacedName]map[string]time.Time
 }
 
 // compiledTrigger is one generation of a trigger, compiled.
@@ -61,11 +73,14 @@ type compiledTrigger struct {
 	input, dedupKey *trigger.Expr
 	template        exagentv1.ScheduleRunTemplate
 	uid             types.UID
+	// setter is the person who last set the spec: the runs' requestedBy.
+	setter exagentv1.Actor
 }
 
 var (
-	_ triggers.Lookup  = &TriggerRuns{}
-	_ triggers.Creator = &TriggerRuns{}
+	_ triggers.Lookup        = &TriggerRuns{}
+	_ triggers.Creator       = &TriggerRuns{}
+	_ triggers.ActiveCounter = &TriggerRuns{}
 )
 
 // defaultDedupWindow is an AgentTrigger's dedupWindow when unset.
@@ -145,11 +160,16 @@ func (t *TriggerRuns) secret(ctx context.Context, ns string, auth *exagentv1.Tri
 	}
 	s := &corev1.Secret{}
 	if err := t.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, s); err != nil {
-		return fmt.Errorf("reading Secret %s/%s of AgentTrigger %s: %w", ns, ref.Name, out.Name, err)
+		err = fmt.Errorf("reading Secret %s/%s of AgentTrigger %s: %w", ns, ref.Name, out.Name, err)
+		if apierrors.IsNotFound(err) {
+			return problem(exagentv1.ReasonSecretUnavailable, err)
+		}
+		return err
 	}
 	v := s.Data[ref.Key]
 	if len(v) == 0 || len(v) > maxTriggerSecret {
-		return fmt.Errorf("the Secret %s/%s has no key %q of 1..%d bytes (AgentTrigger %s)", ns, ref.Name, ref.Key, maxTriggerSecret, out.Name)
+		return problem(exagentv1.ReasonSecretUnavailable,
+			fmt.Errorf("the Secret %s/%s has no key %q of 1..%d bytes (AgentTrigger %s)", ns, ref.Name, ref.Key, maxTriggerSecret, out.Name))
 	}
 	if auth.SigningSecretRef != nil {
 		out.SigningSecret = strings.TrimSpace(string(v))
@@ -167,14 +187,18 @@ func (t *TriggerRuns) compile(at *exagentv1.AgentTrigger) (*compiledTrigger, err
 	if c, ok := t.compiled[key]; ok && c.generation == at.Generation && c.uid == at.UID {
 		return c, nil
 	}
+	setter, err := triggerSetter(at, t.Signer)
+	if err != nil {
+		return nil, problem(exagentv1.ReasonNoRequester, err)
+	}
 	input, err := trigger.Compile(at.Spec.Input)
 	if err != nil {
-		return nil, fmt.Errorf("AgentTrigger %s spec.input: %w", key, err)
+		return nil, problem(exagentv1.ReasonInvalidExpression, fmt.Errorf("AgentTrigger %s spec.input: %w", key, err))
 	}
-	c := &compiledTrigger{generation: at.Generation, uid: at.UID, input: input, template: *at.Spec.RunTemplate.DeepCopy()}
+	c := &compiledTrigger{generation: at.Generation, uid: at.UID, input: input, template: *at.Spec.RunTemplate.DeepCopy(), setter: setter}
 	if at.Spec.DedupKey != "" {
 		if c.dedupKey, err = trigger.Compile(at.Spec.DedupKey); err != nil {
-			return nil, fmt.Errorf("AgentTrigger %s spec.dedupKey: %w", key, err)
+			return nil, problem(exagentv1.ReasonInvalidExpression, fmt.Errorf("AgentTrigger %s spec.dedupKey: %w", key, err))
 		}
 	}
 	if t.compiled == nil {
@@ -193,7 +217,7 @@ func (t *TriggerRuns) CreateRun(ctx context.Context, tr *triggers.Trigger, input
 	if !ok || c.generation != tr.Generation {
 		return "", false, fmt.Errorf("AgentTrigger %s changed while its delivery was handled: retry", tr.NamespacedName)
 	}
-	spec := c.template.RunSpec(nil)
+	spec := c.template.RunSpec(&c.setter)
 	spec.Input = c.template.Input + "\n\n" + input
 	run := &exagentv1.AgentRun{
 		ObjectMeta: metav1.ObjectMeta{
@@ -220,7 +244,115 @@ func (t *TriggerRuns) CreateRun(ctx context.Context, tr *triggers.Trigger, input
 		}
 		return "", false, fmt.Errorf("creating a run of AgentTrigger %s: %w", tr.NamespacedName, err)
 	}
+	t.remember(tr.NamespacedName, run.Name, at)
 	return run.Name, true, nil
+}
+
+// triggerSetter is the person who last set at's spec, as admission
+// stamped (and, with a signer, sealed) it.
+func triggerSetter(at *exagentv1.AgentTrigger, signer *authz.Signer) (exagentv1.Actor, error) {
+	var setter exagentv1.Actor
+	if err := json.Unmarshal([]byte(at.Annotations[exagentv1.AnnotationSpecSetBy]), &setter); err != nil || setter.Username == "" {
+		return setter, fmt.Errorf("%w: AgentTrigger %s/%s has no %s stamped by admission: apply its spec again",
+			errTriggerUnsealed, at.Namespace, at.Name, exagentv1.AnnotationSpecSetBy)
+	}
+	if signer != nil {
+		if err := signer.VerifyTrigger(at); err != nil {
+			return setter, fmt.Errorf("%w: AgentTrigger %s/%s: %v; apply its spec again", errTriggerUnsealed, at.Namespace, at.Name, err)
+		}
+	}
+	return setter, nil
+}
+
+// errTriggerUnsealed: the trigger's setter is not admission's.
+var errTriggerUnsealed = errors.New("the trigger's setter is not sealed")
+
+// TriggerProblem is a trigger that cannot make runs until its author
+// fixes it (its Ready condition's reason and message), as opposed to an
+// error reading the cluster, which a retry may clear.
+type TriggerProblem struct {
+	Reason string
+	Err    error
+}
+
+func (p *TriggerProblem) Error() string { return p.Err.Error() }
+func (p *TriggerProblem) Unwrap() error { return p.Err }
+
+func problem(reason string, err error) error { return &TriggerProblem{Reason: reason, Err: err} }
+
+// recentTTL is how long a created run counts as active without the cache
+// showing it: far longer than the cache's lag, far shorter than a run.
+const recentTTL = time.Minute
+
+// remember records a run this process created, for ActiveRuns.
+func (t *TriggerRuns) remember(key types.NamespacedName, name string, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.recent == nil {
+		t.recent = map[types.NamespacedName]map[string]time.Time{}
+	}
+	if t.recent[key] == nil {
+		t.recent[key] = map[string]time.Time{}
+	}
+	t.recent[key][name] = at
+}
+
+// ActiveRuns counts tr's runs that have not ended: those the cache shows
+// (owned by this trigger, not terminal) and those this process created
+// within recentTTL that it does not show yet.
+func (t *TriggerRuns) ActiveRuns(ctx context.Context, tr *triggers.Trigger) (int, error) {
+	t.mu.Lock()
+	c, ok := t.compiled[tr.NamespacedName]
+	t.mu.Unlock()
+	if !ok {
+		return 0, fmt.Errorf("AgentTrigger %s is not compiled", tr.NamespacedName)
+	}
+	runs := &exagentv1.AgentRunList{}
+	if err := t.Client.List(ctx, runs, client.InNamespace(tr.Namespace),
+		client.MatchingLabels{exagentv1.LabelTrigger: exagentv1.LabelValue(tr.Name)}); err != nil {
+		return 0, fmt.Errorf("listing the runs of AgentTrigger %s: %w", tr.NamespacedName, err)
+	}
+	seen := map[string]bool{}
+	active := 0
+	for i := range runs.Items {
+		run := &runs.Items[i]
+		if !ownedBy(run, c.uid) {
+			continue
+		}
+		seen[run.Name] = true
+		if !run.Status.Phase.IsTerminal() {
+			active++
+		}
+	}
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name, at := range t.recent[tr.NamespacedName] {
+		switch {
+		case seen[name] || now.Sub(at) > recentTTL:
+			delete(t.recent[tr.NamespacedName], name)
+		default:
+			active++
+		}
+	}
+	return active, nil
+}
+
+func (t *TriggerRuns) now() time.Time {
+	if t.Clock == nil {
+		return time.Now()
+	}
+	return t.Clock.Now()
+}
+
+// ownedBy reports whether run has an owner reference to uid.
+func ownedBy(run *exagentv1.AgentRun, uid types.UID) bool {
+	for _, o := range run.OwnerReferences {
+		if o.UID == uid {
+			return true
+		}
+	}
+	return false
 }
 
 // triggerRunPrefix is the prefix of a trigger's runs' names (a name of

@@ -67,6 +67,15 @@ func postTo(t *testing.T, srv *httptest.Server, path string, body []byte, hdr ht
 	return resp.StatusCode, res
 }
 
+// setBy writes the setter admission would stamp (no webhooks here).
+func setBy(at *exagentv1.AgentTrigger, user string) {
+	by, _ := json.Marshal(exagentv1.Actor{Username: user})
+	if at.Annotations == nil {
+		at.Annotations = map[string]string{}
+	}
+	at.Annotations[exagentv1.AnnotationSpecSetBy] = string(by)
+}
+
 func (h *harness) triggerRuns(name string) []exagentv1.AgentRun {
 	h.t.Helper()
 	var list exagentv1.AgentRunList
@@ -101,6 +110,7 @@ func TestTriggerRuns(t *testing.T) {
 				BearerTokenSecretRef: &exagentv1.SecretKeySelector{Name: "hooks", Key: "token"}}}},
 			RunTemplate: tmpl, Input: `event.labels.alertname + " on " + event.labels.pod`}},
 	} {
+		setBy(at, "dave")
 		if err := h.c.Create(context.Background(), at); err != nil {
 			t.Fatal(err)
 		}
@@ -126,6 +136,9 @@ func TestTriggerRuns(t *testing.T) {
 	run := runs[0]
 	if run.Spec.Input != "Triage this:\n\nticket 42: checkout is slow" || len(run.OwnerReferences) != 1 || run.OwnerReferences[0].Name != "tickets" {
 		t.Errorf("the run: input %q, owners %+v", run.Spec.Input, run.OwnerReferences)
+	}
+	if run.Spec.RequestedBy == nil || run.Spec.RequestedBy.Username != "dave" {
+		t.Errorf("the run is requested by %+v, want the trigger's setter dave", run.Spec.RequestedBy)
 	}
 	h.waitPhase(run.Name, exagentv1.PhaseSucceeded)
 

@@ -102,6 +102,34 @@ type Creator interface {
 	CreateRun(ctx context.Context, t *Trigger, input, key string, at time.Time) (name string, created bool, err error)
 }
 
+// ActiveCounter is implemented by a Creator that can count a trigger's
+// runs that have not ended (spec.maxConcurrentRuns).
+type ActiveCounter interface {
+	ActiveRuns(ctx context.Context, t *Trigger) (int, error)
+}
+
+// Outcome is what became of one event.
+type Outcome string
+
+const (
+	// OutcomeRun: the event made a run.
+	OutcomeRun Outcome = "run"
+	// OutcomeDuplicate: its key made a run within the window.
+	OutcomeDuplicate Outcome = "duplicate"
+	// OutcomeRateLimited: past maxRunsPerHour, dropped.
+	OutcomeRateLimited Outcome = "rate_limited"
+	// OutcomeOverConcurrency: past maxConcurrentRuns, dropped.
+	OutcomeOverConcurrency Outcome = "over_concurrency"
+	// OutcomeSuspended: the trigger is suspended, dropped.
+	OutcomeSuspended Outcome = "suspended"
+)
+
+// Recorder is told what became of each trigger's events (the trigger's
+// status counts, Events and metrics); nil records nothing.
+type Recorder interface {
+	Record(t types.NamespacedName, counts map[Outcome]int, lastRun string, at time.Time)
+}
+
 // Result is the listener's answer to a delivery.
 type Result struct {
 	// Runs are the runs the delivery made.
@@ -110,16 +138,22 @@ type Result struct {
 	Duplicates int `json:"duplicates,omitempty"`
 	// RateLimited are events past maxRunsPerHour: counted, dropped.
 	RateLimited int `json:"rateLimited,omitempty"`
+	// OverConcurrency are events past maxConcurrentRuns: counted, dropped.
+	OverConcurrency int `json:"overConcurrency,omitempty"`
 	// Suspended: the trigger is suspended and made no run.
 	Suspended bool `json:"suspended,omitempty"`
+	// SuspendedEvents are the events received while suspended: dropped.
+	SuspendedEvents int `json:"suspendedEvents,omitempty"`
 }
 
 // Handler serves POST /triggers/NAMESPACE/NAME.
 type Handler struct {
 	Lookup  Lookup
 	Creator Creator
-	Clock   clock.PassiveClock
-	Log     logr.Logger
+	// Recorder, when set, is told each delivery's outcomes.
+	Recorder Recorder
+	Clock    clock.PassiveClock
+	Log      logr.Logger
 
 	mu    sync.Mutex
 	state map[types.NamespacedName]*state
@@ -257,6 +291,22 @@ func (h *Handler) Deliver(ctx context.Context, t *Trigger, delivery string, even
 		}
 		runs = append(runs, due{input, key})
 	}
+	// The runs the trigger may still have in flight: counted before the
+	// lock (a read of the cache), so two deliveries at once may each see
+	// the same room — the bound is as good as the count is fresh.
+	room := -1
+	if t.MaxConcurrentRuns > 0 && !t.Suspend {
+		ac, ok := h.Creator.(ActiveCounter)
+		if !ok {
+			return res, http.StatusInternalServerError, errors.New("maxConcurrentRuns is set but the listener cannot count runs")
+		}
+		active, err := ac.ActiveRuns(ctx, t)
+		if err != nil {
+			h.Log.Error(err, "counting a trigger's runs", "trigger", t.NamespacedName)
+			return res, http.StatusServiceUnavailable, fmt.Errorf("counting the trigger's runs failed; retry: %w", err)
+		}
+		room = max(t.MaxConcurrentRuns-active, 0)
+	}
 	h.mu.Lock()
 	st := h.stateOf(t)
 	if delivery != "" && !st.replays.First(delivery, now) {
@@ -268,15 +318,26 @@ func (h *Handler) Deliver(ctx context.Context, t *Trigger, delivery string, even
 		switch {
 		case t.Suspend:
 			res.Suspended = true
+			res.SuspendedEvents++
 		case d.key != "" && !st.keys.First(d.key, now):
 			res.Duplicates++
+		case room == 0:
+			// Forgotten: the key made no run, so the next event of it,
+			// once a run ended, may make one.
+			st.keys.Forget(d.key)
+			res.OverConcurrency++
 		case t.MaxRunsPerHour > 0 && !st.rate.Allow(now):
+			st.keys.Forget(d.key)
 			res.RateLimited++
 		default:
+			if room > 0 {
+				room--
+			}
 			admitted = append(admitted, d)
 		}
 	}
 	h.mu.Unlock()
+	defer func() { h.record(t, len(events), res, now) }()
 	for i, d := range admitted {
 		name, created, err := h.Creator.CreateRun(ctx, t, d.input, d.key, now)
 		if err != nil {
@@ -306,6 +367,23 @@ func (h *Handler) Deliver(ctx context.Context, t *Trigger, delivery string, even
 		return res, http.StatusCreated, nil
 	}
 	return res, http.StatusOK, nil
+}
+
+// record tells the Recorder what became of a delivery's events.
+func (h *Handler) record(t *Trigger, events int, res Result, now time.Time) {
+	if h.Recorder == nil || events == 0 {
+		return
+	}
+	counts := map[Outcome]int{OutcomeRun: len(res.Runs), OutcomeDuplicate: res.Duplicates,
+		OutcomeRateLimited: res.RateLimited, OutcomeOverConcurrency: res.OverConcurrency}
+	if res.Suspended {
+		counts[OutcomeSuspended] = res.SuspendedEvents
+	}
+	last := ""
+	if len(res.Runs) > 0 {
+		last = res.Runs[len(res.Runs)-1]
+	}
+	h.Recorder.Record(t.NamespacedName, counts, last, now)
 }
 
 // stateOf is t's windows (new for a new generation), bounded to

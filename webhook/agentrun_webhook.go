@@ -92,9 +92,10 @@ func (w *AgentRunWebhook) Default(ctx context.Context, run *exagentv1.AgentRun) 
 		}
 		return nil
 	}
-	if w.managerScheduled(run, stamped) {
-		// A schedule's run carries the person who last set the
-		// schedule's spec, copied by the manager (checkScheduled checks it).
+	if w.managerScheduled(run, stamped) || w.managerTriggered(run, stamped) {
+		// A schedule's or trigger's run carries the person who last set
+		// its spec, copied by the manager (checkScheduled and
+		// checkTriggered check it).
 		if w.Signer != nil {
 			return w.Signer.SignRequester(run)
 		}
@@ -137,13 +138,18 @@ func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.Age
 		return nil, err
 	}
 	stamped := authz.ActorFromUserInfo(req.UserInfo)
-	scheduled := w.managerScheduled(run, stamped)
+	triggered := w.managerTriggered(run, stamped)
+	scheduled := w.managerScheduled(run, stamped) || triggered
 	if run.Spec.Delegation != nil {
 		if ferr := w.checkDelegation(run, stamped); ferr != nil {
 			errs = append(errs, ferr)
 		}
 	} else if scheduled {
-		ferr, err := w.checkScheduled(ctx, run)
+		check := w.checkScheduled
+		if triggered {
+			check = w.checkTriggered
+		}
+		ferr, err := check(ctx, run)
 		if err != nil {
 			return nil, err
 		}
@@ -155,8 +161,9 @@ func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.Age
 			errs = append(errs, ferr)
 		}
 	}
-	// A schedule's ServiceAccount was authorized against its setter when
-	// they set it (AgentScheduleWebhook); the creator here is the manager.
+	// A schedule's or trigger's ServiceAccount was authorized against its
+	// setter when they set it (authorizeSetter); the creator here is the
+	// manager.
 	if len(errs) == 0 && !scheduled {
 		// Only a run sound otherwise costs the Agent read and the reviews.
 		ferr, err := w.checkServiceAccount(ctx, req, run)

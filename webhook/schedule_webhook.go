@@ -79,31 +79,16 @@ func (w *AgentScheduleWebhook) Default(ctx context.Context, sched *exagentv1.Age
 	if err != nil {
 		return err
 	}
-	if sched.Annotations == nil {
-		sched.Annotations = map[string]string{}
-	}
+	old := &exagentv1.AgentSchedule{}
 	if !isCreate(req) {
-		old := &exagentv1.AgentSchedule{}
 		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
 			return kerrors.NewBadRequest(fmt.Sprintf("decoding the AgentSchedule as it was: %v", err))
 		}
-		if equality.Semantic.DeepEqual(old.Spec, sched.Spec) {
-			for _, k := range []string{exagentv1.AnnotationSpecSetBy, exagentv1.AnnotationSpecSetBySignature} {
-				if prev, ok := old.Annotations[k]; ok {
-					sched.Annotations[k] = prev
-				} else {
-					delete(sched.Annotations, k)
-				}
-			}
-			return nil
-		}
 	}
-	by, err := json.Marshal(authz.ActorFromUserInfo(req.UserInfo))
-	if err != nil {
-		return kerrors.NewInternalError(fmt.Errorf("encoding the schedule's setter: %w", err))
+	changed := isCreate(req) || !equality.Semantic.DeepEqual(old.Spec, sched.Spec)
+	if !stampSpecSetter(req, &sched.Annotations, old.Annotations, changed) {
+		return nil
 	}
-	sched.Annotations[exagentv1.AnnotationSpecSetBy] = string(by)
-	delete(sched.Annotations, exagentv1.AnnotationSpecSetBySignature)
 	if w.Signer != nil {
 		// Last: the seal covers the spec as it will be stored.
 		return w.Signer.SignSchedule(sched)
@@ -139,36 +124,44 @@ func (w *AgentScheduleWebhook) validate(ctx context.Context, sched *exagentv1.Ag
 	if len(errs) > 0 {
 		return nil, invalid(agentScheduleGK, sched.Name, errs)
 	}
-	if w.Client == nil || w.Reader == nil {
-		return nil, kerrors.NewInternalError(fmt.Errorf("the AgentSchedule webhook has no client to authorize its setter"))
+	return nil, authorizeSetter(ctx, w.Client, w.Reader, req, agentScheduleGK, sched.Name, sched.Namespace, &sched.Spec.RunTemplate, "schedule")
+}
+
+// authorizeSetter checks that the person setting a schedule's or
+// trigger's spec may have its runs made for them: the right to create
+// runs in the namespace, and to use the ServiceAccount the template's runs
+// act as — the checks creating such a run would make (checkServiceAccount).
+func authorizeSetter(ctx context.Context, c client.Client, reader client.Reader, req admission.Request, gk schema.GroupKind,
+	name, namespace string, tmpl *exagentv1.ScheduleRunTemplate, what string) error {
+	if c == nil || reader == nil {
+		return kerrors.NewInternalError(fmt.Errorf("the %s webhook has no client to authorize its setter", gk.Kind))
 	}
-	ok, why, err := authz.MayCreateRuns(ctx, w.Client, req.UserInfo, sched.Namespace)
+	ok, why, err := authz.MayCreateRuns(ctx, c, req.UserInfo, namespace)
 	if err != nil {
-		return nil, kerrors.NewInternalError(err)
+		return kerrors.NewInternalError(err)
 	}
 	if !ok {
-		msg := fmt.Sprintf("%q may not create AgentRuns in namespace %s, and a schedule's runs are created for the person who sets it: "+
-			"grant them the verb create on agentruns there (the exagent-editor ClusterRole does)", req.UserInfo.Username, sched.Namespace)
+		msg := fmt.Sprintf("%q may not create AgentRuns in namespace %s, and a %s's runs are created for the person who sets it: "+
+			"grant them the verb create on agentruns there (the exagent-editor ClusterRole does)", req.UserInfo.Username, namespace, what)
 		if why != "" {
 			msg += " (" + why + ")"
 		}
-		return nil, invalid(agentScheduleGK, sched.Name, field.ErrorList{field.Forbidden(field.NewPath("spec", "runTemplate"), msg)})
+		return invalid(gk, name, field.ErrorList{field.Forbidden(field.NewPath("spec", "runTemplate"), msg)})
 	}
-	// The ServiceAccount the runs act as: as for a run (checkServiceAccount).
 	run := &exagentv1.AgentRun{
-		ObjectMeta: metav1.ObjectMeta{Namespace: sched.Namespace, Name: sched.Name},
-		Spec:       sched.Spec.RunTemplate.RunSpec(nil),
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       tmpl.RunSpec(nil),
 	}
-	runs := &AgentRunWebhook{Client: w.Client, Reader: w.Reader}
+	runs := &AgentRunWebhook{Client: c, Reader: reader}
 	ferr, err := runs.checkServiceAccount(ctx, req, run)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if ferr != nil {
 		ferr.Field = strings.Replace(ferr.Field, "spec.", "spec.runTemplate.", 1)
-		return nil, invalid(agentScheduleGK, sched.Name, field.ErrorList{ferr})
+		return invalid(gk, name, field.ErrorList{ferr})
 	}
-	return nil, nil
+	return nil
 }
 
 // ValidateAgentSchedule checks what the CRD schema cannot: the cron

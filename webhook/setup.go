@@ -114,6 +114,13 @@ func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
 		Complete(); err != nil {
 		return fmt.Errorf("registering AgentSchedule webhooks: %w", err)
 	}
+	triggers := &AgentTriggerWebhook{Signer: o.signer, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespaces: o.namespaces}
+	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentTrigger{}).
+		WithDefaulter(triggers).
+		WithValidator(triggers).
+		Complete(); err != nil {
+		return fmt.Errorf("registering AgentTrigger webhooks: %w", err)
+	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentRunSegment{}).
 		WithValidator(&AgentRunSegmentWebhook{Manager: o.manager}).
 		Complete(); err != nil {

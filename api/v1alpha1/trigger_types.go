@@ -258,3 +258,19 @@ type AgentTriggerList struct {
 
 // LabelTrigger labels the runs an AgentTrigger made with its name.
 const LabelTrigger = "exagent.io/trigger"
+
+// Reasons of a trigger's Ready condition (with ReasonSuspended and
+// ReasonNoRequester of schedules).
+const (
+	// ReasonTriggerReady: the trigger's secret, expressions and setter are
+	// usable; events make runs.
+	ReasonTriggerReady = "TriggerReady"
+	// ReasonSecretUnavailable: the Secret its source's auth names is
+	// missing, or has no usable value under the key.
+	ReasonSecretUnavailable = "SecretUnavailable"
+	// ReasonInvalidExpression: spec.input or spec.dedupKey does not compile.
+	ReasonInvalidExpression = "InvalidExpression"
+	// ReasonEventsNotWatched: the kubernetesEvents source cannot watch
+	// (its ServiceAccount may not list and watch events somewhere).
+	ReasonEventsNotWatched = "EventsNotWatched"
+)

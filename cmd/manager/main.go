@@ -456,7 +456,7 @@ func run() error {
 	if triggerCerts == "" {
 		triggerCerts = f.webhookCertDir
 	}
-	if err := addTriggerListener(mgr, f.triggerAddr, triggerCerts, nil); err != nil {
+	if err := addTriggerListener(mgr, c.Triggers, f.triggerAddr, triggerCerts, nil); err != nil {
 		return err
 	}
 	if f.enableWebhooks {

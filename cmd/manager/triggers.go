@@ -30,7 +30,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/triggers"
 )
 
@@ -45,16 +44,14 @@ type triggerListener struct {
 	handler       http.Handler
 }
 
-// addTriggerListener adds the listener to mgr when addr is set.
-func addTriggerListener(mgr manager.Manager, addr, certDir string, tlsOpts []func(*tls.Config)) error {
+// addTriggerListener adds the listener of h to mgr when addr is set.
+func addTriggerListener(mgr manager.Manager, h *triggers.Handler, addr, certDir string, tlsOpts []func(*tls.Config)) error {
 	if addr == "" {
 		return nil
 	}
 	if certDir == "" {
 		return errors.New("--trigger-bind-address needs a certificate: set --trigger-cert-dir (or --webhook-cert-dir)")
 	}
-	runs := &controllers.TriggerRuns{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
-	h := &triggers.Handler{Lookup: runs, Creator: runs, Log: ctrl.Log.WithName("triggers")}
 	return mgr.Add(&triggerListener{addr: addr, certDir: certDir, tlsOpts: tlsOpts, handler: h})
 }
 
