@@ -125,14 +125,16 @@ func (t *TriggerRuns) Trigger(ctx context.Context, key types.NamespacedName) (*t
 	if m := at.Spec.MaxConcurrentRuns; m != nil {
 		out.MaxConcurrentRuns = int(*m)
 	}
+	// The setter and expressions first: no Secret read for a trigger
+	// that could make no run anyway.
+	c, err := t.compile(at)
+	if err != nil {
+		return nil, err
+	}
 	if auth != nil || out.Kind != triggers.KubernetesEvents {
 		if err := t.secret(ctx, key.Namespace, auth, out); err != nil {
 			return nil, err
 		}
-	}
-	c, err := t.compile(at)
-	if err != nil {
-		return nil, err
 	}
 	out.Input, out.DedupKey = c.input, c.dedupKey
 	return out, nil
