@@ -71,13 +71,15 @@ func TestTriggerAdmission(t *testing.T) {
 		mut  func(*exagentv1.AgentTriggerSpec)
 		want []string
 	}{
-		"input":       {func(sp *exagentv1.AgentTriggerSpec) { sp.Input = `event.labels.alertname +` }, []string{"spec.input", "Syntax error"}},
-		"input type":  {func(sp *exagentv1.AgentTriggerSpec) { sp.Input = `1 + 2` }, []string{"spec.input", "string"}},
-		"dedupKey":    {func(sp *exagentv1.AgentTriggerSpec) { sp.DedupKey = `event.(` }, []string{"spec.dedupKey"}},
-		"window":      {func(sp *exagentv1.AgentTriggerSpec) { sp.DedupWindow = &metav1.Duration{Duration: 30 * 24 * 3600e9} }, []string{"spec.dedupWindow", "between 1s and 168h0m0s"}},
-		"lease":       {func(sp *exagentv1.AgentTriggerSpec) { sp.RunTemplate.LeaseDuration = "1s" }, []string{"spec.runTemplate.leaseDuration"}},
-		"run's SA":    {func(sp *exagentv1.AgentTriggerSpec) { sp.RunTemplate.ServiceAccountName = "deployer" }, []string{"spec.runTemplate.serviceAccountName", "may not use ServiceAccount"}},
-		"two sources": {func(sp *exagentv1.AgentTriggerSpec) { sp.Source.Webhook = &exagentv1.WebhookTriggerSource{Auth: sp.Source.Alertmanager.Auth} }, []string{"exactly one source"}},
+		"input":      {func(sp *exagentv1.AgentTriggerSpec) { sp.Input = `event.labels.alertname +` }, []string{"spec.input", "Syntax error"}},
+		"input type": {func(sp *exagentv1.AgentTriggerSpec) { sp.Input = `1 + 2` }, []string{"spec.input", "string"}},
+		"dedupKey":   {func(sp *exagentv1.AgentTriggerSpec) { sp.DedupKey = `event.(` }, []string{"spec.dedupKey"}},
+		"window":     {func(sp *exagentv1.AgentTriggerSpec) { sp.DedupWindow = &metav1.Duration{Duration: 30 * 24 * 3600e9} }, []string{"spec.dedupWindow", "between 1s and 168h0m0s"}},
+		"lease":      {func(sp *exagentv1.AgentTriggerSpec) { sp.RunTemplate.LeaseDuration = "1s" }, []string{"spec.runTemplate.leaseDuration"}},
+		"run's SA":   {func(sp *exagentv1.AgentTriggerSpec) { sp.RunTemplate.ServiceAccountName = "deployer" }, []string{"spec.runTemplate.serviceAccountName", "may not use ServiceAccount"}},
+		"two sources": {func(sp *exagentv1.AgentTriggerSpec) {
+			sp.Source.Webhook = &exagentv1.WebhookTriggerSource{Auth: sp.Source.Alertmanager.Auth}
+		}, []string{"exactly one source"}},
 		"events SA": {func(sp *exagentv1.AgentTriggerSpec) {
 			sp.Source = &exagentv1.TriggerSource{KubernetesEvents: &exagentv1.KubernetesEventsTriggerSource{ServiceAccountName: "deployer"}}
 		}, []string{"spec.source.kubernetesEvents.serviceAccountName", `"dave" may not use ServiceAccount`}},
