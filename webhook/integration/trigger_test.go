@@ -18,13 +18,20 @@ package integration_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"github.com/exagent-io/exagent/internal/testing/testenv"
+	"github.com/exagent-io/exagent/internal/trigger"
 )
 
 func alertTrigger(ns, name string, mut func(*exagentv1.AgentTriggerSpec)) *exagentv1.AgentTrigger {
@@ -154,4 +161,48 @@ func TestTriggerAdmission(t *testing.T) {
 	nowhere.UID = "deleted-trigger"
 	gone := triggeredRun(s.ns, "nowhere-1", nowhere, &setter, "x")
 	mustRefuse(t, admin.Create(t.Context(), gone), "AgentTrigger nowhere", "only for triggers that exist")
+}
+
+// TestTriggerAlertmanagerSample: config/samples/triggers/alertmanager.yaml
+// is admitted as an editor applies it, and its input expression renders
+// an Alertmanager alert, with and without the optional labels.
+func TestTriggerAlertmanagerSample(t *testing.T) {
+	ns := newNamespace(t)
+	bind(t, ns, "dave", "ClusterRole", "exagent-editor")
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "samples", "triggers", "alertmanager.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(data), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("%d documents, want the Agent and the trigger", len(docs))
+	}
+	var agent exagentv1.Agent
+	var at exagentv1.AgentTrigger
+	for i, o := range []client.Object{&agent, &at} {
+		if err := yaml.UnmarshalStrict([]byte(docs[i]), o); err != nil {
+			t.Fatal(err)
+		}
+		o.SetNamespace(ns)
+		if err := as(t, "dave").Create(t.Context(), o); err != nil {
+			t.Fatalf("creating %s: %v", o.GetName(), err)
+		}
+	}
+	expr, err := trigger.Compile(at.Spec.Input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		alert trigger.Alert
+		want  string
+	}{
+		{trigger.Alert{Labels: map[string]string{"alertname": "KubePodCrashLooping", "severity": "critical", "namespace": "shop"},
+			Annotations: map[string]string{"summary": "web-0 restarts"}}, "alert KubePodCrashLooping severity critical in shop: web-0 restarts"},
+		{trigger.Alert{Labels: map[string]string{"alertname": "Watchdog"}}, "alert Watchdog severity none in the cluster: no summary"},
+	} {
+		got, err := expr.Render(t.Context(), tc.alert.Event(), 32<<10)
+		if err != nil || got != tc.want {
+			t.Errorf("rendered %q (%v), want %q", got, err, tc.want)
+		}
+	}
 }
