@@ -184,7 +184,7 @@ func TestTriggerEvents(t *testing.T) {
 			Source: &exagentv1.TriggerSource{KubernetesEvents: &exagentv1.KubernetesEventsTriggerSource{ServiceAccountName: sa,
 				Reasons: []string{"BackOff"}, InvolvedObject: &exagentv1.InvolvedObjectSelector{Kinds: []string{"Pod"}}}},
 			RunTemplate: exagentv1.ScheduleRunTemplate{AgentRef: exagentv1.LocalObjectReference{Name: "triage"}, Input: "Find why this crashes:"},
-			Input: `event.involvedObject.kind + " " + event.involvedObject.namespace + "/" + event.involvedObject.name + " (" + event.involvedObject.uid + "): " + event.reason + " x" + string(event.count) + ": " + event.message`,
+			Input:       `event.involvedObject.kind + " " + event.involvedObject.namespace + "/" + event.involvedObject.name + " (" + event.involvedObject.uid + "): " + event.reason + " x" + string(event.count) + ": " + event.message`,
 		}}
 	}
 	crash, blind := trig("crashloops", "events-reader"), trig("blind", "nobody")
