@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -127,9 +128,11 @@ type eventTrigger struct {
 	// checked is when its namespaces' rights were last reviewed.
 	checked time.Time
 	// watched are the namespaces it watches; problems why it watches no
-	// other of its namespaces (by namespace, "" for the whole trigger).
-	watched  []string
-	problems map[string]string
+	// other of its namespaces (by namespace, "" for the whole trigger),
+	// written by sync only; failing why a watch of a watched namespace
+	// fails now, written by the watch. Both under EventSources.mu.
+	watched           []string
+	problems, failing map[string]string
 	// slots are the watches it holds of MaxWatches; live those running.
 	slots, live int
 	// last is the newest Event time handed on: a restart of the trigger
@@ -234,6 +237,9 @@ func (s *EventSources) sync(ctx context.Context, key types.NamespacedName) (time
 	watched, problems, err := s.review(ctx, at)
 	if err != nil {
 		return 0, err
+	}
+	if len(problems) > 0 && (cur == nil || !maps.Equal(problems, cur.problems)) {
+		s.Log.Info("not watching all of a trigger's Kubernetes Events", "trigger", key, "problems", problems)
 	}
 	if same && slices.Equal(watched, cur.watched) {
 		// A recheck that changes nothing keeps the watches running.
@@ -424,8 +430,11 @@ func (s *EventSources) Problems(key types.NamespacedName) []string {
 	if et == nil {
 		return nil
 	}
-	out := make([]string, 0, len(et.problems))
+	out := make([]string, 0, len(et.problems)+len(et.failing))
 	for _, p := range et.problems {
+		out = append(out, p)
+	}
+	for _, p := range et.failing {
 		out = append(out, p)
 	}
 	sort.Strings(out)

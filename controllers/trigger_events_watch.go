@@ -206,12 +206,12 @@ func (s *EventSources) watchStarted(et *eventTrigger, n int) {
 func (s *EventSources) watchProblem(et *eventTrigger, ns, problem string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if et.problems == nil {
-		et.problems = map[string]string{}
+	if et.failing == nil {
+		et.failing = map[string]string{}
 	}
 	if problem == "" {
-		delete(et.problems, ns)
+		delete(et.failing, ns)
 		return
 	}
-	et.problems[ns] = problem
+	et.failing[ns] = problem
 }
