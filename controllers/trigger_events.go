@@ -29,7 +29,6 @@ import (
 	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/flowcontrol"
@@ -66,9 +65,11 @@ const (
 	// never received an event reads Events (those a restart of the
 	// manager would otherwise miss), never before the trigger existed.
 	startGrace = 2 * time.Minute
-	// recheckProblems is how often a trigger that cannot watch every
-	// namespace asks again (its ServiceAccount may have been granted).
+	// recheckProblems is when a trigger that cannot watch every
+	// namespace first asks again (its ServiceAccount may have been
+	// granted since), doubling up to maxRecheck.
 	recheckProblems = time.Minute
+	maxRecheck      = 15 * time.Minute
 )
 
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
@@ -156,6 +157,10 @@ func (s *EventSources) Start(ctx context.Context) error {
 	s.mu.Unlock()
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Clock: s.clock()})
+	// A trigger that may not read some namespace asks again, ever less
+	// often: its SubjectAccessReviews are the apiserver's work, and its
+	// author chose them.
+	rechecks := workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](recheckProblems, maxRecheck)
 	defer s.stopAll()
 	inf, err := s.Cache.GetInformer(ctx, &exagentv1.AgentTrigger{})
 	if err != nil {
@@ -190,14 +195,17 @@ func (s *EventSources) Start(ctx context.Context) error {
 		if shutdown {
 			return nil
 		}
-		after, err := s.sync(ctx, key)
+		res, err := s.sync(ctx, key)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			s.Log.Error(err, "starting a trigger's Kubernetes Event watches", "trigger", key)
 			q.AddRateLimited(key)
-		case after > 0:
+		case res == recheck:
 			q.Forget(key)
-			q.AddAfter(key, after)
+			q.AddAfter(key, rechecks.When(key))
+		case res == done:
+			q.Forget(key)
+			rechecks.Forget(key)
 		default:
 			q.Forget(key)
 		}
@@ -208,18 +216,18 @@ func (s *EventSources) Start(ctx context.Context) error {
 // sync makes key's watches what its AgentTrigger asks for: none when it
 // is gone or reads no Events, a fresh set for a new generation, and
 // every recheckProblems a new review of the namespaces it may not read.
-func (s *EventSources) sync(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
+func (s *EventSources) sync(ctx context.Context, key types.NamespacedName) (synced, error) {
 	at := &exagentv1.AgentTrigger{}
 	if err := s.Client.Get(ctx, key, at); err != nil {
 		if apierrors.IsNotFound(err) {
 			s.stop(key, true)
-			return 0, nil
+			return done, nil
 		}
-		return 0, fmt.Errorf("reading AgentTrigger %s: %w", key, err)
+		return done, fmt.Errorf("reading AgentTrigger %s: %w", key, err)
 	}
 	if at.Spec.Source == nil || at.Spec.Source.KubernetesEvents == nil || at.DeletionTimestamp != nil {
 		s.stop(key, true)
-		return 0, nil
+		return done, nil
 	}
 	now := s.clock().Now()
 	s.mu.Lock()
@@ -228,15 +236,15 @@ func (s *EventSources) sync(ctx context.Context, key types.NamespacedName) (time
 	if same && (len(cur.problems) == 0 || now.Sub(cur.checked) < recheckProblems) {
 		s.mu.Unlock()
 		if len(cur.problems) == 0 {
-			return 0, nil
+			return done, nil
 		}
-		return recheckProblems - now.Sub(cur.checked), nil
+		return pending, nil // its recheck is queued
 	}
 	s.mu.Unlock()
 
 	watched, problems, err := s.review(ctx, at)
 	if err != nil {
-		return 0, err
+		return done, err
 	}
 	if len(problems) > 0 && (cur == nil || !maps.Equal(problems, cur.problems)) {
 		s.Log.Info("not watching all of a trigger's Kubernetes Events", "trigger", key, "problems", problems)
@@ -246,7 +254,7 @@ func (s *EventSources) sync(ctx context.Context, key types.NamespacedName) (time
 		s.mu.Lock()
 		cur.problems, cur.checked = problems, now
 		s.mu.Unlock()
-		return recheckAfter(problems), nil
+		return recheckIf(problems), nil
 	}
 	var last time.Time
 	if cur != nil && cur.uid == at.UID {
@@ -259,33 +267,28 @@ func (s *EventSources) sync(ctx context.Context, key types.NamespacedName) (time
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.root == nil || s.root.Err() != nil {
-		return 0, nil // stopping
+		return done, nil // stopping
 	}
 	if s.active == nil {
 		s.active = map[types.NamespacedName]*eventTrigger{}
 	}
 	s.active[key] = et
 	if len(watched) == 0 {
-		return recheckAfter(problems), nil
+		return recheckIf(problems), nil
 	}
 	if s.reserved+len(watched) > s.maxWatches() {
 		et.problems[""] = fmt.Sprintf("this manager holds %d of its at most %d Kubernetes Event watches; the trigger needs %d more (one per namespace)",
 			s.reserved, s.maxWatches(), len(watched))
-		return recheckAfter(et.problems), nil
+		return recheckIf(et.problems), nil
 	}
 	s.reserved += len(watched)
 	et.slots, et.watched = len(watched), watched
 	src := at.Spec.Source.KubernetesEvents
-	cfg := rest.CopyConfig(s.Config)
-	// Only the user: for a ServiceAccount's username the apiserver adds
-	// the groups its token carries, and the manager needs no right to
-	// impersonate groups (which would let it claim any).
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceAccountUser(at.Namespace, src.ServiceAccountName)}
-	events, err := corev1client.NewForConfig(cfg)
+	events, err := eventsClient(s.Config, at.Namespace, src.ServiceAccountName)
 	if err != nil {
 		s.reserved -= et.slots
 		et.slots, et.watched = 0, nil
-		return 0, fmt.Errorf("impersonating ServiceAccount %s/%s: %w", at.Namespace, src.ServiceAccountName, err)
+		return done, err
 	}
 	wctx, cancel := context.WithCancel(s.root)
 	et.cancel = cancel
@@ -306,15 +309,27 @@ func (s *EventSources) sync(ctx context.Context, key types.NamespacedName) (time
 		}()
 	}
 	log.Info("watching Kubernetes Events", "namespaces", watched, "fieldSelector", filter.fieldSelector(), "since", cutoff)
-	return recheckAfter(et.problems), nil
+	return recheckIf(et.problems), nil
 }
 
-// recheckAfter is when a trigger with problems reviews its rights again.
-func recheckAfter(problems map[string]string) time.Duration {
+// synced is what became of a trigger's sync.
+type synced int
+
+const (
+	// done: its watches are what it asks for.
+	done synced = iota
+	// recheck: some namespace is not watched; review it again later.
+	recheck
+	// pending: a recheck is queued already.
+	pending
+)
+
+// recheckIf is recheck when there are problems.
+func recheckIf(problems map[string]string) synced {
 	if len(problems) == 0 {
-		return 0
+		return done
 	}
-	return recheckProblems
+	return recheck
 }
 
 // startCutoff is the time before which a starting watch takes an Event

@@ -38,8 +38,8 @@ const (
 	// with (and re-lists after 410 Gone): the Events since its cutoff are
 	// taken from at most this many, so a namespace of a million Events is
 	// not read whole into memory. Past them, older Events are skipped.
-	eventListPage  = 250
-	eventListPages = 8
+	eventListPage  = 100
+	eventListPages = 20
 	// eventWatchSeconds is how long the apiserver holds one watch; it is
 	// renewed from the last resourceVersion.
 	eventWatchSeconds = 10 * 60
