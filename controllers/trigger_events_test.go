@@ -142,7 +142,8 @@ func (h *harness) kubeEvent(name, kind, object string, uid types.UID, reason str
 // a pod's repeated BackOff Events make one run naming the pod, an Event
 // of another reason or kind none, a second pod a second run. A trigger
 // whose ServiceAccount may not read events watches nothing, says why, and
-// makes no run of the same Events. A deleted trigger's watch stops.
+// makes no run of the same Events. A changed trigger watches with its new
+// selectors; a deleted one's watch stops.
 func TestTriggerEvents(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
@@ -252,6 +253,18 @@ func TestTriggerEvents(t *testing.T) {
 	if n := len(h.triggerRuns("blind")); n != 0 {
 		t.Errorf("the blind trigger made %d runs of Events its ServiceAccount may not read", n)
 	}
+
+	// A new generation watches afresh: with reasons [Unhealthy], the
+	// field selector that kept Unhealthy Events away is gone.
+	if err := h.c.Get(ctx, crashKey, crash); err != nil {
+		t.Fatal(err)
+	}
+	crash.Spec.Source.KubernetesEvents.Reasons = []string{"Unhealthy"}
+	if err := h.c.Update(ctx, crash); err != nil {
+		t.Fatal(err)
+	}
+	create(h.kubeEvent("web-1.unhealthy", "Pod", "web-1", pods["web-1"], "Unhealthy"))
+	waitFor(t, "the run of web-1's Unhealthy", func() bool { return len(h.triggerRuns("crashloops")) >= 3 })
 
 	// Deleting the trigger stops its watch.
 	if err := h.c.Delete(ctx, crash); err != nil {
