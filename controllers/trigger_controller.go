@@ -33,9 +33,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/triggers"
@@ -70,6 +72,21 @@ type TriggerReconciler struct {
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
 	Name     string
+
+	// wake carries the triggers whose Event watches changed (Wake).
+	wake chan event.TypedGenericEvent[*exagentv1.AgentTrigger]
+}
+
+// Wake asks the controller to look at the trigger key again (its Event
+// watches' problems changed). It never blocks: past a full buffer the
+// trigger's periodic recheck sees the change.
+func (r *TriggerReconciler) Wake(key types.NamespacedName) {
+	at := &exagentv1.AgentTrigger{}
+	at.Namespace, at.Name = key.Namespace, key.Name
+	select {
+	case r.wake <- event.TypedGenericEvent[*exagentv1.AgentTrigger]{Object: at}:
+	default:
+	}
 }
 
 // SetupWithManager registers the controller: a trigger's spec or
@@ -81,12 +98,14 @@ func (r *TriggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Name == "" {
 		r.Name = "agenttrigger"
 	}
+	r.wake = make(chan event.TypedGenericEvent[*exagentv1.AgentTrigger], 1024)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.Name).
 		For(&exagentv1.AgentTrigger{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&exagentv1.AgentRun{}, handler.EnqueueRequestsFromMapFunc(triggerOfRun),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: runEnded})).
+		WatchesRawSource(source.Channel(r.wake, &handler.TypedEnqueueRequestForObject[*exagentv1.AgentTrigger]{})).
 		Complete(quietConflicts{controller: r.Name, next: r})
 }
 

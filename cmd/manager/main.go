@@ -459,6 +459,9 @@ func run() error {
 	if err := addTriggerListener(mgr, c.Triggers, f.triggerAddr, triggerCerts, nil); err != nil {
 		return err
 	}
+	if err := addTriggerEvents(mgr, c); err != nil {
+		return fmt.Errorf("trigger events: %w", err)
+	}
 	if f.enableWebhooks {
 		wopts := []exagentwebhook.Option{exagentwebhook.WithManagerIdentity(self), exagentwebhook.WithNamespaces(f.opts.Namespaces)}
 		if signer != nil {
