@@ -190,6 +190,7 @@ func TestTriggerEvents(t *testing.T) {
 	}
 	crash, blind := trig("crashloops", "events-reader"), trig("blind", "nobody")
 	for _, at := range []*exagentv1.AgentTrigger{crash, blind} {
+		setBy(at, "dave")
 		if err := h.c.Create(ctx, at); err != nil {
 			t.Fatal(err)
 		}
