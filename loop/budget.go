@@ -260,25 +260,25 @@ func WaitForBudget(s Status, message string) (Status, error) {
 	return st, nil
 }
 
-// HoldForBudget hands a running run back between two steps because an
-// AgentBudget's tokens or cost are used up: as Release, with reason
-// BudgetExhausted. Its next model request is sent — and charged — only
-// after a later claim; nothing was sent for it yet.
+// WithBudgetHold is env with an AgentBudget's tokens or cost used up:
+// the run's next model request that starts a step is not sent; the run is
+// handed back between the two steps instead (holdForBudget), Queued with
+// reason BudgetExhausted and message. An empty message holds nothing.
+func (e *Env) WithBudgetHold(message string) *Env {
+	h := *e
+	h.budgetHold = bound(message, maxMessage)
+	return &h
+}
+
+// holdForBudget hands a running run back at the start of a step, with
+// nothing in flight (drive returned earlier otherwise): as Release, with
+// reason BudgetExhausted. Nothing was sent for the step, so nothing is
+// charged; its request is sent after a later claim.
 //
-// Touches: phase (Queued), claim (nil), ledger active time, reason,
-// message. Guards: the fence; the run is at a step's start (stage
-// Request) with no tool call in flight.
-func HoldForBudget(s Status, env *Env, f Fence, message string, now time.Time) (Status, error) {
-	if s.Cursor.Stage != exagentv1.StageRequest {
-		return s, conflictf("a run is held for a budget only between steps (stage %s)", s.Cursor.Stage)
-	}
-	st, err := Release(s, env, f, now)
-	if err != nil {
-		return s, err
-	}
-	if st.Phase != exagentv1.PhaseQueued {
-		return s, conflictf("a run holding an approved call is not held for a budget")
-	}
-	setPhase(&st, exagentv1.PhaseQueued, exagentv1.ReasonBudgetExhausted, bound(message, maxMessage))
-	return st, nil
+// Touches: phase (Queued), claim (nil), ledger active time, reason, message.
+func holdForBudget(st *Status, env *Env, now time.Time) Action {
+	settleOwner(st, env, now)
+	st.Claim = nil
+	setPhase(st, exagentv1.PhaseQueued, exagentv1.ReasonBudgetExhausted, env.budgetHold)
+	return Action{Kind: ActHold, Reason: st.Reason, Message: st.Message}
 }

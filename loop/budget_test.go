@@ -267,22 +267,41 @@ func TestWaitForBudget(t *testing.T) {
 	}
 }
 
+// TestHoldForBudget: a running run whose budget's tokens or cost are
+// used up is handed back at its next step's start — Queued,
+// BudgetExhausted, no claim — with nothing sent or charged; IO in flight
+// is waited for first.
 func TestHoldForBudget(t *testing.T) {
-	env := mustEnv(t, MakeAgent().Spec(), MakeRun().Spec())
+	env := defaultEnv(t)
+	hold := env.WithBudgetHold("AgentBudget ns/b: tokensPerDay 10 used 12")
 	h := newHarness(t, env).claim(w1)
-	got, err := HoldForBudget(h.s, env, h.f, "AgentBudget ns/b: tokens", h.now.Add(time.Second))
+	h.step()
+	h.respond(tools(call("s1", "search", `{"q":"x"}`)))
+	h.step() // s1 Started
+	mid := h.s
+	if _, act, err := Step(mid, hold, h.f, h.now); err != nil || act.Kind != ActWait {
+		t.Fatalf("with a call in flight: %v %v, want Wait", act.Kind, err)
+	}
+	h.outcome("s1", ResultSucceeded, "found")
+	requests := h.s.Ledger.Requests
+	got, act, err := Step(h.s, hold, h.f, h.now.Add(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Phase != exagentv1.PhaseQueued || got.Reason != exagentv1.ReasonBudgetExhausted || got.Claim != nil || got.Ledger.Requests != 0 {
-		t.Errorf("held run %s/%s claim %v requests %d", got.Phase, got.Reason, got.Claim, got.Ledger.Requests)
+	if act.Kind != ActHold || got.Phase != exagentv1.PhaseQueued || got.Reason != exagentv1.ReasonBudgetExhausted ||
+		got.Claim != nil || got.Ledger.Requests != requests || got.Cursor.ModelRequest != nil || got.Cursor.Stage != exagentv1.StageRequest {
+		t.Errorf("held: action %s, %s/%s claim %v requests %d (want %d) intent %v stage %s", act.Kind, got.Phase, got.Reason,
+			got.Claim, got.Ledger.Requests, requests, got.Cursor.ModelRequest, got.Cursor.Stage)
 	}
-	if _, err := HoldForBudget(h.s, env, Fence{Holder: "other", Attempt: 1}, "x", h.now); err == nil {
-		t.Error("held without the fence")
+	if got.Message != "AgentBudget ns/b: tokensPerDay 10 used 12" {
+		t.Errorf("message %q", got.Message)
 	}
-	_, mid := inFlightRun(t)
-	if _, err := HoldForBudget(mid, defaultEnv(t), f1, "x", t0); err == nil {
-		t.Error("held with tool calls in flight")
+	// The next claim goes on from where it was held.
+	again, f, err := Claim(got, env, "worker-2", h.now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, act, err := Step(again, env, f, h.now.Add(time.Hour)); err != nil || act.Kind != ActCallModel {
+		t.Errorf("after the hold: %v %v, want CallModel", act.Kind, err)
 	}
 }
-

@@ -109,6 +109,9 @@ type Env struct {
 	// pricing is the Agent's model.pricing, parsed (nil: none): each model
 	// response is charged at it when recorded (cost.go).
 	pricing *Pricing
+	// budgetHold, when set, holds the run before its next step's model
+	// request (WithBudgetHold).
+	budgetHold string
 }
 
 // NewEnv validates the configuration, compiles the policy and computes the
