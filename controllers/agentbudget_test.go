@@ -28,6 +28,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -235,4 +236,55 @@ func TestBudgetRunsPerHour(t *testing.T) {
 		s, held := count()
 		t.Fatalf("an hour later: started %d held %d, want 4 and 1", s, held)
 	}
+}
+
+func (h *harness) waitBudget(name, what string, cond func(*exagentv1.AgentBudget) bool) *exagentv1.AgentBudget {
+	h.t.Helper()
+	var last exagentv1.AgentBudget
+	if !eventually(func() bool {
+		err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, &last)
+		return err == nil && cond(&last)
+	}) {
+		h.t.Fatalf("budget %s: timed out waiting %s; status %+v", name, what, last.Status)
+	}
+	return &last
+}
+
+// TestBudgetStatusAcrossRestart: the budget's status is the spend
+// recomputed from the runs' ledgers — the same after a manager restart,
+// never charged twice — and says when a limit is used up.
+func TestBudgetStatusAcrossRestart(t *testing.T) {
+	h := newHarness(t)
+	srv, _ := budgetModel(t)
+	day := time.Date(2030, 3, 31, 22, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(day)
+	m := h.startManager(controllers.Options{Clock: clk})
+	h.tokenAgent("a", srv.URL, nil)
+	h.createBudget("team", exagentv1.AgentBudgetSpec{TokensPerDay: new(int64(300)), CostPerMonth: new("1")})
+	for _, n := range []string{"r1", "r2"} {
+		h.createRun(n, "a")
+		h.waitPhase(n, exagentv1.PhaseSucceeded)
+	}
+	spent := func(tokens int64, cost string) func(*exagentv1.AgentBudget) bool {
+		return func(b *exagentv1.AgentBudget) bool {
+			return b.Status.Spend.TokensToday == tokens && b.Status.Spend.CostThisMonth == cost
+		}
+	}
+	before := h.waitBudget("team", "200 tokens and 0.00104 spent", spent(200, "0.00104"))
+	if len(before.Status.Limits) != 2 || before.Status.Limits[0].Percent != 66 {
+		t.Errorf("limits %+v, want tokensPerDay at 66%%", before.Status.Limits)
+	}
+	m.stop()
+	h.startManager(controllers.Options{Clock: clk})
+	h.touchBudget(clk, day.Add(time.Minute), "team") // a write the new manager reads
+	h.createRun("r3", "a")
+	h.waitPhase("r3", exagentv1.PhaseSucceeded)
+	after := h.waitBudget("team", "300 tokens: the restart recomputed, not added", spent(300, "0.00156"))
+	if c := meta.FindStatusCondition(after.Status.Conditions, exagentv1.ConditionExhausted); c == nil || c.Status != metav1.ConditionTrue ||
+		!strings.Contains(c.Message, "tokensPerDay 300 used 300") {
+		t.Errorf("Exhausted condition %+v, want True naming tokensPerDay", c)
+	}
+	// The next UTC day is also the next month: tokens and cost roll over.
+	h.touchBudget(clk, day.Add(2*time.Hour+time.Second), "team")
+	h.waitBudget("team", "the new day's and month's windows", spent(0, "0"))
 }
