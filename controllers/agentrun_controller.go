@@ -116,7 +116,7 @@ type AgentRunReconciler struct {
 	workers workers
 	// budgetLocks serializes the budget check and claim per namespace (agentbudget_gate.go).
 	budgetLocks budgetLocks
-	events  chan event.GenericEvent
+	events      chan event.GenericEvent
 	// listed wakes the runs that waited for an MCP listing (mcpWakeSource).
 	listed chan event.GenericEvent
 }
