@@ -114,7 +114,9 @@ type AgentRunReconciler struct {
 	// mem is all this process keeps per run (runmemory.go).
 	mem     *runMemory
 	workers workers
-	events  chan event.GenericEvent
+	// budgetLocks serializes the budget check and claim per namespace (agentbudget_gate.go).
+	budgetLocks budgetLocks
+	events      chan event.GenericEvent
 	// listed wakes the runs that waited for an MCP listing (mcpWakeSource).
 	listed chan event.GenericEvent
 }
@@ -167,6 +169,11 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		// decision's creation only makes its turn contend with the decision.
 		Watches(&exagentv1.ApprovalDecision{}, handler.EnqueueRequestsFromMapFunc(runOfDecision),
 			builder.WithPredicates(predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }})).
+		// A budget raised or its window's status written, or a run that
+		// ended, may let the runs waiting for a budget go (agentbudget_gate.go).
+		Watches(&exagentv1.AgentBudget{}, handler.EnqueueRequestsFromMapFunc(r.budgetWaiters)).
+		Watches(&exagentv1.AgentRun{}, handler.EnqueueRequestsFromMapFunc(r.budgetWaiters),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: runPhaseChanged, CreateFunc: func(event.CreateEvent) bool { return false }})).
 		WatchesRawSource(source.Channel(r.events, ownerWork())).
 		WatchesRawSource(r.mcpWakeSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
@@ -233,9 +240,10 @@ func (r *AgentRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 // after the commit. An error is a phase's or the commit's, for abort.
 func (r *AgentRunReconciler) turn(ctx context.Context, sc *scope, committed func(*exagentv1.AgentRun)) (ctrl.Result, error) {
 	log := logf.FromContext(ctx).WithValues("phase", sc.run.Status.Phase, "holder", r.Holder)
+	defer sc.releaseBudget() // the claim a budget let through is committed (or not) by now
 	ctx = logf.IntoContext(ctx, log)
 
-	for _, phase := range []phaseFunc{r.checkAgent, r.start, r.expire, r.interruptTurn, r.replaceScheduled, r.recover, r.observeChildren, r.checkParent, r.waitTurn, r.claim, r.drive} {
+	for _, phase := range []phaseFunc{r.checkAgent, r.start, r.expire, r.interruptTurn, r.replaceScheduled, r.recover, r.observeChildren, r.checkParent, r.waitTurn, r.budgetGate, r.claim, r.drive} {
 		if err := phase(ctx, sc); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -71,6 +71,17 @@ type scope struct {
 	// childEnded: the commit records a child's end (its call's outcome and
 	// its usage charged).
 	childEnded bool
+	// unlockBudget releases the namespace's budget lock the gate took for
+	// this claim (agentbudget_gate.go); nil when none is held.
+	unlockBudget func()
+}
+
+// releaseBudget releases the budget lock, if held.
+func (sc *scope) releaseBudget() {
+	if sc.unlockBudget != nil {
+		sc.unlockBudget()
+		sc.unlockBudget = nil
+	}
 }
 
 // phaseFunc is the one signature of the reconcile phases. A phase sets
@@ -319,7 +330,11 @@ func (r *AgentRunReconciler) drive(ctx context.Context, sc *scope) error {
 		return err
 	}
 	before := sc.status
-	next, act, err := loop.Step(sc.status, sc.env, *sc.fence, sc.now)
+	env, budgetWait, err := r.budgetStepHold(ctx, sc)
+	if err != nil {
+		return err
+	}
+	next, act, err := loop.Step(sc.status, env, *sc.fence, sc.now)
 	if err != nil {
 		if loop.IsKind(err, loop.KindStaleFence) {
 			return err
@@ -349,6 +364,9 @@ func (r *AgentRunReconciler) drive(ctx context.Context, sc *scope) error {
 		sc.noteEnd(next)
 	case loop.ActWait:
 		r.renewIfDue(sc)
+	case loop.ActHold:
+		sc.note(exagentv1.EventBudgetExhausted, warning, "%s", next.Message)
+		sc.requeueAfter = budgetWait
 	}
 	return nil
 }

@@ -279,6 +279,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if err != nil {
 		return nil, err
 	}
+	budgets := &AgentBudgetReconciler{Client: mgr.GetClient(), Recorder: evq.Recorder("exagent-budget"), Clock: o.Clock, Name: "agentbudget" + o.NameSuffix}
+	if err := budgets.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the AgentBudget controller: %w", err)
+	}
 	if err := setupNotifier(ctx, mgr, o, writes, steps, evq); err != nil {
 		return nil, err
 	}

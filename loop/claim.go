@@ -52,7 +52,8 @@ func Start(s Status, env *Env, now time.Time) (Status, error) {
 // Touches: phase (Running), attempts, claim {holder, attempt, leaseExpiresAt,
 // claimedAt}, ledger.activeTimeReserved (the whole remaining balance),
 // limits (journaled at the first claim: the limits the run holds from
-// then on, limits.go).
+// then on, limits.go), startedAt (at the first claim: the window
+// AgentBudgets charge the run to).
 // Guards: phase Queued or Approved; the definition and model did not drift;
 // the continuation holds what the next step needs.
 func Claim(s Status, env *Env, holder string, now time.Time) (Status, Fence, error) {
@@ -80,6 +81,10 @@ func Claim(s Status, env *Env, holder string, now time.Time) (Status, Fence, err
 	st := clone(s)
 	journalLimits(&st, env)
 	st.Attempts++
+	if st.StartedAt == nil {
+		// The window an AgentBudget charges the run to: its first claim.
+		st.StartedAt = secTimePtr(now)
+	}
 	f := Fence{Holder: holder, Attempt: st.Attempts}
 	st.Claim = &exagentv1.Claim{
 		Holder:         holder,

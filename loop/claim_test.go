@@ -77,6 +77,9 @@ func TestClaim(t *testing.T) {
 			s.Attempts = attempt
 			s.Claim = &exagentv1.Claim{Holder: "w", Attempt: attempt, LeaseExpiresAt: metav1.NewMicroTime(now.Add(30 * time.Second)), ClaimedAt: microTimePtr(now)}
 			s.Ledger.ActiveTimeReserved = metav1.Duration{Duration: reserved}
+			if s.StartedAt == nil {
+				s.StartedAt = secTimePtr(now) // the first claim only (TestStartedAtIsTheFirstClaim)
+			}
 		}
 	}
 	cases := map[string]struct {

@@ -55,6 +55,9 @@ const (
 	// ActAwaitChildren: the run released its claim while its child runs
 	// work (delegate.go); their ends move it on.
 	ActAwaitChildren ActionKind = "AwaitChildren"
+	// ActHold: the run was handed back between two steps, Queued, because
+	// an AgentBudget is used up (budget.go); nothing to do.
+	ActHold ActionKind = "Hold"
 )
 
 // Action is the driver's answer: what the caller must do after it commits

@@ -501,6 +501,9 @@ func charge(l, child *exagentv1.Ledger) {
 	l.CompletionTokens += child.CompletionTokens
 	l.CacheCreationTokens += child.CacheCreationTokens
 	l.CacheReadTokens += child.CacheReadTokens
+	l.ChildTokens += child.PromptTokens + child.CompletionTokens
+	l.CostNanos += child.CostNanos
+	l.ChildCostNanos += child.CostNanos
 	l.ActiveTimeUsed.Duration += child.ActiveTimeUsed.Duration
 	l.Runs += 1 + child.Runs
 }

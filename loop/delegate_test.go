@@ -291,11 +291,14 @@ func TestObserveChildren(t *testing.T) {
 		"a Succeeded child: its output, its usage charged, the run goes on": {
 			obs: child(exagentv1.PhaseSucceeded, func(s *exagentv1.AgentRunStatus) {
 				s.Output = "all fixed"
-				s.Ledger = exagentv1.Ledger{Requests: 2, ToolCalls: 1, PromptTokens: 20, CompletionTokens: 10}
+				s.Ledger = exagentv1.Ledger{Requests: 2, ToolCalls: 1, PromptTokens: 20, CompletionTokens: 10, CostNanos: 700}
 			}),
 			wantPhase: exagentv1.PhaseQueued, wantReason: exagentv1.ReasonChildrenEnded, wantCall: exagentv1.CallSucceeded,
 			wantResult: "all fixed", wantEvents: []ChildEventKind{ChildEnded},
-			wantLedger: exagentv1.Ledger{Requests: 3, ChildRequests: 2, Runs: 1, ToolCalls: 2, PromptTokens: 30, CompletionTokens: 15},
+			// The child's tokens and cost are charged and marked as the
+			// child's: an AgentBudget counts the parent's own usage apart.
+			wantLedger: exagentv1.Ledger{Requests: 3, ChildRequests: 2, Runs: 1, ToolCalls: 2, PromptTokens: 30, CompletionTokens: 15,
+				CostNanos: 700, ChildTokens: 30, ChildCostNanos: 700},
 		},
 		"a Failed child: a failed outcome with its reason": {
 			obs: child(exagentv1.PhaseFailed, func(s *exagentv1.AgentRunStatus) {

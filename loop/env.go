@@ -106,6 +106,12 @@ type Env struct {
 	// none: limits() and the active-time limit are the stricter of them
 	// and the current ones (limits.go).
 	held *exagentv1.RunLimits
+	// pricing is the Agent's model.pricing, parsed (nil: none): each model
+	// response is charged at it when recorded (cost.go).
+	pricing *Pricing
+	// budgetHold, when set, holds the run before its next step's model
+	// request (WithBudgetHold).
+	budgetHold string
 }
 
 // NewEnv validates the configuration, compiles the policy and computes the
@@ -150,6 +156,9 @@ func NewEnv(in EnvInput) (*Env, error) {
 		return nil, fmt.Errorf("env: leaseDuration %q must be a positive duration (%v)", in.Run.LeaseDuration, err)
 	}
 	e.lease = lease
+	if e.pricing, err = ParsePricing(in.Agent.Model.Pricing); err != nil {
+		return nil, fmt.Errorf("env: %w", err)
+	}
 	if err := e.fingerprint(); err != nil {
 		return nil, fmt.Errorf("env: %w", err)
 	}

@@ -334,7 +334,7 @@ func refuseSampling(c *exagentv1.ToolCall, id, why string) {
 func recordSample(s Status, env *Env, r ModelResponse) (Status, error) {
 	st := clone(s)
 	m := st.Cursor.ModelRequest
-	chargeAnswer(&st, r)
+	chargeAnswer(&st, env, r)
 	i := findCall(&st, m.CallID)
 	if i < 0 || !awaitsInput(&st.Calls[i]) {
 		return st, nil // the call ended meanwhile: charged, not used

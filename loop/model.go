@@ -49,7 +49,7 @@ func RecordModelResponse(s Status, env *Env, f Fence, r ModelResponse, now time.
 			fmt.Sprintf("the model asked for %d tool calls in one turn; at most %d are accepted", len(r.ToolCalls), maxToolCalls), now)
 	}
 	st := clone(s)
-	chargeAnswer(&st, r)
+	chargeAnswer(&st, env, r)
 
 	msg := exagentv1.Message{Role: exagentv1.RoleAssistant, Content: bound(r.Content, maxContent)}
 	used := map[string]bool{}
@@ -203,8 +203,10 @@ func checkModelOutstanding(s *Status, f Fence, now time.Time) error {
 }
 
 // chargeAnswer charges an answered model request's tokens (a turn or a
-// sampling request) and closes its intent.
-func chargeAnswer(st *Status, r ModelResponse) {
+// sampling request) and its cost at the Agent's pricing of this moment,
+// and closes its intent: the cost is charged here, once, with the tokens.
+func chargeAnswer(st *Status, env *Env, r ModelResponse) {
+	st.Ledger.CostNanos += CostNanos(env.pricing, r)
 	st.Ledger.PromptTokens += max(r.PromptTokens, 0)
 	st.Ledger.CompletionTokens += max(r.CompletionTokens, 0)
 	st.Ledger.CacheCreationTokens += max(r.CacheCreationTokens, 0)

@@ -228,6 +228,11 @@ func requestModel(st *Status, env *Env, f Fence, now time.Time) (Action, error) 
 	if !transcriptRoom(st, env, modelResponseReserve) {
 		return transcriptTooLarge(st, env, now, "the next model request", modelResponseReserve), nil
 	}
+	if env.budgetHold != "" {
+		// An AgentBudget is used up: handed back before anything of the
+		// step is sent, so nothing is charged (budget.go).
+		return holdForBudget(st, env, now), nil
+	}
 	if lost != nil {
 		// An older attempt's request whose answer never got committed:
 		// re-sent and charged again, a bounded number of times per step.

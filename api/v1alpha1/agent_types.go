@@ -201,6 +201,13 @@ type ModelSpec struct {
 	// +optional
 	RateLimit *ModelRateLimit `json:"rateLimit,omitempty"`
 
+	// pricing is what the model costs per million tokens (model_types.go):
+	// set, each model response's cost is charged to the run's ledger
+	// (status.ledger.costNanos) and AgentBudgets' costPerMonth count it.
+	// Not part of the model's fingerprint.
+	// +optional
+	Pricing *ModelPricing `json:"pricing,omitempty"`
+
 	// temperature as a decimal string, e.g. "0.2".
 	// +optional
 	// +kubebuilder:validation:MaxLength=8
@@ -779,6 +786,13 @@ type AgentStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=64
 	Tools []AgentToolStatus `json:"tools,omitempty"`
+	// budgets are the AgentBudgets of the namespace that select this
+	// Agent, with their spend against each limit (budget_types.go).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Budgets []AgentBudgetUse `json:"budgets,omitempty"`
 }
 
 // AgentToolStatus is what the last check found of one tool.

@@ -331,6 +331,11 @@ type AgentRunStatus struct {
 	// +optional
 	Revision int64 `json:"revision,omitempty"`
 
+	// startedAt is when the run was first claimed: the window of an
+	// AgentBudget (tokens per UTC day, cost per UTC month) it is charged to.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+
 	// attempts counts the claims ever made; the next claim's attempt is
 	// attempts+1, so a fence is never reused after a claim is released.
 	// +optional
@@ -1108,6 +1113,20 @@ type Ledger struct {
 	// counts them with the run's own steps.
 	// +optional
 	SamplingRequests int64 `json:"samplingRequests,omitempty"`
+	// costNanos is the cost of the run's model responses, in billionths
+	// of the currency of its Agent's model.pricing, each charged once when
+	// the response is recorded at the prices of that moment (0 without
+	// pricing), its child runs' included as for tokens.
+	// +optional
+	CostNanos int64 `json:"costNanos,omitempty"`
+	// childTokens is the part of promptTokens and completionTokens its
+	// child runs used (charged when each ended): an AgentBudget counts a
+	// run's own tokens, each child's with the child's own Agent.
+	// +optional
+	ChildTokens int64 `json:"childTokens,omitempty"`
+	// childCostNanos is the part of costNanos its child runs used.
+	// +optional
+	ChildCostNanos int64 `json:"childCostNanos,omitempty"`
 	// activeTimeUsed is charged owner time.
 	// +optional
 	ActiveTimeUsed metav1.Duration `json:"activeTimeUsed,omitempty"`

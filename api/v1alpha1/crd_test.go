@@ -430,7 +430,7 @@ func TestShortNames(t *testing.T) {
 			got[r.Name] = r.ShortNames
 		}
 	}
-	want := map[string][]string{"agentruns": {"ar"}, "approvaldecisions": {"ad"}, "agentrunsegments": {"ars"}, "agents": {"ag"}, "conversations": {"conv"}, "agentschedules": {"asched"}, "agenttriggers": {"atrig"}}
+	want := map[string][]string{"agentruns": {"ar"}, "approvaldecisions": {"ad"}, "agentrunsegments": {"ars"}, "agents": {"ag"}, "conversations": {"conv"}, "agentschedules": {"asched"}, "agenttriggers": {"atrig"}, "agentbudgets": {"abudget"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("short names (-want +got):\n%s", diff)
 	}

@@ -51,3 +51,12 @@ const (
 	// message says which, and the run's notifications journal says why.
 	EventNotificationFailed = "NotificationFailed"
 )
+
+// Events of AgentBudgets (on the AgentBudget).
+const (
+	// EventBudgetNearlyExhausted: a limit of the budget crossed 80 % used.
+	EventBudgetNearlyExhausted = "BudgetNearlyExhausted"
+	// EventBudgetExhausted: a limit of the budget is used up (100 %): new
+	// runs in its scope wait BudgetExhausted.
+	EventBudgetExhausted = "BudgetExhausted"
+)

@@ -45,6 +45,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&Conversation{}, &ConversationList{},
 		&AgentSchedule{}, &AgentScheduleList{},
 		&AgentTrigger{}, &AgentTriggerList{},
+		&AgentBudget{}, &AgentBudgetList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil

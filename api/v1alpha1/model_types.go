@@ -44,3 +44,39 @@ type ModelRateLimit struct {
 	// +kubebuilder:validation:Maximum=1024
 	MaxConcurrent *int32 `json:"maxConcurrent,omitempty"`
 }
+
+// PricePattern is a price as a non-negative decimal string with at most
+// nine decimals (the ledger counts cost in billionths: Ledger.costNanos).
+const PricePattern = `^[0-9]{1,12}(\.[0-9]{1,9})?$`
+
+// ModelPricing is what the model costs, per million tokens, in one
+// currency the platform team chooses (every price and every AgentBudget's
+// costPerMonth read in it). Prices are decimal strings, e.g. "3" or
+// "0.30". It is not part of the model's fingerprint: a price change never
+// makes a paused run drift; each model response is charged at the prices
+// the Agent holds when the response is recorded.
+type ModelPricing struct {
+	// inputPerMillion is the price of a million prompt tokens that were
+	// neither read from nor written to the provider's prompt cache.
+	// +optional
+	// +kubebuilder:validation:MaxLength=22
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,12}(\.[0-9]{1,9})?$`
+	InputPerMillion string `json:"inputPerMillion,omitempty"`
+	// outputPerMillion is the price of a million completion tokens.
+	// +optional
+	// +kubebuilder:validation:MaxLength=22
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,12}(\.[0-9]{1,9})?$`
+	OutputPerMillion string `json:"outputPerMillion,omitempty"`
+	// cacheReadPerMillion is the price of a million prompt tokens read
+	// from the prompt cache (unset: inputPerMillion).
+	// +optional
+	// +kubebuilder:validation:MaxLength=22
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,12}(\.[0-9]{1,9})?$`
+	CacheReadPerMillion string `json:"cacheReadPerMillion,omitempty"`
+	// cacheWritePerMillion is the price of a million prompt tokens
+	// written to the prompt cache (unset: inputPerMillion).
+	// +optional
+	// +kubebuilder:validation:MaxLength=22
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,12}(\.[0-9]{1,9})?$`
+	CacheWritePerMillion string `json:"cacheWritePerMillion,omitempty"`
+}
