@@ -57,11 +57,10 @@ const triggerBurstToken = "burst-token"
 // handler tells it each delivery's outcomes once that delivery's runs are
 // created (synchronously, before the answer).
 type runClock struct {
-	mu       sync.Mutex
-	runs     int
-	dups     int
-	lastRun  time.Time
-	firstRun time.Time
+	mu      sync.Mutex
+	runs    int
+	dups    int
+	lastRun time.Time
 }
 
 func (rc *runClock) Record(_ types.NamespacedName, counts map[triggers.Outcome]int, _ string, _ time.Time) {
@@ -72,9 +71,6 @@ func (rc *runClock) Record(_ types.NamespacedName, counts map[triggers.Outcome]i
 	if n := counts[triggers.OutcomeRun]; n > 0 {
 		rc.runs += n
 		rc.lastRun = now
-		if rc.firstRun.IsZero() {
-			rc.firstRun = now
-		}
 	}
 }
 
