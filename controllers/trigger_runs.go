@@ -65,6 +65,8 @@ type TriggerRuns struct {
 	// recent are the runs this process created that the cache may not
 	// show yet, by trigger: maxConcurrentRuns counts them too.
 	recent map[types.NamespacedName]map[string]time.Time
+	// secrets are the Secret values read lately (secretTTL).
+	secrets map[secretKey]keptSecret
 }
 
 // compiledTrigger is one generation of a trigger, compiled.
@@ -81,6 +83,7 @@ var (
 	_ triggers.Lookup        = &TriggerRuns{}
 	_ triggers.Creator       = &TriggerRuns{}
 	_ triggers.ActiveCounter = &TriggerRuns{}
+	_ triggers.Refresher     = &TriggerRuns{}
 )
 
 // defaultDedupWindow is an AgentTrigger's dedupWindow when unset.
@@ -160,6 +163,11 @@ func (t *TriggerRuns) secret(ctx context.Context, ns string, auth *exagentv1.Tri
 	if ref == nil {
 		ref = auth.BearerTokenSecretRef
 	}
+	ck := secretKey{namespace: ns, name: ref.Name, key: ref.Key}
+	if v, ok := t.cachedSecret(ck); ok {
+		t.setSecret(auth, v, out)
+		return nil
+	}
 	s := &corev1.Secret{}
 	if err := t.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, s); err != nil {
 		err = fmt.Errorf("reading Secret %s/%s of AgentTrigger %s: %w", ns, ref.Name, out.Name, err)
@@ -173,10 +181,109 @@ func (t *TriggerRuns) secret(ctx context.Context, ns string, auth *exagentv1.Tri
 		return problem(exagentv1.ReasonSecretUnavailable,
 			fmt.Errorf("the Secret %s/%s has no key %q of 1..%d bytes (AgentTrigger %s)", ns, ref.Name, ref.Key, maxTriggerSecret, out.Name))
 	}
+	t.keepSecret(ck, string(v))
+	t.setSecret(auth, string(v), out)
+	return nil
+}
+
+func (t *TriggerRuns) setSecret(auth *exagentv1.TriggerAuth, v string, out *triggers.Trigger) {
 	if auth.SigningSecretRef != nil {
-		out.SigningSecret = strings.TrimSpace(string(v))
+		out.SigningSecret = strings.TrimSpace(v)
 	} else {
-		out.BearerToken = strings.TrimSpace(string(v))
+		out.BearerToken = strings.TrimSpace(v)
+	}
+}
+
+// secretTTL is how long a trigger's Secret value read past the cache is
+// used before it is read again: without it every delivery is an apiserver
+// GET (a burst of 10,000 events was 10,000 GETs, most of the apiserver's
+// CPU). A rotated value is read at once when a delivery fails to
+// authenticate with the kept one (Refresh), at most every
+// secretRefreshEvery.
+const (
+	secretTTL          = 10 * time.Second
+	secretRefreshEvery = time.Second
+	// maxKeptSecrets bounds the values kept (one per trigger secret).
+	maxKeptSecrets = 4096
+)
+
+// secretKey names a key of a Secret.
+type secretKey struct{ namespace, name, key string }
+
+// keptSecret is a Secret's value and when it was read.
+type keptSecret struct {
+	value  string
+	readAt time.Time
+}
+
+func (t *TriggerRuns) cachedSecret(k secretKey) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v, ok := t.secrets[k]
+	if !ok || t.now().Sub(v.readAt) >= secretTTL {
+		return "", false
+	}
+	return v.value, true
+}
+
+func (t *TriggerRuns) keepSecret(k secretKey, v string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.secrets == nil {
+		t.secrets = map[secretKey]keptSecret{}
+	}
+	if _, ok := t.secrets[k]; !ok && len(t.secrets) >= maxKeptSecrets {
+		now := t.now()
+		for old, s := range t.secrets {
+			if now.Sub(s.readAt) >= secretTTL {
+				delete(t.secrets, old)
+			}
+		}
+		if len(t.secrets) >= maxKeptSecrets {
+			return // read again next time
+		}
+	}
+	t.secrets[k] = keptSecret{value: v, readAt: t.now()}
+}
+
+// Refresh forgets the Secret values of the trigger key read more than
+// secretRefreshEvery ago, so the next Trigger reads them again
+// (triggers.Refresher: a delivery that failed to authenticate may have
+// been signed with a rotated secret). It reports whether it forgot any.
+func (t *TriggerRuns) Refresh(key types.NamespacedName) bool {
+	at := &exagentv1.AgentTrigger{}
+	if err := t.Client.Get(context.Background(), key, at); err != nil || at.Spec.Source == nil {
+		return false
+	}
+	var refs []*exagentv1.SecretKeySelector
+	for _, a := range []*exagentv1.TriggerAuth{authOf(at.Spec.Source)} {
+		if a != nil {
+			refs = append(refs, a.SigningSecretRef, a.BearerTokenSecretRef)
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	forgot := false
+	for _, ref := range refs {
+		if ref == nil {
+			continue
+		}
+		k := secretKey{namespace: key.Namespace, name: ref.Name, key: ref.Key}
+		if v, ok := t.secrets[k]; ok && t.now().Sub(v.readAt) >= secretRefreshEvery {
+			delete(t.secrets, k)
+			forgot = true
+		}
+	}
+	return forgot
+}
+
+// authOf is the auth of a webhook or Alertmanager source (nil otherwise).
+func authOf(src *exagentv1.TriggerSource) *exagentv1.TriggerAuth {
+	switch {
+	case src.Webhook != nil:
+		return src.Webhook.Auth
+	case src.Alertmanager != nil:
+		return src.Alertmanager.Auth
 	}
 	return nil
 }

@@ -22,11 +22,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -154,8 +156,10 @@ func TestTriggerStatus(t *testing.T) {
 	}) {
 		t.Fatalf("the dropped key after the run ended: %+v, want a run", second)
 	}
-	if !eventually(func() bool { return h.trigger("limited").Status.ActiveRuns == 1 && len(h.triggerRuns("limited")) == 2 }) {
-		t.Errorf("activeRuns = %d with %d runs, want the second run active", h.trigger("limited").Status.ActiveRuns, len(h.triggerRuns("limited")))
+	// The second run runs to its end too: no run of the trigger is active.
+	h.waitPhase(second.Runs[0], exagentv1.PhaseSucceeded)
+	if !eventually(func() bool { return h.trigger("limited").Status.ActiveRuns == 0 && len(h.triggerRuns("limited")) == 2 }) {
+		t.Errorf("activeRuns = %d with %d runs, want none active of 2", h.trigger("limited").Status.ActiveRuns, len(h.triggerRuns("limited")))
 	}
 	var list exagentv1.AgentRunList
 	if err := h.c.List(ctx, &list, client.InNamespace(h.ns)); err != nil {
@@ -163,5 +167,57 @@ func TestTriggerStatus(t *testing.T) {
 	}
 	if len(list.Items) != 2 {
 		t.Errorf("%d runs in the namespace, want 2 (the unsealed trigger makes none)", len(list.Items))
+	}
+}
+
+// TestTriggerSecretRotation: the listener keeps a trigger's Secret value
+// (no apiserver read per delivery), yet a delivery with a rotated token
+// is checked against a fresh read and makes its run, while the old token
+// is refused from then on.
+func TestTriggerSecretRotation(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Now())
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "rotating", Namespace: h.ns}, StringData: map[string]string{"token": "old"}}
+	if err := h.c.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	at := &exagentv1.AgentTrigger{ObjectMeta: metav1.ObjectMeta{Name: "rotating", Namespace: h.ns}, Spec: exagentv1.AgentTriggerSpec{
+		Source: &exagentv1.TriggerSource{Webhook: &exagentv1.WebhookTriggerSource{Auth: &exagentv1.TriggerAuth{
+			BearerTokenSecretRef: &exagentv1.SecretKeySelector{Name: "rotating", Key: "token"}}}},
+		RunTemplate: exagentv1.ScheduleRunTemplate{AgentRef: exagentv1.LocalObjectReference{Name: "none"}, Input: "Look:"},
+		Input:       `event.what`, DedupKey: `event.what`}}
+	setBy(at, "dave")
+	if err := h.c.Create(ctx, at); err != nil {
+		t.Fatal(err)
+	}
+	runs := &controllers.TriggerRuns{Client: h.c, APIReader: h.c, Clock: clk}
+	srv := httptest.NewServer(&triggers.Handler{Lookup: runs, Creator: runs, Clock: clk})
+	t.Cleanup(srv.Close)
+	path := "/triggers/" + h.ns + "/rotating"
+	post := func(token, what string) int {
+		code, _ := postTo(t, srv, path, []byte(`{"what":"`+what+`"}`), http.Header{"Authorization": {"Bearer " + token}})
+		return code
+	}
+	if code := post("old", "a"); code != http.StatusCreated {
+		t.Fatalf("the first delivery: %d", code)
+	}
+	secret.StringData = map[string]string{"token": "new"}
+	if err := h.c.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	// Within the value's lifetime the kept one still answers.
+	if code := post("old", "b"); code != http.StatusCreated {
+		t.Errorf("the old token while the value is kept: %d, want 201", code)
+	}
+	clk.Step(2 * time.Second)
+	if code := post("new", "c"); code != http.StatusCreated {
+		t.Errorf("the rotated token: %d, want 201 after a fresh read", code)
+	}
+	if code := post("old", "d"); code != http.StatusUnauthorized {
+		t.Errorf("the old token after the rotation was read: %d, want 401", code)
+	}
+	if n := len(h.triggerRuns("rotating")); n != 3 {
+		t.Errorf("%d runs, want 3", n)
 	}
 }

@@ -108,6 +108,14 @@ type ActiveCounter interface {
 	ActiveRuns(ctx context.Context, t *Trigger) (int, error)
 }
 
+// Refresher is implemented by a Lookup that keeps secrets: Refresh
+// forgets a trigger's kept secrets (when read long enough ago) and reports
+// whether it did, so a delivery signed with a rotated secret is checked
+// against a fresh read once.
+type Refresher interface {
+	Refresh(key types.NamespacedName) bool
+}
+
 // Outcome is what became of one event.
 type Outcome string
 
@@ -210,6 +218,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	now := h.clock().Now()
 	delivery, err := authenticate(t, body, r.Header, now)
+	if err != nil {
+		if rf, ok := h.Lookup.(Refresher); ok && rf.Refresh(key) {
+			if fresh, ferr := h.Lookup.Trigger(r.Context(), key); ferr == nil {
+				t = fresh
+				delivery, err = authenticate(t, body, r.Header, now)
+			}
+		}
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusUnauthorized)
 		return
