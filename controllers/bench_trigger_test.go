@@ -47,7 +47,7 @@ import (
 var (
 	triggerEvents  = flag.Int("trigger.events", 10000, "BenchmarkTriggerBurst: events sent, one delivery each")
 	triggerKeys    = flag.Int("trigger.keys", 100, "BenchmarkTriggerBurst: dedup keys the events fall on (the runs it makes)")
-	triggerSenders = flag.Int("trigger.senders", 8, "BenchmarkTriggerBurst: concurrent senders")
+	triggerSenders = flag.Int("trigger.senders", casWriters, "BenchmarkTriggerBurst: concurrent senders (by default as many as measure the write ceiling, so the runs' creation rate compares with it)")
 )
 
 // triggerBurstToken is the bench trigger's bearer token.
