@@ -63,6 +63,9 @@ type suite struct {
 	// metricsPort is the manager's metrics endpoint (HTTPS, authenticated
 	// and authorized as in a pod) on 127.0.0.1.
 	metricsPort int
+	// triggerPort is the manager's trigger listener (HTTPS with the
+	// webhook's serving certificate) on 127.0.0.1.
+	triggerPort int
 	devcluster  *procs.Process
 	manager     *procs.Process
 	managers    int // how many manager processes were started, for log names
@@ -134,6 +137,9 @@ func (st *suite) startCluster() error {
 	if st.metricsPort, err = procs.FreePort(); err != nil {
 		return err
 	}
+	if st.triggerPort, err = procs.FreePort(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(st.dir, 0o755); err != nil {
 		return err
 	}
@@ -165,6 +171,7 @@ func (st *suite) startManager() error {
 			"--webhook-port", strconv.Itoa(st.webhookPort),
 			"--metrics-bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(st.metricsPort)),
 			"--health-probe-bind-address", "0",
+			"--trigger-bind-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(st.triggerPort)),
 			// As in a pod (POD_NAMESPACE): admitted decisions are signed, and
 			// the controller rejects a decision that skipped the webhook.
 			"--decision-signing-secret", "exagent-system/exagent-decision-seal",
