@@ -126,6 +126,32 @@ func valueSets(t *testing.T) map[string]valueSet {
 				}
 			},
 		},
+		"the trigger listener behind an Ingress": {
+			values: map[string]any{"triggers": map[string]any{"enabled": true, "ingress": map[string]any{
+				"enabled": true, "className": "nginx", "host": "hooks.example.com", "tlsSecretName": "hooks-tls",
+				"annotations": map[string]any{"nginx.ingress.kubernetes.io/backend-protocol": "HTTPS"}}}},
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				mustHave(t, objs, "Service/exagent-system/exagent-triggers", "Ingress/exagent-system/exagent-triggers")
+				if !slices.Contains(managerArgs(t, objs), "--trigger-bind-address=:9444") {
+					t.Errorf("the manager does not serve the trigger listener: %v", managerArgs(t, objs))
+				}
+				ing := objs["Ingress/exagent-system/exagent-triggers"]
+				if ing == nil {
+					return
+				}
+				rules, _, _ := unstructured.NestedSlice(ing.Object, "spec", "rules")
+				if len(rules) != 1 || rules[0].(map[string]any)["host"] != "hooks.example.com" {
+					t.Errorf("Ingress rules %v", rules)
+				}
+				paths, _, _ := unstructured.NestedSlice(rules[0].(map[string]any), "http", "paths")
+				if len(paths) != 1 || paths[0].(map[string]any)["path"] != "/triggers/" {
+					t.Errorf("Ingress paths %v, want only /triggers/", paths)
+				}
+				if tls, _, _ := unstructured.NestedSlice(ing.Object, "spec", "tls"); len(tls) != 1 {
+					t.Errorf("Ingress tls %v", tls)
+				}
+			},
+		},
 		"ServiceMonitor, alerts and a ClusterIssuer": {
 			values: map[string]any{
 				"metrics": map[string]any{
@@ -202,6 +228,8 @@ func TestChartRefusesValues(t *testing.T) {
 		"a Secret without its CA":       {values: map[string]any{"webhook": map[string]any{"certificates": map[string]any{"source": "secret"}}}, want: "webhook.certificates.caBundle is required"},
 		"a namespace that is no name":   {values: map[string]any{"watchNamespaces": []any{"Team-A"}}, want: "watchNamespaces"},
 		"a misspelt value":              {values: map[string]any{"replica": 3}, want: "replica"},
+		"an Ingress without a host": {values: map[string]any{"triggers": map[string]any{"enabled": true, "ingress": map[string]any{"enabled": true}}},
+			want: "triggers.ingress.host is required"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := renderErr(t, tc.values)
