@@ -32,10 +32,12 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
@@ -64,8 +66,9 @@ const budgetSpendWrite = 10 * time.Second
 
 // AgentBudgetReconciler writes each AgentBudget's status — its spend
 // computed from the runs in its scope (budgetViews), percent per limit,
-// Exhausted — exports exagent_budget_used_ratio, and records a Warning
-// Event when a limit crosses 80 % and 100 %. It holds no run: the run
+// Exhausted — exports exagent_budget_used_ratio, records a Warning Event
+// when a limit crosses 80 % and 100 %, and copies each budget's status to
+// the status.budgets of the Agents it selects (agentbudget_agents.go). It holds no run: the run
 // controller does (agentbudget_gate.go), from the same computation.
 type AgentBudgetReconciler struct {
 	Client   client.Client
@@ -79,7 +82,8 @@ type AgentBudgetReconciler struct {
 }
 
 // SetupWithManager registers the controller: a budget is computed again
-// when it changes and when a run or an Agent of its namespace does.
+// when it changes and when a run or an Agent of its namespace does (an
+// Agent created, deleted, relabelled or respecified).
 func (r *AgentBudgetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -92,7 +96,10 @@ func (r *AgentBudgetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(r.Name).
 		For(&exagentv1.AgentBudget{}).
 		Watches(&exagentv1.AgentRun{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf)).
-		Watches(&exagentv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf)).
+		// An Agent's status (conditions, and the budgets this controller
+		// writes) selects nothing: only its labels, spec and existence do.
+		Watches(&exagentv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf),
+			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Complete(quietConflicts{controller: r.Name, next: r})
 }
 
@@ -108,7 +115,9 @@ func (r *AgentBudgetReconciler) budgetsOf(ctx context.Context, o client.Object) 
 	return out
 }
 
-// Reconcile computes one budget's status and writes it when it changed.
+// Reconcile computes one budget's status and writes it when it changed,
+// then brings the status.budgets of the namespace's Agents in line with
+// the budgets' statuses (agentbudget_agents.go).
 func (r *AgentBudgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	now := r.Clock.Now()
 	views, err := budgetViews(ctx, r.Client, req.Namespace, now, nil)
@@ -123,8 +132,18 @@ func (r *AgentBudgetReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	if v == nil {
 		r.forget(req.NamespacedName)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.syncAgents(ctx, req.Namespace, views)
 	}
+	res, err := r.writeStatus(ctx, req, v, now)
+	if err != nil {
+		return res, err
+	}
+	return res, r.syncAgents(ctx, req.Namespace, views)
+}
+
+// writeStatus writes v's status when it changed (spend alone at most every
+// budgetSpendWrite); v then holds the budget as written.
+func (r *AgentBudgetReconciler) writeStatus(ctx context.Context, req ctrl.Request, v *budgetView, now time.Time) (ctrl.Result, error) {
 	next := budgetStatus(v, now)
 	old := v.budget.Status
 	r.export(v)
@@ -150,6 +169,7 @@ func (r *AgentBudgetReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	r.noteWrite(req.NamespacedName, now)
 	r.crossings(ctx, out, old.Limits, next.Limits)
+	v.budget = out
 	return ctrl.Result{RequeueAfter: wait}, nil
 }
 

@@ -288,3 +288,106 @@ func TestBudgetStatusAcrossRestart(t *testing.T) {
 	h.touchBudget(clk, day.Add(2*time.Hour+time.Second), "team")
 	h.waitBudget("team", "the new day's and month's windows", spent(0, "0"))
 }
+
+// waitAgentBudgets waits until Agent name's status.budgets satisfies cond.
+func (h *harness) waitAgentBudgets(name, what string, cond func(*exagentv1.Agent) bool) *exagentv1.Agent {
+	h.t.Helper()
+	var last exagentv1.Agent
+	if !eventually(func() bool {
+		err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, &last)
+		return err == nil && cond(&last)
+	}) {
+		h.t.Fatalf("agent %s: timed out waiting %s; status.budgets %+v", name, what, last.Status.Budgets)
+	}
+	return &last
+}
+
+// budgetNames are the names in an Agent's status.budgets, in order.
+func budgetNames(a *exagentv1.Agent) []string {
+	var out []string
+	for _, b := range a.Status.Budgets {
+		out = append(out, b.Name)
+	}
+	return out
+}
+
+func namesAre(want ...string) func(*exagentv1.Agent) bool {
+	return func(a *exagentv1.Agent) bool { return strings.Join(budgetNames(a), ",") == strings.Join(want, ",") }
+}
+
+// sameUse tells whether an Agent's entry for budget b is b's status copied.
+func sameUse(a *exagentv1.Agent, b *exagentv1.AgentBudget) bool {
+	for _, u := range a.Status.Budgets {
+		if u.Name == b.Name {
+			return fmt.Sprint(u.Limits) == fmt.Sprint(b.Status.Limits) &&
+				u.Exhausted == meta.IsStatusConditionTrue(b.Status.Conditions, exagentv1.ConditionExhausted)
+		}
+	}
+	return false
+}
+
+// TestBudgetAgentStatus: an Agent's status.budgets lists the budgets that
+// select it, sorted by name, with the spend their statuses say; a budget
+// deleted or no longer selecting the Agent leaves the list; the Agent
+// controller's own status writes keep it.
+func TestBudgetAgentStatus(t *testing.T) {
+	h := newHarness(t)
+	srv, _ := budgetModel(t)
+	clk := clocktesting.NewFakeClock(time.Date(2030, 1, 15, 10, 0, 0, 0, time.UTC))
+	h.startManager(controllers.Options{Clock: clk})
+	h.tokenAgent("a", srv.URL, map[string]string{"team": "a"})
+	h.tokenAgent("b", srv.URL, map[string]string{"team": "b"})
+	h.createBudget("daily", exagentv1.AgentBudgetSpec{
+		AgentSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
+		TokensPerDay:  new(int64(200)),
+	})
+	h.createBudget("all", exagentv1.AgentBudgetSpec{MaxConcurrentRuns: new(int32(5))})
+	h.waitAgentBudgets("a", "all and daily, by name", namesAre("all", "daily"))
+	h.waitAgentBudgets("b", "all alone (daily selects team a)", namesAre("all"))
+
+	// Spend shows on the Agent as the budget's status says it.
+	h.createRun("r1", "a")
+	h.waitPhase("r1", exagentv1.PhaseSucceeded)
+	daily := h.waitBudget("daily", "100 tokens", func(b *exagentv1.AgentBudget) bool { return b.Status.Spend.TokensToday == 100 })
+	a := h.waitAgentBudgets("a", "daily's spend", func(a *exagentv1.Agent) bool { return sameUse(a, daily) })
+	if u := a.Status.Budgets[1]; len(u.Limits) != 1 || u.Limits[0].Limit != exagentv1.BudgetTokensPerDay ||
+		u.Limits[0].Used != "100" || u.Limits[0].Max != "200" || u.Limits[0].Percent != 50 || u.Limits[0].RollsOverAt == nil || u.Exhausted {
+		t.Errorf("agent a's daily entry %+v, want tokensPerDay 100/200 at 50%%, rolling over, not exhausted", u)
+	}
+	h.createRun("r2", "a")
+	h.waitPhase("r2", exagentv1.PhaseSucceeded)
+	h.waitAgentBudgets("a", "daily exhausted", func(a *exagentv1.Agent) bool {
+		return len(a.Status.Budgets) == 2 && a.Status.Budgets[1].Exhausted && a.Status.Budgets[1].Limits[0].Percent == 100
+	})
+
+	// The Agent controller rewrites the status on a spec change: the list stays.
+	patch := []byte(`{"spec":{"instructions":"Answer briefly."}}`)
+	if err := h.c.Patch(context.Background(), &exagentv1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "a"}},
+		client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	a = h.waitAgentBudgets("a", "checked at the new generation", func(a *exagentv1.Agent) bool {
+		return a.Status.ObservedGeneration == a.Generation && meta.FindStatusCondition(a.Status.Conditions, exagentv1.ConditionReady) != nil
+	})
+	if got := budgetNames(a); strings.Join(got, ",") != "all,daily" {
+		t.Errorf("after the Agent controller's write, status.budgets %v, want [all daily]", got)
+	}
+
+	// Relabelled, b is selected by daily; a is not any more.
+	for name, team := range map[string]string{"a": "x", "b": "a"} {
+		patch := fmt.Appendf(nil, `{"metadata":{"labels":{"team":%q}}}`, team)
+		if err := h.c.Patch(context.Background(), &exagentv1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}},
+			client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitAgentBudgets("a", "daily gone (no longer selecting it)", namesAre("all"))
+	h.waitAgentBudgets("b", "daily added", namesAre("all", "daily"))
+
+	// A budget deleted leaves every list.
+	if err := h.c.Delete(context.Background(), &exagentv1.AgentBudget{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "all"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitAgentBudgets("a", "no budget", namesAre())
+	h.waitAgentBudgets("b", "daily alone", namesAre("daily"))
+}

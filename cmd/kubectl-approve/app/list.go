@@ -49,6 +49,9 @@ type listOptions struct {
 	client    client.WithWatch
 	runs      *runLister
 	clock     clock.PassiveClock
+	// held are the runs AgentBudgets hold, printed after the approvals
+	// (list_held.go).
+	held []heldRun
 }
 
 func newListCommand(f *factory, streams genericiooptions.IOStreams) *cobra.Command {
@@ -62,6 +65,12 @@ namespaces): the run, the approval id, the tool and its arguments, when it
 was requested and when it expires. Only the runs waiting for approval are
 read (a field selector on status.phase, in pages of 500), however many runs
 the namespace holds. With -w, approvals are printed as runs start waiting.
+
+The runs an AgentBudget holds (Queued, reason BudgetExhausted) follow the
+approvals, one line each — "held by budget: RUN (AgentBudget …: the limit,
+its spend and when it rolls over)" — read as the Queued runs (one more
+field-selected list; not with -w). kubectl approve budgets shows the
+budgets themselves.
 
 An approval of a run that is a turn of a conversation also holds up the
 conversation's later turns: a CONVERSATION column then names it ("billing
@@ -128,7 +137,10 @@ func (o *listOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("listing runs: %w", err)
 	}
 	rows := o.rows(ctx, segments, runs, runs)
-	if len(rows) == 0 && o.namespace != "" {
+	if !o.Watch {
+		o.held = o.heldByBudget(ctx)
+	}
+	if len(rows) == 0 && len(o.held) == 0 && o.namespace != "" {
 		// Nothing waits: say so when the reason is that nothing serves
 		// the namespace (one more small request, only then).
 		if u := unservedRun(ctx, o.client, o.namespace); u != nil {
@@ -191,16 +203,17 @@ func (o *listOptions) resolvePendingArgs(ctx context.Context, segments *segmentR
 }
 
 func (o *listOptions) print(rows []pendingApproval) error {
+	doc := pendingList{Items: nonNil(rows), HeldByBudget: o.held}
 	switch o.Output {
 	case "json":
-		b, err := json.MarshalIndent(pendingList{Items: nonNil(rows)}, "", "    ")
+		b, err := json.MarshalIndent(doc, "", "    ")
 		if err != nil {
 			return err
 		}
 		_, err = fmt.Fprintln(o.Out, string(b))
 		return err
 	case "yaml":
-		b, err := yaml.Marshal(pendingList{Items: nonNil(rows)})
+		b, err := yaml.Marshal(doc)
 		if err != nil {
 			return err
 		}
@@ -209,14 +222,21 @@ func (o *listOptions) print(rows []pendingApproval) error {
 	}
 	if len(rows) == 0 {
 		// Like kubectl get: the empty result is news, not data, so it goes to stderr.
+		var err error
 		if o.namespace == "" {
-			_, err := fmt.Fprintln(o.ErrOut, "No pending approvals found.")
+			_, err = fmt.Fprintln(o.ErrOut, "No pending approvals found.")
+		} else {
+			_, err = fmt.Fprintf(o.ErrOut, "No pending approvals in %s namespace.\n", o.namespace)
+		}
+		if err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(o.ErrOut, "No pending approvals in %s namespace.\n", o.namespace)
+		return printHeld(o.Out, o.held, o.namespace == "", false)
+	}
+	if err := printApprovalTable(o.Out, rows, o.clock.Now(), o.Output == "wide"); err != nil {
 		return err
 	}
-	return printApprovalTable(o.Out, rows, o.clock.Now(), o.Output == "wide")
+	return printHeld(o.Out, o.held, o.namespace == "", true)
 }
 
 func nonNil(rows []pendingApproval) []pendingApproval {

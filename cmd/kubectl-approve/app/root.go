@@ -54,6 +54,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	registerNamespaceCompletion(cmd, f)
 	cmd.AddCommand(
 		newListCommand(f, streams),
+		newBudgetsCommand(f, streams),
 		newShowCommand(f, streams),
 		newDenyCommand(f, streams),
 		newCancelCommand(f, streams),

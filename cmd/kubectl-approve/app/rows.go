@@ -67,6 +67,8 @@ type pendingApproval struct {
 // pendingList is the -o json|yaml document of `list`.
 type pendingList struct {
 	Items []pendingApproval `json:"items"`
+	// HeldByBudget are the runs AgentBudgets hold (list_held.go).
+	HeldByBudget []heldRun `json:"heldByBudget,omitempty"`
 }
 
 // pendingApprovals returns the Pending approvals of runs, ordered by
