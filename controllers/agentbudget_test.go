@@ -150,7 +150,7 @@ func TestBudgetTokensPerDay(t *testing.T) {
 	h.touchBudget(clk, day.Add(14*time.Hour+time.Second), "daily")
 	for _, name := range []string{"r3", "r4"} {
 		done := h.waitPhase(name, exagentv1.PhaseSucceeded)
-		if !done.Status.StartedAt.Time.After(day.Add(14 * time.Hour)) {
+		if !done.Status.StartedAt.After(day.Add(14 * time.Hour)) {
 			t.Errorf("%s started at %v, want the new day", name, done.Status.StartedAt)
 		}
 	}

@@ -220,7 +220,7 @@ func burstTrigger(b *testing.B, h *harness, m *manager, name string, wrap func(c
 	must(b, h.c.Create(ctx, at))
 	// The manager has read the trigger (its Ready condition).
 	h.waitTriggerReady(name, exagentv1.ReasonTriggerReady)
-	var reader client.Reader = m.ctrls.TriggerRuns.APIReader
+	reader := m.ctrls.TriggerRuns.APIReader
 	if wrap != nil {
 		reader = wrap(reader)
 	}

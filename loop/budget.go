@@ -70,14 +70,13 @@ func BudgetRunOf(s *exagentv1.AgentRunStatus) BudgetRun {
 
 // BudgetUsage is the spend of the runs in a budget's scope at one instant.
 type BudgetUsage struct {
-	TokensToday   int64
-	RunsLastHour  int32
-	Concurrent    int32
-	CostNanos     int64
-	DayStart      time.Time
-	MonthStart    time.Time
-	oldestInHour  time.Time
-	hourWindowEnd time.Time
+	TokensToday  int64
+	RunsLastHour int32
+	Concurrent   int32
+	CostNanos    int64
+	DayStart     time.Time
+	MonthStart   time.Time
+	oldestInHour time.Time
 }
 
 // DayStart is the start of now's UTC day.

@@ -127,8 +127,8 @@ type BudgetLimitUse struct {
 // AgentBudgetStatus is the spend the budget controller computed from the
 // runs' own ledgers (never a separate counter).
 type AgentBudgetStatus struct {
-	// conditions: Ready (the budget is computed) and Exhausted (True while a
-	// limit is used up, its reason naming the limit).
+	// conditions are Ready (the budget is computed) and Exhausted (True
+	// while a limit is used up, its reason naming the limit).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -192,15 +192,17 @@ type AgentBudgetUse struct {
 // (RBAC apart from the Agents' authors): a run that would pass it waits
 // Queued with reason BudgetExhausted — never failed, never charged twice —
 // and starts when the window rolls over or the budget is raised.
+// +kubebuilder:validation:XValidation:rule="has(self.spec)",message="spec is required: set at least one of tokensPerDay, runsPerHour, maxConcurrentRuns, costPerMonth"
 type AgentBudget struct {
 	metav1.TypeMeta `json:",inline"`
 	// metadata is the budget's object metadata.
 	// +optional
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// spec is the limits and which Agents they hold.
-	// +required
-	Spec AgentBudgetSpec `json:"spec"`
+	// spec is the limits and which Agents they hold (required: the
+	// object's validation refuses a budget without one).
+	// +optional
+	Spec AgentBudgetSpec `json:"spec,omitempty,omitzero"`
 	// status is the spend the controller computed.
 	// +optional
 	Status AgentBudgetStatus `json:"status,omitempty,omitzero"`

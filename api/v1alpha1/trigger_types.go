@@ -123,7 +123,7 @@ type TriggerSource struct {
 	// alertmanager notifications, to the same URL as a webhook receiver.
 	// +optional
 	Alertmanager *AlertmanagerTriggerSource `json:"alertmanager,omitempty"`
-	// kubernetesEvents: Events of the cluster, read as a ServiceAccount.
+	// kubernetesEvents are Events of the cluster, read as a ServiceAccount.
 	// +optional
 	KubernetesEvents *KubernetesEventsTriggerSource `json:"kubernetesEvents,omitempty"`
 }
