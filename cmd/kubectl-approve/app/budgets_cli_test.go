@@ -70,7 +70,10 @@ func TestBudgetsFromTheCLI(t *testing.T) {
 		t.Errorf("budgets printed:\n%s", out)
 	}
 
-	out = mustPlugin(t, "bob", "list", "-n", ns)
+	if plain := mustPlugin(t, "bob", "list", "-n", ns); strings.Contains(plain, "held by budget") {
+		t.Errorf("plain list reads the held runs (one more request): %s", plain)
+	}
+	out = mustPlugin(t, "bob", "list", "-n", ns, "--budgets")
 	line := "held by budget: second (" + held.Status.Message + ")\n"
 	if !strings.Contains(held.Status.Message, "AgentBudget "+ns+"/one: maxConcurrentRuns 1 used 1") {
 		t.Errorf("held run's message %q does not name the budget and its spend", held.Status.Message)

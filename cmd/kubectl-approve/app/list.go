@@ -49,6 +49,8 @@ type listOptions struct {
 	client    client.WithWatch
 	runs      *runLister
 	clock     clock.PassiveClock
+	// Budgets: also list the runs AgentBudgets hold (one more read).
+	Budgets bool
 	// held are the runs AgentBudgets hold, printed after the approvals
 	// (list_held.go).
 	held []heldRun
@@ -66,11 +68,11 @@ was requested and when it expires. Only the runs waiting for approval are
 read (a field selector on status.phase, in pages of 500), however many runs
 the namespace holds. With -w, approvals are printed as runs start waiting.
 
-The runs an AgentBudget holds (Queued, reason BudgetExhausted) follow the
-approvals, one line each — "held by budget: RUN (AgentBudget …: the limit,
-its spend and when it rolls over)" — read as the Queued runs (one more
-field-selected list; not with -w). kubectl approve budgets shows the
-budgets themselves.
+With --budgets, the runs an AgentBudget holds (Queued, reason
+BudgetExhausted) follow the approvals, one line each — "held by budget: RUN
+(AgentBudget …: the limit, its spend and when it rolls over)" — read as the
+Queued runs (one more field-selected list, so only when asked; not with
+-w). kubectl approve budgets shows the budgets themselves.
 
 An approval of a run that is a turn of a conversation also holds up the
 conversation's later turns: a CONVERSATION column then names it ("billing
@@ -83,6 +85,7 @@ behind it.`,
   kubectl approve list -A -o wide
   kubectl approve list --agent payments -w
   kubectl approve list --conversations -A
+  kubectl approve list --budgets
   kubectl approve list -o json | jq -r '.items[] | "\(.run) \(.approval)"'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -93,6 +96,7 @@ behind it.`,
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: wide, json or yaml.")
 	cmd.Flags().StringVar(&o.Agent, "agent", "", "List only the approvals of runs of this Agent.")
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After listing, watch for runs that start waiting and print their approvals.")
+	cmd.Flags().BoolVar(&o.Budgets, "budgets", false, "After the approvals, list the runs an AgentBudget holds (Queued, BudgetExhausted) with the budget and limit that hold them.")
 	cmd.Flags().BoolVar(&o.Conversations, "conversations", false, "List the conversations held up by a person (their open turn waits for a decision, an answer or a resolve) instead of the approvals.")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"wide", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -137,7 +141,7 @@ func (o *listOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("listing runs: %w", err)
 	}
 	rows := o.rows(ctx, segments, runs, runs)
-	if !o.Watch {
+	if o.Budgets && !o.Watch {
 		o.held = o.heldByBudget(ctx)
 	}
 	if len(rows) == 0 && len(o.held) == 0 && o.namespace != "" {
