@@ -79,20 +79,26 @@ func (h *triggerHTTP) post(port int, ns, name, token string, body []byte) (int, 
 	return resp.StatusCode, ans, nil
 }
 
-// burst sends sz.triggerEvents events over sz.triggerKeys keys (each key
-// once first, then at random) from sz.triggerSenders concurrent senders.
-// Each event goes to a random live manager; after a connection error or a
-// 5xx it goes again to another, after 50 ms doubling to 1 s, for at most
-// two minutes. A 2xx answer's runs are recorded under its key.
+// burst sends sz.triggerEvents events over sz.triggerKeys keys from
+// sz.triggerSenders concurrent senders, at sz.triggerRate events a second
+// in all (alerts fire over a while, so kills land inside the burst). Keys
+// start firing one after another over the first 80% of the events — each
+// key's first event is its first delivery, then it repeats at random with
+// the keys already firing. Each event goes to a random live manager; after
+// a connection error or a 5xx it goes again to another, after 50 ms
+// doubling to 1 s, for at most two minutes. A 2xx answer's runs are
+// recorded under its key.
 func (r *r8Run) burst(sz size, rng *rand.Rand) {
 	events := make(chan int)
 	keys := make([]string, sz.triggerEvents)
+	firing := 0
 	for n := range keys {
-		k := n
-		if n >= sz.triggerKeys {
-			k = rng.IntN(sz.triggerKeys)
+		if due := 1 + n*sz.triggerKeys*5/(4*sz.triggerEvents); firing < min(due, sz.triggerKeys) {
+			keys[n] = r8Key(firing)
+			firing++
+			continue
 		}
-		keys[n] = r8Key(k)
+		keys[n] = r8Key(rng.IntN(firing))
 	}
 	var wg sync.WaitGroup
 	for i := range sz.triggerSenders {
@@ -103,7 +109,10 @@ func (r *r8Run) burst(sz size, rng *rand.Rand) {
 			}
 		})
 	}
+	tick := time.NewTicker(time.Second / time.Duration(sz.triggerRate))
+	defer tick.Stop()
 	for n := range keys {
+		<-tick.C // the burst's pace: events fire over a while
 		events <- n
 	}
 	close(events)
