@@ -116,7 +116,7 @@ SEED ?= 0
 CHAOS_TIMEOUT ?= 60m
 
 .PHONY: chaos
-chaos: ## Run the fault-injection suite (test/chaos) at full size: kill -9 matrix, 3 managers killed at random, apiserver faults, restart from etcd data, 10 conversations × 5 turns with managers killed inside turns and between them (each turn's effect once, in order, none lost, history carried), two tenants on one manager (one hostile: redirects, huge answers, hanging MCP, wide delegation; the ordinary one's latency ratio is reported), 1,000 slow-model runs on one manager; SEED=N replays.
+chaos: ## Run the fault-injection suite (test/chaos) at full size: kill -9 matrix, 3 managers killed at random, apiserver faults, restart from etcd data, 10 conversations × 5 turns with managers killed inside turns and between them (each turn's effect once, in order, none lost, history carried), two tenants on one manager (one hostile: redirects, huge answers, hanging MCP, wide delegation; the ordinary one's latency ratio is reported), 3 managers serving the trigger listener killed during a 3,000-event burst over 50 dedup keys and inside/across an every-minute schedule's ticks (R8: one run per key and per tick, none lost), 1,000 slow-model runs on one manager; SEED=N replays.
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -v -timeout $(CHAOS_TIMEOUT) -tags chaos ./test/chaos/ -chaos.full -chaos.seed=$(SEED)
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -v -timeout $(CHAOS_TIMEOUT) -run '^TestLoadNeverUncertain$$' ./controllers/ -args -load.runs=1000 -load.model-delay=1s
 

@@ -19,7 +19,8 @@ package chaos
 import "testing"
 
 // TestChaos runs the fault scenarios: R5 on a control plane of its own,
-// beside R1, R2, R3 and R7 (conversations), which take turns on the
+// beside R1, R2, R3, R7 (conversations) and R8 (schedules and triggers),
+// which take turns on the
 // shared one (their managers reconcile every namespace, so they never
 // overlap). The history
 // check itself (R4) is unit-tested in history_test.go and judges every
@@ -35,6 +36,7 @@ func TestChaos(t *testing.T) {
 		t.Run("R2-ThreeManagers", testThreeManagersKilledAtRandom)
 		t.Run("R3-ApiserverFaults", testApiserverFaults)
 		t.Run("R7-Conversations", testConversations)
+		t.Run("R8-SchedulesTriggers", testSchedulesAndTriggers)
 	})
 }
 

@@ -19,7 +19,8 @@ limitations under the License.
 // several managers with no leader election killed at random, an apiserver
 // whose answers fail or get lost, a control plane restarted from its etcd
 // data directory, and conversations whose managers are killed between
-// turns and inside them (R7) — and, beside them (R6, TestTenants), two
+// turns and inside them (R7), and managers killed during a trigger burst
+// and around a schedule's ticks (R8) — and, beside them (R6, TestTenants), two
 // tenants on one manager: an ordinary one, whose run latency is measured alone
 // and again while a hostile one redirects http tools to a denied address,
 // streams a 1 GiB model answer, hangs an MCP server and delegates wide,

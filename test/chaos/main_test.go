@@ -55,17 +55,20 @@ type size struct {
 	hangingRuns, hugeClients, exfilClients, hydraClients int
 	// R7: conversations and the turns of each.
 	convs, convTurns int
+	// R8: trigger events, their dedup keys, the concurrent senders and
+	// the events sent a second; schedule ticks with kills aimed at them.
+	triggerEvents, triggerKeys, triggerSenders, triggerRate, ticks int
 }
 
 func sizes() size {
 	if *fullFlag || os.Getenv("CHAOS_FULL") == "1" {
 		return size{managersRuns: 300, batch: 25, killFor: 3 * time.Minute, faultRuns: 100, restartRuns: 10,
 			tenantRuns: 100, tenantClients: 8, hangingRuns: 32, hugeClients: 4, exfilClients: 2, hydraClients: 2,
-			convs: 10, convTurns: 5}
+			convs: 10, convTurns: 5, triggerEvents: 3000, triggerKeys: 50, triggerSenders: 8, triggerRate: 100, ticks: 3}
 	}
 	return size{managersRuns: 30, batch: 10, killFor: 20 * time.Second, faultRuns: 16, restartRuns: 2,
 		tenantRuns: 20, tenantClients: 4, hangingRuns: 8, hugeClients: 2, exfilClients: 1, hydraClients: 1,
-		convs: 4, convTurns: 3}
+		convs: 4, convTurns: 3, triggerEvents: 300, triggerKeys: 20, triggerSenders: 4, triggerRate: 30, ticks: 1}
 }
 
 func seed() int64 {

@@ -455,11 +455,16 @@ func (r *convRun) statusMismatch(c string, st *exagentv1.ConversationStatus) str
 	return ""
 }
 
-// managerPool is R7's manager processes, each in a slot that is empty
-// while its process is down.
+// managerPool is R7's (and R8's) manager processes, each in a slot that
+// is empty while its process is down.
 type managerPool struct {
 	cl   *cluster
 	name string
+	// opts, when set, are how slot i's manager starts (R8: its trigger
+	// listener's port, its failpoints); ready, when set, is what start
+	// waits for besides the manager's workers.
+	opts  func(i int) managerOpts
+	ready func(i int) error
 
 	// startMu orders starts: a holder identity is read from the cluster's
 	// count of managers started.
@@ -467,6 +472,10 @@ type managerPool struct {
 	mu      sync.Mutex
 	procs   []*procs.Process
 	holders []string
+	// upSince is when each running slot's manager was ready; spans are
+	// the times managers were up and have been killed since.
+	upSince []time.Time
+	spans   []upSpan
 	// stopping: restarts scheduled before the end start nothing; stop
 	// ends their down time.
 	stopping bool
@@ -481,14 +490,25 @@ func (p *managerPool) start(i int) error {
 	defer p.startMu.Unlock()
 	p.mu.Lock()
 	stopping := p.stopping
+	running := p.procs[i] != nil
 	p.mu.Unlock()
-	if stopping {
+	if stopping || running {
 		return nil
 	}
 	name := fmt.Sprintf("%s-%d", p.name, i)
-	proc, err := p.cl.startManager(managerOpts{name: name})
+	opts := managerOpts{name: name}
+	if p.opts != nil {
+		opts = p.opts(i)
+	}
+	proc, err := p.cl.startManager(opts)
 	if err != nil {
 		return err
+	}
+	if p.ready != nil {
+		if err := p.ready(i); err != nil {
+			proc.Kill()
+			return err
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -496,8 +516,25 @@ func (p *managerPool) start(i int) error {
 		proc.Kill()
 		return nil
 	}
-	p.procs[i], p.holders[i] = proc, fmt.Sprintf("%s-%d", name, p.cl.managers)
+	p.procs[i], p.holders[i] = proc, fmt.Sprintf("%s-%d", opts.name, p.cl.managers)
+	if p.upSince != nil {
+		p.upSince[i] = time.Now()
+	}
 	return nil
+}
+
+// upSpan is a time a manager was up: from ready to killed.
+type upSpan struct {
+	slot     int
+	from, to time.Time
+}
+
+// down records that slot i's manager stopped now (p.mu held).
+func (p *managerPool) down(i int) {
+	if p.upSince != nil && !p.upSince[i].IsZero() {
+		p.spans = append(p.spans, upSpan{slot: i, from: p.upSince[i], to: time.Now()})
+		p.upSince[i] = time.Time{}
+	}
 }
 
 // kill SIGKILLs slot i's manager; false if the slot was empty.
@@ -505,6 +542,7 @@ func (p *managerPool) kill(i int) bool {
 	p.mu.Lock()
 	proc := p.procs[i]
 	p.procs[i], p.holders[i] = nil, ""
+	p.down(i)
 	p.mu.Unlock()
 	if proc == nil {
 		return false
@@ -522,6 +560,7 @@ func (p *managerPool) killLive() []int {
 		if proc != nil {
 			slots, live = append(slots, i), append(live, proc)
 			p.procs[i], p.holders[i] = nil, ""
+			p.down(i)
 		}
 	}
 	p.mu.Unlock()
