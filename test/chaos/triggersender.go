@@ -144,10 +144,10 @@ func (r *r8Run) deliver(key string, seq int, rng *rand.Rand) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.deliveries++
-		switch {
-		case code == http.StatusCreated:
+		switch code {
+		case http.StatusCreated:
 			r.created++
-		case code == http.StatusOK:
+		case http.StatusOK:
 			r.ok++
 		default:
 			r.failed++
