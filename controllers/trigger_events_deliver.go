@@ -39,6 +39,7 @@ const maxDeliverAttempts = 8
 func (s *EventSources) handOn(key types.NamespacedName, et *eventTrigger, ev triggers.Event, at time.Time) {
 	if !et.limiter.TryAccept() {
 		s.count(key, func(st *EventSourceStats) { st.Dropped++ })
+		s.recordDrop(key)
 		return
 	}
 	select {
@@ -50,7 +51,19 @@ func (s *EventSources) handOn(key types.NamespacedName, et *eventTrigger, ev tri
 		s.mu.Unlock()
 	default:
 		s.count(key, func(st *EventSourceStats) { st.Dropped++ })
+		s.recordDrop(key)
 	}
+}
+
+// recordDrop counts an Event dropped before delivery as the trigger's
+// status and metric count one past its rate (the Recorder's
+// rate_limited): a trigger's dropped count says what its Events lost,
+// wherever they were dropped.
+func (s *EventSources) recordDrop(key types.NamespacedName) {
+	if s.Handler == nil || s.Handler.Recorder == nil {
+		return
+	}
+	s.Handler.Recorder.Record(key, map[triggers.Outcome]int{triggers.OutcomeRateLimited: 1}, "", s.clock().Now())
 }
 
 // deliverLoop delivers et's Events one at a time until ctx ends.

@@ -349,12 +349,27 @@ func (t *TriggerRuns) CreateRun(ctx context.Context, tr *triggers.Trigger, input
 	}
 	if err := t.Client.Create(ctx, run); err != nil {
 		if apierrors.IsAlreadyExists(err) && run.Name != "" {
-			return run.Name, false, nil
+			return t.made(ctx, tr, run.Name, c.uid)
 		}
 		return "", false, fmt.Errorf("creating a run of AgentTrigger %s: %w", tr.NamespacedName, err)
 	}
 	t.remember(tr.NamespacedName, run.Name, at)
 	return run.Name, true, nil
+}
+
+// made answers a Create that found the run's name taken: a duplicate
+// when the run is this trigger's (another replica, or a retry, made it),
+// else triggers.ErrNameTaken — a run of that name that someone else made
+// is never taken for the trigger's.
+func (t *TriggerRuns) made(ctx context.Context, tr *triggers.Trigger, name string, uid types.UID) (string, bool, error) {
+	existing := &exagentv1.AgentRun{}
+	if err := t.APIReader.Get(ctx, types.NamespacedName{Namespace: tr.Namespace, Name: name}, existing); err != nil {
+		return "", false, fmt.Errorf("reading run %s/%s, whose name AgentTrigger %s's run takes: %w", tr.Namespace, name, tr.Name, err)
+	}
+	if !ownedBy(existing, uid) {
+		return "", false, fmt.Errorf("%w: run %s/%s exists and is not AgentTrigger %s's", triggers.ErrNameTaken, tr.Namespace, name, tr.Name)
+	}
+	return name, false, nil
 }
 
 // triggerSetter is the person who last set at's spec, as admission

@@ -91,6 +91,10 @@ type Trigger struct {
 // ErrNotFound: no such trigger (404).
 var ErrNotFound = errors.New("no such trigger")
 
+// ErrNameTaken: the name of the run an event's key makes is taken by a
+// run the trigger did not make (409: a retry would meet it again).
+var ErrNameTaken = errors.New("the run's name is taken")
+
 // Lookup reads a trigger's configuration (and its secret).
 type Lookup interface {
 	Trigger(ctx context.Context, key types.NamespacedName) (*Trigger, error)
@@ -371,6 +375,9 @@ func (h *Handler) Deliver(ctx context.Context, t *Trigger, delivery string, even
 			}
 			h.mu.Unlock()
 			h.Log.Error(err, "creating a triggered run", "trigger", t.NamespacedName, "key", d.key)
+			if errors.Is(err, ErrNameTaken) {
+				return res, http.StatusConflict, err
+			}
 			return res, http.StatusServiceUnavailable, fmt.Errorf("creating the run failed; retry: %w", err)
 		}
 		if created {

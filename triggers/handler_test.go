@@ -57,6 +57,8 @@ type runs struct {
 	mu   sync.Mutex
 	made map[string]string // name → input
 	fail bool
+	// taken names are runs someone else made.
+	taken map[string]bool
 }
 
 func (r *runs) CreateRun(_ context.Context, t *Trigger, input, key string, at time.Time) (string, bool, error) {
@@ -66,6 +68,9 @@ func (r *runs) CreateRun(_ context.Context, t *Trigger, input, key string, at ti
 		return "", false, errors.New("the apiserver is away")
 	}
 	name := fmt.Sprintf("%s-%s-%d", t.Name, key, at.Truncate(t.DedupWindow).Unix())
+	if r.taken[name] {
+		return "", false, fmt.Errorf("%w: run %s is not the trigger's", ErrNameTaken, name)
+	}
 	if _, ok := r.made[name]; ok {
 		return name, false, nil
 	}
@@ -194,6 +199,14 @@ func TestWebhookDelivery(t *testing.T) {
 	f.runs.fail = false
 	if code, res := f.post(t, path, other, sign(t, secret, "msg_8", t0, other)); code != http.StatusCreated || len(res.Runs) != 1 {
 		t.Errorf("the sender's retry of the failed delivery: %d %+v, want its run", code, res)
+	}
+
+	// A run of the key's name that someone else made is never taken for
+	// the trigger's: 409, not a duplicate, and not a 503 to retry forever.
+	squatted := []byte(`{"id":44,"title":"squatted"}`)
+	f.runs.taken = map[string]bool{fmt.Sprintf("tickets-44-%d", t0.Truncate(10*time.Minute).Unix()): true}
+	if code, res := f.post(t, path, squatted, sign(t, secret, "msg_9", t0, squatted)); code != http.StatusConflict || res.Duplicates != 0 {
+		t.Errorf("a key whose run name someone else took: %d %+v, want 409", code, res)
 	}
 }
 
