@@ -96,7 +96,7 @@ func runSuite(m *testing.M) int {
 }
 
 func setup(ctx context.Context) error {
-	for _, f := range []string{"viewer_role.yaml", "editor_role.yaml", "approver_role.yaml", "resolver_role.yaml"} {
+	for _, f := range []string{"viewer_role.yaml", "editor_role.yaml", "approver_role.yaml", "resolver_role.yaml", "budget_admin_role.yaml"} {
 		if err := installClusterRole(ctx, filepath.Join(testenv.RepoRoot(), "config", "rbac", f)); err != nil {
 			return err
 		}
