@@ -84,7 +84,11 @@ func (r *AgentBudgetReconciler) syncAgents(ctx context.Context, namespace string
 		if equality.Semantic.DeepEqual(a.Status.Budgets, want) {
 			continue
 		}
-		patch, err := json.Marshal(map[string]any{"status": map[string]any{"budgets": want}})
+		// The resourceVersion read makes the patch a compare-and-swap: a
+		// list computed from a stale Agent is refused and recomputed.
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"resourceVersion": a.ResourceVersion},
+			"status":   map[string]any{"budgets": want}})
 		if err != nil {
 			return err
 		}

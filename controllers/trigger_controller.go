@@ -151,9 +151,10 @@ func (r *TriggerReconciler) Reconcile(ctx context.Context, req reconcile.Request
 		return res, nil
 	}
 	was := meta.FindStatusCondition(at.Status.Conditions, exagentv1.ConditionReady)
-	// A merge patch of our fields only: the counts are TriggerStats's,
-	// written with compare-and-swap by every replica.
-	patch := client.MergeFrom(at.DeepCopy())
+	// A merge patch of our fields only (the counts are TriggerStats's),
+	// carrying the resourceVersion read: a compare-and-swap, so a status
+	// computed from a stale read is refused (Conflict) and recomputed.
+	patch := client.MergeFromWithOptions(at.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	at.Status.Conditions, at.Status.ActiveRuns, at.Status.ObservedGeneration = next.Conditions, next.ActiveRuns, next.ObservedGeneration
 	if err := r.Client.Status().Patch(ctx, at, patch); err != nil {
 		return reconcile.Result{}, fmt.Errorf("writing AgentTrigger %s's status: %w", req.NamespacedName, err)
