@@ -231,3 +231,23 @@ func TestBuildOnce(t *testing.T) {
 		t.Errorf("building a missing package: %v, want an error naming it", err)
 	}
 }
+
+// FreePort's ports are below the ephemeral range, where no outgoing
+// connection can take them between a process's stop and its restart.
+func TestFreePortIsBelowTheEphemeralRange(t *testing.T) {
+	lo := ephemeralLow()
+	for range 20 {
+		port, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port < lowestPort || port >= lo {
+			t.Fatalf("FreePort() = %d, want in [%d, %d)", port, lowestPort, lo)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", fmt.Sprint(port)))
+		if err != nil {
+			t.Fatalf("FreePort() = %d, which cannot be listened on: %v", port, err)
+		}
+		_ = l.Close()
+	}
+}

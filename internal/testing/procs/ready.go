@@ -19,7 +19,6 @@ package procs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"time"
 
@@ -70,14 +69,4 @@ func Poll(timeout time.Duration, cond func() (bool, error)) error {
 		return errors.New("not within " + timeout.String())
 	}
 	return err
-}
-
-// FreePort is a loopback port that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
