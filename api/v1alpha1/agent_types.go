@@ -17,6 +17,8 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -72,7 +74,7 @@ const (
 )
 
 // BuiltinOperation is a cluster operation a builtin tool performs.
-// +kubebuilder:validation:Enum=Get;List;Scale;Patch;Apply;Delete;AskHuman;EndConversation
+// +kubebuilder:validation:Enum=Get;List;Scale;Patch;Apply;Delete;AskHuman;EndConversation;Sleep
 type BuiltinOperation string
 
 const (
@@ -90,6 +92,10 @@ const (
 	// Conversation, a call ends the conversation once the turn ends (no
 	// turn after it; RoundRobin stops). Outside a conversation it says so.
 	BuiltinEndConversation BuiltinOperation = "EndConversation"
+	// BuiltinSleep touches nothing: a call (its arguments {duration}, a Go
+	// duration string) waits that long — at most limits.maxWait and never
+	// past the run's deadline — with the run Waiting, owned by nobody.
+	BuiltinSleep BuiltinOperation = "Sleep"
 )
 
 // AgentSpec is the trusted template of a run: instructions, model, tools,
@@ -458,10 +464,12 @@ type AgentTool struct {
 
 // BuiltinTool is an operation on named kinds of the cluster, executed by
 // impersonating the run's ServiceAccount — or AskHuman, a question to a
-// person, or EndConversation, which ends a conversation: both touch nothing.
-// +kubebuilder:validation:XValidation:rule="self.operation in ['AskHuman', 'EndConversation'] || (has(self.kinds) && size(self.kinds) > 0)",message="kinds is required: the kinds the operation may touch"
+// person, EndConversation, which ends a conversation, or Sleep, a wait:
+// these touch nothing.
+// +kubebuilder:validation:XValidation:rule="self.operation in ['AskHuman', 'EndConversation', 'Sleep'] || (has(self.kinds) && size(self.kinds) > 0)",message="kinds is required: the kinds the operation may touch"
 // +kubebuilder:validation:XValidation:rule="self.operation != 'AskHuman' || !has(self.kinds)",message="operation AskHuman touches no kinds: do not set kinds"
 // +kubebuilder:validation:XValidation:rule="self.operation != 'EndConversation' || !has(self.kinds)",message="operation EndConversation touches no kinds: do not set kinds"
+// +kubebuilder:validation:XValidation:rule="self.operation != 'Sleep' || !has(self.kinds)",message="operation Sleep touches no kinds: do not set kinds"
 // +kubebuilder:validation:XValidation:rule="self.operation == 'AskHuman' || !has(self.answerSchema)",message="answerSchema is only for operation AskHuman"
 type BuiltinTool struct {
 	// operation performed.
@@ -469,7 +477,8 @@ type BuiltinTool struct {
 	Operation BuiltinOperation `json:"operation"`
 	// kinds the tool may touch, as Kind or Kind.group (Deployment.apps,
 	// ConfigMap); a Kind without a group is in the core group. Required
-	// for every operation but AskHuman, which touches none.
+	// for every operation but AskHuman, EndConversation and Sleep, which
+	// touch none.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=253
@@ -698,7 +707,15 @@ type LimitsSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1024
 	MaxRuns *int32 `json:"maxRuns,omitempty"`
+	// maxWait bounds one wait of a run (a Sleep call): a longer one is a
+	// failed call the model sees. Default 24h; a wait never lasts past
+	// the run's deadline. Waiting is not active time.
+	// +optional
+	MaxWait Duration `json:"maxWait,omitempty"`
 }
+
+// DefaultMaxWait is limits.maxWait when unset.
+const DefaultMaxWait = 24 * time.Hour
 
 // DefaultMaxDepth is limits.maxDepth when unset.
 const DefaultMaxDepth = 3

@@ -23,7 +23,7 @@ import (
 )
 
 // RunPhase is where a run is in its state machine (docs/architecture.md §3).
-// +kubebuilder:validation:Enum=Queued;Running;AwaitingApproval;Approved;Succeeded;Failed;Denied;Cancelled;Expired;Uncertain
+// +kubebuilder:validation:Enum=Queued;Running;AwaitingApproval;Approved;Waiting;Succeeded;Failed;Denied;Cancelled;Expired;Uncertain
 type RunPhase string
 
 const (
@@ -31,12 +31,15 @@ const (
 	PhaseRunning          RunPhase = "Running"
 	PhaseAwaitingApproval RunPhase = "AwaitingApproval"
 	PhaseApproved         RunPhase = "Approved"
-	PhaseSucceeded        RunPhase = "Succeeded"
-	PhaseFailed           RunPhase = "Failed"
-	PhaseDenied           RunPhase = "Denied"
-	PhaseCancelled        RunPhase = "Cancelled"
-	PhaseExpired          RunPhase = "Expired"
-	PhaseUncertain        RunPhase = "Uncertain"
+	// PhaseWaiting: every call of the step is closed or waits (a Sleep's
+	// timer); nobody owns the run and no IO is in flight until it is woken.
+	PhaseWaiting   RunPhase = "Waiting"
+	PhaseSucceeded RunPhase = "Succeeded"
+	PhaseFailed    RunPhase = "Failed"
+	PhaseDenied    RunPhase = "Denied"
+	PhaseCancelled RunPhase = "Cancelled"
+	PhaseExpired   RunPhase = "Expired"
+	PhaseUncertain RunPhase = "Uncertain"
 )
 
 // IsTerminal reports whether no transition leaves the phase.
@@ -782,9 +785,42 @@ type ToolCall struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Child string `json:"child,omitempty"`
+	// wait is, for a call of a builtin that waits (Sleep), what it waits
+	// for and until when: the call stays Started while it waits (it is not
+	// IO in flight) and the run is Waiting once nothing else is left.
+	// +optional
+	Wait *CallWait `json:"wait,omitempty"`
 	// outcome once confirmed.
 	// +optional
 	Outcome *CallOutcome `json:"outcome,omitempty"`
+}
+
+// WaitKind is what a waiting call waits for.
+// +kubebuilder:validation:Enum=Timer
+type WaitKind string
+
+const (
+	// WaitTimer: the call waits for a time (builtin Sleep).
+	WaitTimer WaitKind = "Timer"
+)
+
+// CallWait is what a waiting call waits for, journaled when the wait began.
+type CallWait struct {
+	// kind of the wait.
+	// +required
+	Kind WaitKind `json:"kind"`
+	// duration is the wait the call asked for (Go duration string).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Duration string `json:"duration,omitempty"`
+	// since is when the wait began.
+	// +required
+	Since metav1.MicroTime `json:"since"`
+	// until is when the wait ends at the latest: since plus the shortest of
+	// the duration asked for, limits.maxWait and what is left before the
+	// run's deadline.
+	// +required
+	Until metav1.MicroTime `json:"until"`
 }
 
 // CallEdit is the model's version of a call an approver edited.

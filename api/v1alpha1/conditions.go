@@ -24,6 +24,9 @@ const (
 	ConditionReady            = "Ready"
 	ConditionAwaitingApproval = "AwaitingApproval"
 	ConditionUncertain        = "Uncertain"
+	// ConditionWaiting is True while the run is Waiting, its message naming
+	// the calls that wait and until when.
+	ConditionWaiting = "Waiting"
 	// ConditionEnded is True once the run ended, however (Succeeded, Failed,
 	// Denied, Cancelled, Expired), with the phase as reason:
 	// `kubectl wait --for=condition=Ended` returns for every outcome.
@@ -58,10 +61,14 @@ const (
 	ReasonSucceeded            = "Succeeded"
 	ReasonRunning              = "Running"
 	ReasonQueued               = "Queued"
-	ReasonPending              = "ApprovalPending"
-	ReasonOutcomeUncertain     = "OutcomeUncertain"
-	ReasonInvalidContinuation  = "InvalidContinuation"
-	ReasonModelError           = "ModelError"
+	// ReasonWaiting: the run waits (phase Waiting) for its waiting calls.
+	ReasonWaiting = "Waiting"
+	// ReasonWoken: the waits of the run ended; it is queued for its next step.
+	ReasonWoken               = "Woken"
+	ReasonPending             = "ApprovalPending"
+	ReasonOutcomeUncertain    = "OutcomeUncertain"
+	ReasonInvalidContinuation = "InvalidContinuation"
+	ReasonModelError          = "ModelError"
 	// ReasonModelRequestRetriesExhausted: the answer to one step's model
 	// request was lost (owner crashed, lost its lease, stopped) more often
 	// than the bound allows; each re-send was charged.
