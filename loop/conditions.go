@@ -86,6 +86,9 @@ func Conditions(s Status, generation int64, now time.Time) []metav1.Condition {
 		// A descendant waits for a human (delegate.go): the message names it.
 		out = append(out, mk(exagentv1.ConditionAwaitingApproval, metav1.ConditionTrue, exagentv1.ReasonChildAwaitingApproval, s.Message))
 	}
+	if s.Phase == exagentv1.PhaseWaiting {
+		out = append(out, mk(exagentv1.ConditionWaiting, metav1.ConditionTrue, exagentv1.ReasonWaiting, s.Message))
+	}
 	var uncertain []string
 	for i := range s.Calls {
 		if c := &s.Calls[i]; c.State == exagentv1.CallUncertain {

@@ -22,6 +22,7 @@ package loop
 
 import (
 	"encoding/json"
+	"time"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
@@ -58,6 +59,9 @@ const (
 	// ActHold: the run was handed back between two steps, Queued, because
 	// an AgentBudget is used up (budget.go); nothing to do.
 	ActHold ActionKind = "Hold"
+	// ActWaitUntil: the run released its claim and is Waiting (wait.go);
+	// Wake at Action.WakeAt moves it on.
+	ActWaitUntil ActionKind = "WaitUntil"
 )
 
 // Action is the driver's answer: what the caller must do after it commits
@@ -71,6 +75,8 @@ type Action struct {
 	Output    string
 	Reason    string
 	Message   string
+	// WakeAt is, for ActWaitUntil, the earliest end of a wait.
+	WakeAt time.Time
 }
 
 // ToolDef is a tool as the model sees it.

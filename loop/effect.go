@@ -49,6 +49,9 @@ func admitProposed(st *Status, env *Env) {
 			failInvalidArgs(c, err)
 			continue
 		}
+		if !checkSleep(c, env) { // wait.go
+			continue
+		}
 		noteMCP(c, env)
 		action, rule := env.policy.EvaluateTool(c.Tool, env.toolAnnotations(c.Tool), json.RawMessage(c.Args))
 		c.Rule, c.Policy = truncateUTF8(rule, maxRule), env.binding.Policy
@@ -196,6 +199,10 @@ func beginEffect(st *Status, env *Env, f Fence, callIDs []string, now time.Time)
 			endConversation(st, c) // touches nothing: no IO (conversation_end.go)
 			continue
 		}
+		if env.isSleep(c.Tool) {
+			beginSleep(c, env, f, now) // a wait, no IO (wait.go)
+			continue
+		}
 		c.IdempotencyKey = env.callIdempotencyKey(c)
 		c.State = exagentv1.CallStarted
 		c.Attempt = f.Attempt
@@ -294,6 +301,8 @@ func RecordOutcome(s Status, env *Env, f Fence, r ToolResult, now time.Time) (St
 	}
 	if c := &s.Calls[i]; c.State != exagentv1.CallStarted {
 		return s, notPendingf("call %q is %s, not Started", r.CallID, c.State)
+	} else if c.Wait != nil {
+		return s, notPendingf("call %q waits (%s): it has no outcome to record", r.CallID, c.Wait.Kind)
 	} else if c.Attempt != f.Attempt {
 		return s, staleFencef("call %q was started by attempt %d, not %d", r.CallID, c.Attempt, f.Attempt)
 	}

@@ -102,6 +102,8 @@ func closeOpen(st *Status, approvalState exagentv1.ApprovalState, now time.Time)
 		switch c := &st.Calls[i]; {
 		case inFlight(c) && findChild(st, c.ID) < 0:
 			c.State = exagentv1.CallUncertain
+		case waiting(c):
+			failWaiting(c, now) // wait.go
 		case inFlight(c), delegated(c):
 			// A delegation call whose child is journaled (recorded or not):
 			// the controller ends the child, so the call fails.

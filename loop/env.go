@@ -293,6 +293,9 @@ func toolParameters(t *exagentv1.ToolSpec) ([]byte, *ArgSchema, error) {
 	if t.Builtin != nil && t.Builtin.Operation == exagentv1.BuiltinAskHuman {
 		params = json.RawMessage(defaultAskParameters) // question.go
 	}
+	if t.Builtin != nil && t.Builtin.Operation == exagentv1.BuiltinSleep {
+		params = json.RawMessage(defaultSleepParameters) // wait.go
+	}
 	if t.Parameters != nil && len(t.Parameters.Raw) > 0 {
 		params = json.RawMessage(t.Parameters.Raw)
 	}

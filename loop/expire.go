@@ -25,8 +25,8 @@ import (
 )
 
 // Expire applies the UTC clocks to a run nobody owns: the deadline (runs
-// not yet started — waiting for their Agent —, Queued, AwaitingApproval or
-// Approved end Expired, DeadlineExceeded) and
+// not yet started — waiting for their Agent —, Queued, AwaitingApproval,
+// Approved or Waiting end Expired, DeadlineExceeded) and
 // each pending approval's expiry (the run ends Expired, ApprovalExpired;
 // with onExpire Continue — the rule's that asked, else the policy's — the
 // call is Refused, the model told, and the run goes on: expireAndContinue).
@@ -42,7 +42,7 @@ import (
 func Expire(s Status, env *Env, now time.Time) (Status, bool, error) {
 	switch {
 	case s.Phase == "", s.Phase == exagentv1.PhaseQueued, s.Phase == exagentv1.PhaseAwaitingApproval,
-		s.Phase == exagentv1.PhaseApproved:
+		s.Phase == exagentv1.PhaseApproved, s.Phase == exagentv1.PhaseWaiting:
 	case AwaitingChildren(s): // nobody owns a run whose children work (delegate.go)
 	default:
 		return s, false, nil

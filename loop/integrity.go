@@ -91,7 +91,7 @@ func checkIntegrity(s *Status) error {
 func knownPhase(p exagentv1.RunPhase) bool {
 	switch p {
 	case "", exagentv1.PhaseQueued, exagentv1.PhaseRunning, exagentv1.PhaseAwaitingApproval, exagentv1.PhaseApproved,
-		exagentv1.PhaseSucceeded, exagentv1.PhaseFailed, exagentv1.PhaseDenied, exagentv1.PhaseCancelled,
+		exagentv1.PhaseWaiting, exagentv1.PhaseSucceeded, exagentv1.PhaseFailed, exagentv1.PhaseDenied, exagentv1.PhaseCancelled,
 		exagentv1.PhaseExpired, exagentv1.PhaseUncertain:
 		return true
 	}

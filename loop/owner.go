@@ -102,6 +102,9 @@ func NotStarted(s Status, env *Env, f Fence, callID string, now time.Time) (Stat
 	if c.State != exagentv1.CallStarted || c.Attempt != f.Attempt {
 		return s, notPendingf("call %q is %s (attempt %d), not Started by attempt %d", callID, c.State, c.Attempt, f.Attempt)
 	}
+	if c.Wait != nil {
+		return s, notPendingf("call %q waits (%s): it sent nothing to take back", callID, c.Wait.Kind)
+	}
 	c.State = exagentv1.CallAllowed
 	if approvalCovers(&st, c.ID, c.PayloadHash) {
 		c.State = exagentv1.CallApproved

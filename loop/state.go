@@ -102,8 +102,10 @@ func stepCalls(s *Status) []int {
 
 // inFlight reports whether a call's intent is committed and its outcome is
 // not, with IO outstanding: a delegation call whose child exists waits for
-// the child instead (delegated).
-func inFlight(c *exagentv1.ToolCall) bool { return c.State == exagentv1.CallStarted && c.Child == "" }
+// the child instead (delegated), a waiting call for its time (waiting).
+func inFlight(c *exagentv1.ToolCall) bool {
+	return c.State == exagentv1.CallStarted && c.Child == "" && c.Wait == nil
+}
 
 // anyCall reports whether some call satisfies pred.
 func anyCall(s *Status, pred func(*exagentv1.ToolCall) bool) bool {

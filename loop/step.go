@@ -163,6 +163,9 @@ func driveBatch(st *Status, env *Env, f Fence, now time.Time) (Action, bool, err
 			return Action{Kind: ActPause, Approvals: created, Reason: st.Reason, Message: st.Message}, true, nil
 		}
 	}
+	if wakeDue(st, now); anyCall(st, waiting) && !anyCall(st, delegated) && !withdrawing(st, nil) {
+		return goWaiting(st, env, now), true, nil // wait.go
+	}
 	if anyCall(st, delegated) || withdrawing(st, nil) {
 		// Children work, or withdrawn ones are still to end and be charged:
 		// the batch closes once every one of them did (delegate.go, withdraw.go).

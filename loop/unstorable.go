@@ -58,7 +58,7 @@ func FailUnstorable(s Status, f *Fence, results []ToolResult, reason, message st
 			continue
 		}
 		c := &st.Calls[i]
-		if c.State != exagentv1.CallStarted || c.Attempt != f.Attempt || c.Child != "" {
+		if c.State != exagentv1.CallStarted || c.Attempt != f.Attempt || c.Child != "" || c.Wait != nil {
 			continue
 		}
 		switch r.Kind {

@@ -24,7 +24,7 @@ import (
 
 // Wakeup returns the next instant the run needs attention by the clock
 // alone — a lease to recover, an owner's active time running out, an
-// approval expiring, the deadline — for the caller's RequeueAfter. ok is
+// approval expiring, a wait ending, the deadline — for the caller's RequeueAfter. ok is
 // false when no clock can change the run (ended, or waiting only for a
 // human's Resolve).
 func Wakeup(s Status, env *Env) (time.Time, bool) {
@@ -48,6 +48,10 @@ func Wakeup(s Status, env *Env) (time.Time, bool) {
 			if a := &s.Approvals[i]; a.State == exagentv1.ApprovalPending && a.ExpiresAt != nil {
 				add(a.ExpiresAt.Time)
 			}
+		}
+	case exagentv1.PhaseWaiting:
+		if next, _ := nextWake(&s); !next.IsZero() {
+			add(next)
 		}
 	case "", exagentv1.PhaseQueued, exagentv1.PhaseApproved:
 	default:
