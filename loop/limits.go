@@ -88,6 +88,10 @@ func stricterRunLimits(a, b *exagentv1.RunLimits) *exagentv1.RunLimits {
 	if b.ActiveTime != nil && (a.ActiveTime == nil || b.ActiveTime.Duration < a.ActiveTime.Duration) {
 		out.ActiveTime = b.ActiveTime
 	}
+	out.MaxWait = a.MaxWait
+	if b.MaxWait != nil && (a.MaxWait == nil || b.MaxWait.Duration < a.MaxWait.Duration) {
+		out.MaxWait = b.MaxWait
+	}
 	return out
 }
 
@@ -103,6 +107,9 @@ func (e *Env) runLimits() *exagentv1.RunLimits {
 	}
 	if d, never := e.ActiveTimeLimit(); !never {
 		out.ActiveTime = &metav1.Duration{Duration: d}
+	}
+	if d, bounded := e.maxWait(); bounded {
+		out.MaxWait = &metav1.Duration{Duration: d}
 	}
 	return out
 }

@@ -62,15 +62,16 @@ func TestLimitsJournaledAtFirstClaim(t *testing.T) {
 	}{
 		"the Agent's limits": {agent: full, run: MakeRun(),
 			want: &exagentv1.RunLimits{MaxSteps: new(int32(5)), MaxToolCalls: new(int32(4)), MaxTokens: new(int64(1000)),
-				MaxRuns: new(int32(7)), MaxDepth: new(int32(2)), ActiveTime: dur(30 * time.Minute)}},
+				MaxRuns: new(int32(7)), MaxDepth: new(int32(2)), ActiveTime: dur(30 * time.Minute), MaxWait: dur(exagentv1.DefaultMaxWait)}},
 		"the run's stricter activeTimeLimit": {agent: full, run: MakeRun().ActiveTimeLimit("10m"),
 			want: &exagentv1.RunLimits{MaxSteps: new(int32(5)), MaxToolCalls: new(int32(4)), MaxTokens: new(int64(1000)),
-				MaxRuns: new(int32(7)), MaxDepth: new(int32(2)), ActiveTime: dur(10 * time.Minute)}},
+				MaxRuns: new(int32(7)), MaxDepth: new(int32(2)), ActiveTime: dur(10 * time.Minute), MaxWait: dur(exagentv1.DefaultMaxWait)}},
 		"no limits set: the defaults that bound a tree, no active time": {agent: limitsAgent(), run: MakeRun().ActiveTimeLimit(exagentv1.Never),
-			want: &exagentv1.RunLimits{MaxRuns: new(int32(exagentv1.DefaultMaxRuns)), MaxDepth: new(int32(exagentv1.DefaultMaxDepth))}},
+			want: &exagentv1.RunLimits{MaxRuns: new(int32(exagentv1.DefaultMaxRuns)), MaxDepth: new(int32(exagentv1.DefaultMaxDepth)),
+				MaxWait: dur(exagentv1.DefaultMaxWait)}},
 		"a child's: narrowed by what its parent reserved": {agent: full, run: delegated,
 			want: &exagentv1.RunLimits{MaxSteps: new(int32(2)), MaxToolCalls: new(int32(1)), MaxTokens: new(int64(50)),
-				MaxRuns: new(int32(3)), MaxDepth: new(int32(1)), ActiveTime: dur(30 * time.Minute)}},
+				MaxRuns: new(int32(3)), MaxDepth: new(int32(1)), ActiveTime: dur(30 * time.Minute), MaxWait: dur(exagentv1.DefaultMaxWait)}},
 		"a later claim keeps the journal": {agent: full, run: MakeRun(),
 			before: &exagentv1.RunLimits{MaxSteps: new(int32(9)), ActiveTime: dur(time.Hour)},
 			want:   &exagentv1.RunLimits{MaxSteps: new(int32(9)), ActiveTime: dur(time.Hour)}},
@@ -227,7 +228,7 @@ func TestLimitsOfAnOlderJournal(t *testing.T) {
 		h.decide(approveCmd(t, h.s, "p1", "op-1", "alice"))
 		h.claim("worker-2")
 		want := &exagentv1.RunLimits{MaxToolCalls: new(int32(2)), MaxRuns: new(int32(exagentv1.DefaultMaxRuns)),
-			MaxDepth: new(int32(exagentv1.DefaultMaxDepth)), ActiveTime: dur(time.Hour)}
+			MaxDepth: new(int32(exagentv1.DefaultMaxDepth)), ActiveTime: dur(time.Hour), MaxWait: dur(exagentv1.DefaultMaxWait)}
 		if diff := cmp.Diff(want, h.s.Limits); diff != "" {
 			t.Fatalf("journaled at the claim (-want +got):\n%s", diff)
 		}

@@ -55,19 +55,26 @@ func waiting(c *exagentv1.ToolCall) bool {
 	return c.State == exagentv1.CallStarted && c.Wait != nil
 }
 
-// maxWait is the longest one wait may last: the Agent's limits.maxWait,
-// DefaultMaxWait when unset; bounded is false for Never (only the
-// deadline bounds a wait). A malformed value — admission refuses it — is
-// the default.
+// maxWait is the longest one wait may last: the stricter of the Agent's
+// limits.maxWait (DefaultMaxWait when unset) and the one the run
+// journaled at its first claim (status.limits.maxWait, limits.go), so an
+// Agent edit never lengthens the waits of a run under way. bounded is
+// false when neither bounds it (Never: only the deadline does). A
+// malformed value — admission refuses it — is the default.
 func (e *Env) maxWait() (d time.Duration, bounded bool) {
 	d, never, err := e.in.Agent.Limits.MaxWait.Parse(exagentv1.DefaultMaxWait)
 	switch {
 	case err != nil:
-		return exagentv1.DefaultMaxWait, true
+		d, bounded = exagentv1.DefaultMaxWait, true
 	case never:
-		return 0, false
+		d, bounded = 0, false
+	default:
+		bounded = true
 	}
-	return d, true
+	if h := e.held; h != nil && h.MaxWait != nil && (!bounded || h.MaxWait.Duration < d) {
+		d, bounded = max(h.MaxWait.Duration, 0), true
+	}
+	return d, bounded
 }
 
 // sleepDuration is the wait a Sleep call asks for: its duration argument,

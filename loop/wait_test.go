@@ -337,3 +337,34 @@ func TestSleepNotIO(t *testing.T) {
 		t.Fatalf("NotStarted of the tool call: %v", err)
 	}
 }
+
+// TestSleepHeldMaxWait: the run journals maxWait at its first claim; an
+// Agent edit that lengthens it does not lengthen the run's waits, one that
+// shortens it does.
+func TestSleepHeldMaxWait(t *testing.T) {
+	cases := map[string]struct {
+		first, edited exagentv1.Duration
+		duration      string
+		fails         bool
+	}{
+		"raised: the journaled bound holds": {first: "2h", edited: "10h", duration: `"5h"`, fails: true},
+		"raised to Never: still held":       {first: "2h", edited: exagentv1.Never, duration: `"5h"`, fails: true},
+		"lowered: the current bound holds":  {first: "10h", edited: "1h", duration: `"5h"`, fails: true},
+		"within both":                       {first: "10h", edited: "6h", duration: `"5h"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, mustEnv(t, sleepAgent(false).MaxWait(tc.first).Spec(), MakeRun().Spec())).claim(w1)
+			if h.s.Limits == nil || h.s.Limits.MaxWait == nil {
+				t.Fatalf("status.limits.maxWait not journaled: %+v", h.s.Limits)
+			}
+			h.step()
+			h.respond(tools(sleepFor("z1", tc.duration)))
+			h.env = mustEnv(t, sleepAgent(false).MaxWait(tc.edited).Spec(), MakeRun().Spec())
+			h.step()
+			if got := h.callState("z1") == exagentv1.CallFailed; got != tc.fails {
+				t.Fatalf("call %s, want failed=%v", h.callState("z1"), tc.fails)
+			}
+		})
+	}
+}

@@ -1201,6 +1201,10 @@ type RunLimits struct {
 	// activeTime is the active-time limit; unset: none.
 	// +optional
 	ActiveTime *metav1.Duration `json:"activeTime,omitempty"`
+	// maxWait is the longest one wait of the run may last (limits.maxWait);
+	// unset: no bound but the deadline.
+	// +optional
+	MaxWait *metav1.Duration `json:"maxWait,omitempty"`
 }
 
 // +kubebuilder:object:root=true
