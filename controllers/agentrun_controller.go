@@ -243,7 +243,7 @@ func (r *AgentRunReconciler) turn(ctx context.Context, sc *scope, committed func
 	defer sc.releaseBudget() // the claim a budget let through is committed (or not) by now
 	ctx = logf.IntoContext(ctx, log)
 
-	for _, phase := range []phaseFunc{r.checkAgent, r.start, r.expire, r.interruptTurn, r.replaceScheduled, r.recover, r.observeChildren, r.checkParent, r.waitTurn, r.budgetGate, r.claim, r.drive} {
+	for _, phase := range []phaseFunc{r.checkAgent, r.start, r.expire, r.wake, r.interruptTurn, r.replaceScheduled, r.recover, r.observeChildren, r.checkParent, r.waitTurn, r.budgetGate, r.claim, r.drive} {
 		if err := phase(ctx, sc); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -224,6 +224,33 @@ func (r *AgentRunReconciler) expire(_ context.Context, sc *scope) error {
 	return nil
 }
 
+// wake closes the waits of a Waiting run whose time came (loop.Wake), after
+// expire: a run at its deadline ends Expired instead. The woken run is
+// Queued (or Approved) and the claim that follows in this very turn sends
+// its next model request with the waits' results. A cached summary of the
+// run (store.CacheOptions) is enough to see that nothing is due; the
+// commit of a change is computed again from the run read past the cache.
+func (r *AgentRunReconciler) wake(_ context.Context, sc *scope) error {
+	if sc.status.Phase != exagentv1.PhaseWaiting {
+		return nil
+	}
+	next, changed, err := loop.Wake(sc.status, sc.env, sc.now)
+	if err != nil {
+		return fmt.Errorf("wake: %w", err)
+	}
+	if !changed {
+		sc.stop = true // nothing due: the clock (nextWakeup) brings it back
+		return nil
+	}
+	sc.set(next)
+	if next.Phase == exagentv1.PhaseWaiting {
+		sc.stop = true // another call still waits
+		return nil
+	}
+	sc.note(exagentv1.EventRunWoken, normal, "%s", next.Message)
+	return nil
+}
+
 // recover settles a Running run. This process's claim is its own to keep:
 // with a live lease, or with a lapsed one while it still tracks the run's
 // IO or holds its results (a live owner commits what it holds; the commit
@@ -364,6 +391,10 @@ func (r *AgentRunReconciler) drive(ctx context.Context, sc *scope) error {
 		sc.noteEnd(next)
 	case loop.ActWait:
 		r.renewIfDue(sc)
+	case loop.ActWaitUntil:
+		// The claim is released in this commit: no worker, lease or
+		// goroutine holds the run while it waits; the clock wakes it.
+		sc.note(exagentv1.EventRunWaiting, normal, "%s", next.Message)
 	case loop.ActHold:
 		sc.note(exagentv1.EventBudgetExhausted, warning, "%s", next.Message)
 		sc.requeueAfter = budgetWait

@@ -89,10 +89,11 @@ func CacheOptions() cache.Options {
 	}
 }
 
-// waiting phases wait for a human: nothing of the transcript is needed
-// until a decision arrives.
+// waiting phases wait for a human, or on the world (a timer, an object, a
+// callback): nothing of the transcript is needed until a decision arrives
+// or the wait ends (the calls' waits, which say until when, are kept).
 func waiting(p exagentv1.RunPhase) bool {
-	return p == exagentv1.PhaseAwaitingApproval || p == exagentv1.PhaseUncertain
+	return p == exagentv1.PhaseAwaitingApproval || p == exagentv1.PhaseUncertain || p == exagentv1.PhaseWaiting
 }
 
 // summaryManager marks a cached copy of a run whose journal the cache

@@ -46,7 +46,7 @@ var (
 	policyActions    = []string{string(exagentv1.PolicyAllow), string(exagentv1.PolicyAsk), string(exagentv1.PolicyDeny)}
 	onDenyActions    = []string{string(exagentv1.OnDenyStop), string(exagentv1.OnDenyContinue)}
 	onExpireActions  = []string{string(exagentv1.OnExpireStop), string(exagentv1.OnExpireContinue)}
-	builtinOps       = []string{"Get", "List", "Scale", "Patch", "Apply", "Delete", "AskHuman", "EndConversation"}
+	builtinOps       = []string{"Get", "List", "Scale", "Patch", "Apply", "Delete", "AskHuman", "EndConversation", "Sleep"}
 	reservedToolName = "*" // matches every tool in policy rules
 )
 
@@ -70,9 +70,11 @@ func ValidateAgent(newObj, _ *exagentv1.Agent) field.ErrorList {
 
 // validateLimits checks the limits the schema's markers also bound (a
 // webhook that runs without the CRD's schema — an older CRD installed —
-// still refuses them): activeTime, and maxRuns within 0…MaxTreeRuns.
+// still refuses them): activeTime and maxWait, and maxRuns within
+// 0…MaxTreeRuns.
 func validateLimits(path *field.Path, l *exagentv1.LimitsSpec) field.ErrorList {
 	errs := validateDuration(path.Child("activeTime"), l.ActiveTime, true)
+	errs = append(errs, validateDuration(path.Child("maxWait"), l.MaxWait, true)...)
 	if m := l.MaxRuns; m != nil && (*m < 0 || *m > exagentv1.MaxTreeRuns) {
 		errs = append(errs, field.Invalid(path.Child("maxRuns"), *m, fmt.Sprintf(
 			"the most runs a delegation tree may create: 0 (no delegation) to %d", exagentv1.MaxTreeRuns)))
@@ -212,13 +214,13 @@ func validateBuiltin(path *field.Path, b *exagentv1.BuiltinTool) field.ErrorList
 	if b.AnswerSchema != nil {
 		errs = append(errs, field.Forbidden(path.Child("answerSchema"), "only for operation AskHuman"))
 	}
-	if b.Operation == exagentv1.BuiltinEndConversation {
-		// Ending a conversation touches nothing in the cluster either.
+	if b.Operation == exagentv1.BuiltinEndConversation || b.Operation == exagentv1.BuiltinSleep {
+		// Ending a conversation or waiting touches nothing in the cluster either.
 		if len(b.Kinds) > 0 {
-			errs = append(errs, field.Forbidden(path.Child("kinds"), "operation EndConversation touches no kinds: remove kinds"))
+			errs = append(errs, field.Forbidden(path.Child("kinds"), fmt.Sprintf("operation %s touches no kinds: remove kinds", b.Operation)))
 		}
 		if b.AllowSecrets {
-			errs = append(errs, field.Forbidden(path.Child("allowSecrets"), "operation EndConversation touches no Secrets: remove allowSecrets"))
+			errs = append(errs, field.Forbidden(path.Child("allowSecrets"), fmt.Sprintf("operation %s touches no Secrets: remove allowSecrets", b.Operation)))
 		}
 		return errs
 	}

@@ -183,6 +183,20 @@ func TestValidateAgent(t *testing.T) {
 			agent: agent(func(a *exagentv1.Agent) { a.Spec.Limits.ActiveTime = "0s" }),
 			want:  []string{"FieldValueInvalid spec.limits.activeTime"},
 		},
+		"maxWait": {
+			agent: agent(func(a *exagentv1.Agent) { a.Spec.Limits.MaxWait = "72h" }),
+		},
+		"maxWait Never": {
+			agent: agent(func(a *exagentv1.Agent) { a.Spec.Limits.MaxWait = exagentv1.Never }),
+		},
+		"maxWait negative": {
+			agent: agent(func(a *exagentv1.Agent) { a.Spec.Limits.MaxWait = "-1h" }),
+			want:  []string{"FieldValueInvalid spec.limits.maxWait"},
+		},
+		"maxWait not a duration": {
+			agent: agent(func(a *exagentv1.Agent) { a.Spec.Limits.MaxWait = "a day" }),
+			want:  []string{"FieldValueInvalid spec.limits.maxWait"},
+		},
 		"maxRuns within its bounds": {
 			agent: agent(func(a *exagentv1.Agent) { a.Spec.Limits.MaxRuns = new(int32(exagentv1.MaxTreeRuns)) }),
 		},

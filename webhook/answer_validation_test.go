@@ -164,6 +164,15 @@ func TestValidateAskHumanTool(t *testing.T) {
 			a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "end", Builtin: &exagentv1.BuiltinTool{
 				Operation: exagentv1.BuiltinEndConversation, Kinds: []string{"ConfigMap"}, AllowSecrets: true}})
 		}), want: []string{"FieldValueForbidden spec.tools[1].builtin.kinds", "FieldValueForbidden spec.tools[1].builtin.allowSecrets"}},
+		"Sleep": {agent: agent(func(a *exagentv1.Agent) {
+			a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "nap", Builtin: &exagentv1.BuiltinTool{Operation: exagentv1.BuiltinSleep}})
+		})},
+		"Sleep with kinds, secrets and an answer schema": {agent: agent(func(a *exagentv1.Agent) {
+			a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "nap", Builtin: &exagentv1.BuiltinTool{
+				Operation: exagentv1.BuiltinSleep, Kinds: []string{"ConfigMap"}, AllowSecrets: true,
+				AnswerSchema: &runtime.RawExtension{Raw: []byte(`{}`)}}})
+		}), want: []string{"FieldValueForbidden spec.tools[1].builtin.answerSchema", "FieldValueForbidden spec.tools[1].builtin.kinds",
+			"FieldValueForbidden spec.tools[1].builtin.allowSecrets"}},
 		"answerSchema on another operation": {agent: agent(func(a *exagentv1.Agent) {
 			a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "get", Builtin: &exagentv1.BuiltinTool{
 				Operation: exagentv1.BuiltinGet, Kinds: []string{"ConfigMap"}, AnswerSchema: &runtime.RawExtension{Raw: []byte(`{}`)}}})

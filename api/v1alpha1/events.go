@@ -33,6 +33,11 @@ const (
 	EventDecisionRejected = "DecisionRejected"
 	// EventRunResumed: a run that was approved is running again.
 	EventRunResumed = "RunResumed"
+	// EventRunWaiting and EventRunWoken: the run waits on a timer, an
+	// object or a callback (the message says which, until when), and the
+	// wait ended.
+	EventRunWaiting = "RunWaiting"
+	EventRunWoken   = "RunWoken"
 	// EventRunSucceeded and EventRunFailed: the run ended (Failed stands
 	// for every end other than Succeeded; the message names the phase).
 	EventRunSucceeded = "RunSucceeded"

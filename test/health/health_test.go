@@ -58,6 +58,7 @@ var samples = []sample{
 	{exagentv1.PhaseAwaitingApproval, "Suspended", status.InProgressStatus, status.InProgressStatus},
 	{exagentv1.PhaseApproved, "Progressing", status.InProgressStatus, status.InProgressStatus},
 	{exagentv1.PhaseUncertain, "Suspended", status.InProgressStatus, status.InProgressStatus},
+	{exagentv1.PhaseWaiting, "Suspended", status.InProgressStatus, status.InProgressStatus},
 	{exagentv1.PhaseSucceeded, "Healthy", status.CurrentStatus, status.CurrentStatus},
 	{exagentv1.PhaseFailed, "Degraded", status.FailedStatus, status.FailedStatus},
 	{exagentv1.PhaseDenied, "Degraded", status.FailedStatus, status.FailedStatus},
@@ -77,7 +78,7 @@ func TestEveryPhaseIsSampled(t *testing.T) {
 	}
 	for _, p := range []exagentv1.RunPhase{exagentv1.PhaseQueued, exagentv1.PhaseRunning, exagentv1.PhaseAwaitingApproval,
 		exagentv1.PhaseApproved, exagentv1.PhaseSucceeded, exagentv1.PhaseFailed, exagentv1.PhaseDenied,
-		exagentv1.PhaseCancelled, exagentv1.PhaseExpired, exagentv1.PhaseUncertain} {
+		exagentv1.PhaseCancelled, exagentv1.PhaseExpired, exagentv1.PhaseUncertain, exagentv1.PhaseWaiting} {
 		if !have[string(p)] {
 			t.Errorf("phase %s has no sample", p)
 		}
@@ -103,6 +104,11 @@ func (s sample) object(t *testing.T) *unstructured.Unstructured {
 	case exagentv1.PhaseUncertain:
 		st.Reason, st.Message = exagentv1.ReasonOutcomeUncertain, "call c1 (charge) has no confirmed outcome"
 		st.Calls = []exagentv1.ToolCall{{ID: "c1", Tool: "charge", State: exagentv1.CallUncertain}}
+	case exagentv1.PhaseWaiting:
+		since, until := metav1.NewMicroTime(now), metav1.NewMicroTime(now.Add(time.Hour))
+		st.Reason, st.Message = exagentv1.ReasonWaiting, "waiting: call c1 (nap) until 2026-03-04T11:00:00Z"
+		st.Calls = []exagentv1.ToolCall{{ID: "c1", Tool: "nap", State: exagentv1.CallStarted,
+			Wait: &exagentv1.CallWait{Kind: exagentv1.WaitTimer, Since: since, Until: until}}}
 	case exagentv1.PhaseSucceeded:
 		st.Reason, st.Message, st.Output = exagentv1.ReasonSucceeded, "done", "done"
 	case exagentv1.PhaseFailed:
@@ -176,6 +182,9 @@ func TestArgoCDHealthLua(t *testing.T) {
 			}
 			if s.phase == exagentv1.PhaseAwaitingApproval && !strings.Contains(msg, "kubectl approve show triage-42 -n ops") {
 				t.Errorf("a Suspended run's message should say how to decide: %q", msg)
+			}
+			if s.phase == exagentv1.PhaseWaiting && !strings.Contains(msg, "resumes on its own") {
+				t.Errorf("a Waiting run's message should say it resumes by itself: %q", msg)
 			}
 			if s.phase == exagentv1.PhaseFailed && !strings.Contains(msg, "ScriptExhausted") {
 				t.Errorf("a Degraded run's message should carry the reason: %q", msg)

@@ -128,6 +128,11 @@ func callEntries(run *exagentv1.AgentRun, j *journal, id string, add func(key, f
 	}
 	switch c.State {
 	case exagentv1.CallStarted:
+		if w := c.Wait; w != nil {
+			// A wait is no IO: it resumes on its own (logs -f follows on).
+			add("call/"+id+"/Waiting", "call %s waiting (%s) until %s", id, w.Kind, w.Until.UTC().Format(time.RFC3339))
+			break
+		}
 		add("call/"+id+"/Started", "call %s started (attempt %d)", id, c.Attempt)
 	case exagentv1.CallSucceeded, exagentv1.CallFailed:
 		result := ""

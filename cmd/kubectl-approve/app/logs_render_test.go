@@ -99,3 +99,34 @@ func TestLogEntriesInOrder(t *testing.T) {
 		t.Errorf("new lines (-want +got):\n%s", diff)
 	}
 }
+
+// A waiting call says until when; the run waits for nobody (logs -f
+// follows on: it resumes by itself).
+func TestLogEntriesOfAWaitingRun(t *testing.T) {
+	at := time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
+	run := &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "ops"}}
+	run.Status = exagentv1.AgentRunStatus{
+		Phase: exagentv1.PhaseWaiting, Reason: exagentv1.ReasonWaiting,
+		History: []exagentv1.Message{
+			{Role: exagentv1.RoleUser, Content: "restart, then check"},
+			{Role: exagentv1.RoleAssistant, ToolCalls: []exagentv1.MessageToolCall{{ID: "c1", Name: "nap", Arguments: `{"duration":"1h"}`}}},
+		},
+		Calls: []exagentv1.ToolCall{{ID: "c1", Tool: "nap", Args: `{"duration":"1h"}`, State: exagentv1.CallStarted,
+			Wait: &exagentv1.CallWait{Kind: exagentv1.WaitTimer, Since: metav1.NewMicroTime(at), Until: metav1.NewMicroTime(at.Add(time.Hour))}}},
+	}
+	var got []string
+	for _, e := range logEntries(run, nil) {
+		got = append(got, e.text)
+	}
+	want := []string{
+		"[user] restart, then check",
+		`[assistant] calls nap({"duration":"1h"}) as c1`,
+		"call c1 waiting (Timer) until 2026-03-04T11:00:00Z",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+	if w := waitingFor(run); w != "" {
+		t.Errorf("waitingFor = %q, want none: a Waiting run resumes by itself", w)
+	}
+}
