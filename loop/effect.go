@@ -49,7 +49,7 @@ func admitProposed(st *Status, env *Env) {
 			failInvalidArgs(c, err)
 			continue
 		}
-		if !checkSleep(c, env) { // wait.go
+		if !checkWait(st, c, env) { // wait.go
 			continue
 		}
 		noteMCP(c, env)
@@ -199,8 +199,12 @@ func beginEffect(st *Status, env *Env, f Fence, callIDs []string, now time.Time)
 			endConversation(st, c) // touches nothing: no IO (conversation_end.go)
 			continue
 		}
-		if env.isSleep(c.Tool) {
-			beginSleep(c, env, f, now) // a wait, no IO (wait.go)
+		if env.waitKind(c.Tool) != "" {
+			beginWait(st, c, env, f, now) // a wait, no IO (wait.go)
+			continue
+		}
+		if env.isNewCallback(c.Tool) {
+			newCallback(st, c, env, now) // a URL, no IO (wait_callback.go)
 			continue
 		}
 		c.IdempotencyKey = env.callIdempotencyKey(c)

@@ -44,10 +44,23 @@ const defaultSleepParameters = `{"type":"object","properties":{` +
 	`"duration":{"type":"string","minLength":1,"maxLength":64,"description":"How long to wait, as a Go duration: 90s, 10m, 1h30m."}},` +
 	`"required":["duration"],"additionalProperties":false}`
 
-// isSleep reports whether calls of tool wait for a time.
-func (e *Env) isSleep(tool string) bool {
+// waitKind is the kind of wait a tool's calls make: Timer (Sleep), Object
+// (WaitFor), Callback (WaitForCallback); "" for a tool whose calls do not
+// wait.
+func (e *Env) waitKind(tool string) exagentv1.WaitKind {
 	t := e.tool(tool)
-	return t != nil && t.Builtin != nil && t.Builtin.Operation == exagentv1.BuiltinSleep
+	if t == nil || t.Builtin == nil {
+		return ""
+	}
+	switch t.Builtin.Operation {
+	case exagentv1.BuiltinSleep:
+		return exagentv1.WaitTimer
+	case exagentv1.BuiltinWaitFor:
+		return exagentv1.WaitObject
+	case exagentv1.BuiltinWaitForCallback:
+		return exagentv1.WaitCallback
+	}
+	return ""
 }
 
 // waiting reports whether a call waits (begun, no IO in flight).
@@ -77,8 +90,73 @@ func (e *Env) maxWait() (d time.Duration, bounded bool) {
 	return d, bounded
 }
 
+// foreverWait is the until of a wait bounded by nothing (limits.maxWait
+// Never, no timeout asked for, no deadline): the longest duration
+// admission accepts anywhere.
+const foreverWait = 100 * 365 * 24 * time.Hour
+
+// waitPlan is what a waiting call asks for, from its arguments: the wait
+// (kind, the duration or timeout as asked, the object or callback; since
+// and until are set when it begins) and how long it may last at most.
+// unbounded is a wait the call gave no timeout for: it lasts until
+// limits.maxWait (or the deadline).
+type waitPlan struct {
+	wait      exagentv1.CallWait
+	d         time.Duration
+	unbounded bool
+}
+
+// planWait reads a waiting call's arguments; an error is what the model is
+// told when they cannot be waited on. st is the run's status (a callback
+// must be one of its own).
+func (e *Env) planWait(st *Status, c *exagentv1.ToolCall) (waitPlan, error) {
+	var p waitPlan
+	var err error
+	switch e.waitKind(c.Tool) {
+	case exagentv1.WaitTimer:
+		p.wait.Duration, p.d, err = e.sleepDuration(c)
+	case exagentv1.WaitObject:
+		p, err = e.planObjectWait(c) // wait_object.go
+	case exagentv1.WaitCallback:
+		p, err = e.planCallbackWait(st, c) // wait_callback.go
+	default:
+		return p, fmt.Errorf("tool %q does not wait", c.Tool)
+	}
+	if err != nil {
+		return p, err
+	}
+	if m, bounded := e.maxWait(); bounded && !p.unbounded && p.d > m {
+		what := "timeout"
+		if e.waitKind(c.Tool) == exagentv1.WaitTimer {
+			what = "duration"
+		}
+		return p, fmt.Errorf("%s %s is longer than the longest wait allowed, limits.maxWait %s", what, p.d, m)
+	}
+	return p, nil
+}
+
+// waitTimeout is a call's timeout argument, "" when it gave none: a Go
+// duration string, not negative.
+func waitTimeout(raw any) (string, time.Duration, bool, error) {
+	if raw == nil {
+		return "", 0, false, nil
+	}
+	text, ok := raw.(string)
+	if !ok {
+		return "", 0, false, fmt.Errorf("timeout must be a string such as \"90s\", \"10m\" or \"1h30m\"")
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(text))
+	switch {
+	case err != nil:
+		return text, 0, false, fmt.Errorf("timeout %q is not a duration such as \"90s\", \"10m\" or \"1h30m\"", truncateUTF8(text, 64))
+	case d < 0:
+		return text, 0, false, fmt.Errorf("timeout %q is negative", text)
+	}
+	return text, d, true, nil
+}
+
 // sleepDuration is the wait a Sleep call asks for: its duration argument,
-// a Go duration string, not negative, within limits.maxWait.
+// a Go duration string, not negative.
 func (e *Env) sleepDuration(c *exagentv1.ToolCall) (string, time.Duration, error) {
 	var args struct {
 		Duration any `json:"duration"`
@@ -97,45 +175,50 @@ func (e *Env) sleepDuration(c *exagentv1.ToolCall) (string, time.Duration, error
 	case d < 0:
 		return text, 0, fmt.Errorf("duration %q is negative", text)
 	}
-	if m, bounded := e.maxWait(); bounded && d > m {
-		return text, 0, fmt.Errorf("duration %s is longer than the longest wait allowed, limits.maxWait %s", d, m)
-	}
 	return text, d, nil
 }
 
-// failSleep ends a Sleep call whose duration cannot be waited: the model
-// is told why, nothing waited.
-func failSleep(c *exagentv1.ToolCall, err error) {
+// failWait ends a waiting call whose arguments cannot be waited on: the
+// model is told why, nothing waited.
+func failWait(c *exagentv1.ToolCall, err error) {
 	c.State = exagentv1.CallFailed
 	c.Outcome = &exagentv1.CallOutcome{Result: bound(fmt.Sprintf(
 		"%s: %v. Nothing waited.", exagentv1.ReasonInvalidArguments, err), maxContent)}
 }
 
-// checkSleep fails a proposed Sleep call whose duration cannot be waited,
-// before any policy or person sees it. It reports whether the call may go on.
-func checkSleep(c *exagentv1.ToolCall, env *Env) bool {
-	if !env.isSleep(c.Tool) {
+// checkWait fails a proposed waiting call whose arguments cannot be
+// waited on, before any policy or person sees it. It reports whether the
+// call may go on.
+func checkWait(st *Status, c *exagentv1.ToolCall, env *Env) bool {
+	if env.waitKind(c.Tool) == "" {
 		return true
 	}
-	if _, _, err := env.sleepDuration(c); err != nil {
-		failSleep(c, err)
+	if _, err := env.planWait(st, c); err != nil {
+		failWait(c, err)
 		return false
 	}
 	return true
 }
 
-// beginSleep begins an allowed Sleep call: a wait until now plus the
-// shortest of the duration, limits.maxWait and what is left before the
-// deadline; no IO. The limits are checked again: the Agent may have
-// narrowed maxWait since the call was admitted.
-func beginSleep(c *exagentv1.ToolCall, env *Env, f Fence, now time.Time) {
-	text, d, err := env.sleepDuration(c)
+// beginWait begins an allowed waiting call: a wait until now plus the
+// shortest of what it asked for, limits.maxWait and what is left before
+// the deadline; no IO. The arguments are checked again: the Agent may
+// have narrowed maxWait since the call was admitted. A wait that can end
+// at once (a callback already received) ends here.
+func beginWait(st *Status, c *exagentv1.ToolCall, env *Env, f Fence, now time.Time) {
+	p, err := env.planWait(st, c)
 	if err != nil {
-		failSleep(c, err)
+		failWait(c, err)
 		return
 	}
-	if m, bounded := env.maxWait(); bounded {
-		d = min(d, m)
+	d := p.d
+	switch m, bounded := env.maxWait(); {
+	case p.unbounded && bounded:
+		d = m
+	case p.unbounded:
+		d = foreverWait // maxWait Never: only the deadline bounds it
+	case bounded && d > m:
+		d = m
 	}
 	if dl := env.deadline(); dl != nil {
 		d = min(d, max(dl.Sub(now), 0))
@@ -144,8 +227,13 @@ func beginSleep(c *exagentv1.ToolCall, env *Env, f Fence, now time.Time) {
 	c.State = exagentv1.CallStarted
 	c.Attempt = f.Attempt
 	c.StartedAt = microTimePtr(now)
-	c.Wait = &exagentv1.CallWait{Kind: exagentv1.WaitTimer, Duration: truncateUTF8(text, 64),
-		Since: microTime(now), Until: microTime(now.Add(d))}
+	w := p.wait
+	w.Kind, w.Duration = env.waitKind(c.Tool), truncateUTF8(w.Duration, 64)
+	w.Since, w.Until = microTime(now), microTime(now.Add(d))
+	c.Wait = &w
+	if w.Kind == exagentv1.WaitCallback {
+		consumeReceived(st, c, now) // wait_callback.go
+	}
 }
 
 // wakeDue closes the waits whose until came by now, with a result that
@@ -158,12 +246,36 @@ func wakeDue(st *Status, now time.Time) bool {
 		if !waiting(c) || now.Before(c.Wait.Until.Time) {
 			continue
 		}
-		c.State = exagentv1.CallSucceeded
-		c.Outcome = &exagentv1.CallOutcome{Succeeded: true, At: microTimePtr(now), Result: fmt.Sprintf(
-			"slept %s (woke at %s)", roundWait(now.Sub(c.Wait.Since.Time)), now.UTC().Format(time.RFC3339))}
+		timeUp(c, now)
 		woke = true
 	}
 	return woke
+}
+
+// timeUp closes a wait whose until came: a Sleep slept (Succeeded); a
+// wait on an object or a callback timed out (Failed: what it waited for
+// did not happen — the model is told, the run goes on).
+func timeUp(c *exagentv1.ToolCall, now time.Time) {
+	waited, at := roundWait(now.Sub(c.Wait.Since.Time)), now.UTC().Format(time.RFC3339)
+	if c.Wait.Kind == exagentv1.WaitTimer {
+		c.State = exagentv1.CallSucceeded
+		c.Outcome = &exagentv1.CallOutcome{Succeeded: true, At: microTimePtr(now), Result: fmt.Sprintf("slept %s (woke at %s)", waited, at)}
+		return
+	}
+	c.State = exagentv1.CallFailed
+	c.Outcome = &exagentv1.CallOutcome{At: microTimePtr(now), Result: bound(fmt.Sprintf(
+		"timed out after %s (at %s) waiting for %s", waited, at, describeWait(c.Wait)), maxContent)}
+}
+
+// describeWait says what a wait waits for, for messages and results.
+func describeWait(w *exagentv1.CallWait) string {
+	switch w.Kind {
+	case exagentv1.WaitObject:
+		return describeObjectWait(w.Object) // wait_object.go
+	case exagentv1.WaitCallback:
+		return "callback " + w.Callback
+	}
+	return "a timer"
 }
 
 // roundWait is a wait as the model is told it: whole seconds, or
@@ -189,7 +301,11 @@ func nextWake(st *Status) (time.Time, []string) {
 		if next.IsZero() || u.Before(next) {
 			next = u
 		}
-		names = append(names, fmt.Sprintf("%s (%s) until %s", c.ID, c.Tool, u.Format(time.RFC3339)))
+		what := ""
+		if c.Wait.Kind != exagentv1.WaitTimer {
+			what = " for " + describeWait(c.Wait)
+		}
+		names = append(names, fmt.Sprintf("%s (%s)%s until %s", c.ID, c.Tool, what, u.Format(time.RFC3339)))
 	}
 	return next, names
 }

@@ -74,7 +74,7 @@ const (
 )
 
 // BuiltinOperation is a cluster operation a builtin tool performs.
-// +kubebuilder:validation:Enum=Get;List;Scale;Patch;Apply;Delete;AskHuman;EndConversation;Sleep
+// +kubebuilder:validation:Enum=Get;List;Scale;Patch;Apply;Delete;AskHuman;EndConversation;Sleep;WaitFor;NewCallback;WaitForCallback
 type BuiltinOperation string
 
 const (
@@ -96,7 +96,31 @@ const (
 	// duration string) waits that long — at most limits.maxWait and never
 	// past the run's deadline — with the run Waiting, owned by nobody.
 	BuiltinSleep BuiltinOperation = "Sleep"
+	// BuiltinWaitFor reads, as the run's ServiceAccount, objects of the
+	// kinds it names: a call (its arguments {apiVersion, kind, namespace,
+	// name | labelSelector, condition, timeout}) waits, with the run
+	// Waiting, until the object meets the condition (Type=Status, kstatus
+	// Current, or a CEL expression over the object) or the timeout.
+	BuiltinWaitFor BuiltinOperation = "WaitFor"
+	// BuiltinNewCallback touches nothing: a call returns at once a
+	// one-time URL (served by the manager's trigger listener) whose first
+	// valid POST a later WaitForCallback call receives.
+	BuiltinNewCallback BuiltinOperation = "NewCallback"
+	// BuiltinWaitForCallback touches nothing: a call (its arguments
+	// {callback, timeout, schema?}) waits, with the run Waiting, for the
+	// first valid POST to a callback of NewCallback; the body is its result.
+	BuiltinWaitForCallback BuiltinOperation = "WaitForCallback"
 )
+
+// TouchesNothing reports whether op's calls touch nothing in the
+// cluster (a question, the end of a conversation, a timer, a callback).
+func (op BuiltinOperation) TouchesNothing() bool {
+	switch op {
+	case BuiltinAskHuman, BuiltinEndConversation, BuiltinSleep, BuiltinNewCallback, BuiltinWaitForCallback:
+		return true
+	}
+	return false
+}
 
 // AgentSpec is the trusted template of a run: instructions, model, tools,
 // policy and limits. Executable configuration always comes from the current
@@ -463,13 +487,12 @@ type AgentTool struct {
 }
 
 // BuiltinTool is an operation on named kinds of the cluster, executed by
-// impersonating the run's ServiceAccount — or AskHuman, a question to a
-// person, EndConversation, which ends a conversation, or Sleep, a wait:
-// these touch nothing.
-// +kubebuilder:validation:XValidation:rule="self.operation in ['AskHuman', 'EndConversation', 'Sleep'] || (has(self.kinds) && size(self.kinds) > 0)",message="kinds is required: the kinds the operation may touch"
-// +kubebuilder:validation:XValidation:rule="self.operation != 'AskHuman' || !has(self.kinds)",message="operation AskHuman touches no kinds: do not set kinds"
-// +kubebuilder:validation:XValidation:rule="self.operation != 'EndConversation' || !has(self.kinds)",message="operation EndConversation touches no kinds: do not set kinds"
-// +kubebuilder:validation:XValidation:rule="self.operation != 'Sleep' || !has(self.kinds)",message="operation Sleep touches no kinds: do not set kinds"
+// impersonating the run's ServiceAccount (WaitFor reads them as it) — or
+// AskHuman, a question to a person, EndConversation, which ends a
+// conversation, Sleep, a wait, or NewCallback and WaitForCallback, a
+// callback: these touch nothing.
+// +kubebuilder:validation:XValidation:rule="self.operation in ['AskHuman', 'EndConversation', 'Sleep', 'NewCallback', 'WaitForCallback'] || (has(self.kinds) && size(self.kinds) > 0)",message="kinds is required: the kinds the operation may touch"
+// +kubebuilder:validation:XValidation:rule="!(self.operation in ['AskHuman', 'EndConversation', 'Sleep', 'NewCallback', 'WaitForCallback']) || !has(self.kinds)",message="this operation touches no kinds: do not set kinds"
 // +kubebuilder:validation:XValidation:rule="self.operation == 'AskHuman' || !has(self.answerSchema)",message="answerSchema is only for operation AskHuman"
 type BuiltinTool struct {
 	// operation performed.
@@ -477,8 +500,9 @@ type BuiltinTool struct {
 	Operation BuiltinOperation `json:"operation"`
 	// kinds the tool may touch, as Kind or Kind.group (Deployment.apps,
 	// ConfigMap); a Kind without a group is in the core group. Required
-	// for every operation but AskHuman, EndConversation and Sleep, which
-	// touch none.
+	// for every operation but AskHuman, EndConversation, Sleep,
+	// NewCallback and WaitForCallback, which touch none (WaitFor reads
+	// only these kinds).
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=253
@@ -707,9 +731,10 @@ type LimitsSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1024
 	MaxRuns *int32 `json:"maxRuns,omitempty"`
-	// maxWait bounds one wait of a run (a Sleep call): a longer one is a
-	// failed call the model sees. Default 24h; a wait never lasts past
-	// the run's deadline. Waiting is not active time.
+	// maxWait bounds one wait of a run (a Sleep, WaitFor or
+	// WaitForCallback call): a longer one is a failed call the model sees
+	// (a longer timeout is cut to it). Default 24h; a wait never lasts
+	// past the run's deadline. Waiting is not active time.
 	// +optional
 	MaxWait Duration `json:"maxWait,omitempty"`
 }

@@ -488,6 +488,15 @@ type AgentRunStatus struct {
 	// +listType=atomic
 	Notifications []NotificationRecord `json:"notifications,omitempty"`
 
+	// callbacks journals the callback URLs the run's NewCallback calls
+	// made (wait_types.go), and the first valid POST each received: a POST
+	// that arrives before a WaitForCallback call waits for it is kept here,
+	// not lost.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	Callbacks []RunCallback `json:"callbacks,omitempty"`
+
 	// Schemaless in the CRD (SchemalessStatusFields): the markers of
 	// ArchiveRecord are documentation here, not enforcement — the apiserver
 	// does not check them; the manager bounds what it writes (loop/bounds.go).
@@ -785,9 +794,10 @@ type ToolCall struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Child string `json:"child,omitempty"`
-	// wait is, for a call of a builtin that waits (Sleep), what it waits
-	// for and until when: the call stays Started while it waits (it is not
-	// IO in flight) and the run is Waiting once nothing else is left.
+	// wait is, for a call of a builtin that waits (Sleep, WaitFor,
+	// WaitForCallback), what it waits for and until when: the call stays
+	// Started while it waits (it is not IO in flight) and the run is
+	// Waiting once nothing else is left.
 	// +optional
 	Wait *CallWait `json:"wait,omitempty"`
 	// outcome once confirmed.
@@ -796,12 +806,18 @@ type ToolCall struct {
 }
 
 // WaitKind is what a waiting call waits for.
-// +kubebuilder:validation:Enum=Timer
+// +kubebuilder:validation:Enum=Timer;Object;Callback
 type WaitKind string
 
 const (
 	// WaitTimer: the call waits for a time (builtin Sleep).
 	WaitTimer WaitKind = "Timer"
+	// WaitObject: the call waits until a cluster object meets a
+	// condition, or its timeout (builtin WaitFor).
+	WaitObject WaitKind = "Object"
+	// WaitCallback: the call waits for a POST to a callback URL, or its
+	// timeout (builtin WaitForCallback).
+	WaitCallback WaitKind = "Callback"
 )
 
 // CallWait is what a waiting call waits for, journaled when the wait began.
@@ -817,10 +833,18 @@ type CallWait struct {
 	// +required
 	Since metav1.MicroTime `json:"since"`
 	// until is when the wait ends at the latest: since plus the shortest of
-	// the duration asked for, limits.maxWait and what is left before the
-	// run's deadline.
+	// the duration (or timeout) asked for, limits.maxWait and what is left
+	// before the run's deadline.
 	// +required
 	Until metav1.MicroTime `json:"until"`
+	// object is, for kind Object, the object waited on and the condition.
+	// +optional
+	Object *WaitedObject `json:"object,omitempty"`
+	// callback is, for kind Callback, the id of the callback waited for
+	// (status.callbacks).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Callback string `json:"callback,omitempty"`
 }
 
 // CallEdit is the model's version of a call an approver edited.

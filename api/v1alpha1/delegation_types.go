@@ -76,8 +76,7 @@ func (s *AgentSpec) AllowsInheritedServiceAccount(sa string) bool {
 // cluster as the run's ServiceAccount: a builtin other than AskHuman.
 func (s *AgentSpec) actsAsServiceAccount() bool {
 	for i := range s.Tools {
-		if b := s.Tools[i].Builtin; b != nil && b.Operation != BuiltinAskHuman && b.Operation != BuiltinEndConversation &&
-			b.Operation != BuiltinSleep {
+		if b := s.Tools[i].Builtin; b != nil && !b.Operation.TouchesNothing() {
 			return true
 		}
 	}
