@@ -1,8 +1,8 @@
 -- Argo CD health of an exagent AgentRun
 -- (argocd-cm key resource.customizations.health.exagent.io_AgentRun).
 --   AwaitingApproval, Uncertain        -> Suspended (a human decides next)
---   Waiting                            -> Suspended (on a timer, an object or
---                                         a callback; resumes on its own)
+--   Waiting                            -> Progressing (on a timer, an object
+--                                         or a callback; resumes on its own)
 --   Failed, Denied, Expired, Cancelled -> Degraded
 --   Succeeded                          -> Healthy
 --   anything else (Queued, Running, …) -> Progressing
@@ -37,7 +37,6 @@ elseif phase == "Uncertain" then
   hs.status = "Suspended"
   detail = detail .. " — a call has no confirmed outcome: kubectl approve show " .. where .. ", then kubectl approve resolve"
 elseif phase == "Waiting" then
-  hs.status = "Suspended"
   detail = detail .. " — it resumes on its own when the wait ends (kubectl approve cancel " .. where .. " stops it)"
 elseif phase == "Failed" or phase == "Denied" or phase == "Expired" or phase == "Cancelled" then
   hs.status = "Degraded"

@@ -58,7 +58,7 @@ var samples = []sample{
 	{exagentv1.PhaseAwaitingApproval, "Suspended", status.InProgressStatus, status.InProgressStatus},
 	{exagentv1.PhaseApproved, "Progressing", status.InProgressStatus, status.InProgressStatus},
 	{exagentv1.PhaseUncertain, "Suspended", status.InProgressStatus, status.InProgressStatus},
-	{exagentv1.PhaseWaiting, "Suspended", status.InProgressStatus, status.InProgressStatus},
+	{exagentv1.PhaseWaiting, "Progressing", status.InProgressStatus, status.InProgressStatus},
 	{exagentv1.PhaseSucceeded, "Healthy", status.CurrentStatus, status.CurrentStatus},
 	{exagentv1.PhaseFailed, "Degraded", status.FailedStatus, status.FailedStatus},
 	{exagentv1.PhaseDenied, "Degraded", status.FailedStatus, status.FailedStatus},
