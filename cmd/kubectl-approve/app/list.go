@@ -54,6 +54,11 @@ type listOptions struct {
 	// held are the runs AgentBudgets hold, printed after the approvals
 	// (list_held.go).
 	held []heldRun
+	// Waiting: also list the runs that wait on a timer, an object or a
+	// callback (one more read).
+	Waiting bool
+	// waits are their waiting calls, printed last (list_waiting.go).
+	waits []waitingRun
 }
 
 func newListCommand(f *factory, streams genericiooptions.IOStreams) *cobra.Command {
@@ -74,6 +79,12 @@ BudgetExhausted) follow the approvals, one line each — "held by budget: RUN
 Queued runs (one more field-selected list, so only when asked; not with
 -w). kubectl approve budgets shows the budgets themselves.
 
+With --waiting, the runs that wait on the world (phase Waiting: a Sleep, a
+WaitFor or a WaitForCallback) follow, one line per waiting call — "waiting:
+RUN CALL (TOOL) KIND WHAT until TIME (in 42m)" — the soonest first (one more
+field-selected list, only when asked; not with -w). Nobody has to act on
+them: they resume on their own; kubectl approve cancel RUN stops one.
+
 An approval of a run that is a turn of a conversation also holds up the
 conversation's later turns: a CONVERSATION column then names it ("billing
 #3": the conversation and the turn's place). --conversations lists the
@@ -86,6 +97,7 @@ behind it.`,
   kubectl approve list --agent payments -w
   kubectl approve list --conversations -A
   kubectl approve list --budgets
+  kubectl approve list --waiting -A
   kubectl approve list -o json | jq -r '.items[] | "\(.run) \(.approval)"'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -97,6 +109,7 @@ behind it.`,
 	cmd.Flags().StringVar(&o.Agent, "agent", "", "List only the approvals of runs of this Agent.")
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "After listing, watch for runs that start waiting and print their approvals.")
 	cmd.Flags().BoolVar(&o.Budgets, "budgets", false, "After the approvals, list the runs an AgentBudget holds (Queued, BudgetExhausted) with the budget and limit that hold them.")
+	cmd.Flags().BoolVar(&o.Waiting, "waiting", false, "After the approvals, list the runs that wait on a timer, an object or a callback (phase Waiting), with what each waits for and until when.")
 	cmd.Flags().BoolVar(&o.Conversations, "conversations", false, "List the conversations held up by a person (their open turn waits for a decision, an answer or a resolve) instead of the approvals.")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"wide", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -119,6 +132,9 @@ func (o *listOptions) Complete(f *factory, _ *cobra.Command, _ []string) error {
 
 // Validate checks the output format.
 func (o *listOptions) Validate() error {
+	if (o.Waiting || o.Budgets) && o.Conversations {
+		return fmt.Errorf("--conversations lists conversations only: --waiting and --budgets add runs to the approvals")
+	}
 	if o.Conversations && o.Watch {
 		return fmt.Errorf("--conversations lists once; -w follows approvals (kubectl get conv -w follows conversations)")
 	}
@@ -144,7 +160,10 @@ func (o *listOptions) Run(ctx context.Context) error {
 	if o.Budgets && !o.Watch {
 		o.held = o.heldByBudget(ctx)
 	}
-	if len(rows) == 0 && len(o.held) == 0 && o.namespace != "" {
+	if o.Waiting && !o.Watch {
+		o.waits = o.waitingRuns(ctx)
+	}
+	if len(rows) == 0 && len(o.held) == 0 && len(o.waits) == 0 && o.namespace != "" {
 		// Nothing waits: say so when the reason is that nothing serves
 		// the namespace (one more small request, only then).
 		if u := unservedRun(ctx, o.client, o.namespace); u != nil {
@@ -207,7 +226,7 @@ func (o *listOptions) resolvePendingArgs(ctx context.Context, segments *segmentR
 }
 
 func (o *listOptions) print(rows []pendingApproval) error {
-	doc := pendingList{Items: nonNil(rows), HeldByBudget: o.held}
+	doc := pendingList{Items: nonNil(rows), HeldByBudget: o.held, Waiting: o.waits}
 	switch o.Output {
 	case "json":
 		b, err := json.MarshalIndent(doc, "", "    ")
@@ -235,12 +254,26 @@ func (o *listOptions) print(rows []pendingApproval) error {
 		if err != nil {
 			return err
 		}
-		return printHeld(o.Out, o.held, o.namespace == "", false)
+		if err := printHeld(o.Out, o.held, o.namespace == "", false); err != nil {
+			return err
+		}
+		return o.printWaiting(len(o.held) > 0)
 	}
 	if err := printApprovalTable(o.Out, rows, o.clock.Now(), o.Output == "wide"); err != nil {
 		return err
 	}
-	return printHeld(o.Out, o.held, o.namespace == "", true)
+	if err := printHeld(o.Out, o.held, o.namespace == "", true); err != nil {
+		return err
+	}
+	return o.printWaiting(true)
+}
+
+// printWaiting prints the waiting calls --waiting read, if any.
+func (o *listOptions) printWaiting(gap bool) error {
+	if len(o.waits) == 0 {
+		return nil
+	}
+	return printWaiting(o.Out, o.waits, o.clock.Now(), o.namespace == "", gap)
 }
 
 func nonNil(rows []pendingApproval) []pendingApproval {

@@ -69,6 +69,9 @@ type pendingList struct {
 	Items []pendingApproval `json:"items"`
 	// HeldByBudget are the runs AgentBudgets hold (list_held.go).
 	HeldByBudget []heldRun `json:"heldByBudget,omitempty"`
+	// Waiting are the waiting calls of the runs that wait on the world
+	// (list_waiting.go).
+	Waiting []waitingRun `json:"waiting,omitempty"`
 }
 
 // pendingApprovals returns the Pending approvals of runs, ordered by

@@ -185,6 +185,20 @@ func renderShow(w io.Writer, v showView) error {
 		}
 	}
 
+	if waits := waitsOf([]exagentv1.AgentRun{*run}); len(waits) > 0 {
+		p("")
+		p("Waiting (no worker holds the run; it resumes on its own, kubectl approve cancel %s stops it):", run.Name)
+		for _, x := range waits {
+			what := x.Kind
+			if x.For != "" {
+				what += " " + x.For
+			}
+			c := run.Status.Call(x.Call)
+			field("  "+x.Call, "%s %s since %s, until %s (%s)", x.Tool, what, c.Wait.Since.UTC().Format(time.RFC3339),
+				x.Until.Format(time.RFC3339), untilIn(x.Until, v.Now))
+		}
+	}
+
 	p("")
 	p("Who may decide:")
 	field("  RBAC", "verb %q on %s/%s %q in namespace %q (ClusterRole exagent-approver; %s: exagent-resolver)",

@@ -24,6 +24,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
@@ -202,6 +204,28 @@ func TestRenderShowMCP(t *testing.T) {
 	for _, want := range []string{
 		"  MCP server:     https://mcp.example/mcp (tool close_issue)\n",
 		`  Annotations:    title "Close issue", readOnlyHint=false destructiveHint=true idempotentHint=false openWorldHint=true (the server's own hints, unverified)` + "\n",
+	} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("show output lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+// A Waiting run shows each waiting call: what, since and until when.
+func TestRenderShowWaiting(t *testing.T) {
+	run := makeRun("rollout", "demo").Phase(exagentv1.PhaseWaiting).
+		Call(call("c1", "wait_ready", `{"kind":"Deployment","name":"web","condition":"Available=True"}`, exagentv1.CallStarted)).Obj()
+	run.Status.Calls[0].Wait = &exagentv1.CallWait{Kind: exagentv1.WaitObject, Since: metav1.NewMicroTime(t0.Add(-time.Minute)),
+		Until:  metav1.NewMicroTime(t0.Add(10 * time.Minute)),
+		Object: &exagentv1.WaitedObject{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "demo", Name: "web", Condition: "Available=True"}}
+	var buf bytes.Buffer
+	if err := renderShow(&buf, showView{Run: run, Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	since, until := t0.Add(-time.Minute).UTC().Format(time.RFC3339), t0.Add(10*time.Minute).UTC().Format(time.RFC3339)
+	for _, want := range []string{
+		"Waiting (no worker holds the run; it resumes on its own, kubectl approve cancel rollout stops it):\n",
+		"  c1:" + strings.Repeat(" ", labelWidth-4) + "wait_ready Object Deployment demo/web Available=True since " + since + ", until " + until + " (in 10m0s)\n",
 	} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("show output lacks %q:\n%s", want, buf.String())
