@@ -188,6 +188,7 @@ func observeCommit(old, written *exagentv1.AgentRun, now time.Time) {
 			approvalWaitSeconds.WithLabelValues(string(a.State)).Observe(max(now.Sub(a.RequestedAt.Time), 0).Seconds())
 		}
 	}
+	observeWaitsClosed(old, written) // metrics_waits.go
 	if p := written.Status.Phase; p.IsTerminal() && !old.Status.Phase.IsTerminal() {
 		runsEndedTotal.WithLabelValues(string(p), written.Status.Reason).Inc()
 	}
@@ -236,6 +237,7 @@ func (c runsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- oldestPendingDesc
 	ch <- segmentBytesDesc
 	ch <- heldRunsDesc
+	ch <- waitingCallsDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -253,8 +255,10 @@ func (c runsCollector) Collect(ch chan<- prometheus.Metric) {
 	pending, uncertain := map[string]int{}, map[string]int{}
 	oldest := map[string]time.Time{}
 	segBytes, held := map[string]int64{}, map[string]int{}
+	waits := map[[2]string]int{}
 	for i := range runs.Items {
 		r := &runs.Items[i]
+		waitingCalls(r, waits) // metrics_waits.go
 		segBytes[r.Namespace] += segmentBytesOf(r)
 		if a := r.Status.Archive; a != nil && a.State == exagentv1.ArchivePending {
 			held[r.Namespace]++
@@ -303,6 +307,9 @@ func (c runsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for ns, n := range held {
 		ch <- prometheus.MustNewConstMetric(heldRunsDesc, prometheus.GaugeValue, float64(n), ns)
+	}
+	for k, n := range waits {
+		ch <- prometheus.MustNewConstMetric(waitingCallsDesc, prometheus.GaugeValue, float64(n), k[0], k[1])
 	}
 }
 

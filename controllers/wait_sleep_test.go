@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/controllers"
@@ -95,6 +96,10 @@ func TestSleepWaitsWithoutAWorker(t *testing.T) {
 	if h.eventNote("r", exagentv1.EventRunWaiting) == "" {
 		t.Error("no RunWaiting Event")
 	}
+	if n := runsGauge(t, "exagent_waiting_calls", h.ns); n != 1 {
+		t.Errorf("exagent_waiting_calls = %v while the run sleeps, want 1", n)
+	}
+	slept := waitCount(t, exagentv1.WaitTimer, exagentv1.CallSucceeded)
 
 	h.poke(clk, w.Status.Call("nap").Wait.Until.Add(time.Second), "r")
 	done := h.waitPhase("r", exagentv1.PhaseSucceeded)
@@ -108,6 +113,33 @@ func TestSleepWaitsWithoutAWorker(t *testing.T) {
 	if h.eventNote("r", exagentv1.EventRunWoken) == "" {
 		t.Error("no RunWoken Event")
 	}
+	if n := waitCount(t, exagentv1.WaitTimer, exagentv1.CallSucceeded); n != slept+1 {
+		t.Errorf("exagent_wait_seconds{kind=Timer,outcome=Succeeded} counts %d waits, want %d", n, slept+1)
+	}
+	if n := runsGauge(t, "exagent_waiting_calls", h.ns); n != 0 {
+		t.Errorf("exagent_waiting_calls = %v after the wake, want 0", n)
+	}
+}
+
+// waitCount is how many waits of kind ended with outcome in this process
+// (exagent_wait_seconds' count).
+func waitCount(t *testing.T, kind exagentv1.WaitKind, outcome exagentv1.CallState) uint64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "exagent_wait_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label(m, "kind") == string(kind) && label(m, "outcome") == string(outcome) {
+				return m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return 0
 }
 
 // TestSleepingRunEnds: a Waiting run ends at once when cancelled, and
