@@ -105,6 +105,9 @@ type AgentRunReconciler struct {
 	// MaxTranscriptBytes caps the transcript limit of every run
 	// (loop.EnvInput.MaxTranscriptBytes; 0: none).
 	MaxTranscriptBytes int64
+	// MaxWaitingRunsPerNamespace caps the Waiting runs of one namespace: a
+	// run past it begins no wait, the model is told (wait_caps.go; 0: no cap).
+	MaxWaitingRunsPerNamespace int
 	// Namespaces are the namespaces served (Options.Namespaces).
 	Namespaces served.Namespaces
 

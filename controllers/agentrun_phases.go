@@ -174,7 +174,8 @@ func (r *AgentRunReconciler) unusableAgent(ctx context.Context, sc *scope) (reas
 	}
 	listings, mcpDown := r.mcpListings(ctx, sc)
 	env, err := r.envConfig().env(sc.run, sc.agent, envExtras{mcp: listings,
-		childLimits: r.childLimits(ctx, sc)}) // childLimits: agentrun_delegate.go
+		childLimits:  r.childLimits(ctx, sc),   // agentrun_delegate.go
+		waitsRefused: r.waitsRefused(ctx, sc)}) // wait_caps.go
 	if err != nil {
 		return exagentv1.ReasonInvalidConfiguration, err.Error()
 	}

@@ -39,6 +39,8 @@ type envExtras struct {
 	mcp map[string]*loop.MCPListing
 	// childLimits are the delegated Agents' limits (loop.EnvInput.ChildLimits).
 	childLimits map[string]exagentv1.LimitsSpec
+	// waitsRefused is why the run may begin no wait now (loop.EnvInput.WaitsRefused).
+	waitsRefused string
 }
 
 // env is the engine's view of run under agent as read now. With no agent
@@ -49,7 +51,7 @@ func (c envConfig) env(run *exagentv1.AgentRun, agent *exagentv1.Agent, x envExt
 	in := loop.EnvInput{
 		RunUID: string(run.UID), RunName: run.Name, Run: &run.Spec, Agent: &exagentv1.AgentSpec{},
 		ValueBytes: c.valueBytes, MaxTranscriptBytes: c.maxTranscriptBytes,
-		MCP: x.mcp, ChildLimits: x.childLimits,
+		MCP: x.mcp, ChildLimits: x.childLimits, WaitsRefused: x.waitsRefused,
 		// The limits the run journaled bound it as much as its Agent's
 		// current ones: an Agent edit narrows a run, never widens it.
 		Limits: run.Status.Limits,

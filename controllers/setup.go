@@ -125,6 +125,10 @@ type Options struct {
 	// (--max-transcript-bytes): a run gets the lower of it and what its
 	// Agent asks for. 0: no cap beyond the Agent's own limit.
 	MaxTranscriptBytes int64
+	// MaxWaitingRunsPerNamespace caps the Waiting runs of one namespace
+	// (--max-waiting-runs-per-namespace, DefaultMaxWaitingRunsPerNamespace
+	// by default; 0: no cap).
+	MaxWaitingRunsPerNamespace int
 	// RunMetrics registers the run gauges (exagent_runs, pending approvals,
 	// uncertain calls) computed from this manager's cache at each scrape.
 	RunMetrics bool
@@ -221,19 +225,20 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 			Builtins:   tools.NewBuiltins(mgr.GetConfig(), mgr.GetRESTMapper()),
 			MCP:        &tools.MCPCatalog{Client: o.HTTPClient, Clock: o.Clock, Options: mcplist.Options{Concurrency: o.MCPListConcurrency, Timeout: o.MCPListTimeout}},
 		},
-		ModelOptions:            model.Options{HTTPClient: o.HTTPClient, Timeout: o.ModelTimeout, Limiter: &model.Limiter{}},
-		MaxRateLimitWait:        o.ModelMaxRateLimitWait,
-		Holder:                  o.Holder,
-		Hooks:                   o.Hooks,
-		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
-		Name:                    "agentrun" + o.NameSuffix,
-		ReleaseOnStop:           o.ReleaseOnStop,
-		DrainTimeout:            o.DrainTimeout,
-		SkewGrace:               skewGrace(o.LeaseSkewGrace),
-		Clock:                   o.Clock,
-		Tracer:                  o.Tracer,
-		MaxTranscriptBytes:      o.MaxTranscriptBytes,
-		Namespaces:              o.Namespaces,
+		ModelOptions:               model.Options{HTTPClient: o.HTTPClient, Timeout: o.ModelTimeout, Limiter: &model.Limiter{}},
+		MaxRateLimitWait:           o.ModelMaxRateLimitWait,
+		Holder:                     o.Holder,
+		Hooks:                      o.Hooks,
+		MaxConcurrentReconciles:    o.MaxConcurrentReconciles,
+		Name:                       "agentrun" + o.NameSuffix,
+		ReleaseOnStop:              o.ReleaseOnStop,
+		DrainTimeout:               o.DrainTimeout,
+		SkewGrace:                  skewGrace(o.LeaseSkewGrace),
+		Clock:                      o.Clock,
+		Tracer:                     o.Tracer,
+		MaxTranscriptBytes:         o.MaxTranscriptBytes,
+		Namespaces:                 o.Namespaces,
+		MaxWaitingRunsPerNamespace: o.MaxWaitingRunsPerNamespace,
 	}
 	runs.Tools.Secret = runs.secret
 	if err := mgr.Add(runs.Tools.MCP); err != nil { // lists MCP servers beside the workers

@@ -194,3 +194,24 @@ func TestSleepSurvivesARestart(t *testing.T) {
 	h.poke(clk, w.Status.Call("nap").Wait.Until.Add(time.Second), "r")
 	h.waitPhase("r", exagentv1.PhaseSucceeded)
 }
+
+// TestWaitingRunsCappedPerNamespace: with --max-waiting-runs-per-namespace
+// 1, a second run's Sleep is a failed call its model sees (TooManyWaits),
+// and that run goes on; the first one still sleeps.
+func TestWaitingRunsCappedPerNamespace(t *testing.T) {
+	h := newHarness(t)
+	h.startManager(controllers.Options{MaxWaitingRunsPerNamespace: 1})
+	h.createAgent("sleeper", sleeper("5h"))
+	h.createRun("first", "sleeper")
+	h.waitWaiting("first", "nap", 5*time.Hour)
+	h.createRun("second", "sleeper")
+	done := h.waitPhase("second", exagentv1.PhaseSucceeded)
+	c := done.Status.Call("nap")
+	if c.State != exagentv1.CallFailed || c.Wait != nil || c.Outcome == nil ||
+		!strings.HasPrefix(c.Outcome.Result, exagentv1.ReasonTooManyWaits+": namespace "+h.ns+" already has 1 waiting runs") {
+		t.Fatalf("the second run's nap = %s %+v, want Failed TooManyWaits", c.State, c.Outcome)
+	}
+	if r := h.get("first"); r.Status.Phase != exagentv1.PhaseWaiting {
+		t.Errorf("the first run is %s, want still Waiting", r.Status.Phase)
+	}
+}

@@ -73,6 +73,10 @@ type EnvInput struct {
 	// narrows by the status it is given, so a caller that leaves this
 	// unset never widens a run.
 	Limits *exagentv1.RunLimits
+	// WaitsRefused, when set, is why the run may not begin a wait now (the
+	// manager's cap on waiting runs per namespace): a waiting call fails
+	// with it, the model is told, nothing waits (wait.go).
+	WaitsRefused string
 }
 
 // Env is a validated EnvInput: the compiled policy, fingerprints, tool

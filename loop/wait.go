@@ -18,6 +18,7 @@ package loop
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -111,6 +112,9 @@ type waitPlan struct {
 // must be one of its own).
 func (e *Env) planWait(st *Status, c *exagentv1.ToolCall) (waitPlan, error) {
 	var p waitPlan
+	if e.in.WaitsRefused != "" {
+		return p, waitsRefused(e.in.WaitsRefused)
+	}
 	var err error
 	switch e.waitKind(c.Tool) {
 	case exagentv1.WaitTimer:
@@ -178,12 +182,22 @@ func (e *Env) sleepDuration(c *exagentv1.ToolCall) (string, time.Duration, error
 	return text, d, nil
 }
 
-// failWait ends a waiting call whose arguments cannot be waited on: the
-// model is told why, nothing waited.
+// waitsRefused is the manager's refusal of any new wait of the run
+// (EnvInput.WaitsRefused): not the call's fault.
+type waitsRefused string
+
+func (w waitsRefused) Error() string { return string(w) }
+
+// failWait ends a waiting call that cannot wait — its arguments, or the
+// manager's cap on waiting runs: the model is told why, nothing waited.
 func failWait(c *exagentv1.ToolCall, err error) {
+	reason := exagentv1.ReasonInvalidArguments
+	var refused waitsRefused
+	if errors.As(err, &refused) {
+		reason = exagentv1.ReasonTooManyWaits
+	}
 	c.State = exagentv1.CallFailed
-	c.Outcome = &exagentv1.CallOutcome{Result: bound(fmt.Sprintf(
-		"%s: %v. Nothing waited.", exagentv1.ReasonInvalidArguments, err), maxContent)}
+	c.Outcome = &exagentv1.CallOutcome{Result: bound(fmt.Sprintf("%s: %v. Nothing waited.", reason, err), maxContent)}
 }
 
 // checkWait fails a proposed waiting call whose arguments cannot be

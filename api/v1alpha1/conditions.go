@@ -65,6 +65,10 @@ const (
 	ReasonWaiting = "Waiting"
 	// ReasonWoken: the waits of the run ended; it is queued for its next step.
 	ReasonWoken               = "Woken"
+	// ReasonTooManyWaits: a waiting call was refused, the model told: its
+	// namespace has as many waiting runs as the manager allows
+	// (--max-waiting-runs-per-namespace) or watches as many objects.
+	ReasonTooManyWaits = "TooManyWaits"
 	ReasonPending             = "ApprovalPending"
 	ReasonOutcomeUncertain    = "OutcomeUncertain"
 	ReasonInvalidContinuation = "InvalidContinuation"

@@ -126,6 +126,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.IntVar(&f.opts.SegmentCacheBytes, "segment-cache-bytes", store.DefaultSegmentCacheBytes, "Bytes of AgentRunSegments kept in memory (an LRU by content hash).")
 	fs.Int64Var(&f.opts.MaxTranscriptBytes, "max-transcript-bytes", exagentv1.MaxTranscriptBytesLimit, "Cap on every run's transcript: a run gets the lower of this and its Agent's "+
 		"limits.maxTranscriptBytes (default 8 MiB); between 1 MiB and 64 MiB (docs/etcd-budget.md).")
+	fs.IntVar(&f.opts.MaxWaitingRunsPerNamespace, "max-waiting-runs-per-namespace", controllers.DefaultMaxWaitingRunsPerNamespace,
+		"Most runs of one namespace that wait on a timer, an object or a callback at once (phase Waiting): a further wait is a failed call "+
+			"the model sees (TooManyWaits); 0: no cap (docs/waits.md).")
 	fs.DurationVar(&f.opts.ModelTimeout, "model-timeout", 2*time.Minute, "Timeout of one model request.")
 	fs.DurationVar(&f.opts.ModelMaxRateLimitWait, "model-max-rate-limit-wait", controllers.DefaultMaxRateLimitWait,
 		"Longest a model request waits out rate limits (a provider's 429, an Agent's model.rateLimit); the run's deadline and active time bound it too.")
@@ -221,6 +224,8 @@ func (f *flags) validateRetention() error {
 		return fmt.Errorf("--retention-workers=%d: must be at least 1", f.opts.RetentionWorkers)
 	case f.opts.ArchiveTimeout <= 0:
 		return fmt.Errorf("--archive-timeout=%s: must be positive", f.opts.ArchiveTimeout)
+	case f.opts.MaxWaitingRunsPerNamespace < 0:
+		return fmt.Errorf("--max-waiting-runs-per-namespace=%d: must be 0 (no cap) or more", f.opts.MaxWaitingRunsPerNamespace)
 	}
 	return nil
 }

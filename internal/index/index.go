@@ -45,7 +45,15 @@ const ConversationRef = "spec.conversationRef.name"
 // changed Agent wakes them.
 const ConversationAgentRef = "spec.agentRef.name"
 
-// Runs sets up AgentRef and ConversationRef.
+// Waiting indexes AgentRuns in phase Waiting (value WaitingValue; other
+// runs are not indexed): the manager's cap on waiting runs per namespace
+// counts them from the cache without reading the others.
+const Waiting = "status.phase.waiting"
+
+// WaitingValue is Waiting's value for a Waiting run.
+const WaitingValue = "true"
+
+// Runs sets up AgentRef, ConversationRef and Waiting.
 func Runs(ctx context.Context, idx client.FieldIndexer) error {
 	if err := idx.IndexField(ctx, &exagentv1.AgentRun{}, AgentRef, func(o client.Object) []string {
 		return []string{o.(*exagentv1.AgentRun).Spec.AgentRef.Name}
@@ -59,6 +67,14 @@ func Runs(ctx context.Context, idx client.FieldIndexer) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("indexing AgentRuns by conversationRef: %w", err)
+	}
+	if err := idx.IndexField(ctx, &exagentv1.AgentRun{}, Waiting, func(o client.Object) []string {
+		if o.(*exagentv1.AgentRun).Status.Phase == exagentv1.PhaseWaiting {
+			return []string{WaitingValue}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing AgentRuns in phase Waiting: %w", err)
 	}
 	return nil
 }
