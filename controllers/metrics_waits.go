@@ -68,4 +68,3 @@ func waitingCalls(r *exagentv1.AgentRun, n map[[2]string]int) {
 		}
 	}
 }
-
