@@ -46,9 +46,12 @@ type runView struct {
 	// Uncertain the calls a person resolves.
 	Pending   []inboxRow
 	Uncertain []callView
-	Calls     []callView
-	Decided   []approvalView
-	Receipts  []receiptView
+	// Waits are the calls that wait on the world (a timer, an object, a
+	// callback): nobody has to act, the run resumes on its own.
+	Waits    []waitView
+	Calls    []callView
+	Decided  []approvalView
+	Receipts []receiptView
 	// Conversation names the conversation a turn belongs to, Turn its
 	// place in it (0 before it started): the page links to the thread.
 	Conversation string
@@ -88,6 +91,11 @@ type callView struct {
 	HasOutcome, Succeeded bool
 	Result, ResolvedBy    string
 	Evidence, Editor      string
+}
+
+// waitView is a waiting call: what it waits for, since and until when.
+type waitView struct {
+	ID, Tool, Kind, For, Since, Until string
 }
 
 type approvalView struct {
@@ -158,6 +166,10 @@ func (s *Server) renderRun(q *request, code int, f *flash, form formState) {
 		v.Calls = append(v.Calls, c)
 		if run.Status.Calls[i].State == exagentv1.CallUncertain {
 			v.Uncertain = append(v.Uncertain, c)
+		}
+		if w := run.Status.Calls[i].Wait; w != nil && run.Status.Calls[i].State == exagentv1.CallStarted {
+			v.Waits = append(v.Waits, waitView{ID: c.ID, Tool: c.Tool, Kind: string(w.Kind), For: waitFor(w),
+				Since: w.Since.UTC().Format(time.RFC3339), Until: w.Until.UTC().Format(time.RFC3339)})
 		}
 	}
 	for _, a := range run.Status.Approvals {
@@ -254,4 +266,19 @@ func (s *Server) decidedFlash(q *request, run *exagentv1.AgentRun) *flash {
 		return nil
 	}
 	return decisionFlash(d)
+}
+
+// waitFor says what a wait waits for beyond its time ("" for a timer).
+func waitFor(w *exagentv1.CallWait) string {
+	switch {
+	case w.Object != nil:
+		o := w.Object
+		if o.Name == "" {
+			return fmt.Sprintf("%s in %s with labels %s to be %s", o.Kind, o.Namespace, o.LabelSelector, o.Condition)
+		}
+		return fmt.Sprintf("%s %s/%s to be %s", o.Kind, o.Namespace, o.Name, o.Condition)
+	case w.Callback != "":
+		return "callback " + w.Callback
+	}
+	return ""
 }
