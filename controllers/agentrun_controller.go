@@ -23,8 +23,10 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -122,6 +124,12 @@ type AgentRunReconciler struct {
 	events      chan event.GenericEvent
 	// listed wakes the runs that waited for an MCP listing (mcpWakeSource).
 	listed chan event.GenericEvent
+	// restConfig and mapper are the manager's: the shared watches of
+	// WaitFor calls impersonate runs' ServiceAccounts from the one and
+	// resolve kinds with the other (wait_objects*.go).
+	restConfig  *rest.Config
+	mapper      meta.RESTMapper
+	objectWaits *objectWatches
 }
 
 // SetupWithManager registers the controller, its watches and the executor.
@@ -133,6 +141,7 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 		r.Name = "agentrun"
 	}
 	r.life = ctx
+	r.restConfig, r.mapper = mgr.GetConfig(), mgr.GetRESTMapper()
 	r.mem = newRunMemory(r.Store, r.Tracer)
 	r.events = make(chan event.GenericEvent, 1024)
 	if err := mgr.Add(r.Executor); err != nil {
@@ -179,6 +188,7 @@ func (r *AgentRunReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Mana
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: runPhaseChanged, CreateFunc: func(event.CreateEvent) bool { return false }})).
 		WatchesRawSource(source.Channel(r.events, ownerWork())).
 		WatchesRawSource(r.mcpWakeSource()).
+		WatchesRawSource(r.objectWaitSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Complete(quietConflicts{controller: r.Name, next: r})
 }
@@ -246,7 +256,7 @@ func (r *AgentRunReconciler) turn(ctx context.Context, sc *scope, committed func
 	defer sc.releaseBudget() // the claim a budget let through is committed (or not) by now
 	ctx = logf.IntoContext(ctx, log)
 
-	for _, phase := range []phaseFunc{r.checkAgent, r.start, r.expire, r.wake, r.interruptTurn, r.replaceScheduled, r.recover, r.observeChildren, r.checkParent, r.waitTurn, r.budgetGate, r.claim, r.drive} {
+	for _, phase := range []phaseFunc{r.checkAgent, r.start, r.expire, r.wake, r.observeObjects, r.interruptTurn, r.replaceScheduled, r.recover, r.observeChildren, r.checkParent, r.waitTurn, r.budgetGate, r.claim, r.drive} {
 		if err := phase(ctx, sc); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -103,6 +103,7 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName,
 			// Its children, segments and decisions are the garbage
 			// collector's: each has the run as owner.
 			r.mem.forget(key, r.Clock.Now())
+			r.objectWaits.release(key)
 			return nil, nil
 		}
 		return nil, fmt.Errorf("getting run %s: %w", key, err)
@@ -110,6 +111,7 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName,
 	run = r.Store.Fresher(run)
 	if run.Status.Phase.IsTerminal() {
 		r.mem.ended(key)
+		r.objectWaits.release(key)
 		return nil, errors.Join(r.settleEnded(ctx, key, run), r.endChildren(ctx, run))
 	}
 	sc := &scope{key: key, now: r.Clock.Now(), run: run, status: *run.Status.DeepCopy()}
@@ -240,13 +242,11 @@ func (r *AgentRunReconciler) wake(_ context.Context, sc *scope) error {
 		return fmt.Errorf("wake: %w", err)
 	}
 	if !changed {
-		sc.stop = true // nothing due: the clock (nextWakeup) brings it back
-		return nil
+		return nil // nothing due: observeObjects, next, stops a run still Waiting
 	}
 	sc.set(next)
 	if next.Phase == exagentv1.PhaseWaiting {
-		sc.stop = true // another call still waits
-		return nil
+		return nil // another call still waits: observeObjects looks at its objects and stops
 	}
 	sc.note(exagentv1.EventRunWoken, normal, "%s", next.Message)
 	return nil

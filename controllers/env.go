@@ -49,7 +49,7 @@ type envExtras struct {
 // whatever state its Agent is in).
 func (c envConfig) env(run *exagentv1.AgentRun, agent *exagentv1.Agent, x envExtras) (*loop.Env, error) {
 	in := loop.EnvInput{
-		RunUID: string(run.UID), RunName: run.Name, Run: &run.Spec, Agent: &exagentv1.AgentSpec{},
+		RunUID: string(run.UID), RunName: run.Name, RunNamespace: run.Namespace, Run: &run.Spec, Agent: &exagentv1.AgentSpec{},
 		ValueBytes: c.valueBytes, MaxTranscriptBytes: c.maxTranscriptBytes,
 		MCP: x.mcp, ChildLimits: x.childLimits, WaitsRefused: x.waitsRefused,
 		// The limits the run journaled bound it as much as its Agent's

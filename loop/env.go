@@ -41,6 +41,10 @@ const (
 type EnvInput struct {
 	RunUID  string
 	RunName string
+	// RunNamespace is the run's namespace: a WaitFor call waits on objects
+	// there only (wait_object.go). Empty when unknown (a check of an Agent
+	// alone): the controller then holds a call to the run's namespace.
+	RunNamespace string
 	// Ancestry is the parent chain of run UIDs, root first (empty for a root run).
 	Ancestry        []string
 	Agent           *exagentv1.AgentSpec
@@ -299,6 +303,9 @@ func toolParameters(t *exagentv1.ToolSpec) ([]byte, *ArgSchema, error) {
 	}
 	if t.Builtin != nil && t.Builtin.Operation == exagentv1.BuiltinSleep {
 		params = json.RawMessage(defaultSleepParameters) // wait.go
+	}
+	if t.Builtin != nil && t.Builtin.Operation == exagentv1.BuiltinWaitFor {
+		params = json.RawMessage(defaultWaitForParameters) // wait_object.go
 	}
 	if t.Parameters != nil && len(t.Parameters.Raw) > 0 {
 		params = json.RawMessage(t.Parameters.Raw)

@@ -354,14 +354,22 @@ func Wake(s Status, env *Env, now time.Time) (Status, bool, error) {
 	if !wakeDue(&st, now) {
 		return s, false, nil
 	}
-	if anyCall(&st, waiting) {
-		_, names := nextWake(&st)
-		setPhase(&st, exagentv1.PhaseWaiting, exagentv1.ReasonWaiting, bound("waiting: "+strings.Join(names, ", "), maxMessage))
-		return st, true, nil
-	}
-	setPhase(&st, resumePhase(&st), exagentv1.ReasonWoken,
-		fmt.Sprintf("woke at %s: waiting for a worker to claim the run", now.UTC().Format(time.RFC3339)))
+	afterWake(&st, now)
 	return st, true, nil
+}
+
+// afterWake sets the phase of a Waiting run some of whose waits just
+// closed (Wake, ObserveWait): still Waiting, its message naming the calls
+// that wait, while one does; else Queued (or Approved) with reason Woken,
+// for a worker's Claim to send the next model request.
+func afterWake(st *Status, now time.Time) {
+	if anyCall(st, waiting) {
+		_, names := nextWake(st)
+		setPhase(st, exagentv1.PhaseWaiting, exagentv1.ReasonWaiting, bound("waiting: "+strings.Join(names, ", "), maxMessage))
+		return
+	}
+	setPhase(st, resumePhase(st), exagentv1.ReasonWoken,
+		fmt.Sprintf("woke at %s: waiting for a worker to claim the run", now.UTC().Format(time.RFC3339)))
 }
 
 // failWaiting closes a waiting call when its run ends: nothing happened,

@@ -46,7 +46,7 @@ var (
 	policyActions    = []string{string(exagentv1.PolicyAllow), string(exagentv1.PolicyAsk), string(exagentv1.PolicyDeny)}
 	onDenyActions    = []string{string(exagentv1.OnDenyStop), string(exagentv1.OnDenyContinue)}
 	onExpireActions  = []string{string(exagentv1.OnExpireStop), string(exagentv1.OnExpireContinue)}
-	builtinOps       = []string{"Get", "List", "Scale", "Patch", "Apply", "Delete", "AskHuman", "EndConversation", "Sleep"}
+	builtinOps       = []string{"Get", "List", "Scale", "Patch", "Apply", "Delete", "AskHuman", "EndConversation", "Sleep", "WaitFor"}
 	reservedToolName = "*" // matches every tool in policy rules
 )
 
@@ -224,6 +224,11 @@ func validateBuiltin(path *field.Path, b *exagentv1.BuiltinTool) field.ErrorList
 		}
 		return errs
 	}
+	if b.Operation == exagentv1.BuiltinWaitFor && b.AllowSecrets {
+		// A CEL condition over a Secret would leak its data into the
+		// result a bit at a time: WaitFor never reads Secrets.
+		errs = append(errs, field.Forbidden(path.Child("allowSecrets"), "operation WaitFor never reads Secrets: remove allowSecrets"))
+	}
 	if len(b.Kinds) == 0 {
 		errs = append(errs, field.Required(path.Child("kinds"), "name the kinds the tool may touch"))
 	}
@@ -236,6 +241,8 @@ func validateBuiltin(path *field.Path, b *exagentv1.BuiltinTool) field.ErrorList
 			// do not exist: the tool would fail at every call.
 			errs = append(errs, field.Invalid(path.Child("kinds").Index(i), k,
 				fmt.Sprintf("%s is not in the core group: write %s.%s", k, k, wellKnownGroups[k])))
+		case isCoreSecretKind(k) && b.Operation == exagentv1.BuiltinWaitFor:
+			errs = append(errs, field.Forbidden(path.Child("kinds").Index(i), k+": operation WaitFor never reads Secrets"))
 		case isCoreSecretKind(k) && !b.AllowSecrets:
 			errs = append(errs, field.Forbidden(path.Child("kinds").Index(i), fmt.Sprintf(
 				"%s: a builtin tool touches Secrets only with allowSecrets: true, because a Get returns the Secret's data "+

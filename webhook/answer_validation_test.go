@@ -173,6 +173,21 @@ func TestValidateAskHumanTool(t *testing.T) {
 				AnswerSchema: &runtime.RawExtension{Raw: []byte(`{}`)}}})
 		}), want: []string{"FieldValueForbidden spec.tools[1].builtin.answerSchema", "FieldValueForbidden spec.tools[1].builtin.kinds",
 			"FieldValueForbidden spec.tools[1].builtin.allowSecrets"}},
+		"WaitFor": {agent: agent(func(a *exagentv1.Agent) {
+			a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "wait", Builtin: &exagentv1.BuiltinTool{
+				Operation: exagentv1.BuiltinWaitFor, Kinds: []string{"Deployment.apps", "ConfigMap"}}})
+		})},
+		"WaitFor without kinds": {agent: agent(func(a *exagentv1.Agent) {
+			a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "wait", Builtin: &exagentv1.BuiltinTool{Operation: exagentv1.BuiltinWaitFor}})
+		}), want: []string{"FieldValueRequired spec.tools[1].builtin.kinds"}},
+		"WaitFor on Secrets, even allowed": {agent: agent(func(a *exagentv1.Agent) {
+			a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "wait", Builtin: &exagentv1.BuiltinTool{
+				Operation: exagentv1.BuiltinWaitFor, Kinds: []string{"Secret"}, AllowSecrets: true}})
+		}), want: []string{"FieldValueForbidden spec.tools[1].builtin.allowSecrets", "FieldValueForbidden spec.tools[1].builtin.kinds[0]"}},
+		"WaitFor with an answer schema": {agent: agent(func(a *exagentv1.Agent) {
+			a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "wait", Builtin: &exagentv1.BuiltinTool{
+				Operation: exagentv1.BuiltinWaitFor, Kinds: []string{"ConfigMap"}, AnswerSchema: &runtime.RawExtension{Raw: []byte(`{}`)}}})
+		}), want: []string{"FieldValueForbidden spec.tools[1].builtin.answerSchema"}},
 		"answerSchema on another operation": {agent: agent(func(a *exagentv1.Agent) {
 			a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "get", Builtin: &exagentv1.BuiltinTool{
 				Operation: exagentv1.BuiltinGet, Kinds: []string{"ConfigMap"}, AnswerSchema: &runtime.RawExtension{Raw: []byte(`{}`)}}})

@@ -144,7 +144,7 @@ func ValidateDecisionEdit(d *exagentv1.ApprovalDecision, run *exagentv1.AgentRun
 	if s.Decision != exagentv1.DecisionApprove || agent == nil || replayed(d, run) {
 		return nil
 	}
-	env, err := loop.NewEnv(loop.EnvInput{RunUID: string(run.UID), RunName: run.Name, Run: &run.Spec,
+	env, err := loop.NewEnv(loop.EnvInput{RunUID: string(run.UID), RunName: run.Name, RunNamespace: run.Namespace, Run: &run.Spec,
 		Agent: &agent.Spec, AgentGeneration: agent.Generation})
 	if err != nil {
 		return nil
