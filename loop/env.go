@@ -73,6 +73,12 @@ type EnvInput struct {
 	// narrows by the status it is given, so a caller that leaves this
 	// unset never widens a run.
 	Limits *exagentv1.RunLimits
+	// Namespace is the run's namespace (callback URLs name it).
+	Namespace string
+	// Callbacks makes the URLs of NewCallback calls (wait_callback.go);
+	// nil when the manager serves no callback listener: NewCallback is
+	// then a failed call saying so.
+	Callbacks *CallbackIssuer
 }
 
 // Env is a validated EnvInput: the compiled policy, fingerprints, tool
@@ -295,6 +301,12 @@ func toolParameters(t *exagentv1.ToolSpec) ([]byte, *ArgSchema, error) {
 	}
 	if t.Builtin != nil && t.Builtin.Operation == exagentv1.BuiltinSleep {
 		params = json.RawMessage(defaultSleepParameters) // wait.go
+	}
+	if t.Builtin != nil && t.Builtin.Operation == exagentv1.BuiltinNewCallback {
+		params = json.RawMessage(defaultNewCallbackParameters) // wait_callback.go
+	}
+	if t.Builtin != nil && t.Builtin.Operation == exagentv1.BuiltinWaitForCallback {
+		params = json.RawMessage(defaultCallbackWaitParameters) // wait_callback.go
 	}
 	if t.Parameters != nil && len(t.Parameters.Raw) > 0 {
 		params = json.RawMessage(t.Parameters.Raw)

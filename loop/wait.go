@@ -190,6 +190,9 @@ func failWait(c *exagentv1.ToolCall, err error) {
 // waited on, before any policy or person sees it. It reports whether the
 // call may go on.
 func checkWait(st *Status, c *exagentv1.ToolCall, env *Env) bool {
+	if env.isNewCallback(c.Tool) {
+		return checkNewCallback(st, c, env) // wait_callback.go
+	}
 	if env.waitKind(c.Tool) == "" {
 		return true
 	}
@@ -340,14 +343,23 @@ func Wake(s Status, env *Env, now time.Time) (Status, bool, error) {
 	if !wakeDue(&st, now) {
 		return s, false, nil
 	}
-	if anyCall(&st, waiting) {
-		_, names := nextWake(&st)
-		setPhase(&st, exagentv1.PhaseWaiting, exagentv1.ReasonWaiting, bound("waiting: "+strings.Join(names, ", "), maxMessage))
-		return st, true, nil
-	}
-	setPhase(&st, resumePhase(&st), exagentv1.ReasonWoken,
-		fmt.Sprintf("woke at %s: waiting for a worker to claim the run", now.UTC().Format(time.RFC3339)))
+	afterWake(&st, now)
 	return st, true, nil
+}
+
+// afterWake moves a Waiting run on once some of its waits closed (by the
+// clock, Wake, or a callback, DeliverCallback): still Waiting, its message
+// naming the calls that still wait, or, once none waits, Queued (Approved
+// when a decision waits to be acted on) with reason Woken for a worker's
+// Claim to send the next model request.
+func afterWake(st *Status, now time.Time) {
+	if anyCall(st, waiting) {
+		_, names := nextWake(st)
+		setPhase(st, exagentv1.PhaseWaiting, exagentv1.ReasonWaiting, bound("waiting: "+strings.Join(names, ", "), maxMessage))
+		return
+	}
+	setPhase(st, resumePhase(st), exagentv1.ReasonWoken,
+		fmt.Sprintf("woke at %s: waiting for a worker to claim the run", now.UTC().Format(time.RFC3339)))
 }
 
 // failWaiting closes a waiting call when its run ends: nothing happened,
