@@ -105,6 +105,9 @@ type AgentRunReconciler struct {
 	// MaxTranscriptBytes caps the transcript limit of every run
 	// (loop.EnvInput.MaxTranscriptBytes; 0: none).
 	MaxTranscriptBytes int64
+	// Callbacks makes the URLs of NewCallback calls (loop.EnvInput.Callbacks;
+	// nil: the manager serves no callback listener).
+	Callbacks *loop.CallbackIssuer
 	// Namespaces are the namespaces served (Options.Namespaces).
 	Namespaces served.Namespaces
 

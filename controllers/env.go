@@ -31,6 +31,8 @@ type envConfig struct {
 	valueBytes int
 	// maxTranscriptBytes is --max-transcript-bytes (0: no cap beyond the Agent's).
 	maxTranscriptBytes int64
+	// callbacks makes NewCallback's URLs (nil: the manager serves none).
+	callbacks *loop.CallbackIssuer
 }
 
 // envExtras are what only the paths that admit or begin calls supply.
@@ -52,7 +54,8 @@ func (c envConfig) env(run *exagentv1.AgentRun, agent *exagentv1.Agent, x envExt
 		MCP: x.mcp, ChildLimits: x.childLimits,
 		// The limits the run journaled bound it as much as its Agent's
 		// current ones: an Agent edit narrows a run, never widens it.
-		Limits: run.Status.Limits,
+		Limits:    run.Status.Limits,
+		Namespace: run.Namespace, Callbacks: c.callbacks,
 	}
 	if agent != nil {
 		in.Agent, in.AgentGeneration = &agent.Spec, agent.Generation
@@ -62,5 +65,5 @@ func (c envConfig) env(run *exagentv1.AgentRun, agent *exagentv1.Agent, x envExt
 
 // envConfig is the run controller's share of every Env.
 func (r *AgentRunReconciler) envConfig() envConfig {
-	return envConfig{valueBytes: r.Steps.ValueBytes(), maxTranscriptBytes: r.MaxTranscriptBytes}
+	return envConfig{valueBytes: r.Steps.ValueBytes(), maxTranscriptBytes: r.MaxTranscriptBytes, callbacks: r.Callbacks}
 }
