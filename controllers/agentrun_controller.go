@@ -110,6 +110,9 @@ type AgentRunReconciler struct {
 	// MaxWaitingRunsPerNamespace caps the Waiting runs of one namespace: a
 	// run past it begins no wait, the model is told (wait_caps.go; 0: no cap).
 	MaxWaitingRunsPerNamespace int
+	// Callbacks makes the URLs of NewCallback calls (loop.EnvInput.Callbacks;
+	// nil: the manager serves no callback listener).
+	Callbacks *loop.CallbackIssuer
 	// Namespaces are the namespaces served (Options.Namespaces).
 	Namespaces served.Namespaces
 

@@ -31,6 +31,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/store"
 	"github.com/exagent-io/exagent/tools"
 )
@@ -95,6 +96,8 @@ type ApprovalDecisionReconciler struct {
 	// MaxTranscriptBytes is --max-transcript-bytes, as the run controller
 	// has it: a decision's engine caps transcripts as the run's does.
 	MaxTranscriptBytes int64
+	// Callbacks makes NewCallback's URLs, as the run controller does.
+	Callbacks *loop.CallbackIssuer
 	// Tools, when set, gives a decision the mcp listings the manager has
 	// (cached, no refresh): an edited call of an mcp tool is checked against
 	// its server's schema, and a run-wide approval binds its fingerprint.

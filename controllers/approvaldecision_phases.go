@@ -199,7 +199,7 @@ func (r *ApprovalDecisionReconciler) apply(ctx context.Context, dsc *decisionSco
 			dsc.run.Spec.AgentRef.Name, dsc.run.Namespace)
 		return nil
 	}
-	env, err := decisionEnv(dsc, envConfig{valueBytes: r.Steps.ValueBytes(), maxTranscriptBytes: r.MaxTranscriptBytes}, r.listings(ctx, dsc))
+	env, err := decisionEnv(dsc, envConfig{valueBytes: r.Steps.ValueBytes(), maxTranscriptBytes: r.MaxTranscriptBytes, callbacks: r.Callbacks}, r.listings(ctx, dsc))
 	if err != nil {
 		dsc.reject("the run's configuration is invalid: %v", err)
 		return nil

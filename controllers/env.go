@@ -31,6 +31,8 @@ type envConfig struct {
 	valueBytes int
 	// maxTranscriptBytes is --max-transcript-bytes (0: no cap beyond the Agent's).
 	maxTranscriptBytes int64
+	// callbacks makes NewCallback's URLs (nil: the manager serves none).
+	callbacks *loop.CallbackIssuer
 }
 
 // envExtras are what only the paths that admit or begin calls supply.
@@ -54,7 +56,8 @@ func (c envConfig) env(run *exagentv1.AgentRun, agent *exagentv1.Agent, x envExt
 		MCP: x.mcp, ChildLimits: x.childLimits, WaitsRefused: x.waitsRefused,
 		// The limits the run journaled bound it as much as its Agent's
 		// current ones: an Agent edit narrows a run, never widens it.
-		Limits: run.Status.Limits,
+		Limits:    run.Status.Limits,
+		Callbacks: c.callbacks,
 	}
 	if agent != nil {
 		in.Agent, in.AgentGeneration = &agent.Spec, agent.Generation
@@ -64,5 +67,5 @@ func (c envConfig) env(run *exagentv1.AgentRun, agent *exagentv1.Agent, x envExt
 
 // envConfig is the run controller's share of every Env.
 func (r *AgentRunReconciler) envConfig() envConfig {
-	return envConfig{valueBytes: r.Steps.ValueBytes(), maxTranscriptBytes: r.MaxTranscriptBytes}
+	return envConfig{valueBytes: r.Steps.ValueBytes(), maxTranscriptBytes: r.MaxTranscriptBytes, callbacks: r.Callbacks}
 }

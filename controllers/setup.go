@@ -30,6 +30,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/callbacks"
 	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/internal/eventqueue"
 	"github.com/exagent-io/exagent/internal/executor"
@@ -77,8 +78,13 @@ type Options struct {
 	// Verifier overrides the SubjectAccessReview verifier (tests only).
 	Verifier DecisionVerifier
 	// Signer, when set, makes the decision re-check require the admission
-	// webhook's seal (authz.Signer).
+	// webhook's seal (authz.Signer). It also signs callback tokens.
 	Signer *authz.Signer
+	// CallbackBaseURL is the trigger listener's URL as third parties reach
+	// it (--callback-base-url): with a Signer, NewCallback makes URLs
+	// under it and Controllers.Callbacks serves them; empty: NewCallback
+	// is a failed call saying the manager serves no callback listener.
+	CallbackBaseURL string
 	// ManagerIdentity is the manager's own username, which never decides;
 	// asked of the apiserver (authz.Self) when empty.
 	ManagerIdentity string
@@ -174,6 +180,9 @@ type Controllers struct {
 	// Triggers handles every trigger source's events: the listener serves
 	// it, the Kubernetes Events watches call its Deliver.
 	Triggers *triggers.Handler
+	// Callbacks serves the callback URLs of NewCallback on the trigger
+	// listener; nil when Options.CallbackBaseURL or the Signer is unset.
+	Callbacks *callbacks.Handler
 	// TriggerRuns is the triggers' view of the cluster.
 	TriggerRuns *TriggerRuns
 	// TriggerStatus keeps the triggers' Ready condition; its Events field
@@ -239,6 +248,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		MaxTranscriptBytes:         o.MaxTranscriptBytes,
 		Namespaces:                 o.Namespaces,
 		MaxWaitingRunsPerNamespace: o.MaxWaitingRunsPerNamespace,
+		Callbacks:                  callbackIssuer(o),
 	}
 	runs.Tools.Secret = runs.secret
 	if err := mgr.Add(runs.Tools.MCP); err != nil { // lists MCP servers beside the workers
@@ -261,6 +271,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		MaxTranscriptBytes:      o.MaxTranscriptBytes,
 		Tools:                   runs.Tools,
 		Runs:                    runs,
+		Callbacks:               runs.Callbacks,
 	}
 	if err := decisions.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ApprovalDecision controller: %w", err)
@@ -284,6 +295,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if err != nil {
 		return nil, err
 	}
+	cbs, err := setupCallbacks(ctx, mgr, o, runs)
+	if err != nil {
+		return nil, err
+	}
 	budgets := &AgentBudgetReconciler{Client: mgr.GetClient(), Recorder: evq.Recorder("exagent-budget"), Clock: o.Clock, Name: "agentbudget" + o.NameSuffix}
 	if err := budgets.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the AgentBudget controller: %w", err)
@@ -300,7 +315,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		}
 	}
 	return &Controllers{Runs: runs, Decisions: decisions, Agents: agents, Store: writes, Executor: exec,
-		Triggers: trig, TriggerRuns: trig.Lookup.(*TriggerRuns), TriggerStatus: trigStatus}, nil
+		Triggers: trig, TriggerRuns: trig.Lookup.(*TriggerRuns), TriggerStatus: trigStatus, Callbacks: cbs}, nil
 }
 
 // setupTriggers builds the triggers' handler (served by the listener on

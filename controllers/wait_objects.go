@@ -95,7 +95,10 @@ func (r *AgentRunReconciler) observeObjects(ctx context.Context, sc *scope) erro
 		}
 		wc := waited{call: c.ID, obj: *c.Wait.Object}
 		wc.key, wc.problem = resolveWaited(r.mapper, sc.key.Namespace, &wc.obj)
-		if wc.problem == "" {
+		if wc.problem == "" && !r.objectWaits.running(wc.key) {
+			// A running watch of the key proves the access it would check:
+			// it lists and watches as this ServiceAccount, and reports a
+			// right lost since (observe). Only a new one is reviewed first.
 			denied, err := watchDenied(ctx, r.Client, wc.key)
 			if err != nil {
 				return fmt.Errorf("WaitFor call %s: %w", c.ID, err)

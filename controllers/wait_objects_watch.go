@@ -183,6 +183,17 @@ func (o *objectWatches) get(k watchKey) *objectWatch {
 	return o.watches[k]
 }
 
+// running reports whether the shared watch of k runs and has not been
+// refused (a right the ServiceAccount lost shows as forbidden).
+func (o *objectWatches) running(k watchKey) bool {
+	w := o.get(k)
+	if w == nil {
+		return false
+	}
+	_, forbidden := w.state()
+	return !forbidden
+}
+
 // start starts the informer of k, within the caps. Under o.mu.
 func (o *objectWatches) start(k watchKey) (*objectWatch, error) {
 	if len(o.watches) >= maxObjectWatches {

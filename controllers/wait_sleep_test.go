@@ -192,7 +192,11 @@ func TestSleepSurvivesARestart(t *testing.T) {
 	first.stop()
 	h.startManager(controllers.Options{Clock: clk})
 	h.poke(clk, w.Status.Call("nap").Wait.Until.Add(time.Second), "r")
-	h.waitPhase("r", exagentv1.PhaseSucceeded)
+	done := h.waitPhase("r", exagentv1.PhaseSucceeded)
+	// Woken once, at the time the journal said (the clock's, a second past it).
+	if c := done.Status.Call("nap"); c.Outcome == nil || !strings.HasPrefix(c.Outcome.Result, "slept 30m1s (woke at ") {
+		t.Errorf("call nap = %+v, want \"slept 30m1s (woke at …)\"", c.Outcome)
+	}
 }
 
 // TestWaitingRunsCappedPerNamespace: with --max-waiting-runs-per-namespace

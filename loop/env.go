@@ -81,6 +81,10 @@ type EnvInput struct {
 	// manager's cap on waiting runs per namespace): a waiting call fails
 	// with it, the model is told, nothing waits (wait.go).
 	WaitsRefused string
+	// Callbacks makes the URLs of NewCallback calls (wait_callback.go);
+	// nil when the manager serves no callback listener: NewCallback is
+	// then a failed call saying so.
+	Callbacks *CallbackIssuer
 }
 
 // Env is a validated EnvInput: the compiled policy, fingerprints, tool
@@ -306,6 +310,12 @@ func toolParameters(t *exagentv1.ToolSpec) ([]byte, *ArgSchema, error) {
 	}
 	if t.Builtin != nil && t.Builtin.Operation == exagentv1.BuiltinWaitFor {
 		params = json.RawMessage(defaultWaitForParameters) // wait_object.go
+	}
+	if t.Builtin != nil && t.Builtin.Operation == exagentv1.BuiltinNewCallback {
+		params = json.RawMessage(defaultNewCallbackParameters) // wait_callback.go
+	}
+	if t.Builtin != nil && t.Builtin.Operation == exagentv1.BuiltinWaitForCallback {
+		params = json.RawMessage(defaultCallbackWaitParameters) // wait_callback.go
 	}
 	if t.Parameters != nil && len(t.Parameters.Raw) > 0 {
 		params = json.RawMessage(t.Parameters.Raw)

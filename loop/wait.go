@@ -204,6 +204,9 @@ func failWait(c *exagentv1.ToolCall, err error) {
 // waited on, before any policy or person sees it. It reports whether the
 // call may go on.
 func checkWait(st *Status, c *exagentv1.ToolCall, env *Env) bool {
+	if env.isNewCallback(c.Tool) {
+		return checkNewCallback(st, c, env) // wait_callback.go
+	}
 	if env.waitKind(c.Tool) == "" {
 		return true
 	}
@@ -358,10 +361,11 @@ func Wake(s Status, env *Env, now time.Time) (Status, bool, error) {
 	return st, true, nil
 }
 
-// afterWake sets the phase of a Waiting run some of whose waits just
-// closed (Wake, ObserveWait): still Waiting, its message naming the calls
-// that wait, while one does; else Queued (or Approved) with reason Woken,
-// for a worker's Claim to send the next model request.
+// afterWake moves a Waiting run on once some of its waits closed (by the
+// clock, Wake, or a callback, DeliverCallback): still Waiting, its message
+// naming the calls that still wait, or, once none waits, Queued (Approved
+// when a decision waits to be acted on) with reason Woken for a worker's
+// Claim to send the next model request.
 func afterWake(st *Status, now time.Time) {
 	if anyCall(st, waiting) {
 		_, names := nextWake(st)

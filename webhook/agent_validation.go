@@ -46,7 +46,7 @@ var (
 	policyActions    = []string{string(exagentv1.PolicyAllow), string(exagentv1.PolicyAsk), string(exagentv1.PolicyDeny)}
 	onDenyActions    = []string{string(exagentv1.OnDenyStop), string(exagentv1.OnDenyContinue)}
 	onExpireActions  = []string{string(exagentv1.OnExpireStop), string(exagentv1.OnExpireContinue)}
-	builtinOps       = []string{"Get", "List", "Scale", "Patch", "Apply", "Delete", "AskHuman", "EndConversation", "Sleep", "WaitFor"}
+	builtinOps       = []string{"Get", "List", "Scale", "Patch", "Apply", "Delete", "AskHuman", "EndConversation", "Sleep", "WaitFor", "NewCallback", "WaitForCallback"}
 	reservedToolName = "*" // matches every tool in policy rules
 )
 
@@ -214,8 +214,9 @@ func validateBuiltin(path *field.Path, b *exagentv1.BuiltinTool) field.ErrorList
 	if b.AnswerSchema != nil {
 		errs = append(errs, field.Forbidden(path.Child("answerSchema"), "only for operation AskHuman"))
 	}
-	if b.Operation == exagentv1.BuiltinEndConversation || b.Operation == exagentv1.BuiltinSleep {
-		// Ending a conversation or waiting touches nothing in the cluster either.
+	if b.Operation.TouchesNothing() {
+		// Ending a conversation, waiting or making a callback URL touches
+		// nothing in the cluster either.
 		if len(b.Kinds) > 0 {
 			errs = append(errs, field.Forbidden(path.Child("kinds"), fmt.Sprintf("operation %s touches no kinds: remove kinds", b.Operation)))
 		}

@@ -188,6 +188,21 @@ func TestValidateAskHumanTool(t *testing.T) {
 			a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "wait", Builtin: &exagentv1.BuiltinTool{
 				Operation: exagentv1.BuiltinWaitFor, Kinds: []string{"ConfigMap"}, AnswerSchema: &runtime.RawExtension{Raw: []byte(`{}`)}}})
 		}), want: []string{"FieldValueForbidden spec.tools[1].builtin.answerSchema"}},
+		"NewCallback and WaitForCallback": {agent: agent(func(a *exagentv1.Agent) {
+			a.Spec.Tools = append(a.Spec.Tools,
+				exagentv1.ToolSpec{Name: "mk", Builtin: &exagentv1.BuiltinTool{Operation: exagentv1.BuiltinNewCallback}},
+				exagentv1.ToolSpec{Name: "wait", Builtin: &exagentv1.BuiltinTool{Operation: exagentv1.BuiltinWaitForCallback}})
+		})},
+		"NewCallback with kinds, secrets and an answer schema": {agent: agent(func(a *exagentv1.Agent) {
+			a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "mk", Builtin: &exagentv1.BuiltinTool{
+				Operation: exagentv1.BuiltinNewCallback, Kinds: []string{"ConfigMap"}, AllowSecrets: true,
+				AnswerSchema: &runtime.RawExtension{Raw: []byte(`{}`)}}})
+		}), want: []string{"FieldValueForbidden spec.tools[1].builtin.answerSchema", "FieldValueForbidden spec.tools[1].builtin.kinds",
+			"FieldValueForbidden spec.tools[1].builtin.allowSecrets"}},
+		"WaitForCallback with kinds": {agent: agent(func(a *exagentv1.Agent) {
+			a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "wait", Builtin: &exagentv1.BuiltinTool{
+				Operation: exagentv1.BuiltinWaitForCallback, Kinds: []string{"ConfigMap"}}})
+		}), want: []string{"FieldValueForbidden spec.tools[1].builtin.kinds"}},
 		"answerSchema on another operation": {agent: agent(func(a *exagentv1.Agent) {
 			a.Spec.Tools = append(a.Spec.Tools, exagentv1.ToolSpec{Name: "get", Builtin: &exagentv1.BuiltinTool{
 				Operation: exagentv1.BuiltinGet, Kinds: []string{"ConfigMap"}, AnswerSchema: &runtime.RawExtension{Raw: []byte(`{}`)}}})

@@ -19,10 +19,12 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"strconv"
@@ -111,6 +113,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key of the webhook server.")
 	fs.StringVar(&f.triggerAddr, "trigger-bind-address", "", "Address the trigger listener (POST /triggers/NAMESPACE/NAME: AgentTrigger webhooks and Alertmanager) serves on over TLS, e.g. :9444; off when empty.")
+	fs.StringVar(&f.opts.CallbackBaseURL, "callback-base-url", "", "URL at which third parties reach the trigger listener (e.g. https://exagent-triggers.example.com:9444): NewCallback makes its URLs under it (POST /callbacks/NAMESPACE/RUN-UID/ID); off when empty. Needs --trigger-bind-address and the signing key (--decision-signing-secret).")
 	fs.StringVar(&f.triggerCertDir, "trigger-cert-dir", "", "Folder with tls.crt and tls.key of the trigger listener (default: --webhook-cert-dir).")
 	fs.StringVar(&f.webhookClientCA, "webhook-client-ca", "", "PEM bundle of the CA of the kube-apiserver's webhook client certificate: the webhook server then refuses, "+
 		"at the TLS handshake, every caller without a certificate it signed (docs/install.md, \"The apiserver's client certificate\"); default: any caller is answered.")
@@ -449,6 +452,12 @@ func run() error {
 		"clusterPods", egress.String(egressCfg.ClusterPods), "clusterServices", egress.String(egressCfg.ClusterServices),
 		"ownPorts", egressCfg.OwnPorts, "namespaceConfig", f.egressNamespaceConfig)
 	o := f.opts
+	switch {
+	case o.CallbackBaseURL != "" && f.triggerAddr == "":
+		return errors.New("--callback-base-url needs the trigger listener that serves it: set --trigger-bind-address")
+	case o.CallbackBaseURL != "" && signer == nil:
+		return errors.New("--callback-base-url needs the signing key its tokens are made with: --decision-signing-secret must not be none")
+	}
 	o.Egress, o.EgressAllowLists = policy, allowLists
 	o.Tracer, o.Signer, o.ManagerIdentity = tracer, signer, self
 	o.Holder, o.Hooks, o.RunMetrics = holder, hooks, true
@@ -461,7 +470,11 @@ func run() error {
 	if triggerCerts == "" {
 		triggerCerts = f.webhookCertDir
 	}
-	if err := addTriggerListener(mgr, c.Triggers, f.triggerAddr, triggerCerts, nil); err != nil {
+	var cbs http.Handler
+	if c.Callbacks != nil {
+		cbs = c.Callbacks
+	}
+	if err := addTriggerListener(mgr, c.Triggers, cbs, f.triggerAddr, triggerCerts, nil); err != nil {
 		return err
 	}
 	if err := addTriggerEvents(mgr, c); err != nil {

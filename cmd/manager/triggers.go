@@ -30,11 +30,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/exagent-io/exagent/callbacks"
 	"github.com/exagent-io/exagent/triggers"
 )
 
 // triggerListener serves the trigger listener (POST /triggers/NS/NAME,
-// docs/triggers.md) on addr over TLS with the certificate in certDir
+// docs/triggers.md; and POST /callbacks/NS/RUN-UID/ID, docs/waits.md) on addr over TLS with the certificate in certDir
 // (tls.crt, tls.key; reloaded when it rotates), on every replica: the
 // runs it makes are named from the trigger, key and window, so two
 // replicas receiving one delivery make one run.
@@ -42,17 +43,20 @@ type triggerListener struct {
 	addr, certDir string
 	tlsOpts       []func(*tls.Config)
 	handler       http.Handler
+	// callbacks serves NewCallback's URLs; nil when none are made.
+	callbacks http.Handler
 }
 
-// addTriggerListener adds the listener of h to mgr when addr is set.
-func addTriggerListener(mgr manager.Manager, h *triggers.Handler, addr, certDir string, tlsOpts []func(*tls.Config)) error {
+// addTriggerListener adds the listener of h (and of cb, the callbacks,
+// when not nil) to mgr when addr is set.
+func addTriggerListener(mgr manager.Manager, h *triggers.Handler, cb http.Handler, addr, certDir string, tlsOpts []func(*tls.Config)) error {
 	if addr == "" {
 		return nil
 	}
 	if certDir == "" {
 		return errors.New("--trigger-bind-address needs a certificate: set --trigger-cert-dir (or --webhook-cert-dir)")
 	}
-	return mgr.Add(&triggerListener{addr: addr, certDir: certDir, tlsOpts: tlsOpts, handler: h})
+	return mgr.Add(&triggerListener{addr: addr, certDir: certDir, tlsOpts: tlsOpts, handler: h, callbacks: cb})
 }
 
 // NeedLeaderElection is false: every replica serves deliveries.
@@ -71,6 +75,9 @@ func (l *triggerListener) Start(ctx context.Context) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/triggers/", l.handler)
+	if l.callbacks != nil {
+		mux.Handle(callbacks.Prefix, l.callbacks)
+	}
 	srv := &http.Server{Handler: mux, TLSConfig: cfg, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10}
 	ln, err := net.Listen("tcp", l.addr)
