@@ -148,7 +148,11 @@ func (r *AgentRunReconciler) observeObjects(ctx context.Context, sc *scope) erro
 	sc.requeueAfter = 0
 	sc.set(status)
 	if status.Phase != exagentv1.PhaseWaiting {
-		r.objectWaits.release(sc.key)
+		// The watch is left to the next turn (which releases it, the run
+		// no longer Waiting): this turn's commit may still be refused — a
+		// cached summary is computed again from the run read past the
+		// cache — and the retry must find the watch with its objects, not
+		// a new one that has listed nothing yet.
 		sc.note(exagentv1.EventRunWoken, normal, "%s", status.Message)
 	}
 	return nil
