@@ -206,3 +206,43 @@ func TestCallbackWithoutAListener(t *testing.T) {
 		t.Fatalf("call mk = %s %+v", c.State, c.Outcome)
 	}
 }
+
+// TestCallbackAcrossARestart: the manager that made the callback stops
+// while the run waits on it; a new one, with nothing in memory but the
+// same signing key, accepts the POST and wakes the run. A POST after the
+// URL's expiry is refused (410) and changes nothing.
+func TestCallbackAcrossARestart(t *testing.T) {
+	h := newHarness(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	signer, err := authz.NewSigner(bytes.Repeat([]byte{9}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := clk.Now()
+	first := h.startManagerNoCleanup(controllers.Options{Clock: clk, Signer: signer, CallbackBaseURL: callbackBase})
+	srv1 := httptest.NewServer(first.ctrls.Callbacks)
+	h.createAgent("callbacker", callbacker(waitTurn(map[string]any{"timeout": "2h"})))
+	h.createRun("r", "callbacker")
+	path := strings.TrimPrefix(h.callbackURL(srv1, "r"), srv1.URL)
+	h.waitPhase("r", exagentv1.PhaseWaiting)
+	srv1.Close()
+	first.stop()
+
+	srv := callbackManager(t, h, clk)
+	expires := h.get("r").Status.Callbacks[0].ExpiresAt.Time
+	clk.SetTime(expires.Add(time.Second))
+	if code := post(t, srv.URL+path, `{"late":true}`); code != http.StatusGone {
+		t.Fatalf("POST past the expiry: %d, want 410", code)
+	}
+	if r := h.get("r"); r.Status.Phase != exagentv1.PhaseWaiting || r.Status.Callbacks[0].ReceivedAt != nil {
+		t.Fatalf("an expired POST changed the run: %s %+v", r.Status.Phase, r.Status.Callbacks)
+	}
+	clk.SetTime(t0.Add(time.Minute)) // back before the wait's timeout (2h): a fake clock may
+	if code := post(t, srv.URL+path, `{"state":"closed"}`); code != http.StatusAccepted {
+		t.Fatalf("POST to the new manager: %d, want 202", code)
+	}
+	done := h.waitPhase("r", exagentv1.PhaseSucceeded)
+	if c := done.Status.Call("w"); c.State != exagentv1.CallSucceeded || c.Outcome.Result != `{"state":"closed"}` {
+		t.Fatalf("call w = %s %+v, want the body", c.State, c.Outcome)
+	}
+}
