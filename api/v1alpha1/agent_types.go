@@ -732,9 +732,10 @@ type LimitsSpec struct {
 	// +kubebuilder:validation:Maximum=1024
 	MaxRuns *int32 `json:"maxRuns,omitempty"`
 	// maxWait bounds one wait of a run (a Sleep, WaitFor or
-	// WaitForCallback call): a longer one is a failed call the model sees
-	// (a longer timeout is cut to it). Default 24h; a wait never lasts
-	// past the run's deadline. Waiting is not active time.
+	// WaitForCallback call): a longer duration or timeout is a failed call
+	// the model sees, naming the limit; a wait with no timeout lasts at
+	// most this. Default 24h; a wait never lasts past the run's deadline.
+	// Waiting is not active time.
 	// +optional
 	MaxWait Duration `json:"maxWait,omitempty"`
 }
