@@ -30,11 +30,27 @@ import (
 // TestDelegationSampleIsValid: the documented two-agent sample passes
 // admission (its Agents and its run).
 func TestDelegationSampleIsValid(t *testing.T) {
-	b, err := os.ReadFile("../config/samples/delegation/agents.yaml")
+	if agents, runs := validateSample(t, "../config/samples/delegation/agents.yaml"); agents != 2 || runs != 1 {
+		t.Errorf("the sample has %d Agents and %d runs, want 2 and 1", agents, runs)
+	}
+}
+
+// TestWaitsSampleIsValid: the remediation sample of docs/waits.md (Scale,
+// then WaitFor) passes admission.
+func TestWaitsSampleIsValid(t *testing.T) {
+	if agents, runs := validateSample(t, "../config/samples/waits/remediate.yaml"); agents != 1 || runs != 1 {
+		t.Errorf("the sample has %d Agents and %d runs, want 1 and 1", agents, runs)
+	}
+}
+
+// validateSample decodes every Agent and AgentRun of a multi-document
+// sample strictly and validates each as admission does; it counts them.
+func validateSample(t *testing.T, path string) (agents, runs int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var agents, runs int
 	for _, doc := range strings.Split(string(b), "\n---\n") {
 		var meta struct{ Kind string }
 		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
@@ -61,7 +77,5 @@ func TestDelegationSampleIsValid(t *testing.T) {
 			runs++
 		}
 	}
-	if agents != 2 || runs != 1 {
-		t.Errorf("the sample has %d Agents and %d runs, want 2 and 1", agents, runs)
-	}
+	return agents, runs
 }
