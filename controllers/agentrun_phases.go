@@ -32,6 +32,7 @@ import (
 	"github.com/exagent-io/exagent/internal/notify"
 	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/store"
 	"github.com/exagent-io/exagent/tools"
 )
 
@@ -243,6 +244,9 @@ func (r *AgentRunReconciler) wake(_ context.Context, sc *scope) error {
 	}
 	if !changed {
 		return nil // nothing due: observeObjects, next, stops a run still Waiting
+	}
+	if store.IsSummary(sc.run) {
+		return store.ErrSummary // woken: computed again, at once, from the run read past the cache
 	}
 	sc.set(next)
 	if next.Phase == exagentv1.PhaseWaiting {

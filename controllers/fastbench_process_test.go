@@ -126,7 +126,7 @@ type managerProcess struct {
 // the envtest and starts the binary with its default settings but for
 // what a loopback benchmark needs; the process is killed at cleanup (and
 // by the kernel if the benchmark dies first).
-func startManagerProcess(b *testing.B) *managerProcess {
+func startManagerProcess(b *testing.B, extra ...string) *managerProcess {
 	b.Helper()
 	tmp := b.TempDir()
 	t0 := time.Now()
@@ -147,7 +147,7 @@ func startManagerProcess(b *testing.B) *managerProcess {
 	name := strings.ReplaceAll(b.Name(), "/", "_")
 	p, err := procs.StartManager(procs.ManagerSpec{
 		Bin: bin, Kubeconfig: kubeconfig,
-		Args: []string{
+		Args: append([]string{
 			"--enable-webhooks=false",
 			"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(port),
 			"--metrics-secure=false",
@@ -157,7 +157,7 @@ func startManagerProcess(b *testing.B) *managerProcess {
 			// The benchmarks' model and tool servers are on loopback, which
 			// the egress policy denies by default.
 			"--egress-allow-cidrs=127.0.0.1/32",
-		},
+		}, extra...),
 		Env: childEnv(), Log: filepath.Join(profilesDir(b), name+".manager.log"),
 		// The kernel kills the child if the benchmark process dies first (a
 		// -timeout panic runs no cleanup): killed, as at cleanup below.

@@ -34,6 +34,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 	"github.com/exagent-io/exagent/internal/waitcond"
 	"github.com/exagent-io/exagent/loop"
+	"github.com/exagent-io/exagent/store"
 )
 
 // WaitFor calls (DESIGN §20; loop/wait_object.go): while a run is Waiting
@@ -144,6 +145,9 @@ func (r *AgentRunReconciler) observeObjects(ctx context.Context, sc *scope) erro
 	}
 	if !changed {
 		return nil
+	}
+	if store.IsSummary(sc.run) {
+		return store.ErrSummary // computed again, at once, from the run read past the cache
 	}
 	sc.requeueAfter = 0
 	sc.set(status)

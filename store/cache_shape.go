@@ -126,6 +126,11 @@ func summarize(run *exagentv1.AgentRun) {
 	run.ManagedFields = summaryMark
 }
 
+// IsSummary reports whether run is the cache's summary of a waiting run:
+// whatever a controller would write for it must be computed from the run
+// read past the cache (ErrSummary).
+func IsSummary(run *exagentv1.AgentRun) bool { return isSummary(run) }
+
 // isSummary reports whether run is the cache's summary of a waiting run.
 func isSummary(run *exagentv1.AgentRun) bool {
 	mf := run.ManagedFields
