@@ -62,7 +62,13 @@ type CallbackRuns struct {
 // setupCallbackIndex registers the UID index the listener finds runs by.
 func setupCallbackIndex(ctx context.Context, mgr ctrl.Manager) error {
 	err := mgr.GetFieldIndexer().IndexField(ctx, &exagentv1.AgentRun{}, indexRunUID, func(o client.Object) []string {
-		return []string{string(o.GetUID())}
+		// Only the runs a POST can reach: a callback made, the run not
+		// ended (an ended run's POST is a 404 either way). The others cost
+		// the cache no index entry.
+		if run := o.(*exagentv1.AgentRun); len(run.Status.Callbacks) > 0 && !run.Status.Phase.IsTerminal() {
+			return []string{string(o.GetUID())}
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("indexing runs by UID: %w", err)

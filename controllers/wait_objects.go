@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,10 +112,9 @@ func (r *AgentRunReconciler) observeObjects(ctx context.Context, sc *scope) erro
 			if wc.obj.Name == "" {
 				in.any = true
 			} else {
-				if in.names == nil {
-					in.names = map[string]bool{}
+				if !slices.Contains(in.names, wc.obj.Name) {
+					in.names = append(in.names, wc.obj.Name)
 				}
-				in.names[wc.obj.Name] = true
 			}
 			want[wc.key] = in
 		}

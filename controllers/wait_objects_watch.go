@@ -19,6 +19,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -65,7 +66,7 @@ func (k watchKey) String() string {
 // interest is what a run waits on through one watch: objects by name, or
 // any object (a label selector: a label change may add or remove one).
 type interest struct {
-	names map[string]bool
+	names []string
 	any   bool
 }
 
@@ -278,7 +279,7 @@ func (o *objectWatches) runsOf(w *objectWatch, name string, all bool) []types.Na
 	defer o.mu.Unlock()
 	var out []types.NamespacedName
 	for run, in := range w.runs {
-		if all || in.any || in.names[name] {
+		if all || in.any || slices.Contains(in.names, name) {
 			out = append(out, run)
 		}
 	}
