@@ -26,7 +26,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
 )
 
-// Waits (issue 41; docs/waits-plan.md). A call of a builtin Sleep tool
+// Waits (docs/waits.md, docs/architecture.md §17). A call of a builtin Sleep tool
 // touches nothing: once the policy allows it (an Ask rule pauses it like
 // any call), beginning it journals a wait — state Started with wait {kind
 // Timer, since, until} — instead of IO. A waiting call is not in flight
