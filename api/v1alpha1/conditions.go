@@ -64,11 +64,11 @@ const (
 	// ReasonWaiting: the run waits (phase Waiting) for its waiting calls.
 	ReasonWaiting = "Waiting"
 	// ReasonWoken: the waits of the run ended; it is queued for its next step.
-	ReasonWoken               = "Woken"
+	ReasonWoken = "Woken"
 	// ReasonTooManyWaits: a waiting call was refused, the model told: its
 	// namespace has as many waiting runs as the manager allows
 	// (--max-waiting-runs-per-namespace) or watches as many objects.
-	ReasonTooManyWaits = "TooManyWaits"
+	ReasonTooManyWaits        = "TooManyWaits"
 	ReasonPending             = "ApprovalPending"
 	ReasonOutcomeUncertain    = "OutcomeUncertain"
 	ReasonInvalidContinuation = "InvalidContinuation"
