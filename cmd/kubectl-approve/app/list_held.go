@@ -72,7 +72,22 @@ func heldRuns(runs []exagentv1.AgentRun) []heldRun {
 // the run as NAMESPACE/RUN when qualified — at most maxHeldLines, after a
 // blank line when something was printed above.
 func printHeld(w io.Writer, held []heldRun, qualified, gap bool) error {
-	if len(held) == 0 {
+	lines := make([]string, len(held))
+	for i, h := range held {
+		run := h.Run
+		if qualified {
+			run = h.Namespace + "/" + h.Run
+		}
+		lines[i] = fmt.Sprintf("held by budget: %s (%s)", run, h.Message)
+	}
+	return printBounded(w, lines, maxHeldLines, gap, "runs held by budgets (kubectl approve budgets)")
+}
+
+// printBounded writes lines, at most most of them and then how many more
+// there are ("… and 3 more " + rest), after a blank line when gap is set;
+// nothing at all when there are no lines.
+func printBounded(w io.Writer, lines []string, most int, gap bool, rest string) error {
+	if len(lines) == 0 {
 		return nil
 	}
 	if gap {
@@ -80,16 +95,12 @@ func printHeld(w io.Writer, held []heldRun, qualified, gap bool) error {
 			return err
 		}
 	}
-	for i, h := range held {
-		if i == maxHeldLines {
-			_, err := fmt.Fprintf(w, "… and %d more runs held by budgets (kubectl approve budgets)\n", len(held)-i)
+	for i, line := range lines {
+		if i == most {
+			_, err := fmt.Fprintf(w, "… and %d more %s\n", len(lines)-i, rest)
 			return err
 		}
-		run := h.Run
-		if qualified {
-			run = h.Namespace + "/" + h.Run
-		}
-		if _, err := fmt.Fprintf(w, "held by budget: %s (%s)\n", run, h.Message); err != nil {
+		if _, err := fmt.Fprintln(w, line); err != nil {
 			return err
 		}
 	}

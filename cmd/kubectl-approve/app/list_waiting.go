@@ -103,19 +103,8 @@ func waitTarget(w *exagentv1.CallWait) string {
 // Timer until … (in 42m)", the run as NAMESPACE/RUN when qualified — at
 // most maxWaitingLines, after a blank line when something was printed above.
 func printWaiting(w io.Writer, waits []waitingRun, now time.Time, qualified, gap bool) error {
-	if len(waits) == 0 {
-		return nil
-	}
-	if gap {
-		if _, err := fmt.Fprintln(w); err != nil {
-			return err
-		}
-	}
+	lines := make([]string, len(waits))
 	for i, x := range waits {
-		if i == maxWaitingLines {
-			_, err := fmt.Fprintf(w, "… and %d more waiting calls (kubectl approve list --waiting -o json)\n", len(waits)-i)
-			return err
-		}
 		run := x.Run
 		if qualified {
 			run = x.Namespace + "/" + x.Run
@@ -124,12 +113,10 @@ func printWaiting(w io.Writer, waits []waitingRun, now time.Time, qualified, gap
 		if x.For != "" {
 			what += " " + x.For
 		}
-		if _, err := fmt.Fprintf(w, "waiting: %s %s (%s) %s until %s (%s)\n", run, x.Call, x.Tool, what,
-			x.Until.Format(time.RFC3339), untilIn(x.Until, now)); err != nil {
-			return err
-		}
+		lines[i] = fmt.Sprintf("waiting: %s %s (%s) %s until %s (%s)", run, x.Call, x.Tool, what,
+			x.Until.Format(time.RFC3339), untilIn(x.Until, now))
 	}
-	return nil
+	return printBounded(w, lines, maxWaitingLines, gap, "waiting calls (kubectl approve list --waiting -o json)")
 }
 
 // untilIn is how far until is from now, as "in 42m" or "due".
