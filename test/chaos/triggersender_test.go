@@ -24,11 +24,14 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/exagent-io/exagent/internal/testing/procs"
 )
 
 // triggerHTTP posts events to managers' trigger listeners over TLS (the
@@ -122,15 +125,15 @@ func (r *r8Run) burst(sz size, rng *rand.Rand) {
 func (r *r8Run) deliver(key string, seq int, rng *rand.Rand) {
 	body, _ := json.Marshal(map[string]any{"key": key, "seq": seq})
 	deadline := time.Now().Add(2 * time.Minute)
-	backoff := 50 * time.Millisecond
 	last := -1
 	for attempt := 0; time.Now().Before(deadline); attempt++ {
 		if attempt > 0 {
 			r.mu.Lock()
 			r.retries++
 			r.mu.Unlock()
-			time.Sleep(backoff) // the sender's retry backoff
-			backoff = min(2*backoff, time.Second)
+			// Retry once a manager's listener accepts connections (a
+			// killed one is restarted), not after a fixed time.
+			_ = procs.Poll(max(time.Until(deadline), 0), func() (bool, error) { return r.anyListening(), nil })
 		}
 		i := r.otherLive(last, rng)
 		if i < 0 {
@@ -164,6 +167,25 @@ func (r *r8Run) deliver(key string, seq int, rng *rand.Rand) {
 
 // otherLive is a live manager's slot other than not when another is
 // live, at random (-1: none is).
+// anyListening reports whether a live manager's trigger listener accepts
+// a TCP connection now.
+func (r *r8Run) anyListening() bool {
+	r.pool.mu.Lock()
+	var ports []int
+	for i, p := range r.pool.procs {
+		if p != nil {
+			ports = append(ports, r.ports[i])
+		}
+	}
+	r.pool.mu.Unlock()
+	for _, port := range ports {
+		if procs.Dial(net.JoinHostPort("127.0.0.1", strconv.Itoa(port))) {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *r8Run) otherLive(not int, rng *rand.Rand) int {
 	r.pool.mu.Lock()
 	defer r.pool.mu.Unlock()
