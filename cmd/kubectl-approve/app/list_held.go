@@ -48,12 +48,19 @@ func queued() fields.Selector {
 // heldByBudget reads the Queued runs (of --agent if set) and keeps those
 // an AgentBudget holds. A failure is a warning: the approvals are the list.
 func (o *listOptions) heldByBudget(ctx context.Context) []heldRun {
-	runs, _, err := o.runs.all(ctx, o.namespace, withAgent(queued(), o.Agent))
+	return heldRuns(o.extraRuns(ctx, queued(), "the runs held by budgets"))
+}
+
+// extraRuns reads the runs sel selects (of --agent if set) for the lines
+// that follow the approvals. A failure is a warning naming what: the
+// approvals are the list.
+func (o *listOptions) extraRuns(ctx context.Context, sel fields.Selector, what string) []exagentv1.AgentRun {
+	runs, _, err := o.runs.all(ctx, o.namespace, withAgent(sel, o.Agent))
 	if err != nil {
-		_, _ = fmt.Fprintf(o.ErrOut, "warning: listing the runs held by budgets: %v\n", err)
+		_, _ = fmt.Fprintf(o.ErrOut, "warning: listing %s: %v\n", what, err)
 		return nil
 	}
-	return heldRuns(runs)
+	return runs
 }
 
 // heldRuns are the runs among runs that a budget holds, in their order.

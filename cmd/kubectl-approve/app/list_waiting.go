@@ -53,12 +53,7 @@ func waitingPhase() fields.Selector {
 // waitingRuns reads the Waiting runs (of --agent if set). A failure is a
 // warning: the approvals are the list.
 func (o *listOptions) waitingRuns(ctx context.Context) []waitingRun {
-	runs, _, err := o.runs.all(ctx, o.namespace, withAgent(waitingPhase(), o.Agent))
-	if err != nil {
-		_, _ = fmt.Fprintf(o.ErrOut, "warning: listing the waiting runs: %v\n", err)
-		return nil
-	}
-	return waitsOf(runs)
+	return waitsOf(o.extraRuns(ctx, waitingPhase(), "the waiting runs"))
 }
 
 // waitsOf are the waiting calls of the Waiting runs among runs, the
