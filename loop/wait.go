@@ -281,18 +281,7 @@ func timeUp(c *exagentv1.ToolCall, now time.Time) {
 	}
 	c.State = exagentv1.CallFailed
 	c.Outcome = &exagentv1.CallOutcome{At: microTimePtr(now), Result: bound(fmt.Sprintf(
-		"timed out after %s (at %s) waiting for %s", waited, at, describeWait(c.Wait)), maxContent)}
-}
-
-// describeWait says what a wait waits for, for messages and results.
-func describeWait(w *exagentv1.CallWait) string {
-	switch w.Kind {
-	case exagentv1.WaitObject:
-		return describeObjectWait(w.Object) // wait_object.go
-	case exagentv1.WaitCallback:
-		return "callback " + w.Callback
-	}
-	return "a timer"
+		"timed out after %s (at %s) waiting for %s", waited, at, c.Wait.Target()), maxContent)}
 }
 
 // roundWait is a wait as the model is told it: whole seconds, or
@@ -320,7 +309,7 @@ func nextWake(st *Status) (time.Time, []string) {
 		}
 		what := ""
 		if c.Wait.Kind != exagentv1.WaitTimer {
-			what = " for " + describeWait(c.Wait)
+			what = " for " + c.Wait.Target()
 		}
 		names = append(names, fmt.Sprintf("%s (%s)%s until %s", c.ID, c.Tool, what, u.Format(time.RFC3339)))
 	}

@@ -249,20 +249,8 @@ func ObserveWait(s Status, env *Env, callID string, obs WaitObservation, now tim
 	} else {
 		c.State = exagentv1.CallFailed
 		c.Outcome = &exagentv1.CallOutcome{At: microTimePtr(now), Result: bound(fmt.Sprintf(
-			"stopped waiting at %s for %s: %s", at, describeObjectWait(c.Wait.Object), obs.Problem), maxContent)}
+			"stopped waiting at %s for %s: %s", at, c.Wait.Object.Target(), obs.Problem), maxContent)}
 	}
 	afterWake(&st, now)
 	return st, true, nil
-}
-
-// describeObjectWait says what a WaitFor call waits on.
-func describeObjectWait(o *exagentv1.WaitedObject) string {
-	if o == nil {
-		return "an object"
-	}
-	what := o.Kind + " " + o.Namespace + "/" + o.Name
-	if o.Name == "" {
-		what = o.Kind + " in " + o.Namespace + " with labels " + o.LabelSelector
-	}
-	return what + " to be " + o.Condition
 }

@@ -270,15 +270,8 @@ func (s *Server) decidedFlash(q *request, run *exagentv1.AgentRun) *flash {
 
 // waitFor says what a wait waits for beyond its time ("" for a timer).
 func waitFor(w *exagentv1.CallWait) string {
-	switch {
-	case w.Object != nil:
-		o := w.Object
-		if o.Name == "" {
-			return fmt.Sprintf("%s in %s with labels %s to be %s", o.Kind, o.Namespace, o.LabelSelector, o.Condition)
-		}
-		return fmt.Sprintf("%s %s/%s to be %s", o.Kind, o.Namespace, o.Name, o.Condition)
-	case w.Callback != "":
-		return "callback " + w.Callback
+	if w.Kind == exagentv1.WaitTimer {
+		return ""
 	}
-	return ""
+	return w.Target()
 }
