@@ -33,7 +33,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
-	"github.com/exagent-io/exagent/internal/waitcond"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/store"
 )
@@ -174,7 +173,7 @@ func (r *AgentRunReconciler) observe(ctx context.Context, k watchKey, o *exagent
 		obs.Problem = fmt.Sprintf("forbidden: reading %s as ServiceAccount %s/%s: %s", k.gvr.GroupResource(), k.namespace, k.sa, clipText(problem, 512))
 		return obs, true
 	}
-	cond, err := waitcond.Parse(o.Condition)
+	cond, err := w.condition(o.Condition)
 	if err != nil {
 		obs.Problem = err.Error()
 		return obs, true

@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/exagent-io/exagent/internal/waitcond"
 )
 
 // The shared watches of WaitFor calls (DESIGN §20): one informer per
@@ -81,6 +83,36 @@ type objectWatch struct {
 	// and watches again); forbidden when the ServiceAccount may not.
 	problem   string
 	forbidden bool
+	// conds are the conditions of its runs, parsed once (a CEL program is
+	// compiled once, not at every event of every run): at most maxConds.
+	conds map[string]*waitcond.Condition
+}
+
+// maxConds bounds the parsed conditions one watch keeps; past it a
+// condition is parsed at each look.
+const maxConds = 256
+
+// condition is src parsed, from the watch's memo when it is there.
+func (w *objectWatch) condition(src string) (*waitcond.Condition, error) {
+	w.mu.Lock()
+	c, ok := w.conds[src]
+	w.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	c, err := waitcond.Parse(src)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	if len(w.conds) < maxConds {
+		if w.conds == nil {
+			w.conds = map[string]*waitcond.Condition{}
+		}
+		w.conds[src] = c
+	}
+	w.mu.Unlock()
+	return c, nil
 }
 
 // state is the informer's last problem and whether the ServiceAccount was
