@@ -23,7 +23,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/served"
 )
