@@ -235,6 +235,9 @@ func (r *AgentRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err != nil || sc == nil {
 		return ctrl.Result{}, err
 	}
+	if !sc.run.Status.KnownFormat() {
+		return ctrl.Result{}, r.unknownFormat(ctx, sc.run) // unknown_format.go
+	}
 	res, err := r.turn(ctx, sc, nil)
 	if errors.Is(err, store.ErrSummary) {
 		// The cached copy of a waiting run is a summary: what this turn
