@@ -387,6 +387,12 @@ func run() error {
 		}
 		tlsOpts = append(tlsOpts, requireClient)
 	}
+	webhookServer := webhook.NewServer(webhook.Options{
+		Host: f.webhookHost, Port: f.webhookPort, CertDir: f.webhookCertDir, TLSOpts: tlsOpts,
+	})
+	if f.webhookClientCA != "" {
+		webhookServer = exagentwebhook.GateClientCerts(webhookServer)
+	}
 	egressCfg, _ := f.egressConfig() // validated by parseFlags
 	egressCfg.OwnPorts, egressCfg.OwnAddrs = f.ownPorts(), ownAddrs()
 	nsKey, _ := f.egressNamespaceKey()
@@ -410,9 +416,7 @@ func run() error {
 		LeaderElectionID:              f.leaderElectionID,
 		LeaderElectionNamespace:       f.leaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: f.webhookHost, Port: f.webhookPort, CertDir: f.webhookCertDir, TLSOpts: tlsOpts,
-		}),
+		WebhookServer:                 webhookServer,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

@@ -125,7 +125,7 @@ func startManager(e *testenv.Env) error {
 	cfg := rest.CopyConfig(e.Config)
 	cfg.QPS, cfg.Burst = 500, 1000
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0", WebhookServer: crwebhook.NewServer(wopts)})
+		HealthProbeBindAddress: "0", WebhookServer: webhook.GateClientCerts(crwebhook.NewServer(wopts))})
 	if err != nil {
 		cancel()
 		return fmt.Errorf("manager: %w", err)
