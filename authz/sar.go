@@ -29,7 +29,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
-// The virtual subresource a decision is authorized on (api/v1alpha1).
+// The virtual subresource a decision is authorized on (api/v1beta1).
 const (
 	ApprovalResource    = exagentv1.ApprovalResource
 	ApprovalSubresource = exagentv1.ApprovalSubresource

@@ -29,7 +29,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
-// The annotations the signatures are written to and read from (api/v1alpha1/labels.go).
+// The annotations the signatures are written to and read from (api/v1beta1/labels.go).
 const (
 	SignatureAnnotation          = exagentv1.AnnotationActorSignature
 	RunUIDAnnotation             = exagentv1.AnnotationBoundRunUID

@@ -37,7 +37,7 @@ import (
 // the 2 KiB unit of the other benchmarks. The apiserver's cost is mostly
 // per field (decoding, pruning, validating, re-encoding, managedFields),
 // which is why the run's status and its conditions are atomic for
-// server-side apply (api/v1alpha1) and why the hot status is kept lean.
+// server-side apply (api/v1beta1) and why the hot status is kept lean.
 func BenchmarkFastStatusShape(b *testing.B) {
 	h := benchNamespace(b, "fast-shape")
 	u := measureCAS(b, h.ns)

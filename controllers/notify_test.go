@@ -200,7 +200,7 @@ func TestNotifyApprovalRequested(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ev.SpecVersion != "1.0" || ev.ID != d.Header.Get("webhook-id") || ev.Subject != a.ID ||
-		ev.Source != "/apis/exagent.io/v1alpha1/namespaces/"+h.ns+"/agentruns/r1" {
+		ev.Source != "/apis/exagent.io/v1beta1/namespaces/"+h.ns+"/agentruns/r1" {
 		t.Errorf("CloudEvent envelope = %+v", ev)
 	}
 	ap := ev.Data.Approval

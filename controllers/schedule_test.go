@@ -432,7 +432,7 @@ func TestScheduleRunRefused(t *testing.T) {
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"exagent.io"}, APIVersions: []string{"v1alpha1"}, Resources: []string{"agentruns"}},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"exagent.io"}, APIVersions: []string{"v1beta1"}, Resources: []string{"agentruns"}},
 				},
 			}}},
 			Validations: []admissionregistrationv1.Validation{{

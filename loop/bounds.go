@@ -22,7 +22,7 @@ import (
 )
 
 // Bounds of the API's string and list fields (their CRD maxLength /
-// maxItems): each is a constant of api/v1alpha1 (bounds.go), the one home
+// maxItems): each is a constant of api/v1beta1 (bounds.go), the one home
 // of the number the markers repeat. The engine truncates what it stores to
 // them so a commit is never refused by validation after the IO it records
 // has happened — and because most of the run's status is schemaless in the

@@ -21,7 +21,7 @@ limitations under the License.
 // imports a Kubernetes client: controllers read the run, call the engine,
 // and commit what it returns with compare-and-swap.
 //
-// The state is v1alpha1.AgentRunStatus itself, so the JSON a controller
+// The state is v1beta1.AgentRunStatus itself, so the JSON a controller
 // stores is exactly the continuation the engine resumes from. Times the
 // engine stores are UTC and truncated to what their JSON form keeps, so a
 // decode/encode cycle gives back an equal state.

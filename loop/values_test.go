@@ -431,7 +431,7 @@ func TestReceiptsAreSealed(t *testing.T) {
 
 // TestSegmentValueBounds: a value of MaxValueBytes, base64-encoded, is
 // exactly MaxSegmentValueLength, and two of them fit one segment. (That the
-// CRDs enforce those bounds is api/v1alpha1's TestStringBoundsMatchTheCRD.)
+// CRDs enforce those bounds is api/v1beta1's TestStringBoundsMatchTheCRD.)
 func TestSegmentValueBounds(t *testing.T) {
 	if base := 4 * ((exagentv1.MaxValueBytes + 2) / 3); exagentv1.MaxSegmentValueLength != base || 2*(base+200)+segmentOverhead > exagentv1.MaxSegmentBytes {
 		t.Errorf("MaxSegmentValueLength %d: the base64 of %d bytes is %d, and two must fit a segment", exagentv1.MaxSegmentValueLength, exagentv1.MaxValueBytes, base)

@@ -26,7 +26,7 @@ limitations under the License.
 // of the schema present in the object, and the journal (calls, history,
 // receipts, …) is most of a long run's status. Only the manager writes that
 // status and it keeps it within its own bounds, so each field named in
-// v1alpha1.SchemalessStatusFields becomes x-kubernetes-preserve-unknown-fields:
+// v1beta1.SchemalessStatusFields becomes x-kubernetes-preserve-unknown-fields:
 // a list keeps type array, its maxItems and becomes atomic, with items
 // {type: object, x-kubernetes-preserve-unknown-fields: true}; an object
 // becomes {type: object, x-kubernetes-preserve-unknown-fields: true}.

@@ -109,7 +109,7 @@ func TestWriteReadsTheWholeRunBack(t *testing.T) {
 	if err := json.Unmarshal(a.Bytes(), &ev); err != nil {
 		t.Fatalf("not JSON: %v", err)
 	}
-	if ev.Type != exagentv1.CloudEventArchived || ev.ID != "uid-1.run-archived" || ev.Source != "/apis/exagent.io/v1alpha1/namespaces/ns/agentruns/r" ||
+	if ev.Type != exagentv1.CloudEventArchived || ev.ID != "uid-1.run-archived" || ev.Source != "/apis/exagent.io/v1beta1/namespaces/ns/agentruns/r" ||
 		ev.SpecVersion != "1.0" || ev.Subject != "Succeeded" || !ev.Time.Equal(t0) {
 		t.Errorf("envelope = %+v", ev)
 	}

@@ -24,7 +24,7 @@ import (
 // Policy is a schedule's concurrencyPolicy.
 type Policy string
 
-// The policies (api/v1alpha1 ConcurrencyPolicy).
+// The policies (api/v1beta1 ConcurrencyPolicy).
 const (
 	Allow   Policy = "Allow"
 	Forbid  Policy = "Forbid"

@@ -35,7 +35,7 @@ func chargeAgent(ns, name, url, rules string, turns ...string) string {
 	for _, calls := range turns {
 		fmt.Fprintf(&script, "    - toolCalls:\n%s", calls)
 	}
-	return fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+	return fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: Agent
 metadata:
   name: %s
@@ -233,7 +233,7 @@ func TestQuorum(t *testing.T) {
 	// plugin sends the edited one, and the effect runs with the edit.
 	model := waitPaused(t, ns, "edited").Status.Approvals[0]
 	must(t, "frank", "", "approve", "edited", "-n", ns, "--set", "amount=3")
-	stale := fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+	stale := fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: ApprovalDecision
 metadata: {name: stale-vote, namespace: %s}
 spec: {runRef: {name: edited}, approvalID: %s, decision: Approve, revision: %d, payloadHash: %q}

@@ -66,7 +66,7 @@ func TestStaleRunUIDRefusedByAdmission(t *testing.T) {
 	run := waitPaused(t, ns, "pay")
 	a := run.Status.Approvals[0]
 	decision := func(runUID string) string {
-		return fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+		return fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: ApprovalDecision
 metadata: {name: pay-by-hand-%d, namespace: %s}
 spec:

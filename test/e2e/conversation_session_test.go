@@ -44,7 +44,7 @@ rules:
 - {apiGroups: [exagent.io], resources: [agents, agentruns, agentrunsegments, conversations], verbs: [get, list, watch]}
 `, "apply", "-f", "-")
 	must(t, "", "", "create", "rolebinding", "dave-answers", "-n", ns, "--role=answerer", "--user=dave")
-	must(t, "", fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+	must(t, "", fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: Agent
 metadata: {name: planner, namespace: %[1]s}
 spec:
@@ -54,7 +54,7 @@ spec:
     script:
     - text: "plan: canary first"
 ---
-apiVersion: exagent.io/v1alpha1
+apiVersion: exagent.io/v1beta1
 kind: Conversation
 metadata: {name: rollout, namespace: %[1]s}
 spec:
@@ -65,7 +65,7 @@ spec:
   - {name: planner, agentRef: {name: planner}}
   - {name: oncall, human: {users: [dave]}}
 ---
-apiVersion: exagent.io/v1alpha1
+apiVersion: exagent.io/v1beta1
 kind: AgentRun
 metadata: {name: rollout-t1, namespace: %[1]s}
 spec:

@@ -33,7 +33,7 @@ func TestConversationSayAndLogs(t *testing.T) {
 	bindApprovers(t, ns)
 	effects := newEffectServer(t, false)
 	must(t, "", httpAgent(ns, "charges", effects.URL, "Ask", "5s"), "apply", "-f", "-")
-	must(t, "", fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+	must(t, "", fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: Conversation
 metadata:
   name: billing

@@ -35,7 +35,7 @@ func scaleAgent(ns, name string, args ...string) string {
 	for i, a := range args {
 		fmt.Fprintf(&calls, "      - id: c%d\n        name: scale_deployment\n        arguments: %s\n", i+1, a)
 	}
-	return fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+	return fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: Agent
 metadata:
   name: %s
@@ -60,7 +60,7 @@ spec:
 // httpAgent is an Agent whose first turn calls the http tool "charge" at
 // url once and whose second turn ends the run; action is the policy for it.
 func httpAgent(ns, name, url, action, timeout string) string {
-	return fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+	return fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: Agent
 metadata:
   name: %s
@@ -87,7 +87,7 @@ spec:
 
 // runYAML is an AgentRun of agent acting as the samples' ServiceAccount.
 func runYAML(ns, name, agent string) string {
-	return fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+	return fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: AgentRun
 metadata:
   name: %s

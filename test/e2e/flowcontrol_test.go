@@ -96,13 +96,13 @@ func TestFlowSchemasClassifyTheManager(t *testing.T) {
 		}
 		return got, nil
 	}
-	const runs = "/apis/exagent.io/v1alpha1/namespaces/e2e-apf/agentruns"
+	const runs = "/apis/exagent.io/v1beta1/namespaces/e2e-apf/agentruns"
 	cases := map[string]struct {
 		method, path, body string
 		inCommits          bool
 	}{
 		"a run's status commit": {method: "PUT", path: runs + "/r/status?dryRun=All", body: "{}", inCommits: true},
-		"a segment create": {method: "POST", path: "/apis/exagent.io/v1alpha1/namespaces/e2e-apf/agentrunsegments?dryRun=All",
+		"a segment create": {method: "POST", path: "/apis/exagent.io/v1beta1/namespaces/e2e-apf/agentrunsegments?dryRun=All",
 			body: "{}", inCommits: true},
 		"a SubjectAccessReview": {method: "POST", path: "/apis/authorization.k8s.io/v1/subjectaccessreviews", body: "{}", inCommits: true},
 		"a list of runs":        {method: "GET", path: runs},

@@ -28,7 +28,7 @@ import (
 func TestKubectlWaitConditions(t *testing.T) {
 	ns := namespace(t, "e2e-wait-conditions")
 	effects := newEffectServer(t, false)
-	agents := fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+	agents := fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: Agent
 metadata: {name: answers, namespace: %[1]s}
 spec:
@@ -37,7 +37,7 @@ spec:
     script:
     - text: the answer is 42
 ---
-apiVersion: exagent.io/v1alpha1
+apiVersion: exagent.io/v1beta1
 kind: Agent
 metadata: {name: runs-out, namespace: %[1]s}
 spec:
@@ -53,12 +53,12 @@ spec:
   policy: {default: Allow}
 `, ns, effects.URL)
 	must(t, "", agents, "apply", "-f", "-")
-	runs := fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+	runs := fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: AgentRun
 metadata: {name: ok, namespace: %[1]s}
 spec: {agentRef: {name: answers}, input: go}
 ---
-apiVersion: exagent.io/v1alpha1
+apiVersion: exagent.io/v1beta1
 kind: AgentRun
 metadata: {name: fails, namespace: %[1]s}
 spec: {agentRef: {name: runs-out}, input: go}

@@ -81,7 +81,7 @@ func TestListAtScale(t *testing.T) {
 			t.Fatalf("list made %d requests for objects, want 1:\n%s", len(reqs), requests(reqs))
 		}
 		r := reqs[0]
-		if r.Method != "GET" || r.Path != "/apis/exagent.io/v1alpha1/namespaces/"+ns+"/agentruns" ||
+		if r.Method != "GET" || r.Path != "/apis/exagent.io/v1beta1/namespaces/"+ns+"/agentruns" ||
 			r.Query.Get("fieldSelector") != awaitingSelector || r.Query.Get("limit") == "" || r.Query.Get("watch") != "" {
 			t.Errorf("list asked %s; want one paged list of agentruns with fieldSelector=%s", r, awaitingSelector)
 		}
@@ -113,7 +113,7 @@ func TestListAtScale(t *testing.T) {
 			t.Errorf("approve scale-web <TAB> offers:\n%swant %q", ids.Stdout, want)
 		}
 		reqs = proxy.take(t)
-		if len(reqs) != 1 || reqs[0].Method != "GET" || reqs[0].Path != "/apis/exagent.io/v1alpha1/namespaces/"+ns+"/agentruns/scale-web" {
+		if len(reqs) != 1 || reqs[0].Method != "GET" || reqs[0].Path != "/apis/exagent.io/v1beta1/namespaces/"+ns+"/agentruns/scale-web" {
 			t.Errorf("completing approval ids asked:\n%swant one get of the run", requests(reqs))
 		}
 	})

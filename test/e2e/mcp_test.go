@@ -89,7 +89,7 @@ func TestMCPLiveElicitation(t *testing.T) {
 	addr := startEverything(t, "mcp-everything-elicit.log")
 	s.up(t)
 	ns := namespace(t, "e2e-elicit")
-	must(t, "", fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+	must(t, "", fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: Agent
 metadata: {name: asks, namespace: %s}
 spec:
@@ -108,7 +108,7 @@ spec:
   policy:
     default: Allow
 ---
-apiVersion: exagent.io/v1alpha1
+apiVersion: exagent.io/v1beta1
 kind: AgentRun
 metadata: {name: elicit-1, namespace: %s}
 spec:
@@ -132,7 +132,7 @@ func TestMCPEverything(t *testing.T) {
 
 	ns := namespace(t, "e2e-mcp")
 	bindApprovers(t, ns)
-	must(t, "", fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+	must(t, "", fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: Agent
 metadata: {name: everything, namespace: %s}
 spec:
@@ -153,7 +153,7 @@ spec:
     rules:
     - {name: ask-echo, tools: [ev_echo], action: Ask}
 ---
-apiVersion: exagent.io/v1alpha1
+apiVersion: exagent.io/v1beta1
 kind: AgentRun
 metadata: {name: mcp-1, namespace: %s}
 spec:

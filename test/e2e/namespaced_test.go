@@ -476,7 +476,7 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: read-configmaps
 subjects:
 - {kind: ServiceAccount, name: ops-agent, namespace: %[1]s}
 ---
-apiVersion: exagent.io/v1alpha1
+apiVersion: exagent.io/v1beta1
 kind: Agent
 metadata: {name: ops, namespace: %[1]s}
 spec:
@@ -517,7 +517,7 @@ spec:
     signingSecretRef: {name: payments-token, key: signing}
   serviceAccountNames: [ops-agent]
 ---
-apiVersion: exagent.io/v1alpha1
+apiVersion: exagent.io/v1beta1
 kind: AgentRun
 metadata: {name: pay, namespace: %[1]s}
 spec:
@@ -529,7 +529,7 @@ spec:
 
 // decisionYAML is a decision someone writes by hand for run.
 func decisionYAML(ns, run string) string {
-	return fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+	return fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: ApprovalDecision
 metadata: {name: by-hand, namespace: %s}
 spec:

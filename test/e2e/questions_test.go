@@ -32,7 +32,7 @@ func askAgent(ns, name, answerSchema, args string) string {
 	if answerSchema != "" {
 		schema = ", answerSchema: " + answerSchema
 	}
-	return fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+	return fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: Agent
 metadata:
   name: %s

@@ -52,7 +52,7 @@ func readerAgent(ns, url string) string {
 		fmt.Fprintf(&script, "    - text: %q\n      toolCalls:\n      - id: read-%d\n        name: read\n        arguments: {page: %d}\n", thought, i, i)
 	}
 	script.WriteString("    - text: all pages read\n")
-	return fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+	return fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: Agent
 metadata:
   name: reader

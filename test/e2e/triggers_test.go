@@ -115,7 +115,7 @@ func TestTriggers(t *testing.T) {
 	refunds := chargeAgent(ns, "refunds", effects.URL, "    - {name: charges, tools: [charge], action: Ask}\n    forbidSelfApproval: true\n",
 		chargeCall("c1", 300))
 	must(t, "dave", refunds+`---
-apiVersion: exagent.io/v1alpha1
+apiVersion: exagent.io/v1beta1
 kind: Agent
 metadata: {name: triage, namespace: `+ns+`}
 spec:
@@ -124,7 +124,7 @@ spec:
     script:
     - text: triaged
 ---
-apiVersion: exagent.io/v1alpha1
+apiVersion: exagent.io/v1beta1
 kind: AgentTrigger
 metadata: {name: refund-requests, namespace: `+ns+`}
 spec:
@@ -138,7 +138,7 @@ spec:
   input: '"ticket " + string(event.id) + ": " + event.title'
   dedupKey: string(event.id)
 ---
-apiVersion: exagent.io/v1alpha1
+apiVersion: exagent.io/v1beta1
 kind: AgentTrigger
 metadata: {name: alerts, namespace: `+ns+`}
 spec:

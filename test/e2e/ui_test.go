@@ -208,7 +208,7 @@ func TestUIRunContentStaysText(t *testing.T) {
 		_, _ = w.Write([]byte(xss))
 	}))
 	t.Cleanup(srv.Close)
-	agent := fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+	agent := fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: Agent
 metadata: {name: hostile, namespace: %s}
 spec:
@@ -415,7 +415,7 @@ func TestUIDelegationTree(t *testing.T) {
 	ns := namespace(t, "e2e-ui-tree")
 	bindApprovers(t, ns)
 	delegating := func(name, to string, depth int) string {
-		return fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+		return fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: Agent
 metadata: {name: %s, namespace: %s}
 spec:
@@ -434,7 +434,7 @@ spec:
 ---
 `, name, ns, to, depth)
 	}
-	leaf := fmt.Sprintf(`apiVersion: exagent.io/v1alpha1
+	leaf := fmt.Sprintf(`apiVersion: exagent.io/v1beta1
 kind: Agent
 metadata: {name: leaf, namespace: %s}
 spec:

@@ -95,7 +95,7 @@ func (s sample) object(t *testing.T) *unstructured.Unstructured {
 	st := exagentv1.AgentRunStatus{Phase: s.phase, ObservedGeneration: 1}
 	switch s.phase {
 	case "":
-		st.ObservedGeneration = 0 // the CRD's default (api/v1alpha1: AgentRun.Status)
+		st.ObservedGeneration = 0 // the CRD's default (api/v1beta1: AgentRun.Status)
 	case exagentv1.PhaseAwaitingApproval:
 		exp := metav1.NewTime(now.Add(time.Hour))
 		st.Reason, st.Message, st.PendingApprovals = exagentv1.ReasonPending, "waiting for 1 approval", 1

@@ -26,7 +26,7 @@ import (
 
 // TestGoFilesCarryTheLicenseHeader: every tracked Go file starts with
 // hack/boilerplate.go.txt (the header controller-gen also writes), any
-// year, after a //go:build line if it has one; and the LICENSE beside it
+// year, after a //go:build line (and a // +build line) if it has one; and the LICENSE beside it
 // is the Apache License 2.0 that header names.
 func TestGoFilesCarryTheLicenseHeader(t *testing.T) {
 	dir := root(t)
@@ -42,6 +42,9 @@ func TestGoFilesCarryTheLicenseHeader(t *testing.T) {
 		}
 		if bytes.HasPrefix(b, []byte("//go:build ")) {
 			_, b, _ = bytes.Cut(b, []byte("\n"))
+			if bytes.HasPrefix(b, []byte("// +build ")) { // conversion-gen's old form beside it
+				_, b, _ = bytes.Cut(b, []byte("\n"))
+			}
 			b = bytes.TrimLeft(b, "\n")
 		}
 		if !header.Match(b) {

@@ -100,4 +100,4 @@ func (m multiError) Error() string {
 }
 
 // errNotInstalled is what a cluster without the exagent CRDs gives.
-var errNotInstalled = errors.New("the exagent.io/v1alpha1 API is not served by this cluster: install the CRDs (make deploy, or see docs/install.md)")
+var errNotInstalled = errors.New("the exagent.io/v1beta1 API is not served by this cluster: install the CRDs (make deploy, or see docs/install.md)")

@@ -95,8 +95,8 @@ func TestApiserverPresentsWebhookClientCert(t *testing.T) {
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request: &admissionv1.AdmissionRequest{
 			UID:       "forged",
-			Kind:      metav1.GroupVersionKind{Group: "exagent.io", Version: "v1alpha1", Kind: "AgentRun"},
-			Resource:  metav1.GroupVersionResource{Group: "exagent.io", Version: "v1alpha1", Resource: "agentruns"},
+			Kind:      metav1.GroupVersionKind{Group: "exagent.io", Version: "v1beta1", Kind: "AgentRun"},
+			Resource:  metav1.GroupVersionResource{Group: "exagent.io", Version: "v1beta1", Resource: "agentruns"},
 			Namespace: "default", Operation: admissionv1.Create,
 			UserInfo: authenticationv1.UserInfo{Username: "alice"},
 		},
