@@ -274,4 +274,6 @@ func childOf(runs map[string]*exagentv1.AgentRun) string {
 }
 
 // lines indents text for a failure message.
-func lines(text string) string { return "\n    " + strings.ReplaceAll(strings.TrimSpace(text), "\n", "\n    ") }
+func lines(text string) string {
+	return "\n    " + strings.ReplaceAll(strings.TrimSpace(text), "\n", "\n    ")
+}
