@@ -75,6 +75,15 @@ const (
 	runNotified  = "notified"        // AwaitingApproval, its signed notification pending (sink down)
 )
 
+// memo pads every run's input and every call's arguments past the
+// --seal-value-bytes the release's managers run with (sealValueBytes), so
+// v0.3.0 seals them into AgentRunSegments at once and this tree must read
+// its segments (and hash the sealed arguments as v0.3.0 did) to go on.
+var memo = strings.Repeat("upgrade memo ", 60)
+
+// sealValueBytes is the release's managers' --seal-value-bytes (its least).
+const sealValueBytes = "512"
+
 // retainedTTL is the retained run's ttlSecondsAfterFinished: far beyond
 // the test, so its retention is pending throughout.
 const retainedTTL = 3600
@@ -101,7 +110,7 @@ func (s *scenario) calls(run types.NamespacedName) []chaos.ToolCall {
 	call := func(id, tool string, args map[string]any) chaos.ToolCall {
 		return chaos.ToolCall{ID: id, Name: tool, Args: args}
 	}
-	amount := map[string]any{"amount": 7}
+	amount := map[string]any{"amount": 7, "memo": memo}
 	switch run.Name {
 	case runUncertain:
 		return []chaos.ToolCall{call("charge-1", toolCharge, amount)}
@@ -116,7 +125,7 @@ func (s *scenario) calls(run types.NamespacedName) []chaos.ToolCall {
 			return nil
 		}
 		child := loop.ChildName(run.Name, string(parent.UID), "hand-off")
-		return []chaos.ToolCall{call("hand-off", toolDelegate, map[string]any{"input": chaos.RunInputPrefix + ns + "/" + child})}
+		return []chaos.ToolCall{call("hand-off", toolDelegate, map[string]any{"input": chaos.RunInputPrefix + ns + "/" + child + " " + memo})}
 	case runRetained:
 		return nil
 	}
@@ -199,7 +208,7 @@ func (s *scenario) agents() []*exagentv1.Agent {
 // runObject is run name of agent.
 func runObject(name, agent string) *exagentv1.AgentRun {
 	return &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: exagentv1.AgentRunSpec{
-		AgentRef: exagentv1.LocalObjectReference{Name: agent}, Input: chaos.RunInputPrefix + ns + "/" + name,
+		AgentRef: exagentv1.LocalObjectReference{Name: agent}, Input: chaos.RunInputPrefix + ns + "/" + name + " " + memo,
 		ServiceAccountName: "agent", LeaseDuration: leaseDuration, ActiveTimeLimit: exagentv1.Never,
 	}}
 }

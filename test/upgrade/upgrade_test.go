@@ -132,7 +132,7 @@ func TestUpgradeFromLastRelease(t *testing.T) {
 		}
 	}
 
-	first, err := pl.startManager(releaseVersion, rel.Manager)
+	first, err := pl.startManager(releaseVersion, rel.Manager, "--seal-value-bytes", sealValueBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestUpgradeFromLastRelease(t *testing.T) {
 	}
 	first.Kill()
 
-	second, err := pl.startManager(releaseVersion, rel.Manager)
+	second, err := pl.startManager(releaseVersion, rel.Manager, "--seal-value-bytes", sealValueBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,14 @@ func TestUpgradeFromLastRelease(t *testing.T) {
 		t.Fatal("no decision existed before the upgrade")
 	}
 	retainedUID := before[runRetained].UID
-	t.Logf("before the upgrade: %s", states(before))
+	segments := &exagentv1.AgentRunSegmentList{}
+	if err := pl.c.List(context.Background(), segments, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(segments.Items) == 0 {
+		t.Errorf("%s sealed no value into a segment: the test does not read its segments", releaseVersion)
+	}
+	t.Logf("before the upgrade: %s; %d segments", states(before), len(segments.Items))
 
 	// ---- The upgrade, as helm upgrade rolls it: the old manager stops
 	// (SIGTERM, its drain), the control plane restarts with this tree's
