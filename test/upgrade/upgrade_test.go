@@ -410,6 +410,39 @@ func TestUpgradeFromLastRelease(t *testing.T) {
 		}
 	}
 
+	// This tree read what v0.3.0 sealed into segments: each run's last
+	// model request carries its whole input and a tool result for every
+	// call of the run.
+	last := map[string]chaos.Request{}
+	for _, r := range s.model.Journal() {
+		last[r.Run.Name] = r
+	}
+	for _, name := range names {
+		r, req := after[name], last[name]
+		if r == nil {
+			continue
+		}
+		input, results := false, 0
+		for _, m := range req.Messages {
+			switch m.Role {
+			case "user":
+				input = input || m.Content == r.Spec.Input
+			case "tool":
+				results++
+			}
+		}
+		if !input || results != len(r.Status.Calls) {
+			t.Errorf("run %s's last model request has its input: %v, %d tool results for %d calls", name, input, results, len(r.Status.Calls))
+		}
+	}
+	resends := 0
+	for _, r := range s.slow.Journal() {
+		if r.Run.Name == runInflight {
+			resends++
+		}
+	}
+	t.Logf("the refund in flight at the stop was sent %d times (once applied: the endpoint is idempotent)", resends)
+
 	// Every decision v0.3.0 signed verifies with this tree's code, on the
 	// objects as this tree's apiserver serves them; the receipts are kept.
 	signer := loadSigner(t, pl)
