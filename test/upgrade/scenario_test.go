@@ -42,6 +42,13 @@ import (
 	"github.com/exagent-io/exagent/test/chaos"
 )
 
+// NOTE for the switch of exagentv1 to api/v1beta1: v0.3.0's apiserver
+// serves only v1alpha1, so everything this test (and the chaos servers'
+// readRV) reads or writes before the upgrade must stay on api/v1alpha1
+// (still served, deprecated, after the switch); only what it does after
+// the upgrade may move to v1beta1. A plain sed of the import would make
+// every pre-upgrade List fail with "no matches for kind".
+
 // ns is the namespace of every object of the scenario.
 const ns = "upgrade"
 
