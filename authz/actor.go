@@ -22,7 +22,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // CredentialIDKey is the user-info extra the apiserver's own authenticators

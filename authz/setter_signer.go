@@ -20,7 +20,7 @@ import (
 	"crypto/hmac"
 	"fmt"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 const (

@@ -40,7 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/index"
 	"github.com/exagent-io/exagent/internal/life"
@@ -234,6 +234,9 @@ func (r *AgentRunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	sc, err := r.load(ctx, req.NamespacedName, r.Client)
 	if err != nil || sc == nil {
 		return ctrl.Result{}, err
+	}
+	if !sc.run.Status.KnownFormat() {
+		return ctrl.Result{}, r.unknownFormat(ctx, sc.run) // unknown_format.go
 	}
 	res, err := r.turn(ctx, sc, nil)
 	if errors.Is(err, store.ErrSummary) {

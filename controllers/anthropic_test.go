@@ -21,7 +21,7 @@ import (
 	"strings"
 	"testing"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/testing/anthropictest"
 	"github.com/exagent-io/exagent/internal/testing/fixture"

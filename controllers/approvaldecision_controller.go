@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/store"

@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/clip"
 	"github.com/exagent-io/exagent/internal/segment"
@@ -94,6 +94,16 @@ func (r *ApprovalDecisionReconciler) loadDecision(ctx context.Context, key types
 		}
 		dsc.reject("run %q not found", d.Spec.RunRef.Name)
 		return dsc, nil
+	}
+	if !run.Status.KnownFormat() {
+		// A newer release wrote the run's journal: the decision waits,
+		// unjudged, for a manager that can read it (docs/upgrading.md).
+		if r.Recorder != nil {
+			r.Recorder.Eventf(d, run, warning, exagentv1.ReasonUnknownFormat, "Hold",
+				"run %s's journal is format %d and this manager reads formats up to %d: the decision waits for a manager that can read it",
+				run.Name, run.Status.Format(), exagentv1.JournalFormat)
+		}
+		return nil, nil
 	}
 	dsc.run = run
 	agent := &exagentv1.Agent{}

@@ -22,7 +22,7 @@ import (
 	"net/netip"
 	"testing"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/internal/bounded"
 	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/model"

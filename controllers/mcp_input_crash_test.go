@@ -23,7 +23,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/internal/testing/mcptest"

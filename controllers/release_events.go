@@ -17,7 +17,7 @@ limitations under the License.
 package controllers
 
 import (
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // publishReleased sends the Event of a run whose hand-back at the stop

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 const paySchema = `{"type":"object","properties":{"amount":{"type":"integer","maximum":1000},"to":{"type":"string"}},"required":["amount"]}`

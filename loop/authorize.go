@@ -21,7 +21,7 @@ import (
 	"slices"
 	"strings"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // serviceAccountPrefix is how the apiserver names a ServiceAccount user.

@@ -21,7 +21,7 @@ import (
 	"strconv"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // AgentBudgets bound what the runs of the Agents they select use, summed

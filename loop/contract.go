@@ -24,7 +24,7 @@ import (
 	"encoding/json"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // Status is the engine's state: the run's durable status.

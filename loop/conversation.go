@@ -22,7 +22,7 @@ import (
 	"slices"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // A conversation's turns run one at a time, in one order every replica

@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // A participant ends a conversation (DESIGN §18) by calling a builtin

@@ -19,7 +19,7 @@ package loop
 import (
 	"fmt"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // Hand-offs (DESIGN §18). A turn runs under its own Agent: the leading

@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // Corrupt statuses — what no transition writes, but a hand edit, a bug or a

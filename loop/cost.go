@@ -22,7 +22,7 @@ import (
 	"strconv"
 	"strings"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // Cost is counted in billionths of the pricing's currency (nanos): prices

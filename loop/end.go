@@ -20,7 +20,7 @@ import (
 	"fmt"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // Finish ends the run Succeeded with the model's final answer.

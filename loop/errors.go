@@ -20,7 +20,7 @@ import (
 	"errors"
 	"fmt"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/internal/segment"
 )
 

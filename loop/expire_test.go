@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // continueEnv is defaultEnv with policy onExpire Continue.

@@ -19,7 +19,7 @@ package loop
 import (
 	"fmt"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // A grant (status.grants) is a run-wide approval: an Approve with scope

@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // harness drives one run through the public transitions the way a

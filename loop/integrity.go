@@ -17,7 +17,7 @@ limitations under the License.
 package loop
 
 import (
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // corruptHint tells the person reading a CorruptStatus reason what it

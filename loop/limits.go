@@ -19,7 +19,7 @@ package loop
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // The limits a run holds (docs/architecture.md §4.7). Limits are in no

@@ -21,7 +21,7 @@ import (
 	"strings"
 	"testing"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // TestInputRequestsHostile: what a server asks is untrusted; every way it

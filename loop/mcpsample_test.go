@@ -22,7 +22,7 @@ import (
 	"strings"
 	"testing"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // samplingRequests is a server's round asking the client's model once.

@@ -19,7 +19,7 @@ package loop
 import (
 	"testing"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // TestModelFingerprintEndpoint: header names and the CA bundle's reference

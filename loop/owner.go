@@ -19,7 +19,7 @@ package loop
 import (
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // Extend is what every owner commit does to the claim (docs/architecture.md §8: a live

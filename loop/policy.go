@@ -24,7 +24,7 @@ import (
 
 	"cel.dev/cel-go/cel"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // celCostLimit bounds the work one `when` may do, so a rule cannot stall a

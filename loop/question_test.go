@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 const clusterSchema = `{"type":"object","properties":{"cluster":{"type":"string","enum":["eu","us"]},"ticket":{"type":"integer"}},"required":["cluster"]}`

@@ -20,7 +20,7 @@ import (
 	"fmt"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // Recover takes back a Running run whose owner's lease expired (the owner

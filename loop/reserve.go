@@ -19,7 +19,7 @@ package loop
 import (
 	"fmt"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // Budgets that hold across a delegation tree (docs/architecture.md §5, §14). A run

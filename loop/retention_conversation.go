@@ -23,7 +23,7 @@ import (
 	"strconv"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // Retention of whole conversations (docs/retention.md, Conversations): a

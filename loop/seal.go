@@ -21,7 +21,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/internal/canonical"
 	"github.com/exagent-io/exagent/internal/segment"
 )

@@ -16,7 +16,7 @@ limitations under the License.
 
 package loop
 
-import exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+import exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 
 // The Agent controller says whether an Agent's tools work (its
 // status.tools) with the very functions a run's Env is built with, so an

@@ -23,7 +23,7 @@ import (
 	"strings"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // Waits (docs/waits.md, docs/architecture.md §17). A call of a builtin Sleep tool

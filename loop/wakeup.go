@@ -19,7 +19,7 @@ package loop
 import (
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // Wakeup returns the next instant the run needs attention by the clock

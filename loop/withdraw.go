@@ -20,7 +20,7 @@ import (
 	"fmt"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // No run escapes its parent (docs/architecture.md §5, §14). A delegation call's child

@@ -22,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // Limiter enforces each Agent's model.rateLimit across all runs of that

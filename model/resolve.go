@@ -22,7 +22,7 @@ import (
 	"net/http"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // SecretGetter reads one key of a Secret in the run's namespace.

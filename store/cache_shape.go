@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // How the manager's informer cache is shaped, end to end.

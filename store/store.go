@@ -31,7 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/internal/life"
 	"github.com/exagent-io/exagent/internal/segment"
 	"github.com/exagent-io/exagent/internal/telemetry"
@@ -47,6 +47,10 @@ var ErrFenceLost = errors.New("fence lost: the run is no longer owned by this at
 // waiting run (CacheOptions): it is computed again from the run read past
 // the cache.
 var ErrSummary = errors.New("computed from the cache's summary of a waiting run")
+
+// ErrUnknownFormat means the run's journal is of a newer format than this
+// release writes (status.formatVersion): it is never written from here.
+var ErrUnknownFormat = errors.New("the run's journal is of a newer format than this manager knows")
 
 // ErrConflict means the object changed since it was read but the fence
 // (when one was given) still holds: re-read and apply again.
@@ -297,6 +301,12 @@ func (s *Store) Commit(ctx context.Context, w Write) (*exagentv1.AgentRun, error
 		// past the cache first (ErrSummary); this is the last guard.
 		return nil, fmt.Errorf("run %s/%s: %w", run.Namespace, run.Name, ErrSummary)
 	}
+	if !run.Status.KnownFormat() {
+		// A newer release wrote this journal: nothing computed from our
+		// reading of it may replace it (docs/upgrading.md).
+		return nil, fmt.Errorf("run %s/%s: journal format %d, this manager writes %d: %w",
+			run.Namespace, run.Name, run.Status.Format(), exagentv1.JournalFormat, ErrUnknownFormat)
+	}
 	if w.Fence != nil {
 		if err := loop.CheckOwner(&run.Status, *w.Fence); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrFenceLost, err)
@@ -322,6 +332,8 @@ func (s *Store) Commit(ctx context.Context, w Write) (*exagentv1.AgentRun, error
 	next.DeepCopyInto(&out.Status)
 	out.Status.Conditions = mergeConditions(run.Status.Conditions, loop.Conditions(next, run.Generation, now), w.Overrides)
 	out.Status.ObservedGeneration = run.Generation
+	// Every write is in this release's format, whatever format was read.
+	out.Status.FormatVersion = exagentv1.JournalFormat
 	prevRV := run.ResourceVersion
 	s.hooks.beforeStatusWrite(ctx, client.ObjectKeyFromObject(run), &out.Status)
 	if err := s.client.Status().Update(ctx, out); err != nil {

@@ -38,7 +38,7 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/loop"
 )
 

@@ -26,7 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/internal/bounded"
 	"github.com/exagent-io/exagent/internal/egress"
 	"github.com/exagent-io/exagent/loop"

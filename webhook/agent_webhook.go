@@ -22,14 +22,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // The validating webhook's matchCondition skips UPDATEs that leave spec as it
 // was (finalizers, labels, annotations): its checks read only spec, so the
 // narrowing is exact, and the manager's own metadata writes do not depend on
 // the webhook being reachable.
-// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agent,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agents,verbs=create;update,versions=v1alpha1,name=vagent.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"create-or-spec-changed","expression":"request.operation != 'UPDATE' || object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agent,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agents,verbs=create;update,versions=v1beta1,name=vagent.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"create-or-spec-changed","expression":"request.operation != 'UPDATE' || object.spec != oldObject.spec"}]}`
 
 // AgentWebhook validates Agents.
 type AgentWebhook struct {

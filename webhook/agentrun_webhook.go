@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/served"
 )
@@ -33,8 +33,8 @@ import (
 // was (finalizers, labels, annotations): its checks read only spec, so the
 // narrowing is exact, and the manager's own metadata writes do not depend on
 // the webhook being reachable.
-// +kubebuilder:webhook:path=/mutate-exagent-io-v1alpha1-agentrun,mutating=true,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agentruns,verbs=create,versions=v1alpha1,name=magentrun.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,reinvocationPolicy=Never
-// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agentrun,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agentruns,verbs=create;update,versions=v1alpha1,name=vagentrun.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"create-or-spec-changed","expression":"request.operation != 'UPDATE' || object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/mutate-exagent-io-v1alpha1-agentrun,mutating=true,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agentruns,verbs=create,versions=v1beta1,name=magentrun.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,reinvocationPolicy=Never
+// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agentrun,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agentruns,verbs=create;update,versions=v1beta1,name=vagentrun.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"create-or-spec-changed","expression":"request.operation != 'UPDATE' || object.spec != oldObject.spec"}]}`
 
 // AgentRunWebhook stamps spec.requestedBy and validates AgentRuns.
 type AgentRunWebhook struct {

@@ -24,14 +24,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/internal/segment"
 )
 
 // Only CREATE is intercepted: UPDATE is refused by the CRD's CEL rule (a
 // segment's spec is immutable), and DELETE stays open to whoever RBAC lets
 // delete (an admin cleaning up; the run then stops with TranscriptCorrupt).
-// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agentrunsegment,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agentrunsegments,verbs=create,versions=v1alpha1,name=vagentrunsegment.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10
+// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agentrunsegment,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agentrunsegments,verbs=create,versions=v1beta1,name=vagentrunsegment.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10
 
 // AgentRunSegmentWebhook admits AgentRunSegments from the manager alone.
 // A segment is part of a run's journal: whoever could create one could not

@@ -27,7 +27,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/served"
 )
@@ -37,8 +37,8 @@ import (
 // (config/policy/approvaldecision-spec.yaml), and metadata changes never
 // depend on the webhook being reachable. DELETE is allowed — the receipt of
 // an applied decision lives in the run.
-// +kubebuilder:webhook:path=/mutate-exagent-io-v1alpha1-approvaldecision,mutating=true,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=approvaldecisions,verbs=create,versions=v1alpha1,name=mapprovaldecision.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,reinvocationPolicy=Never
-// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-approvaldecision,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=approvaldecisions,verbs=create,versions=v1alpha1,name=vapprovaldecision.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10
+// +kubebuilder:webhook:path=/mutate-exagent-io-v1alpha1-approvaldecision,mutating=true,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=approvaldecisions,verbs=create,versions=v1beta1,name=mapprovaldecision.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,reinvocationPolicy=Never
+// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-approvaldecision,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=approvaldecisions,verbs=create,versions=v1beta1,name=vapprovaldecision.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10
 
 // +kubebuilder:rbac:groups=exagent.io,resources=agents;agentruns,verbs=get
 

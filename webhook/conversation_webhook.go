@@ -26,13 +26,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/loop"
 )
 
 // The validating webhook's matchCondition skips UPDATEs that leave spec as
 // it was: its checks read only spec.
-// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-conversation,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=conversations,verbs=update,versions=v1alpha1,name=vconversation.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"spec-changed","expression":"object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-conversation,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=conversations,verbs=update,versions=v1beta1,name=vconversation.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"spec-changed","expression":"object.spec != oldObject.spec"}]}`
 
 var conversationGK = schema.GroupKind{Group: exagentv1.GroupVersion.Group, Kind: "Conversation"}
 

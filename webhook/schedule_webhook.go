@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/schedule"
 	"github.com/exagent-io/exagent/internal/served"
@@ -43,8 +43,8 @@ import (
 // cannot name someone else as the person a schedule's runs act for. The
 // validating one runs only when the spec changes (its checks read only
 // spec and the person setting it).
-// +kubebuilder:webhook:path=/mutate-exagent-io-v1alpha1-agentschedule,mutating=true,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agentschedules,verbs=create;update,versions=v1alpha1,name=magentschedule.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,reinvocationPolicy=Never
-// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agentschedule,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agentschedules,verbs=create;update,versions=v1alpha1,name=vagentschedule.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"create-or-spec-changed","expression":"request.operation != 'UPDATE' || object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/mutate-exagent-io-v1alpha1-agentschedule,mutating=true,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agentschedules,verbs=create;update,versions=v1beta1,name=magentschedule.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,reinvocationPolicy=Never
+// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agentschedule,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agentschedules,verbs=create;update,versions=v1beta1,name=vagentschedule.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"create-or-spec-changed","expression":"request.operation != 'UPDATE' || object.spec != oldObject.spec"}]}`
 
 var agentScheduleGK = schema.GroupKind{Group: exagentv1.GroupVersion.Group, Kind: "AgentSchedule"}
 

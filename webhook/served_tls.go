@@ -24,7 +24,9 @@ import (
 
 // RequireClientCert returns the webhook server's TLS option that refuses,
 // during the handshake, every caller whose client certificate does not chain
-// to a CA of caFile (a PEM bundle): the manager's --webhook-client-ca.
+// to a CA of caFile (a PEM bundle): the manager's --webhook-client-ca. A
+// caller with no certificate passes the handshake and is refused by every
+// admission path (GateClientCerts), but for /convert.
 //
 // Why: the mutating webhook stamps spec.actor and spec.requestedBy from the
 // AdmissionReview's userInfo and signs them (authz.Signer). Without this,

@@ -62,27 +62,28 @@ func TestRequireClientCert(t *testing.T) {
 		t.Fatal(err)
 	}
 	var served atomic.Int32
-	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			served.Add(1)
-			_, _ = io.WriteString(w, `{"allowed":true}`)
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	answer := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		served.Add(1)
+		_, _ = io.WriteString(w, `{"allowed":true}`)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/mutate", webhook.RequireVerifiedPeer(answer)) // as GateClientCerts registers admission paths
+	mux.Handle(webhook.ConvertPath, answer)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
-	post := func(certs ...tls.Certificate) error {
+	post := func(path string, certs ...tls.Certificate) (int, error) {
 		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 			//nolint:gosec // the server's certificate is not under test
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: certs, MinVersion: tls.VersionTLS12},
 		}}
 		defer c.CloseIdleConnections()
-		resp, err := c.Post("https://"+ln.Addr().String()+"/mutate", "application/json", strings.NewReader(`{}`))
+		resp, err := c.Post("https://"+ln.Addr().String()+path, "application/json", strings.NewReader(`{}`))
 		if err != nil {
-			return err
+			return 0, err
 		}
-		return resp.Body.Close()
+		return resp.StatusCode, resp.Body.Close()
 	}
 	otherCert, err := theirs.Issue("kube-apiserver")
 	if err != nil {
@@ -93,21 +94,29 @@ func TestRequireClientCert(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, tc := range map[string]struct {
+		path      string
 		certs     []tls.Certificate
 		wantServe bool
+		wantTLS   bool // refused at the handshake, else with 403
 	}{
-		"no client certificate":       {},
-		"a certificate of another CA": {certs: []tls.Certificate{otherCert}},
-		"a certificate of the CA":     {certs: []tls.Certificate{ourCert}, wantServe: true},
+		"admission, no client certificate":       {path: "/mutate"},
+		"admission, a certificate of another CA": {path: "/mutate", certs: []tls.Certificate{otherCert}, wantTLS: true},
+		"admission, a certificate of the CA":     {path: "/mutate", certs: []tls.Certificate{ourCert}, wantServe: true},
+		// kube-apiserver calls conversion webhooks with no client certificate.
+		"conversion, no client certificate":       {path: webhook.ConvertPath, wantServe: true},
+		"conversion, a certificate of another CA": {path: webhook.ConvertPath, certs: []tls.Certificate{otherCert}, wantTLS: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			before := served.Load()
-			err := post(tc.certs...)
-			if got := served.Load() > before; got != tc.wantServe || (err == nil) != tc.wantServe {
-				t.Fatalf("served %v, error %v; want served %v", got, err, tc.wantServe)
+			code, err := post(tc.path, tc.certs...)
+			if got := served.Load() > before; got != tc.wantServe {
+				t.Fatalf("served %v (HTTP %d, error %v); want served %v", got, code, err, tc.wantServe)
 			}
-			if !tc.wantServe && !strings.Contains(err.Error(), "tls: ") {
-				t.Errorf("refused with %v, want a TLS alert", err)
+			switch {
+			case tc.wantTLS && (err == nil || !strings.Contains(err.Error(), "tls: ")):
+				t.Errorf("refused with HTTP %d, error %v; want a TLS alert", code, err)
+			case !tc.wantTLS && !tc.wantServe && code != http.StatusForbidden:
+				t.Errorf("refused with HTTP %d, error %v; want 403", code, err)
 			}
 		})
 	}

@@ -22,8 +22,9 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/served"
 )
@@ -83,48 +84,77 @@ func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
 		}
 		o.manager = self
 	}
+	// The conversion webhook (v1alpha1 ⇄ v1beta1, api/v1alpha1's
+	// Convertibles) on the same server and certificate as admission; the
+	// builder would register it too, but only for the kinds that have an
+	// admission webhook, and AgentBudget has none.
+	mgr.GetWebhookServer().Register(ConvertPath, conversion.NewWebhookHandler(mgr.GetScheme(), mgr.GetConverterRegistry()))
 	decisions := &ApprovalDecisionWebhook{Reader: mgr.GetAPIReader(), Client: mgr.GetClient(), Signer: o.signer, Manager: o.manager, Namespaces: o.namespaces}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.ApprovalDecision{}).
+		WithDefaulterCustomPath(servedPath("mutate", "approvaldecision")).
 		WithDefaulter(decisions).
+		WithValidatorCustomPath(servedPath("validate", "approvaldecision")).
 		WithValidator(decisions).
 		Complete(); err != nil {
 		return fmt.Errorf("registering ApprovalDecision webhooks: %w", err)
 	}
 	runs := &AgentRunWebhook{Signer: o.signer, Manager: o.manager, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespaces: o.namespaces}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentRun{}).
+		WithDefaulterCustomPath(servedPath("mutate", "agentrun")).
 		WithDefaulter(runs).
+		WithValidatorCustomPath(servedPath("validate", "agentrun")).
 		WithValidator(runs).
 		Complete(); err != nil {
 		return fmt.Errorf("registering AgentRun webhooks: %w", err)
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.Agent{}).
+		WithValidatorCustomPath(servedPath("validate", "agent")).
 		WithValidator(&AgentWebhook{Client: mgr.GetClient()}).
 		Complete(); err != nil {
 		return fmt.Errorf("registering Agent webhook: %w", err)
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.Conversation{}).
+		WithValidatorCustomPath(servedPath("validate", "conversation")).
 		WithValidator(&ConversationWebhook{Reader: mgr.GetAPIReader()}).
 		Complete(); err != nil {
 		return fmt.Errorf("registering Conversation webhook: %w", err)
 	}
 	schedules := &AgentScheduleWebhook{Signer: o.signer, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespaces: o.namespaces}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentSchedule{}).
+		WithDefaulterCustomPath(servedPath("mutate", "agentschedule")).
 		WithDefaulter(schedules).
+		WithValidatorCustomPath(servedPath("validate", "agentschedule")).
 		WithValidator(schedules).
 		Complete(); err != nil {
 		return fmt.Errorf("registering AgentSchedule webhooks: %w", err)
 	}
 	triggers := &AgentTriggerWebhook{Signer: o.signer, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespaces: o.namespaces}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentTrigger{}).
+		WithDefaulterCustomPath(servedPath("mutate", "agenttrigger")).
 		WithDefaulter(triggers).
+		WithValidatorCustomPath(servedPath("validate", "agenttrigger")).
 		WithValidator(triggers).
 		Complete(); err != nil {
 		return fmt.Errorf("registering AgentTrigger webhooks: %w", err)
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentRunSegment{}).
+		WithValidatorCustomPath(servedPath("validate", "agentrunsegment")).
 		WithValidator(&AgentRunSegmentWebhook{Manager: o.manager}).
 		Complete(); err != nil {
 		return fmt.Errorf("registering AgentRunSegment webhook: %w", err)
 	}
 	return nil
+}
+
+// ConvertPath is where the conversion webhook is served; every CRD's
+// spec.conversion.webhook.clientConfig names it.
+const ConvertPath = "/convert"
+
+// servedPath is an admission webhook's path. It keeps the v1alpha1 name
+// v0.3.0 registered, so that while an upgrade rolls out the webhook
+// configurations of either release reach the managers of both; the
+// configurations register v1beta1 and match v1alpha1 requests as
+// Equivalent (the apiserver converts them first).
+func servedPath(verb, kind string) string {
+	return "/" + verb + "-exagent-io-v1alpha1-" + kind
 }

@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/served"
 	"github.com/exagent-io/exagent/internal/trigger"
@@ -40,8 +40,8 @@ import (
 
 // As for schedules: the mutating webhook alone writes the setter (at every
 // CREATE and UPDATE), the validating one runs when the spec changes.
-// +kubebuilder:webhook:path=/mutate-exagent-io-v1alpha1-agenttrigger,mutating=true,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agenttriggers,verbs=create;update,versions=v1alpha1,name=magenttrigger.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,reinvocationPolicy=Never
-// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agenttrigger,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agenttriggers,verbs=create;update,versions=v1alpha1,name=vagenttrigger.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"create-or-spec-changed","expression":"request.operation != 'UPDATE' || object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/mutate-exagent-io-v1alpha1-agenttrigger,mutating=true,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agenttriggers,verbs=create;update,versions=v1beta1,name=magenttrigger.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,reinvocationPolicy=Never
+// +kubebuilder:webhook:path=/validate-exagent-io-v1alpha1-agenttrigger,mutating=false,failurePolicy=fail,sideEffects=None,groups=exagent.io,resources=agenttriggers,verbs=create;update,versions=v1beta1,name=vagenttrigger.exagent.io,admissionReviewVersions=v1,timeoutSeconds=10,patch=`{"matchConditions":[{"name":"create-or-spec-changed","expression":"request.operation != 'UPDATE' || object.spec != oldObject.spec"}]}`
 
 var agentTriggerGK = schema.GroupKind{Group: exagentv1.GroupVersion.Group, Kind: "AgentTrigger"}
 

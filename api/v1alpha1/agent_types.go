@@ -17,8 +17,6 @@ limitations under the License.
 package v1alpha1
 
 import (
-	"time"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -27,100 +25,22 @@ import (
 // +kubebuilder:validation:Enum=OpenAI;Anthropic;Bedrock;Scripted
 type ModelProvider string
 
-const (
-	// ModelProviderOpenAI is any OpenAI-compatible chat-completions endpoint.
-	ModelProviderOpenAI ModelProvider = "OpenAI"
-	// ModelProviderAnthropic is Anthropic's Messages API (docs/models.md).
-	ModelProviderAnthropic ModelProvider = "Anthropic"
-	// ModelProviderBedrock is AWS Bedrock's Converse API, with the
-	// manager's AWS identity (docs/models.md).
-	ModelProviderBedrock ModelProvider = "Bedrock"
-	// ModelProviderScripted replays spec.model.script, one turn per request.
-	ModelProviderScripted ModelProvider = "Scripted"
-)
-
 // PolicyAction is what the policy says about a tool call.
 // +kubebuilder:validation:Enum=Allow;Ask;Deny
 type PolicyAction string
 
-const (
-	PolicyAllow PolicyAction = "Allow"
-	PolicyAsk   PolicyAction = "Ask"
-	PolicyDeny  PolicyAction = "Deny"
-)
-
 // OnDeny says what a denied call does to the run.
 // +kubebuilder:validation:Enum=Stop;Continue
 type OnDeny string
-
-const (
-	// OnDenyStop ends the run with phase Denied.
-	OnDenyStop OnDeny = "Stop"
-	// OnDenyContinue tells the model the call was denied, by whom and why, and goes on.
-	OnDenyContinue OnDeny = "Continue"
-)
 
 // OnExpire says what an approval nobody decided before its expiry does to
 // the run.
 // +kubebuilder:validation:Enum=Stop;Continue
 type OnExpire string
 
-const (
-	// OnExpireStop ends the run Expired (ApprovalExpired).
-	OnExpireStop OnExpire = "Stop"
-	// OnExpireContinue does not run the call, tells the model that nobody
-	// approved it in time, and goes on.
-	OnExpireContinue OnExpire = "Continue"
-)
-
 // BuiltinOperation is a cluster operation a builtin tool performs.
 // +kubebuilder:validation:Enum=Get;List;Scale;Patch;Apply;Delete;AskHuman;EndConversation;Sleep;WaitFor;NewCallback;WaitForCallback
 type BuiltinOperation string
-
-const (
-	BuiltinGet    BuiltinOperation = "Get"
-	BuiltinList   BuiltinOperation = "List"
-	BuiltinScale  BuiltinOperation = "Scale"
-	BuiltinPatch  BuiltinOperation = "Patch"
-	BuiltinApply  BuiltinOperation = "Apply"
-	BuiltinDelete BuiltinOperation = "Delete"
-	// BuiltinAskHuman touches nothing: a call asks a person a question
-	// (its arguments {question, choices?}) and the run waits for the
-	// answer (kubectl approve answer); the answer, as JSON, is the result.
-	BuiltinAskHuman BuiltinOperation = "AskHuman"
-	// BuiltinEndConversation touches nothing: in a turn of a
-	// Conversation, a call ends the conversation once the turn ends (no
-	// turn after it; RoundRobin stops). Outside a conversation it says so.
-	BuiltinEndConversation BuiltinOperation = "EndConversation"
-	// BuiltinSleep touches nothing: a call (its arguments {duration}, a Go
-	// duration string) waits that long — at most limits.maxWait and never
-	// past the run's deadline — with the run Waiting, owned by nobody.
-	BuiltinSleep BuiltinOperation = "Sleep"
-	// BuiltinWaitFor reads, as the run's ServiceAccount, objects of the
-	// kinds it names: a call (its arguments {apiVersion, kind, namespace,
-	// name | labelSelector, condition, timeout}) waits, with the run
-	// Waiting, until the object meets the condition (Type=Status, kstatus
-	// Current, or a CEL expression over the object) or the timeout.
-	BuiltinWaitFor BuiltinOperation = "WaitFor"
-	// BuiltinNewCallback touches nothing: a call returns at once a
-	// one-time URL (served by the manager's trigger listener) whose first
-	// valid POST a later WaitForCallback call receives.
-	BuiltinNewCallback BuiltinOperation = "NewCallback"
-	// BuiltinWaitForCallback touches nothing: a call (its arguments
-	// {callback, timeout, schema?}) waits, with the run Waiting, for the
-	// first valid POST to a callback of NewCallback; the body is its result.
-	BuiltinWaitForCallback BuiltinOperation = "WaitForCallback"
-)
-
-// TouchesNothing reports whether op's calls touch nothing in the
-// cluster (a question, the end of a conversation, a timer, a callback).
-func (op BuiltinOperation) TouchesNothing() bool {
-	switch op {
-	case BuiltinAskHuman, BuiltinEndConversation, BuiltinSleep, BuiltinNewCallback, BuiltinWaitForCallback:
-		return true
-	}
-	return false
-}
 
 // AgentSpec is the trusted template of a run: instructions, model, tools,
 // policy and limits. Executable configuration always comes from the current
@@ -432,15 +352,6 @@ type MCPTool struct {
 // +kubebuilder:validation:Enum=Allow;Ask;Deny
 type MCPSamplingPolicy string
 
-const (
-	// SamplingAllow: the run's model answers the server's sampling requests.
-	SamplingAllow MCPSamplingPolicy = "Allow"
-	// SamplingAsk: a person approves each sampling request first.
-	SamplingAsk MCPSamplingPolicy = "Ask"
-	// SamplingDeny: a sampling request fails the call.
-	SamplingDeny MCPSamplingPolicy = "Deny"
-)
-
 // MCPImport selects tools of a server to import under a name prefix.
 type MCPImport struct {
 	// prefix of every imported tool's model-visible name; the ToolSpec name
@@ -458,25 +369,6 @@ type MCPImport struct {
 	// +kubebuilder:validation:items:MaxLength=128
 	// +listType=set
 	Tools []string `json:"tools,omitempty"`
-}
-
-// ImportPrefix is the prefix of an import's model-visible names.
-func (m *MCPTool) ImportPrefix(toolName string) string {
-	if m.Import == nil {
-		return ""
-	}
-	if m.Import.Prefix != "" {
-		return m.Import.Prefix
-	}
-	return toolName + "_"
-}
-
-// ServerTool is the server's name of a single (non-import) mcp tool.
-func (m *MCPTool) ServerTool(toolName string) string {
-	if m.Tool != "" {
-		return m.Tool
-	}
-	return toolName
 }
 
 // AgentTool delegates to another Agent in the same namespace.
@@ -653,18 +545,6 @@ type GroupQuorum struct {
 	Count int32 `json:"count"`
 }
 
-// Needed is the number of distinct votes the quorum needs in total.
-func (q *Quorum) Needed() int32 {
-	if q.Approvals > 0 {
-		return q.Approvals
-	}
-	var n int32
-	for _, g := range q.Groups {
-		n += g.Count
-	}
-	return max(n, 1)
-}
-
 // Approvers lists who may decide, in addition to holding the RBAC verb.
 type Approvers struct {
 	// users by username.
@@ -740,70 +620,6 @@ type LimitsSpec struct {
 	MaxWait Duration `json:"maxWait,omitempty"`
 }
 
-// DefaultMaxWait is limits.maxWait when unset.
-const DefaultMaxWait = 24 * time.Hour
-
-// DefaultMaxDepth is limits.maxDepth when unset.
-const DefaultMaxDepth = 3
-
-// MaxDelegationDepth is the most limits.maxDepth admits (and the bound of
-// spec.delegation.ancestry).
-const MaxDelegationDepth = 16
-
-// Depth returns limits.maxDepth, DefaultMaxDepth when unset.
-func (l *LimitsSpec) Depth() int32 {
-	if l.MaxDepth == nil {
-		return DefaultMaxDepth
-	}
-	return *l.MaxDepth
-}
-
-// DefaultMaxRuns is limits.maxRuns when unset.
-const DefaultMaxRuns = 32
-
-// MaxTreeRuns is the most limits.maxRuns admits (its marker's Maximum).
-const MaxTreeRuns = 1024
-
-// Runs returns limits.maxRuns, DefaultMaxRuns when unset.
-func (l *LimitsSpec) Runs() int32 {
-	if l.MaxRuns == nil {
-		return DefaultMaxRuns
-	}
-	return *l.MaxRuns
-}
-
-// Bounds of limits.maxTranscriptBytes (docs/architecture.md §15, docs/etcd-budget.md
-// "The etcd budget"). The default is what a run of an Agent that says
-// nothing may put in etcd; MaxTranscriptBytesLimit is the marker's Maximum
-// and the most --max-transcript-bytes may allow; MinTranscriptBytes is the
-// marker's Minimum.
-const (
-	DefaultMaxTranscriptBytes int64 = 8 << 20
-	MaxTranscriptBytesLimit   int64 = 64 << 20
-	MinTranscriptBytes        int64 = 64 << 10
-)
-
-// TranscriptBytes returns limits.maxTranscriptBytes, DefaultMaxTranscriptBytes
-// when unset. The manager's --max-transcript-bytes may lower what a run
-// gets (loop.EnvInput.MaxTranscriptBytes).
-func (l *LimitsSpec) TranscriptBytes() int64 {
-	if l.MaxTranscriptBytes == nil || *l.MaxTranscriptBytes <= 0 {
-		return DefaultMaxTranscriptBytes
-	}
-	return *l.MaxTranscriptBytes
-}
-
-// Bounds of an Agent's status (the markers' values; the code truncates
-// with the same numbers). One status.tools entry per spec.tools entry, so
-// MaxAgentTools is also spec.tools' MaxItems.
-const (
-	MaxAgentTools = 64
-	// MaxAgentStatusMessage bounds a tool's message and the Ready
-	// condition's message: what an Agent author controls (URLs, names,
-	// a server's error text) never grows the status past it.
-	MaxAgentStatusMessage = 1024
-)
-
 // AgentStatus is the observed state of an Agent: whether what it names
 // works (docs/architecture.md §15; docs/tools.md, "Is my Agent ready?"). The manager
 // checks it when its spec changes and on a period (--agent-recheck-interval;
@@ -870,6 +686,7 @@ type AgentToolStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ag,categories=exagent
+// +kubebuilder:deprecatedversion:warning="exagent.io/v1alpha1 Agent is deprecated; use exagent.io/v1beta1 Agent (docs/upgrading.md)"
 // +kubebuilder:printcolumn:name="PROVIDER",type=string,JSONPath=`.spec.model.provider`
 // +kubebuilder:printcolumn:name="MODEL",type=string,JSONPath=`.spec.model.name`
 // +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
@@ -904,53 +721,4 @@ type AgentList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Agent `json:"items"`
-}
-
-// Kind returns the tool's implementation kind: http, mcp, agent or builtin.
-func (t *ToolSpec) Kind() string {
-	switch {
-	case t.HTTP != nil:
-		return "http"
-	case t.MCP != nil:
-		return "mcp"
-	case t.Agent != nil:
-		return "agent"
-	case t.Builtin != nil:
-		return "builtin"
-	}
-	return ""
-}
-
-// Tool returns the tool named name, or nil.
-func (s *AgentSpec) Tool(name string) *ToolSpec {
-	for i := range s.Tools {
-		if s.Tools[i].Name == name {
-			return &s.Tools[i]
-		}
-	}
-	return nil
-}
-
-// DefaultAction returns policy.default, Ask when unset.
-func (p *PolicySpec) DefaultAction() PolicyAction {
-	if p.Default == "" {
-		return PolicyAsk
-	}
-	return p.Default
-}
-
-// OnExpireAction returns policy.onExpire, Stop when unset.
-func (p *PolicySpec) OnExpireAction() OnExpire {
-	if p.OnExpire == "" {
-		return OnExpireStop
-	}
-	return p.OnExpire
-}
-
-// OnDenyAction returns policy.onDeny, Stop when unset.
-func (p *PolicySpec) OnDenyAction() OnDeny {
-	if p.OnDeny == "" {
-		return OnDenyStop
-	}
-	return p.OnDeny
 }

@@ -17,8 +17,6 @@ limitations under the License.
 package v1alpha1
 
 import (
-	"time"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -26,117 +24,25 @@ import (
 // +kubebuilder:validation:Enum=Queued;Running;AwaitingApproval;Approved;Waiting;Succeeded;Failed;Denied;Cancelled;Expired;Uncertain
 type RunPhase string
 
-const (
-	PhaseQueued           RunPhase = "Queued"
-	PhaseRunning          RunPhase = "Running"
-	PhaseAwaitingApproval RunPhase = "AwaitingApproval"
-	PhaseApproved         RunPhase = "Approved"
-	// PhaseWaiting: every call of the step is closed or waits (a Sleep's
-	// timer); nobody owns the run and no IO is in flight until it is woken.
-	PhaseWaiting   RunPhase = "Waiting"
-	PhaseSucceeded RunPhase = "Succeeded"
-	PhaseFailed    RunPhase = "Failed"
-	PhaseDenied    RunPhase = "Denied"
-	PhaseCancelled RunPhase = "Cancelled"
-	PhaseExpired   RunPhase = "Expired"
-	PhaseUncertain RunPhase = "Uncertain"
-)
-
-// IsTerminal reports whether no transition leaves the phase.
-func (p RunPhase) IsTerminal() bool {
-	switch p {
-	case PhaseSucceeded, PhaseFailed, PhaseDenied, PhaseCancelled, PhaseExpired:
-		return true
-	}
-	return false
-}
-
 // Stage is the part of a step the cursor is at.
 // +kubebuilder:validation:Enum=Request;Batch;Finish
 type Stage string
-
-const (
-	// StageRequest: the next thing to do is a model request.
-	StageRequest Stage = "Request"
-	// StageBatch: the model asked for tool calls; they are being run or decided.
-	StageBatch Stage = "Batch"
-	// StageFinish: the model answered without tool calls; the run can finish.
-	StageFinish Stage = "Finish"
-)
 
 // CallState is the journal state of one tool call.
 // +kubebuilder:validation:Enum=Proposed;Allowed;Pending;Approved;Denied;Refused;Started;Succeeded;Failed;Uncertain
 type CallState string
 
-const (
-	// CallProposed: the model asked for it; the policy has not been applied.
-	CallProposed CallState = "Proposed"
-	// CallAllowed: the policy allows it; it has not started.
-	CallAllowed CallState = "Allowed"
-	// CallPending: waiting for a human decision.
-	CallPending CallState = "Pending"
-	// CallApproved: a human approved it; it has not started.
-	CallApproved CallState = "Approved"
-	// CallDenied: a human denied it.
-	CallDenied CallState = "Denied"
-	// CallRefused: the policy denied it; it never runs.
-	CallRefused CallState = "Refused"
-	// CallStarted: the intent is committed; the effect may have happened.
-	CallStarted CallState = "Started"
-	// CallSucceeded: the outcome is confirmed and succeeded.
-	CallSucceeded CallState = "Succeeded"
-	// CallFailed: the outcome is confirmed and failed (the model sees it).
-	CallFailed CallState = "Failed"
-	// CallUncertain: an intent without an outcome; only a Resolve moves it on.
-	CallUncertain CallState = "Uncertain"
-)
-
 // ApprovalState is the state of one approval request.
 // +kubebuilder:validation:Enum=Pending;Approved;Denied;Cancelled;Expired;Answered
 type ApprovalState string
-
-const (
-	ApprovalPending   ApprovalState = "Pending"
-	ApprovalApproved  ApprovalState = "Approved"
-	ApprovalDenied    ApprovalState = "Denied"
-	ApprovalCancelled ApprovalState = "Cancelled"
-	ApprovalExpired   ApprovalState = "Expired"
-	// ApprovalAnswered: a question was answered (or declined).
-	ApprovalAnswered ApprovalState = "Answered"
-)
 
 // ApprovalKind says what a request for a human asks for.
 // +kubebuilder:validation:Enum=Approval;Question
 type ApprovalKind string
 
-const (
-	// KindApproval asks for a yes or no on a call (the default).
-	KindApproval ApprovalKind = "Approval"
-	// KindQuestion asks for an answer (kubectl approve answer).
-	KindQuestion ApprovalKind = "Question"
-)
-
 // QuestionSource says who asks a question.
 // +kubebuilder:validation:Enum=AskHuman;MCPElicitation;MCPElicitationURL;MCPSampling;Participant
 type QuestionSource string
-
-const (
-	// QuestionAskHuman: the model called a builtin AskHuman tool.
-	QuestionAskHuman QuestionSource = "AskHuman"
-	// QuestionMCPElicitation: an MCP server's tool asked for a form
-	// (elicitation, form mode) before it completes the call.
-	QuestionMCPElicitation QuestionSource = "MCPElicitation"
-	// QuestionMCPElicitationURL: an MCP server's tool asked the person to
-	// visit a URL (elicitation, URL mode); the answer is done or declined.
-	QuestionMCPElicitationURL QuestionSource = "MCPElicitationURL"
-	// QuestionMCPSampling: an MCP server's tool asked for a completion of
-	// the run's model and mcp.sampling is Ask: the person approves the
-	// request (answers "approve") or declines it.
-	QuestionMCPSampling QuestionSource = "MCPSampling"
-	// QuestionParticipant: a conversation's human participant takes its
-	// turn; the answer is what they say.
-	QuestionParticipant QuestionSource = "Participant"
-)
 
 // CallInput is an MCP server's input requests for a call (MCP 2026-07-28:
 // a tools/call answered with resultType input_required) and, once every
@@ -212,22 +118,6 @@ type Question struct {
 // MessageRole is the author of a transcript message.
 // +kubebuilder:validation:Enum=system;user;assistant;tool
 type MessageRole string
-
-const (
-	RoleSystem    MessageRole = "system"
-	RoleUser      MessageRole = "user"
-	RoleAssistant MessageRole = "assistant"
-	RoleTool      MessageRole = "tool"
-)
-
-// MinLeaseDuration is the shortest spec.leaseDuration admission accepts.
-// The owner renews at half the lease while IO is in flight, and under load
-// a renewal waits for a worker and a status write (seconds, not
-// milliseconds, on a busy apiserver); recovery also allows for clock skew.
-// A shorter lease makes a live owner lose its claim routinely: every loss
-// re-sends the step's model request (charged) or makes a tool call
-// Uncertain.
-const MinLeaseDuration = 5 * time.Second
 
 // AgentRunSpec is what to run. It is immutable after creation.
 type AgentRunSpec struct {
@@ -329,6 +219,15 @@ type AgentRunStatus struct {
 	// observedGeneration is the generation last reconciled successfully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// formatVersion is the format of this journal (docs/upgrading.md). The
+	// manager reads every format a release wrote, writes only its own, and
+	// leaves a run written in a newer format untouched but for its Ready
+	// condition (reason UnknownFormat). Unset is format 1: the journal of
+	// v0.3.0 and of every release before this field.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	FormatVersion int32 `json:"formatVersion,omitempty"`
 
 	// revision is bumped at every pause; approvals bind it.
 	// +optional
@@ -809,17 +708,6 @@ type ToolCall struct {
 // +kubebuilder:validation:Enum=Timer;Object;Callback
 type WaitKind string
 
-const (
-	// WaitTimer: the call waits for a time (builtin Sleep).
-	WaitTimer WaitKind = "Timer"
-	// WaitObject: the call waits until a cluster object meets a
-	// condition, or its timeout (builtin WaitFor).
-	WaitObject WaitKind = "Object"
-	// WaitCallback: the call waits for a POST to a callback URL, or its
-	// timeout (builtin WaitForCallback).
-	WaitCallback WaitKind = "Callback"
-)
-
 // CallWait is what a waiting call waits for, journaled when the wait began.
 type CallWait struct {
 	// kind of the wait.
@@ -1234,6 +1122,7 @@ type RunLimits struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ar,categories=exagent
+// +kubebuilder:deprecatedversion:warning="exagent.io/v1alpha1 AgentRun is deprecated; use exagent.io/v1beta1 AgentRun (docs/upgrading.md)"
 // +kubebuilder:printcolumn:name="AGENT",type=string,JSONPath=`.spec.agentRef.name`
 // +kubebuilder:printcolumn:name="PHASE",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="STEP",type=integer,JSONPath=`.status.cursor.step`
@@ -1277,15 +1166,6 @@ type AgentRun struct {
 	Status AgentRunStatus `json:"status,omitempty,omitzero"`
 }
 
-// Field selector labels of AgentRun (the selectablefield markers above).
-const (
-	// FieldStatusPhase selects runs by status.phase; a run no controller
-	// has started yet has the empty phase.
-	FieldStatusPhase = "status.phase"
-	// FieldAgentName selects runs by spec.agentRef.name.
-	FieldAgentName = "spec.agentRef.name"
-)
-
 // +kubebuilder:object:root=true
 
 // AgentRunList is a list of AgentRuns.
@@ -1293,12 +1173,4 @@ type AgentRunList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []AgentRun `json:"items"`
-}
-
-// ServiceAccount returns spec.serviceAccountName, "default" when unset.
-func (s *AgentRunSpec) ServiceAccount() string {
-	if s.ServiceAccountName == "" {
-		return "default"
-	}
-	return s.ServiceAccountName
 }

@@ -20,23 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// MaxSegmentBytes bounds the encoded content of one AgentRunSegment
-// (docs/architecture.md §10): far below etcd's object limit, and small enough to read
-// on demand.
-const MaxSegmentBytes = 256 << 10
-
-// MaxValueBytes bounds one value the engine stores (a message's content,
-// a call's arguments or result, the final answer): the CRD's maxLength of
-// those fields, counted in bytes.
-const MaxValueBytes = 65536
-
-// MaxSegmentValueLength bounds the data of one sealed value: the base64
-// form of a value of MaxValueBytes (4 characters per 3 bytes). A value
-// whose JSON escaping would cost more than that is stored base64, so the
-// worst value (control characters, 6 bytes each once escaped) still takes
-// at most this much, and two of them fit one segment.
-const MaxSegmentValueLength = 4 * ((MaxValueBytes + 2) / 3)
-
 // AgentRunSegmentSpec is one immutable, content-addressed piece of a run's
 // sealed transcript. Its name is the sha256 of its canonical content, and
 // it records the hash of the segment before it: the run's
@@ -104,9 +87,6 @@ type AgentRunSegmentSpec struct {
 // +kubebuilder:validation:Enum=Base64
 type ValueEncoding string
 
-// ValueBase64: data is the standard base64 (RFC 4648, padded) of the value.
-const ValueBase64 ValueEncoding = "Base64"
-
 // SegmentValue is one sealed value.
 type SegmentValue struct {
 	// sha256 of the value (of the decoded bytes when encoding is set).
@@ -126,6 +106,7 @@ type SegmentValue struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=ars,categories=exagent
+// +kubebuilder:deprecatedversion:warning="exagent.io/v1alpha1 AgentRunSegment is deprecated; use exagent.io/v1beta1 AgentRunSegment (docs/upgrading.md)"
 // +kubebuilder:printcolumn:name="RUN",type=string,JSONPath=`.spec.runName`
 // +kubebuilder:printcolumn:name="INDEX",type=integer,JSONPath=`.spec.index`
 // +kubebuilder:printcolumn:name="BYTES",type=integer,JSONPath=`.spec.bytes`

@@ -17,8 +17,6 @@ limitations under the License.
 package v1alpha1
 
 import (
-	"fmt"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -27,61 +25,22 @@ import (
 // +kubebuilder:validation:Enum=Approve;Deny;Cancel;Resolve;Answer
 type DecisionKind string
 
-const (
-	DecisionApprove DecisionKind = "Approve"
-	DecisionDeny    DecisionKind = "Deny"
-	DecisionCancel  DecisionKind = "Cancel"
-	DecisionResolve DecisionKind = "Resolve"
-	// DecisionAnswer answers a question (an approval of kind Question).
-	DecisionAnswer DecisionKind = "Answer"
-)
-
 // AnswerAction is what the person did with a question (MCP's three
 // actions of an elicitation).
 // +kubebuilder:validation:Enum=Accept;Decline;Cancel
 type AnswerAction string
 
-const (
-	// AnswerAccept gives the answer (spec.answer).
-	AnswerAccept AnswerAction = "Accept"
-	// AnswerDecline refuses to answer; the asker is told.
-	AnswerDecline AnswerAction = "Decline"
-	// AnswerCancel dismisses the question without a choice; the asker is told.
-	AnswerCancel AnswerAction = "Cancel"
-)
-
 // ResolveOutcome is the evidence-backed outcome of an Uncertain call.
 // +kubebuilder:validation:Enum=Succeeded;Failed;Retry
 type ResolveOutcome string
-
-const (
-	ResolveSucceeded ResolveOutcome = "Succeeded"
-	ResolveFailed    ResolveOutcome = "Failed"
-	// ResolveRetry re-sends the call with the same Idempotency-Key.
-	ResolveRetry ResolveOutcome = "Retry"
-)
 
 // DecisionPhase is the result of applying a decision.
 // +kubebuilder:validation:Enum=Applied;Rejected
 type DecisionPhase string
 
-const (
-	DecisionApplied  DecisionPhase = "Applied"
-	DecisionRejected DecisionPhase = "Rejected"
-)
-
 // DecisionScope is what an Approve covers.
 // +kubebuilder:validation:Enum=Call;Run
 type DecisionScope string
-
-const (
-	// ScopeCall approves the one call (the default).
-	ScopeCall DecisionScope = "Call"
-	// ScopeRun also lets later calls of the same tool in the same run, asked
-	// by the same rule, run without asking while the tool's binding and the
-	// policy are unchanged.
-	ScopeRun DecisionScope = "Run"
-)
 
 // ApprovalDecisionSpec is one decision. It is immutable, and consistent
 // with its decision: arguments and scope only with Approve, action only
@@ -197,6 +156,7 @@ type ApprovalDecisionStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ad,categories=exagent
+// +kubebuilder:deprecatedversion:warning="exagent.io/v1alpha1 ApprovalDecision is deprecated; use exagent.io/v1beta1 ApprovalDecision (docs/upgrading.md)"
 // +kubebuilder:printcolumn:name="DECISION",type=string,JSONPath=`.spec.decision`
 // +kubebuilder:printcolumn:name="RUN",type=string,JSONPath=`.spec.runRef.name`
 // +kubebuilder:printcolumn:name="ACTOR",type=string,JSONPath=`.spec.actor.username`
@@ -227,69 +187,4 @@ type ApprovalDecisionList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ApprovalDecision `json:"items"`
-}
-
-// Who may decide (docs/architecture.md §2): a decision is authorized by RBAC on a
-// virtual subresource of the run's Agent, like a CSR's "approve" on
-// signers — no endpoint serves it, RBAC alone grants it, and a Role can
-// name one Agent with resourceNames.
-const (
-	// ApprovalResource and ApprovalSubresource name it: agents/approval.
-	ApprovalResource    = "agents"
-	ApprovalSubresource = "approval"
-	// VerbApprove is needed to approve, deny or cancel (ClusterRole
-	// exagent-approver grants it).
-	VerbApprove = "approve"
-	// VerbResolve is needed to resolve an Uncertain call (ClusterRole
-	// exagent-resolver grants it).
-	VerbResolve = "resolve"
-	// VerbAnswer is needed to answer a question (ClusterRole
-	// exagent-approver grants it; a Role may grant it alone).
-	VerbAnswer = "answer"
-)
-
-// DeciderVerb returns the RBAC verb on agents/approval a decision of kind needs.
-func DeciderVerb(kind DecisionKind) string {
-	switch kind {
-	case DecisionResolve:
-		return VerbResolve
-	case DecisionAnswer:
-		return VerbAnswer
-	}
-	return VerbApprove
-}
-
-// RunRecreated says why a decision bound to the run with UID saw cannot
-// apply to the run of the same name whose UID is now: the decider looked
-// at another run. Admission and the controller refuse it in these words.
-func RunRecreated(saw, now string) string {
-	return fmt.Sprintf("the run was re-created since you looked (uid %s, now %s): reload / kubectl approve show again", saw, now)
-}
-
-// StaleRunUID returns RunRecreated's message when the spec names a run
-// UID other than uid, "" when it names none or the same one.
-func (s *ApprovalDecisionSpec) StaleRunUID(uid string) string {
-	if s.RunUID == "" || s.RunUID == uid {
-		return ""
-	}
-	return RunRecreated(s.RunUID, uid)
-}
-
-// Verb returns the RBAC verb on agents/approval the decision needs.
-func (s *ApprovalDecisionSpec) Verb() string { return DeciderVerb(s.Decision) }
-
-// EditedArguments returns spec.arguments as JSON text ("" when unset).
-func (s *ApprovalDecisionSpec) EditedArguments() string {
-	if s.Arguments == nil {
-		return ""
-	}
-	return string(s.Arguments.Raw)
-}
-
-// AnswerJSON returns spec.answer as JSON text ("" when unset).
-func (s *ApprovalDecisionSpec) AnswerJSON() string {
-	if s.Answer == nil {
-		return ""
-	}
-	return string(s.Answer.Raw)
 }

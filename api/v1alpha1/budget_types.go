@@ -20,31 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Limits of an AgentBudget, as named in messages, status and metrics.
-const (
-	BudgetTokensPerDay      = "tokensPerDay"
-	BudgetRunsPerHour       = "runsPerHour"
-	BudgetMaxConcurrentRuns = "maxConcurrentRuns"
-	BudgetCostPerMonth      = "costPerMonth"
-)
-
-// Conditions and reasons of AgentBudgets and of the runs they hold.
-const (
-	// ReasonBudgetExhausted: a Queued run waits (no claim, no IO) because
-	// an AgentBudget selecting its Agent is at or past a limit; it starts
-	// when the window rolls over or the budget is raised. Never a failure.
-	ReasonBudgetExhausted = "BudgetExhausted"
-	// ConditionExhausted is True on an AgentBudget while one of its limits
-	// is used up (the reason names the limit).
-	ConditionExhausted = "Exhausted"
-	// ReasonWithinBudget: no limit of the budget is used up.
-	ReasonWithinBudget = "WithinBudget"
-	// ReasonInvalidSelector: spec.agentSelector does not parse.
-	ReasonInvalidSelector = "InvalidSelector"
-	// ReasonBudgetComputed: the budget's spend was computed from the runs.
-	ReasonBudgetComputed = "Computed"
-)
-
 // AgentBudgetSpec is what the runs of the Agents a budget selects may use,
 // summed over those runs. Windows are fixed and in UTC: tokens per UTC day
 // and cost per UTC calendar month, each run charged to the window it
@@ -176,6 +151,7 @@ type AgentBudgetUse struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=abudget,categories=exagent
+// +kubebuilder:deprecatedversion:warning="exagent.io/v1alpha1 AgentBudget is deprecated; use exagent.io/v1beta1 AgentBudget (docs/upgrading.md)"
 // +kubebuilder:printcolumn:name="TOKENS/DAY",type=integer,JSONPath=`.spec.tokensPerDay`
 // +kubebuilder:printcolumn:name="TOKENS TODAY",type=integer,JSONPath=`.status.spend.tokensToday`
 // +kubebuilder:printcolumn:name="RUNS/HOUR",type=integer,JSONPath=`.spec.runsPerHour`

@@ -47,22 +47,6 @@ type SecretKeySelector struct {
 // +kubebuilder:validation:Enum=Certificate;ServiceAccountToken;JWT;Unknown
 type CredentialKind string
 
-const (
-	// CredentialCertificate: a client certificate (credential id X509SHA256=…).
-	CredentialCertificate CredentialKind = "Certificate"
-	// CredentialServiceAccountToken: a bound ServiceAccount token (a
-	// system:serviceaccount: user with credential id JTI=…).
-	CredentialServiceAccountToken CredentialKind = "ServiceAccountToken"
-	// CredentialJWT: another JWT whose authenticator reported its jti
-	// claim (structured authentication / OIDC issuers that set one).
-	CredentialJWT CredentialKind = "JWT"
-	// CredentialUnknown: the apiserver gave no credential id — an OIDC or
-	// webhook token without one, a static or legacy token, or a request
-	// made by impersonation (which the apiserver does not tell webhooks
-	// about) — or one exagent does not recognise.
-	CredentialUnknown CredentialKind = "Unknown"
-)
-
 // Actor is an authenticated identity as the apiserver saw it, stamped by the
 // admission webhook from the request's userInfo. Clients never author it.
 type Actor struct {

@@ -24,55 +24,13 @@ import (
 // +kubebuilder:validation:Enum=Explicit;RoundRobin
 type TurnPolicy string
 
-const (
-	// TurnExplicit: each turn is an AgentRun someone creates, naming its
-	// participant (the conversation's agentRef by default).
-	TurnExplicit TurnPolicy = "Explicit"
-	// TurnRoundRobin: the controller creates the next turn itself, the
-	// participants in order, until maxTurns or a participant ends it.
-	TurnRoundRobin TurnPolicy = "RoundRobin"
-)
-
 // DoubleText says what a turn created while another is open does.
 // +kubebuilder:validation:Enum=Enqueue;Reject;Interrupt
 type DoubleText string
 
-const (
-	// DoubleTextEnqueue: the new turn waits, Queued (WaitingForTurn), for
-	// every earlier turn to end.
-	DoubleTextEnqueue DoubleText = "Enqueue"
-	// DoubleTextReject: admission refuses the new turn, naming the open one.
-	DoubleTextReject DoubleText = "Reject"
-	// DoubleTextInterrupt: the open turn is cancelled (a call in flight
-	// becomes Uncertain and still blocks the queue until resolved), then
-	// the new turn runs.
-	DoubleTextInterrupt DoubleText = "Interrupt"
-)
-
 // FollowUps says who may add a turn to a conversation.
 // +kubebuilder:validation:Enum=SameRequester;Approvers;Anyone
 type FollowUps string
-
-const (
-	// FollowUpsSameRequester: only the person who started the conversation
-	// (its first turn's requester). Continuing someone's conversation
-	// reads its whole history.
-	FollowUpsSameRequester FollowUps = "SameRequester"
-	// FollowUpsApprovers: the first requester, and who may approve runs
-	// of the conversation's Agent.
-	FollowUpsApprovers FollowUps = "Approvers"
-	// FollowUpsAnyone: anyone who may create AgentRuns in the namespace.
-	FollowUpsAnyone FollowUps = "Anyone"
-)
-
-// MaxParticipants bounds spec.participants.
-const MaxParticipants = 16
-
-// MaxConversationTurns bounds spec.limits.maxTurns.
-const MaxConversationTurns = 1000
-
-// MaxListedTurns bounds status.turns: the newest turns only.
-const MaxListedTurns = 20
 
 // Participant is one party of a conversation: an Agent, or people whose
 // turn is a question they answer.
@@ -188,15 +146,6 @@ type ConversationRetention struct {
 // +kubebuilder:validation:Enum=Idle;Running;AwaitingApproval;Uncertain;Suspended;Ended
 type ConversationPhase string
 
-const (
-	ConversationIdle             ConversationPhase = "Idle"
-	ConversationRunning          ConversationPhase = "Running"
-	ConversationAwaitingApproval ConversationPhase = "AwaitingApproval"
-	ConversationUncertain        ConversationPhase = "Uncertain"
-	ConversationSuspended        ConversationPhase = "Suspended"
-	ConversationEnded            ConversationPhase = "Ended"
-)
-
 // Turn is one turn of a conversation, as the conversation's status lists it.
 type Turn struct {
 	// index is the turn's place in the conversation, from 1.
@@ -264,6 +213,7 @@ type ConversationStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=conv,categories=exagent
+// +kubebuilder:deprecatedversion:warning="exagent.io/v1alpha1 Conversation is deprecated; use exagent.io/v1beta1 Conversation (docs/upgrading.md)"
 // +kubebuilder:printcolumn:name="AGENT",type=string,JSONPath=`.spec.agentRef.name`
 // +kubebuilder:printcolumn:name="PHASE",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="OPEN",type=string,JSONPath=`.status.open`
@@ -316,36 +266,6 @@ type ConversationRef struct {
 	// +kubebuilder:validation:MaxLength=63
 	Participant string `json:"participant,omitempty"`
 }
-
-// Reasons of a conversation's turns.
-const (
-	// ReasonWaitingForTurn: a turn waits, Queued, for an earlier turn of
-	// its conversation to end (a paused or Uncertain one included).
-	ReasonWaitingForTurn = "WaitingForTurn"
-	// ReasonConversationNotFound: the turn's Conversation does not exist;
-	// the turn waits, Queued, until it does.
-	ReasonConversationNotFound = "ConversationNotFound"
-	// ReasonConversationSuspended: the conversation is suspended; its next
-	// turn waits, Queued, until spec.suspend is false again.
-	ReasonConversationSuspended = "ConversationSuspended"
-	// ReasonInterrupted: a turn was ended by a newer turn of its
-	// conversation (doubleText Interrupt), as a cancel ends a run.
-	ReasonInterrupted = "Interrupted"
-	// ReasonConversationIdle: no turn is open; the next one starts at once.
-	ReasonConversationIdle = "Idle"
-	// ReasonConversationEnded: the conversation took its maxTurns, or a
-	// participant ended it (EndConversation, spec.endMarker).
-	ReasonConversationEnded = "ConversationEnded"
-	// ReasonForkNotFound: the conversation's spec.forkOf names a
-	// conversation or turn that does not exist (or has not ended).
-	ReasonForkNotFound = "ForkNotFound"
-)
-
-// How a turn ended its conversation (TurnStatus.EndedConversation).
-const (
-	EndedByTool   = "EndConversation"
-	EndedByMarker = "EndMarker"
-)
 
 // TurnStatus is a turn's place in its conversation.
 type TurnStatus struct {

@@ -14,11 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package v1alpha1 holds the exagent.io/v1alpha1 API: Agent (the trusted
-// template), AgentRun (one durable run and its journal) and ApprovalDecision
-// (one immutable human decision). Types, markers, condition constants and
-// small accessors with defaults live here; behaviour lives in loop/.
+// Package v1alpha1 is the exagent.io/v1alpha1 API, deprecated: served for
+// manifests written before v1beta1 (docs/upgrading.md), never stored. It
+// holds only the types, their markers and their generated deepcopy and
+// conversion code; each kind converts to and from its v1beta1 hub through
+// the manager's conversion webhook (conversion.go). Everything the code
+// reads and writes is v1beta1.
 //
 // +kubebuilder:object:generate=true
+// +k8s:conversion-gen=github.com/exagent-io/exagent/api/v1beta1
 // +groupName=exagent.io
 package v1alpha1

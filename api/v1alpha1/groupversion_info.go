@@ -22,9 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// The scheme is built with apimachinery alone (not controller-runtime's
-// builder) so that the pure engine in loop/, which uses these types as its
-// state, never pulls a Kubernetes client in.
+// The scheme is built with apimachinery alone, as v1beta1's is.
 var (
 	// GroupVersion is group version used to register these objects.
 	GroupVersion = schema.GroupVersion{Group: "exagent.io", Version: "v1alpha1"}
@@ -32,8 +30,13 @@ var (
 	// SchemeBuilder registers the exagent types with a scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
-	// AddToScheme adds the types in this group-version to the given scheme.
+	// AddToScheme adds the types in this group-version, and the generated
+	// conversions to and from v1beta1, to the given scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
+
+	// localSchemeBuilder is the name conversion-gen registers the
+	// generated conversion functions with (zz_generated.conversion.go).
+	localSchemeBuilder = &SchemeBuilder
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {

@@ -45,10 +45,6 @@ type ModelRateLimit struct {
 	MaxConcurrent *int32 `json:"maxConcurrent,omitempty"`
 }
 
-// PricePattern is a price as a non-negative decimal string with at most
-// nine decimals (the ledger counts cost in billionths: Ledger.costNanos).
-const PricePattern = `^[0-9]{1,12}(\.[0-9]{1,9})?$`
-
 // ModelPricing is what the model costs, per million tokens, in one
 // currency the platform team chooses (every price and every AgentBudget's
 // costPerMonth read in it). Prices are decimal strings, e.g. "3" or

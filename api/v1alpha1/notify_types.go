@@ -24,37 +24,9 @@ import (
 // +kubebuilder:validation:Enum=CloudEvents;Slack
 type NotifyFormat string
 
-const (
-	// NotifyCloudEvents is a CloudEvents 1.0 event in structured JSON mode
-	// (Content-Type application/cloudevents+json).
-	NotifyCloudEvents NotifyFormat = "CloudEvents"
-	// NotifySlack is a Slack incoming-webhook message (text and blocks).
-	NotifySlack NotifyFormat = "Slack"
-)
-
 // NotifyEvent is something a person may need to act on.
 // +kubebuilder:validation:Enum=ApprovalRequested;InputRequested;ApprovalExpiring;RunUncertain;RunEnded
 type NotifyEvent string
-
-const (
-	// NotifyApprovalRequested: the run paused for an approval.
-	NotifyApprovalRequested NotifyEvent = "ApprovalRequested"
-	// NotifyInputRequested: the run paused for an answer to a question.
-	NotifyInputRequested NotifyEvent = "InputRequested"
-	// NotifyApprovalExpiring: a pending approval is about to expire (a
-	// quarter of its timeout before, at most an hour before).
-	NotifyApprovalExpiring NotifyEvent = "ApprovalExpiring"
-	// NotifyRunUncertain: a call has no confirmed outcome; someone must resolve it.
-	NotifyRunUncertain NotifyEvent = "RunUncertain"
-	// NotifyRunEnded: the run ended (Succeeded, Failed, Denied, Cancelled, Expired).
-	NotifyRunEnded NotifyEvent = "RunEnded"
-)
-
-// NotifyEvents are every event, in the order they happen to a run.
-var NotifyEvents = []NotifyEvent{NotifyApprovalRequested, NotifyInputRequested, NotifyApprovalExpiring, NotifyRunUncertain, NotifyRunEnded}
-
-// MaxNotifySinks bounds spec.notify of an Agent (the marker's value).
-const MaxNotifySinks = 8
 
 // NotifySink is an HTTP endpoint told about a run's events. Deliveries are
 // at least once, with a stable id to dedupe on (the CloudEvents id and the
@@ -92,46 +64,9 @@ type NotifySink struct {
 	SigningSecretRef *SecretKeySelector `json:"signingSecretRef,omitempty"`
 }
 
-// FormatOrDefault returns format, CloudEvents when unset.
-func (s *NotifySink) FormatOrDefault() NotifyFormat {
-	if s.Format == "" {
-		return NotifyCloudEvents
-	}
-	return s.Format
-}
-
-// Wants reports whether the sink is sent event e.
-func (s *NotifySink) Wants(e NotifyEvent) bool {
-	if len(s.Events) == 0 {
-		return true
-	}
-	for _, x := range s.Events {
-		if x == e {
-			return true
-		}
-	}
-	return false
-}
-
 // NotificationState is where one notification to one sink is.
 // +kubebuilder:validation:Enum=Pending;Delivered;Failed;Superseded
 type NotificationState string
-
-const (
-	// NotificationPending: not delivered yet; the delivery worker (re)sends it.
-	NotificationPending NotificationState = "Pending"
-	// NotificationDelivered: the sink answered 2xx.
-	NotificationDelivered NotificationState = "Delivered"
-	// NotificationFailed: every attempt failed; it is not sent again.
-	NotificationFailed NotificationState = "Failed"
-	// NotificationSuperseded: what it announced was settled before it was
-	// delivered (the approval decided, the call resolved, the sink removed).
-	NotificationSuperseded NotificationState = "Superseded"
-)
-
-// MaxNotificationRecords bounds status.notifications (the marker's value):
-// delivered and failed records go first when it is full.
-const MaxNotificationRecords = 64
 
 // NotificationRecord journals one notification to one sink.
 type NotificationRecord struct {

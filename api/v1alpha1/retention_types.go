@@ -20,9 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// MaxKeepLast bounds retention.keepLast (the marker's Maximum).
-const MaxKeepLast = 10000
-
 // RetentionSpec says how long the ended runs of an Agent are kept and where
 // their record goes before they are deleted (docs/architecture.md §15). A run is
 // deleted when its TTL has passed or when it is no longer among the
@@ -63,14 +60,6 @@ type RetentionSpec struct {
 // +kubebuilder:validation:Enum=Pending;Delivered
 type ArchiveState string
 
-const (
-	// ArchivePending: the sink has not answered 2xx yet; the run is kept
-	// and the archive is sent again after a backoff.
-	ArchivePending ArchiveState = "Pending"
-	// ArchiveDelivered: the sink answered 2xx; the run may be deleted.
-	ArchiveDelivered ArchiveState = "Delivered"
-)
-
 // ArchiveRecord journals the delivery of a run's archive, like a
 // notification record: written after each attempt, so a manager that
 // stops after the sink's answer and before this record sends the archive
@@ -110,26 +99,3 @@ type ArchiveRecord struct {
 	// +kubebuilder:validation:MaxLength=80
 	Digest string `json:"digest,omitempty"`
 }
-
-// Condition type, reasons and Event reason of retention (docs/retention.md).
-const (
-	// ConditionArchived is set on a run whose retention sent (or tries to
-	// send) its archive: True once the sink answered 2xx, False while the
-	// run is held for a failing sink.
-	ConditionArchived = "Archived"
-	// ReasonArchiveDelivered is Archived=True's reason.
-	ReasonArchiveDelivered = "ArchiveDelivered"
-	// ReasonArchiveSinkFailing is Archived=False's reason, and the reason of
-	// the Warning Event sent when an attempt failed: the run is kept, never
-	// deleted, until the sink answers 2xx.
-	ReasonArchiveSinkFailing = "ArchiveSinkFailing"
-	// ReasonRetentionGitOpsManaged is the reason of the Warning Event on a
-	// run whose TTL (from its Agent or the manager) or its Agent's keepLast
-	// is due but that a GitOps tool manages: retention leaves it, as the
-	// next sync would re-create it and run its tool calls again
-	// (docs/gitops.md, Retention).
-	ReasonRetentionGitOpsManaged = "RetentionGitOpsManaged"
-)
-
-// CloudEventArchived is the CloudEvents type of a run's archive.
-const CloudEventArchived = "io.exagent.run.archived"

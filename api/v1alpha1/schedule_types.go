@@ -25,60 +25,6 @@ import (
 // +kubebuilder:validation:Enum=Allow;Forbid;Replace
 type ConcurrencyPolicy string
 
-const (
-	// ConcurrencyAllow: the tick creates its run anyway (as a Kubernetes
-	// CronJob's default).
-	ConcurrencyAllow ConcurrencyPolicy = "Allow"
-	// ConcurrencyForbid: the tick is skipped (an Event and status say so).
-	ConcurrencyForbid ConcurrencyPolicy = "Forbid"
-	// ConcurrencyReplace: the running run is cancelled, as a cancel does
-	// (a call in flight becomes Uncertain, never repeated), and the tick's
-	// run created.
-	ConcurrencyReplace ConcurrencyPolicy = "Replace"
-)
-
-// Labels and annotations of schedules and their runs.
-const (
-	// LabelSchedule is set on every run a schedule creates (and on the
-	// manual runs kubectl approve schedule run creates) to the schedule's
-	// name.
-	LabelSchedule = "exagent.io/schedule"
-	// AnnotationScheduledTime is set on a schedule's run to the tick it
-	// was created for (RFC 3339, UTC); absent on a manual run.
-	AnnotationScheduledTime = "exagent.io/scheduled-time"
-	// AnnotationSpecSetBy is stamped by admission on an AgentSchedule with
-	// the person (an Actor as JSON) who last set its spec; its runs are
-	// requested by them.
-	AnnotationSpecSetBy = "exagent.io/spec-set-by"
-	// AnnotationSpecSetBySignature carries the webhook's signature of a
-	// schedule's spec and its AnnotationSpecSetBy
-	// (authz.Signer.SignSchedule): a setter nobody stamped is refused.
-	AnnotationSpecSetBySignature = "exagent.io/spec-set-by-seal"
-	// AnnotationReplacedBy is set by the schedule controller on a run a
-	// newer run of a Replace schedule replaces: the run controller then
-	// cancels it (controllers/agentrun_schedule.go).
-	AnnotationReplacedBy = "exagent.io/replaced-by"
-)
-
-// Reasons of schedules and of the runs they cancel.
-const (
-	// ReasonReplaced: a run was cancelled by a newer run of its schedule
-	// (concurrencyPolicy Replace).
-	ReasonReplaced = "Replaced"
-	// ReasonScheduled: the schedule is valid and waits for its next tick.
-	ReasonScheduled = "Scheduled"
-	// ReasonSuspended: spec.suspend is true.
-	ReasonSuspended = "Suspended"
-	// ReasonInvalidSchedule: spec.schedule or spec.timeZone does not parse.
-	ReasonInvalidSchedule = "InvalidSchedule"
-	// ReasonNoRequester: the schedule carries no admission-stamped setter,
-	// so its runs would act for nobody.
-	ReasonNoRequester = "NoRequester"
-	// ReasonRunRefused: admission refused the run of the latest tick (the
-	// message says why); the tick is skipped and the next one tries again.
-	ReasonRunRefused = "RunRefused"
-)
-
 // ScheduleRunTemplate is the part of an AgentRun spec a schedule's runs
 // take. requestedBy is the schedule's setter (never written here);
 // deadline, delegation and conversationRef have no meaning for a run that
@@ -118,30 +64,6 @@ type ScheduleRunTemplate struct {
 	// +kubebuilder:validation:Minimum=0
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 }
-
-// RunSpec is the AgentRun spec of a run of the template, requested by by.
-func (t *ScheduleRunTemplate) RunSpec(by *Actor) AgentRunSpec {
-	spec := AgentRunSpec{
-		AgentRef:           t.AgentRef,
-		Input:              t.Input,
-		ApprovalTimeout:    t.ApprovalTimeout,
-		ActiveTimeLimit:    t.ActiveTimeLimit,
-		LeaseDuration:      t.LeaseDuration,
-		ServiceAccountName: t.ServiceAccountName,
-	}
-	if t.TTLSecondsAfterFinished != nil {
-		v := *t.TTLSecondsAfterFinished
-		spec.TTLSecondsAfterFinished = &v
-	}
-	if by != nil {
-		spec.RequestedBy = by.DeepCopy()
-	}
-	return spec
-}
-
-// MaxScheduleNameLength bounds an AgentSchedule's name so that its runs'
-// names (NAME-<unix minutes>, NAME-manual-<random>) fit a label value.
-const MaxScheduleNameLength = 50
 
 // AgentScheduleSpec is when and what to run.
 type AgentScheduleSpec struct {
@@ -197,9 +119,6 @@ type AgentScheduleSpec struct {
 	FailedRunsHistoryLimit *int32 `json:"failedRunsHistoryLimit,omitempty"`
 }
 
-// MaxScheduleActive bounds status.active.
-const MaxScheduleActive = 100
-
 // AgentScheduleStatus is what the controller observed and did.
 type AgentScheduleStatus struct {
 	// conditions say whether the schedule ticks (Ready), and why not.
@@ -242,6 +161,7 @@ type AgentScheduleStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=asched,categories=exagent
+// +kubebuilder:deprecatedversion:warning="exagent.io/v1alpha1 AgentSchedule is deprecated; use exagent.io/v1beta1 AgentSchedule (docs/upgrading.md)"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 50",message="an AgentSchedule's name is at most 50 characters: its runs are named NAME-<unix minutes> and NAME-manual-<random>"
 // +kubebuilder:printcolumn:name="SCHEDULE",type=string,JSONPath=`.spec.schedule`
 // +kubebuilder:printcolumn:name="SUSPEND",type=boolean,JSONPath=`.spec.suspend`

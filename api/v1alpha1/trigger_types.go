@@ -219,6 +219,7 @@ type TriggerCounts struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=atrig,categories=exagent
+// +kubebuilder:deprecatedversion:warning="exagent.io/v1alpha1 AgentTrigger is deprecated; use exagent.io/v1beta1 AgentTrigger (docs/upgrading.md)"
 // +kubebuilder:printcolumn:name="AGENT",type=string,JSONPath=`.spec.runTemplate.agentRef.name`
 // +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="ACTIVE",type=integer,JSONPath=`.status.activeRuns`
@@ -255,22 +256,3 @@ type AgentTriggerList struct {
 	// items are the AgentTriggers.
 	Items []AgentTrigger `json:"items"`
 }
-
-// LabelTrigger labels the runs an AgentTrigger made with its name.
-const LabelTrigger = "exagent.io/trigger"
-
-// Reasons of a trigger's Ready condition (with ReasonSuspended and
-// ReasonNoRequester of schedules).
-const (
-	// ReasonTriggerReady: the trigger's secret, expressions and setter are
-	// usable; events make runs.
-	ReasonTriggerReady = "TriggerReady"
-	// ReasonSecretUnavailable: the Secret its source's auth names is
-	// missing, or has no usable value under the key.
-	ReasonSecretUnavailable = "SecretUnavailable"
-	// ReasonInvalidExpression: spec.input or spec.dedupKey does not compile.
-	ReasonInvalidExpression = "InvalidExpression"
-	// ReasonEventsNotWatched: the kubernetesEvents source cannot watch
-	// (its ServiceAccount may not list and watch events somewhere).
-	ReasonEventsNotWatched = "EventsNotWatched"
-)

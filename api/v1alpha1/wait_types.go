@@ -89,28 +89,3 @@ type RunCallback struct {
 	// +kubebuilder:validation:MaxLength=64
 	ConsumedBy string `json:"consumedBy,omitempty"`
 }
-
-// Target says what a wait waits for, in messages, results and the page:
-// "Deployment team-a/web to be Available=True", "ConfigMap in team-a with
-// labels app=x to be Current", "callback cb-…", or "a timer".
-func (w *CallWait) Target() string {
-	switch w.Kind {
-	case WaitObject:
-		return w.Object.Target()
-	case WaitCallback:
-		return "callback " + w.Callback
-	}
-	return "a timer"
-}
-
-// Target says what a WaitFor call waits on ("an object" when unknown).
-func (o *WaitedObject) Target() string {
-	if o == nil {
-		return "an object"
-	}
-	what := o.Kind + " " + o.Namespace + "/" + o.Name
-	if o.Name == "" {
-		what = o.Kind + " in " + o.Namespace + " with labels " + o.LabelSelector
-	}
-	return what + " to be " + o.Condition
-}

@@ -43,7 +43,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1alpha1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/egress"
@@ -97,6 +98,10 @@ type flags struct {
 	defaultTTLSeconds       int
 	uiURLTemplate           string
 	printVersion            bool
+	conversionService       string
+	conversionPort          int
+	conversionCAFile        string
+	migrateStorage          bool
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
@@ -164,6 +169,12 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 		"(its Secrets read, its MCP servers listed); an Agent that is not Ready is checked sooner, with backoff. Its status is written only when it changed.")
 	fs.StringVar(&f.uiURLTemplate, "ui-url-template", "", "Link every notification to the run's page (CloudEvents data.links.ui, a Slack button): a URL where {namespace} and {name} "+
 		"stand for the run's, e.g. http://127.0.0.1:8000/runs/{namespace}/{name} (what kubectl approve ui serves, docs/ui.md); empty: no link.")
+	fs.StringVar(&f.conversionService, "conversion-webhook-service", "", "NAMESPACE/NAME of the Service in front of the webhook server: the manager points every exagent CRD's conversion (v1alpha1 ⇄ v1beta1) "+
+		"at its /convert and keeps it so (docs/upgrading.md); empty: the CRDs' conversion is left as installed.")
+	fs.IntVar(&f.conversionPort, "conversion-webhook-port", 443, "Port of --conversion-webhook-service.")
+	fs.StringVar(&f.conversionCAFile, "conversion-ca-file", "", "PEM CA bundle the apiserver is to trust for the conversion webhook (default: ca.crt in --webhook-cert-dir).")
+	fs.BoolVar(&f.migrateStorage, "migrate-storage", true, "On the leader, rewrite objects an older release stored as v1alpha1 to v1beta1 (a StorageVersionMigration where the cluster serves "+
+		"storagemigration.k8s.io/v1, else paced rewrites) and prune each CRD's status.storedVersions (docs/upgrading.md).")
 	fs.BoolVar(&f.printVersion, "version", false, "Print the version, commit, Go version and platform of this binary, then exit.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
@@ -344,6 +355,11 @@ func run() error {
 	if err := exagentv1.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("scheme: %w", err)
 	}
+	// v1alpha1 is served, deprecated: the conversion webhook converts it
+	// from and to v1beta1, the only version the manager reads and writes.
+	if err := exagentv1alpha1.AddToScheme(scheme); err != nil {
+		return fmt.Errorf("scheme: %w", err)
+	}
 	cfg, err := ctrl.GetConfig() // honours --kubeconfig, KUBECONFIG, in-cluster
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
@@ -371,6 +387,12 @@ func run() error {
 		}
 		tlsOpts = append(tlsOpts, requireClient)
 	}
+	webhookServer := webhook.NewServer(webhook.Options{
+		Host: f.webhookHost, Port: f.webhookPort, CertDir: f.webhookCertDir, TLSOpts: tlsOpts,
+	})
+	if f.webhookClientCA != "" {
+		webhookServer = exagentwebhook.GateClientCerts(webhookServer)
+	}
 	egressCfg, _ := f.egressConfig() // validated by parseFlags
 	egressCfg.OwnPorts, egressCfg.OwnAddrs = f.ownPorts(), ownAddrs()
 	nsKey, _ := f.egressNamespaceKey()
@@ -394,9 +416,7 @@ func run() error {
 		LeaderElectionID:              f.leaderElectionID,
 		LeaderElectionNamespace:       f.leaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host: f.webhookHost, Port: f.webhookPort, CertDir: f.webhookCertDir, TLSOpts: tlsOpts,
-		}),
+		WebhookServer:                 webhookServer,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -488,6 +508,9 @@ func run() error {
 		if err := exagentwebhook.SetupWithManager(mgr, wopts...); err != nil {
 			return fmt.Errorf("webhooks: %w", err)
 		}
+	}
+	if err := addCRDConversion(mgr, f); err != nil {
+		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("health check: %w", err)

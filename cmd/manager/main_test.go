@@ -67,7 +67,8 @@ func TestParseFlags(t *testing.T) {
 					SealValueBytes: 4 << 10, SegmentCacheBytes: 32 << 20, MaxTranscriptBytes: 64 << 20,
 					MCPListConcurrency: mcplist.DefaultConcurrency, MCPListTimeout: mcplist.DefaultTimeout,
 					RetentionWorkers: retention.DefaultWorkers, ArchiveTimeout: retention.DefaultArchiveTimeout,
-					AgentRecheckInterval: controllers.DefaultAgentRecheckInterval, MaxWaitingRunsPerNamespace: controllers.DefaultMaxWaitingRunsPerNamespace}},
+					AgentRecheckInterval: controllers.DefaultAgentRecheckInterval, MaxWaitingRunsPerNamespace: controllers.DefaultMaxWaitingRunsPerNamespace},
+				conversionPort: 443, migrateStorage: true},
 		},
 		"a pod's flags": {
 			args: []string{"--leader-elect", "--webhook-host=0.0.0.0", "--webhook-cert-dir=/certs", "--metrics-bind-address=:8443",
@@ -82,7 +83,8 @@ func TestParseFlags(t *testing.T) {
 					ModelTimeout: 2 * time.Minute, ModelMaxRateLimitWait: controllers.DefaultMaxRateLimitWait, Holder: "pod-a", ReleaseOnStop: true, DrainTimeout: 20 * time.Second,
 					LeaseSkewGrace: 2 * time.Second, HotStatusBytes: 32 << 10, SealValueBytes: 4 << 10, SegmentCacheBytes: 32 << 20,
 					MaxTranscriptBytes: 16 << 20, MCPListConcurrency: 4, MCPListTimeout: 5 * time.Second, RetentionWorkers: 4,
-					ArchiveTimeout: 5 * time.Minute, AgentRecheckInterval: time.Minute, MaxWaitingRunsPerNamespace: controllers.DefaultMaxWaitingRunsPerNamespace}},
+					ArchiveTimeout: 5 * time.Minute, AgentRecheckInterval: time.Minute, MaxWaitingRunsPerNamespace: controllers.DefaultMaxWaitingRunsPerNamespace},
+				conversionPort: 443, migrateStorage: true},
 		},
 		"namespace-scoped": {
 			args: []string{"--watch-namespaces=team-b, team-a"},
@@ -96,7 +98,8 @@ func TestParseFlags(t *testing.T) {
 					MCPListConcurrency: mcplist.DefaultConcurrency, MCPListTimeout: mcplist.DefaultTimeout,
 					RetentionWorkers: retention.DefaultWorkers, ArchiveTimeout: retention.DefaultArchiveTimeout,
 					AgentRecheckInterval: controllers.DefaultAgentRecheckInterval, Namespaces: mustNamespaces(t, "team-a,team-b"),
-					MaxWaitingRunsPerNamespace: controllers.DefaultMaxWaitingRunsPerNamespace}},
+					MaxWaitingRunsPerNamespace: controllers.DefaultMaxWaitingRunsPerNamespace},
+				conversionPort: 443, migrateStorage: true},
 		},
 	}
 	for name, tc := range tests {

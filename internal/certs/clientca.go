@@ -23,10 +23,14 @@ import (
 	"os"
 )
 
-// RequireClientCert returns the webhook server's TLS option that refuses,
-// during the handshake, every caller whose client certificate does not chain
-// to a CA of caFile (a PEM bundle): the manager's --webhook-client-ca
-// (webhook.RequireClientCert, whose comment says why the webhook needs it).
+// RequireClientCert returns the webhook server's TLS option that asks every
+// caller for a client certificate and refuses, during the handshake, one
+// that does not chain to a CA of caFile (a PEM bundle): the manager's
+// --webhook-client-ca (webhook.RequireClientCert, whose comment says why the
+// webhook needs it). A caller with no certificate is let through the
+// handshake: kube-apiserver calls CRD conversion webhooks without the
+// admission client certificate, so the refusal of such callers is per path
+// (webhook.GateClientCerts: every admission path, never /convert).
 // It lives here, beside the certificates it checks, so that the test
 // control plane (internal/testing/testenv) can require what the manager
 // requires without importing the webhook package it serves.
@@ -43,6 +47,6 @@ func RequireClientCert(caFile string) (func(*tls.Config), error) {
 	}
 	return func(c *tls.Config) {
 		c.ClientCAs = pool
-		c.ClientAuth = tls.RequireAndVerifyClientCert
+		c.ClientAuth = tls.VerifyClientCertIfGiven
 	}, nil
 }

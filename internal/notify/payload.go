@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // Data is what every notification says, whatever its format: the run, the

@@ -19,7 +19,7 @@ package segment
 import (
 	"slices"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // Fetch returns the segment stored under name, which the chain expects at

@@ -19,7 +19,7 @@ package segment
 import (
 	"fmt"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/internal/canonical"
 )
 

@@ -21,7 +21,7 @@ import (
 	"sort"
 	"strings"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // Rules of the conversation check (CheckConversations); every Violation

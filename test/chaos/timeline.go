@@ -20,7 +20,7 @@ import (
 	"fmt"
 	"strings"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // timelineSpan is how many writes before and after the offending one a

@@ -23,7 +23,7 @@ import (
 	"sync"
 	"testing"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // chargeAgent is an Agent on the Scripted model with the http tool charge

@@ -21,7 +21,7 @@ import (
 	"strings"
 	"testing"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // TestExpectHash: show prints the command with the payload hash it

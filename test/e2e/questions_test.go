@@ -21,7 +21,7 @@ import (
 	"strings"
 	"testing"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // askAgent is an Agent on the Scripted model whose one tool is the builtin

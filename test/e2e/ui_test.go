@@ -31,7 +31,7 @@ import (
 
 	"github.com/exagent-io/exagent/internal/testing/procs"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // runURL is the run page of ns/name on the page at base (its token

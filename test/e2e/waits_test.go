@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // TestRemediationWaits walks docs/waits.md on config/samples/waits: the

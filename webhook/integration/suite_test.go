@@ -127,7 +127,7 @@ func setup(ctx context.Context) error {
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		WebhookServer:          crwebhook.NewServer(wopts),
+		WebhookServer:          webhook.GateClientCerts(crwebhook.NewServer(wopts)),
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)

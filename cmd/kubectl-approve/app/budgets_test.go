@@ -26,7 +26,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 func budget(ns, name string, sel *metav1.LabelSelector, spec exagentv1.AgentBudgetSpec, limits ...exagentv1.BudgetLimitUse) exagentv1.AgentBudget {

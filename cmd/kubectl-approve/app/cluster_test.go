@@ -44,7 +44,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/cmd/kubectl-approve/app/turn"
 	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/egress"
@@ -125,7 +125,7 @@ func startManager(e *testenv.Env) error {
 	cfg := rest.CopyConfig(e.Config)
 	cfg.QPS, cfg.Burst = 500, 1000
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0", WebhookServer: crwebhook.NewServer(wopts)})
+		HealthProbeBindAddress: "0", WebhookServer: webhook.GateClientCerts(crwebhook.NewServer(wopts))})
 	if err != nil {
 		cancel()
 		return fmt.Errorf("manager: %w", err)

@@ -25,7 +25,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"k8s.io/apimachinery/pkg/types"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // xss is what a hostile person, model or tool writes: each would set

@@ -26,7 +26,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // editedArguments builds the arguments an Approve carries when the user

@@ -23,7 +23,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/fields"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // heldRun is a run an AgentBudget holds: Queued with reason

@@ -21,7 +21,7 @@ import (
 	"sort"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // pendingApproval is one approval a run is waiting for, joined with its tool

@@ -19,7 +19,7 @@ package app
 import (
 	"testing"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 var allPhases = []exagentv1.RunPhase{"", exagentv1.PhaseQueued, exagentv1.PhaseRunning, exagentv1.PhaseAwaitingApproval,

@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // showView is everything `show` prints, read beforehand so that rendering

@@ -19,7 +19,7 @@ package app
 import (
 	"testing"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // TestPendingLine: wait says what a paused run waits for, approvals and

@@ -32,17 +32,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1alpha1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/internal/certs"
 )
 
-// Scheme returns a scheme with the built-in types and exagent's.
+// Scheme returns a scheme with the built-in types and exagent's, both
+// versions.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	if err := exagentv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	// The deprecated version and its conversions: envtest points the CRDs'
+	// conversion at a test's webhook server, which serves /convert.
+	if err := exagentv1alpha1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s

@@ -14,14 +14,14 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package v1alpha1_test
+package v1beta1_test
 
 import (
 	"testing"
 
 	"k8s.io/utils/ptr"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // TestTranscriptBytesDefault: an Agent that sets no transcript limit gets

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package v1alpha1
+package v1beta1
 
 // Condition types of AgentRun. The names are fixed: `kubectl wait
 // --for=condition=AwaitingApproval` and tests outside the project use them.

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package v1alpha1
+package v1beta1
 
 // One home per limit. Every bound below is a marker of the API types (a
 // maxLength, maxItems or maximum of the generated CRDs) that Go code also

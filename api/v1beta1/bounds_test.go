@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package v1alpha1_test
+package v1beta1_test
 
 import (
 	"go/ast"
@@ -30,7 +30,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 )
 
 // TestStringBoundsMatchTheCRD: every bound the code writes a string field
@@ -237,7 +237,13 @@ func crdSchema(t *testing.T, plural string) *apiextensionsv1.JSONSchemaProps {
 	if err := yaml.Unmarshal(b, &crd); err != nil {
 		t.Fatalf("decoding the %s CRD: %v", plural, err)
 	}
-	return crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	for _, v := range crd.Spec.Versions {
+		if v.Name == exagentv1.GroupVersion.Version {
+			return v.Schema.OpenAPIV3Schema
+		}
+	}
+	t.Fatalf("the %s CRD has no version %s", plural, exagentv1.GroupVersion.Version)
+	return nil
 }
 
 // schemaAt walks path (".a.b[].c": [] steps into a list's items). In a
