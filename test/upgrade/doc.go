@@ -34,7 +34,12 @@ limitations under the License.
 // plugin of this tree), and checks that every run ends as it would have
 // without the upgrade, each tool effect exactly once (the test/chaos tool
 // servers are the oracle), every decision the release signed still
-// verifies, and the pending notification is delivered signed. Last it
+// verifies, the pending notification is delivered signed, every run this
+// tree wrote carries status.formatVersion 2 (v0.3.0's carried none), and
+// the storage migration (a StorageVersionMigration per CRD, carried out by
+// the local kube-controller-manager) leaves every CRD's
+// status.storedVersions [v1beta1]. The test speaks v1alpha1 to v0.3.0's
+// control plane and v1beta1 to this tree's (apiversion_test.go). Last it
 // starts the release's manager again on the upgraded store (a downgrade)
 // and checks that what happens is loud, never a silent change of a run.
 //

@@ -19,6 +19,7 @@ limitations under the License.
 package upgrade
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"sort"
@@ -27,7 +28,9 @@ import (
 	"testing"
 	"time"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/internal/testing/procs"
 )
@@ -41,13 +44,26 @@ const downgradeTimeout = 2 * time.Minute
 // helm rollback would (a rollback leaves the CRDs, which helm never
 // downgrades): this tree's manager stops with a run of its own waiting
 // for approval, v0.3.0's starts as its own identity against this tree's
-// CRDs, webhook configuration and RBAC, and alice approves the run
-// (v0.3.0's webhook admits her decision). What v0.3.0 does is recorded
-// in the log; the test asserts it is loud — the manager refuses (exits),
-// or logs errors — or harmless: the run ends, its one effect applied once.
-// Whatever happens, no effect is applied twice. The status fields this
-// tree journals that v0.3.0 does not know and drops when it writes the
-// run are logged (docs/upgrading.md: a downgrade).
+// CRDs (stored as v1beta1, converted by a /convert that v0.3.0 does not
+// serve), webhook configuration and RBAC. Then, as a user of v0.3.0
+// would, the test reads the run as v1alpha1 and alice approves it as
+// v1alpha1, then as v1beta1. Observed (the refusals are asserted):
+// v0.3.0's manager starts and keeps running — its informers' lists are
+// served, it appears, from the apiserver's watch cache, which holds the
+// objects converted while this tree's manager served /convert (the
+// apiserver logs no conversion failure) — but every read or write that needs a
+// conversion now fails (v0.3.0's webhook server answers /convert 404):
+// the v1alpha1 read of the run ends in "StorageError: corrupt object …
+// conversion webhook for exagent.io/v1beta1, Kind=AgentRun failed: the
+// server could not find the requested resource", the v1alpha1 decision in
+// "conversion webhook for exagent.io/v1alpha1, Kind=ApprovalDecision
+// failed: …" (the same); the v1beta1 decision reaches v0.3.0's mutating
+// webhook, which denies it: no kind "ApprovalDecision" is registered for
+// version "exagent.io/v1beta1"; and v0.3.0's decision controller logs, for every
+// decision, that it may not patch its owner (this tree's RBAC grants no
+// patch on approvaldecisions). The run stays waiting, no effect is
+// applied: loud, never a silent change of a run. The exact texts are
+// logged (DOWNGRADE: lines).
 func downgrade(t *testing.T, pl *plane, s *scenario, rel release, head *procs.Process) {
 	t.Helper()
 	if err := create(pl.c, runObject(runDowngrade, agentOps)); err != nil {
@@ -64,6 +80,9 @@ func downgrade(t *testing.T, pl *plane, s *scenario, rel release, head *procs.Pr
 	}); err != nil {
 		t.Fatalf("run %s did not pause under this tree: %v", runDowngrade, err)
 	}
+	if paused.Status.FormatVersion != exagentv1.JournalFormat {
+		t.Errorf("run %s, written by this tree, has status.formatVersion %d, want %d", runDowngrade, paused.Status.FormatVersion, exagentv1.JournalFormat)
+	}
 	if err := head.Stop(syscall.SIGTERM, time.Minute); err != nil && !procs.IsSignalExit(err) {
 		t.Logf("this tree's manager's stop: %v", err)
 	}
@@ -74,10 +93,24 @@ func downgrade(t *testing.T, pl *plane, s *scenario, rel release, head *procs.Pr
 		return
 	}
 	defer old.Kill()
-	var decideErr error
+	// As v0.3.0's users do: v1alpha1, one try each (a refusal is the point).
+	ctx := context.Background()
+	alpha, alphaAlice := speak(pl.c, v1alpha1), speak(pl.users[alice], v1alpha1)
+	readErr := alpha.Get(ctx, client.ObjectKeyFromObject(paused), &exagentv1.AgentRun{})
+	t.Logf("DOWNGRADE: reading run %s as v1alpha1: %v", runDowngrade, readErr)
+	if readErr == nil {
+		t.Errorf("run %s (stored as v1beta1) read as v1alpha1 without this tree's /convert", runDowngrade)
+	}
+	var alphaErr, decideErr error
 	if a := paused.Status.Pending(); len(a) == 1 {
 		d := fixture.MakeDecision("approve-after-downgrade", ns, runDowngrade).Approve(a[0]).Reason("after the downgrade").Obj()
-		decideErr = create(pl.users[alice], d)
+		alphaErr = alphaAlice.Create(ctx, d.DeepCopy())
+		t.Logf("DOWNGRADE: alice's decision as v1alpha1: %v", alphaErr)
+		decideErr = pl.users[alice].Create(ctx, d.DeepCopy())
+		t.Logf("DOWNGRADE: alice's decision as v1beta1: %v", decideErr)
+	}
+	if alphaErr == nil && decideErr == nil {
+		t.Errorf("v0.3.0's webhook admitted alice's decision on this tree's CRDs in both versions")
 	}
 	var r *exagentv1.AgentRun
 	waitErr := procs.Poll(downgradeTimeout, func() (bool, error) {
@@ -107,6 +140,9 @@ func downgrade(t *testing.T, pl *plane, s *scenario, rel release, head *procs.Pr
 		if n > 1 {
 			t.Errorf("after the downgrade, key %s applied %d times", key, n)
 		}
+	}
+	if alphaErr != nil && decideErr != nil && r != nil && r.Status.Phase.IsTerminal() {
+		t.Errorf("run %s ended %s under %s with no decision admitted", runDowngrade, describe(r), releaseVersion)
 	}
 	ended := waitErr == nil && r != nil && r.Status.Phase == exagentv1.PhaseSucceeded
 	if ended {

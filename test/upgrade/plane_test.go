@@ -27,12 +27,12 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/exagent-io/exagent/internal/testing/procs"
-	"github.com/exagent-io/exagent/internal/testing/testenv"
 )
 
 // Users of the control plane: alice approves (exagent-approver), carol
@@ -62,13 +62,16 @@ type plane struct {
 
 	proc  *procs.Process
 	admin *rest.Config
+	// c (the admin) and users speak exagent.io as the version start was
+	// given (apiClient).
 	c     client.Client
 	users map[string]client.Client
 }
 
 // start starts the devcluster bin with --root root (the CRDs, RBAC and
-// webhook configuration it installs) and loads every kubeconfig it wrote.
-func (p *plane) start(version, bin, root string) error {
+// webhook configuration it installs) and loads every kubeconfig it wrote;
+// the plane's clients speak exagent.io as gv, a version it serves.
+func (p *plane) start(version, bin, root string, gv schema.GroupVersion) error {
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return err
 	}
@@ -85,18 +88,21 @@ func (p *plane) start(version, bin, root string) error {
 	if p.admin, err = loadKubeconfig(filepath.Join(p.dir, "kubeconfig")); err != nil {
 		return err
 	}
-	if p.c, err = client.New(p.admin, client.Options{Scheme: testenv.Scheme()}); err != nil {
+	if p.c, err = client.New(p.admin, client.Options{Scheme: scheme}); err != nil {
 		return err
 	}
+	p.c = speak(p.c, gv)
 	p.users = map[string]client.Client{}
 	for _, u := range []string{alice, carol} {
 		cfg, err := loadKubeconfig(p.kubeconfig(u))
 		if err != nil {
 			return err
 		}
-		if p.users[u], err = client.New(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
+		c, err := client.New(cfg, client.Options{Scheme: scheme})
+		if err != nil {
 			return err
 		}
+		p.users[u] = speak(c, gv)
 	}
 	return nil
 }

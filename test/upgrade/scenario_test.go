@@ -35,19 +35,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/internal/testing/procs"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/test/chaos"
 )
-
-// NOTE for the switch of exagentv1 to api/v1beta1: v0.3.0's apiserver
-// serves only v1alpha1, so everything this test (and the chaos servers'
-// readRV) reads or writes before the upgrade must stay on api/v1alpha1
-// (still served, deprecated, after the switch); only what it does after
-// the upgrade may move to v1beta1. A plain sed of the import would make
-// every pre-upgrade List fail with "no matches for kind".
 
 // ns is the namespace of every object of the scenario.
 const ns = "upgrade"
@@ -102,8 +95,12 @@ const leaseDuration = "5s"
 // scenario is the namespace's oracles: the tool servers (each effect
 // counted by its idempotency key), the model server and the sink.
 type scenario struct {
-	pl    *plane
-	model *chaos.ModelServer
+	pl *plane
+	// reader is v0.3.0's plane's admin speaking v1alpha1, kept across the
+	// upgrade: the servers' run lookups and the tree script read through
+	// it (apiversion_test.go).
+	reader client.Reader
+	model  *chaos.ModelServer
 	// tools serves charge and wire; slow serves refund and holds it until
 	// the old manager has stopped.
 	tools, slow *chaos.ToolServer
@@ -128,7 +125,7 @@ func (s *scenario) calls(run types.NamespacedName) []chaos.ToolCall {
 	case runTree:
 		// The child is named by the parent's UID and the call's id.
 		parent := &exagentv1.AgentRun{}
-		if err := s.pl.c.Get(context.Background(), run, parent); err != nil {
+		if err := s.reader.Get(context.Background(), run, parent); err != nil {
 			return nil
 		}
 		child := loop.ChildName(run.Name, string(parent.UID), "hand-off")

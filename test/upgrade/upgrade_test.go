@@ -37,7 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	exagentv1 "github.com/exagent-io/exagent/api/v1alpha1"
+	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
 	"github.com/exagent-io/exagent/internal/testing/procs"
@@ -107,21 +107,21 @@ func TestUpgradeFromLastRelease(t *testing.T) {
 	})
 
 	// ---- v0.3.0: its control plane, its CRDs, webhooks and RBAC, its manager.
-	if err := pl.start(releaseVersion, rel.Devcluster, rel.Root); err != nil {
+	if err := pl.start(releaseVersion, rel.Devcluster, rel.Root, v1alpha1); err != nil {
 		t.Fatal(err)
 	}
 	key, keyValue := newSinkKey()
-	s := &scenario{pl: pl, sink: &sink{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(sinkPort)), key: key}, sinkKey: keyValue}
+	s := &scenario{pl: pl, reader: pl.c, sink: &sink{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(sinkPort)), key: key}, sinkKey: keyValue}
 	t.Cleanup(s.sink.close)
-	if s.model, err = chaos.NewModelServer(pl.c, s.script); err != nil {
+	if s.model, err = chaos.NewModelServer(s.reader, s.script); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.model.Close)
-	if s.tools, err = chaos.NewToolServer(pl.c); err != nil {
+	if s.tools, err = chaos.NewToolServer(s.reader); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.tools.Close)
-	if s.slow, err = chaos.NewToolServer(pl.c); err != nil {
+	if s.slow, err = chaos.NewToolServer(s.reader); err != nil {
 		t.Fatal(err)
 	}
 	s.slow.Idempotent("/" + toolRefund)
@@ -274,7 +274,11 @@ func TestUpgradeFromLastRelease(t *testing.T) {
 	if err := pl.stop(); err != nil {
 		t.Fatalf("stopping %s's control plane: %v", releaseVersion, err)
 	}
-	if err := pl.start("head", head.Path("devcluster"), testenv.RepoRoot()); err != nil {
+	if err := pl.start("head", head.Path("devcluster"), testenv.RepoRoot(), exagentv1.GroupVersion); err != nil {
+		t.Fatal(err)
+	}
+	storedAtUpgrade, err := storedVersions(pl.c)
+	if err != nil {
 		t.Fatal(err)
 	}
 	mgr, err := pl.startManager("head", head.Path("manager"),
@@ -283,6 +287,9 @@ func TestUpgradeFromLastRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mgr.Kill()
+	// The storage migration goes on beside everything below.
+	migrated := make(chan migration, 1)
+	go func(c client.Client, started time.Time) { migrated <- watchMigration(c, started) }(pl.c, time.Now())
 	if err := s.sink.up(); err != nil {
 		t.Fatal(err)
 	}
@@ -366,6 +373,24 @@ func TestUpgradeFromLastRelease(t *testing.T) {
 	}
 	if waitErr != nil {
 		t.Errorf("%d runs not ended within %s: %v\nmanager log:%s", stuck, endTimeout, waitErr, lines(mgr.Tail()))
+	}
+
+	// The journal format: v0.3.0 wrote no status.formatVersion (format 1);
+	// this tree writes exagentv1.JournalFormat on every run it writes —
+	// each run that had not ended before the upgrade, which it drove to
+	// its end. (The retained run, ended under v0.3.0, is in the table.)
+	for _, name := range names {
+		b, r := before[name], after[name]
+		if b != nil && b.Status.FormatVersion != 0 {
+			t.Errorf("run %s had status.formatVersion %d under %s, which writes none", name, b.Status.FormatVersion, releaseVersion)
+		}
+		if r == nil || b == nil || b.Status.Phase.IsTerminal() {
+			continue
+		}
+		if r.Status.FormatVersion != exagentv1.JournalFormat {
+			t.Errorf("run %s, written by this tree after the upgrade, has status.formatVersion %d, want %d",
+				name, r.Status.FormatVersion, exagentv1.JournalFormat)
+		}
 	}
 
 	// Each effect exactly once: every call's key applied once by the tool
@@ -485,7 +510,18 @@ func TestUpgradeFromLastRelease(t *testing.T) {
 		}
 	}
 
-	report(t, after, names, len(old), effects, duplicates, lost, stuck, len(s.sink.received()))
+	// Every exagent.io CRD stores only v1beta1 once the manager migrated
+	// what v0.3.0 stored as v1alpha1 (a StorageVersionMigration each,
+	// carried out by kube-controller-manager) and pruned storedVersions.
+	m := <-migrated
+	t.Logf("storage: storedVersions at the upgrade: %s", formatStored(storedAtUpgrade))
+	t.Logf("storage: storedVersions %s after the manager's start: %s; StorageVersionMigrations: %v",
+		m.took.Round(time.Second), formatStored(m.stored), m.svms)
+	if m.err != nil {
+		t.Errorf("the CRDs' storedVersions did not become [%s]: %v\nmanager log:%s", exagentv1.GroupVersion.Version, m.err, lines(mgr.Tail()))
+	}
+
+	report(t, before, after, names, len(old), effects, duplicates, lost, stuck, len(s.sink.received()))
 	t.Logf("upgrade test: %s in all", time.Since(started).Round(time.Second))
 
 	if t.Failed() {
@@ -566,7 +602,7 @@ func states(runs map[string]*exagentv1.AgentRun) string {
 }
 
 // report prints the table of the upgrade.
-func report(t *testing.T, runs map[string]*exagentv1.AgentRun, names []string, decisions, effects, duplicates, lost, stuck, notifications int) {
+func report(t *testing.T, before, runs map[string]*exagentv1.AgentRun, names []string, decisions, effects, duplicates, lost, stuck, notifications int) {
 	perPhase := map[string]int{}
 	for _, name := range names {
 		phase := "missing"
@@ -577,9 +613,15 @@ func report(t *testing.T, runs map[string]*exagentv1.AgentRun, names []string, d
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "upgrade %s (%s) → this tree\n", releaseVersion, releaseCommit)
-	fmt.Fprintf(&b, "  %-28s %s\n", "run", "ended")
+	format := func(r *exagentv1.AgentRun) string {
+		if r == nil || r.Status.FormatVersion == 0 {
+			return "-"
+		}
+		return strconv.Itoa(int(r.Status.FormatVersion))
+	}
+	fmt.Fprintf(&b, "  %-28s %-8s %s\n", "run", "format", "ended")
 	for _, name := range names {
-		fmt.Fprintf(&b, "  %-28s %s\n", name, describe(runs[name]))
+		fmt.Fprintf(&b, "  %-28s %-8s %s\n", name, format(before[name])+"→"+format(runs[name]), describe(runs[name]))
 	}
 	fmt.Fprintf(&b, "  %-28s", "runs per state")
 	for _, p := range sortedKeys(perPhase) {
