@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -25,8 +26,11 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -57,8 +61,9 @@ type cluster struct {
 	mut       []*admissionv1.MutatingWebhookConfiguration
 	val       []*admissionv1.ValidatingWebhookConfiguration
 	webhookCA []byte
-	// controllers is kube-controller-manager with the garbage collector
-	// and the namespace controller, as on every real cluster.
+	// controllers is kube-controller-manager with the garbage collector,
+	// the namespace controller and the storage version migrator, as on
+	// every real cluster (testenv.LocalControllers).
 	controllers *testenv.ControllerManager
 	// webhookClient is the apiserver's client certificate for the webhooks.
 	webhookClient *testenv.WebhookClient
@@ -279,10 +284,14 @@ func (c *cluster) useDataDir(d dataDir, mut []*admissionv1.MutatingWebhookConfig
 	return nil
 }
 
-// installKeptWebhooks registers the webhook configurations with the CA of
-// the serving pair kept in the data directory. envtest installs them with a
-// pair it generates at every start; this replaces its CA bundle.
+// installKeptWebhooks registers the webhook configurations, and the CRDs'
+// conversion webhook, with the CA of the serving pair kept in the data
+// directory. envtest installs them with a pair it generates at every
+// start; this replaces its CA bundle.
 func (c *cluster) installKeptWebhooks(ctx context.Context, cl client.Client) error {
+	if err := c.keepConversionCA(ctx, cl); err != nil {
+		return err
+	}
 	var objs []client.Object
 	for _, m := range c.mut {
 		m = m.DeepCopy()
@@ -306,6 +315,31 @@ func (c *cluster) installKeptWebhooks(ctx context.Context, cl client.Client) err
 		o.SetResourceVersion(existing.GetResourceVersion())
 		if err := cl.Update(ctx, o); err != nil {
 			return fmt.Errorf("installing webhook configuration %s: %w", o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// keepConversionCA sets the CA bundle of every CRD envtest pointed at the
+// conversion webhook to the kept serving pair's: the manager serves that
+// pair, and with envtest's own bundle every read that needs a conversion
+// (an object stored in another version than the one asked for) fails with
+// "x509: certificate signed by unknown authority".
+func (c *cluster) keepConversionCA(ctx context.Context, cl client.Client) error {
+	for _, crd := range c.env.CRDs {
+		if crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter {
+			continue
+		}
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"conversion": map[string]any{
+			"webhook": map[string]any{"clientConfig": map[string]any{"caBundle": c.webhookCA}}}}})
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		u.SetName(crd.Name)
+		if err := cl.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return fmt.Errorf("setting the conversion CA bundle of CRD %s: %w", crd.Name, err)
 		}
 	}
 	return nil

@@ -37,10 +37,13 @@ import (
 
 // LocalControllers are the kube-controller-manager controllers a local
 // control plane runs: the garbage collector, which deletes what a deleted
-// object owned (a run's segments, decisions and child runs), and the
-// namespace controller, which empties a namespace being deleted. Every
-// real cluster runs both; exagent leaves that work to them.
-var LocalControllers = []string{"garbagecollector", "namespace"}
+// object owned (a run's segments, decisions and child runs), the
+// namespace controller, which empties a namespace being deleted, and the
+// storage version migrator, which carries out the StorageVersionMigrations
+// the manager creates after an upgrade (internal/crdconversion; it needs
+// the garbage collector's informers). Every real cluster runs them;
+// exagent leaves that work to them.
+var LocalControllers = []string{"garbagecollector", "namespace", "storage-version-migrator-controller"}
 
 // controllerManagerUser is the identity kube-controller-manager runs as:
 // the name the apiserver's bootstrap RBAC gives the controller manager,
@@ -49,7 +52,8 @@ var LocalControllers = []string{"garbagecollector", "namespace"}
 const controllerManagerUser = "system:kube-controller-manager"
 
 // controllerRoles are the bootstrap ClusterRoles of LocalControllers.
-var controllerRoles = []string{"system:controller:generic-garbage-collector", "system:controller:namespace-controller"}
+var controllerRoles = []string{"system:controller:generic-garbage-collector", "system:controller:namespace-controller",
+	"system:controller:storage-version-migrator-controller"}
 
 // ControllerManager is a kube-controller-manager process beside a control
 // plane started by envtest.
