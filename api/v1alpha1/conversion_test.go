@@ -33,21 +33,18 @@ import (
 // fuzzRounds is how many random objects of each kind make each round trip.
 const fuzzRounds = 500
 
-// convertible is a v1alpha1 kind and its v1beta1 hub, fresh each call.
-type convertible struct {
-	spoke func() conversion.Convertible
-	hub   func() conversion.Hub
-}
-
-var kinds = map[string]convertible{
-	"Agent":            {func() conversion.Convertible { return &Agent{} }, func() conversion.Hub { return &v1beta1.Agent{} }},
-	"AgentRun":         {func() conversion.Convertible { return &AgentRun{} }, func() conversion.Hub { return &v1beta1.AgentRun{} }},
-	"ApprovalDecision": {func() conversion.Convertible { return &ApprovalDecision{} }, func() conversion.Hub { return &v1beta1.ApprovalDecision{} }},
-	"AgentRunSegment":  {func() conversion.Convertible { return &AgentRunSegment{} }, func() conversion.Hub { return &v1beta1.AgentRunSegment{} }},
-	"Conversation":     {func() conversion.Convertible { return &Conversation{} }, func() conversion.Hub { return &v1beta1.Conversation{} }},
-	"AgentSchedule":    {func() conversion.Convertible { return &AgentSchedule{} }, func() conversion.Hub { return &v1beta1.AgentSchedule{} }},
-	"AgentTrigger":     {func() conversion.Convertible { return &AgentTrigger{} }, func() conversion.Hub { return &v1beta1.AgentTrigger{} }},
-	"AgentBudget":      {func() conversion.Convertible { return &AgentBudget{} }, func() conversion.Hub { return &v1beta1.AgentBudget{} }},
+// kinds makes a fresh v1alpha1 object of each kind and its v1beta1 hub.
+var kinds = map[string]func() (conversion.Convertible, conversion.Hub){
+	"Agent":    func() (conversion.Convertible, conversion.Hub) { return &Agent{}, &v1beta1.Agent{} },
+	"AgentRun": func() (conversion.Convertible, conversion.Hub) { return &AgentRun{}, &v1beta1.AgentRun{} },
+	"ApprovalDecision": func() (conversion.Convertible, conversion.Hub) {
+		return &ApprovalDecision{}, &v1beta1.ApprovalDecision{}
+	},
+	"AgentRunSegment": func() (conversion.Convertible, conversion.Hub) { return &AgentRunSegment{}, &v1beta1.AgentRunSegment{} },
+	"Conversation":    func() (conversion.Convertible, conversion.Hub) { return &Conversation{}, &v1beta1.Conversation{} },
+	"AgentSchedule":   func() (conversion.Convertible, conversion.Hub) { return &AgentSchedule{}, &v1beta1.AgentSchedule{} },
+	"AgentTrigger":    func() (conversion.Convertible, conversion.Hub) { return &AgentTrigger{}, &v1beta1.AgentTrigger{} },
+	"AgentBudget":     func() (conversion.Convertible, conversion.Hub) { return &AgentBudget{}, &v1beta1.AgentBudget{} },
 }
 
 // filler fills every field, nested lists and maps included, with
@@ -75,13 +72,12 @@ func TestRoundTripFromV1alpha1(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for i := range fuzzRounds {
 				seed := rand.Uint64()
-				in := k.spoke()
+				in, hub := k()
 				filler(seed).Fill(in)
-				hub := k.hub()
 				if err := in.ConvertTo(hub); err != nil {
 					t.Fatalf("seed %d: to v1beta1: %v", seed, err)
 				}
-				out := k.spoke()
+				out, _ := k()
 				if err := out.ConvertFrom(hub); err != nil {
 					t.Fatalf("seed %d: from v1beta1: %v", seed, err)
 				}
@@ -100,13 +96,12 @@ func TestRoundTripFromV1beta1(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for i := range fuzzRounds {
 				seed := rand.Uint64()
-				in := k.hub()
+				spoke, in := k()
 				filler(seed).Fill(in)
-				spoke := k.spoke()
 				if err := spoke.ConvertFrom(in); err != nil {
 					t.Fatalf("seed %d: from v1beta1: %v", seed, err)
 				}
-				out := k.hub()
+				_, out := k()
 				if err := spoke.ConvertTo(out); err != nil {
 					t.Fatalf("seed %d: to v1beta1: %v", seed, err)
 				}
