@@ -109,13 +109,18 @@ func (k *Keeper) Sync(ctx context.Context) error {
 		if Equal(crd.Spec.Conversion, want) {
 			continue
 		}
-		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"conversion": want}})
+		// The whole of spec.conversion replaced (a merge patch would keep a
+		// url beside the service), fenced by the resourceVersion read: a
+		// CRD changed in between (an upgrade applying it) is read again
+		// next round.
+		patch, err := json.Marshal([]map[string]any{
+			{"op": "test", "path": "/metadata/resourceVersion", "value": crd.ResourceVersion},
+			{"op": "add", "path": "/spec/conversion", "value": want},
+		})
 		if err != nil {
 			return err
 		}
-		// A merge patch fenced by the resourceVersion read: a CRD changed
-		// in between (an upgrade applying it) is read again next round.
-		if err := k.Client.Patch(ctx, crd, client.RawPatch(types.MergePatchType, withVersion(patch, crd.ResourceVersion))); err != nil {
+		if err := k.Client.Patch(ctx, crd, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 			return fmt.Errorf("setting the conversion webhook of CRD %s: %w", name, err)
 		}
 		k.Log.Info("CRD converted by the manager's webhook", "crd", name, "service", k.Service.String())
@@ -147,13 +152,4 @@ func Equal(have, want *apiextensionsv1.CustomResourceConversion) bool {
 	a, errA := json.Marshal(have)
 	b, errB := json.Marshal(want)
 	return errA == nil && errB == nil && bytes.Equal(a, b)
-}
-
-// withVersion adds metadata.resourceVersion to a merge patch.
-func withVersion(patch []byte, rv string) []byte {
-	var m map[string]any
-	_ = json.Unmarshal(patch, &m)
-	m["metadata"] = map[string]any{"resourceVersion": rv}
-	out, _ := json.Marshal(m)
-	return out
 }

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -60,26 +61,26 @@ type Migrator struct {
 // NeedLeaderElection is true: one manager migrates.
 func (m *Migrator) NeedLeaderElection() bool { return true }
 
-// Start migrates every CRD of CRDs, each until it is done or ctx ends.
+// Start migrates every CRD of CRDs at once — each migration waits on
+// kube-controller-manager, so one after another would add their waits —
+// and returns when all are done or ctx ends.
 func (m *Migrator) Start(ctx context.Context) error {
 	poll := m.Poll
 	if poll <= 0 {
 		poll = 5 * time.Second
 	}
-	for _, name := range CRDs {
-		err := wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+	pending := slices.Clone(CRDs)
+	_ = wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
+		pending = slices.DeleteFunc(pending, func(name string) bool {
 			done, err := m.Migrate(ctx, name)
 			if err != nil {
 				m.Log.Error(err, "storage migration", "crd", name)
-				return false, nil
 			}
-			return done, nil
+			return done
 		})
-		if err != nil {
-			return nil // ctx ended
-		}
-	}
-	return nil
+		return len(pending) == 0, nil
+	})
+	return nil // done, or ctx ended
 }
 
 // Migrate takes CRD name one step towards storedVersions == [storage]
