@@ -261,8 +261,8 @@ type healthCheckExpr struct {
 	Current    string `json:"current"`
 }
 
-// fluxExprs reads config/flux/healthcheckexprs.yaml: one entry per kind,
-// each of exagent's API version and with a current expression.
+// fluxExprs reads config/flux/healthcheckexprs.yaml: one entry per kind
+// of v1beta1 with a current expression, and the same for v1alpha1.
 func fluxExprs(t *testing.T) map[string]healthCheckExpr {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "flux", "healthcheckexprs.yaml"))
@@ -274,11 +274,27 @@ func fluxExprs(t *testing.T) map[string]healthCheckExpr {
 		t.Fatal(err)
 	}
 	out := map[string]healthCheckExpr{}
+	alpha := map[string]healthCheckExpr{}
 	for _, e := range exprs {
-		if _, dup := out[e.Kind]; dup || e.APIVersion != exagentv1.GroupVersion.String() || e.Current == "" {
-			t.Fatalf("entry %+v: want one per kind, of %s, with a current expression", e, exagentv1.GroupVersion)
+		switch e.APIVersion {
+		case exagentv1.GroupVersion.String():
+			if _, dup := out[e.Kind]; dup || e.Current == "" {
+				t.Fatalf("entry %+v: want one per kind, with a current expression", e)
+			}
+			out[e.Kind] = e
+		case "exagent.io/v1alpha1":
+			alpha[e.Kind] = e
+		default:
+			t.Fatalf("entry %+v: not of exagent's API versions", e)
 		}
-		out[e.Kind] = e
+	}
+	// Manifests still in the deprecated version are judged alike.
+	for kind, e := range out {
+		a := alpha[kind]
+		a.APIVersion = e.APIVersion
+		if a != e || len(alpha) != len(out) {
+			t.Fatalf("the v1alpha1 entries must be the v1beta1 ones: %s %+v vs %+v", kind, alpha[kind], e)
+		}
 	}
 	return out
 }
