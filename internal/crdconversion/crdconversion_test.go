@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -273,4 +274,26 @@ func setConversion(t *testing.T, c client.Client, name string, conv *apiextensio
 	if err := c.Patch(context.Background(), getCRD(t, c, name), client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		t.Fatalf("setting the conversion of %s: %v", name, err)
 	}
+}
+
+// TestTheOldCRDIsRefused: once v1beta1 is a stored version, a CRD that
+// serves only v1alpha1 — v0.3.0's — cannot be applied over the new one
+// (docs/upgrading.md, "Rolling back").
+func TestTheOldCRDIsRefused(t *testing.T) {
+	c := crdClient(t)
+	crd := getCRD(t, c, "agentbudgets.exagent.io")
+	if !slices.Contains(crd.Status.StoredVersions, "v1beta1") {
+		t.Fatalf("storedVersions %v lack v1beta1", crd.Status.StoredVersions)
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Name == "v1alpha1" {
+			v.Storage, v.Deprecated, v.DeprecationWarning = true, false, nil
+			crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{v}
+		}
+	}
+	err := c.Update(t.Context(), crd)
+	if err == nil || !strings.Contains(err.Error(), "storedVersions") {
+		t.Fatalf("applying v0.3.0's CRD over the new one: %v; want refused for its stored versions", err)
+	}
+	t.Logf("refused: %v", err)
 }
