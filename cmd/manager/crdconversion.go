@@ -34,9 +34,19 @@ import (
 
 // addCRDConversion adds the Keeper of the CRDs' conversion webhook (with
 // --conversion-webhook-service) and the storage Migrator (with
-// --migrate-storage) to mgr. Both read CRDs with a client of their own,
-// uncached: the manager watches no CRD.
+// --migrate-storage) to mgr, unless it serves only some namespaces. Both
+// read CRDs with a client of their own, uncached: the manager watches no
+// CRD.
 func addCRDConversion(mgr ctrl.Manager, f *flags) error {
+	log := ctrl.Log.WithName("crdconversion")
+	if !f.opts.Namespaces.All() {
+		// Namespace-scoped: no right on CRDs, which are the cluster
+		// admin's to point and migrate (docs/upgrading.md).
+		if f.conversionService != "" || f.migrateStorage {
+			log.Info("namespace-scoped (--watch-namespaces): the CRDs' conversion webhook and storage migration are left to the cluster admin")
+		}
+		return nil
+	}
 	if f.conversionService == "" && !f.migrateStorage {
 		return nil
 	}
@@ -51,7 +61,6 @@ func addCRDConversion(mgr ctrl.Manager, f *flags) error {
 	if err != nil {
 		return fmt.Errorf("CRD client: %w", err)
 	}
-	log := ctrl.Log.WithName("crdconversion")
 	if f.conversionService != "" {
 		ns, name, ok := strings.Cut(f.conversionService, "/")
 		if !ok || ns == "" || name == "" {
