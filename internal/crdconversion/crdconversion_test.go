@@ -31,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -112,7 +113,7 @@ func TestKeeperPointsEveryCRDAtTheService(t *testing.T) {
 	versions := map[string]string{}
 	for _, name := range CRDs {
 		crd := getCRD(t, c, name)
-		if !Equal(crd.Spec.Conversion, want) {
+		if !apiequality.Semantic.DeepEqual(crd.Spec.Conversion, want) {
 			got, _ := json.Marshal(crd.Spec.Conversion)
 			t.Errorf("CRD %s conversion %s", name, got)
 		}

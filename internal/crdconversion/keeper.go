@@ -26,6 +26,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -106,7 +107,7 @@ func (k *Keeper) Sync(ctx context.Context) error {
 		if err := k.Client.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
 			return fmt.Errorf("reading CRD %s: %w", name, err)
 		}
-		if Equal(crd.Spec.Conversion, want) {
+		if apiequality.Semantic.DeepEqual(crd.Spec.Conversion, want) {
 			continue
 		}
 		// The whole of spec.conversion replaced (a merge patch would keep a
@@ -145,11 +146,4 @@ func (k *Keeper) conversion(ca []byte) *apiextensionsv1.CustomResourceConversion
 			},
 		},
 	}
-}
-
-// Equal reports whether a CRD's conversion is already want.
-func Equal(have, want *apiextensionsv1.CustomResourceConversion) bool {
-	a, errA := json.Marshal(have)
-	b, errB := json.Marshal(want)
-	return errA == nil && errB == nil && bytes.Equal(a, b)
 }
