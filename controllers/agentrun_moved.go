@@ -17,9 +17,11 @@ limitations under the License.
 package controllers
 
 import (
+	"context"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -102,6 +104,22 @@ func (r *AgentRunReconciler) leftCache(obj client.Object) {
 			r.mem.forget(key, r.Clock.Now())
 		}
 	}()
+}
+
+// movedAway reports whether the run named key, absent from this shard's
+// cache, exists in another shard. The informer tells each of its handlers
+// of a delete on its own, so a reconcile may find the run gone before
+// leftCache heard of it: it must not drop what a hand-over commits.
+func (r *AgentRunReconciler) movedAway(ctx context.Context, key types.NamespacedName) bool {
+	if !r.Shard.Sharded() {
+		return false
+	}
+	run := &metav1.PartialObjectMetadata{}
+	run.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRun"))
+	if err := r.APIReader.Get(ctx, key, run); err != nil {
+		return !apierrors.IsNotFound(err) // unknown: keep the memory; leftCache decides
+	}
+	return !r.Shard.Serves(run.Labels)
 }
 
 // runGone cancels a deleted run's jobs.

@@ -101,8 +101,8 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName,
 	run := &exagentv1.AgentRun{}
 	if err := reader.Get(ctx, key, run); err != nil {
 		if apierrors.IsNotFound(err) {
-			if r.mem.leaving.has(key) {
-				return nil, nil // moved or deleted: leftCache decides, and keeps what a hand-over commits
+			if r.mem.leaving.has(key) || r.movedAway(ctx, key) {
+				return nil, nil // moved to another shard: leftCache hands it over with what this process holds
 			}
 			// Its children, segments and decisions are the garbage
 			// collector's: each has the run as owner.

@@ -206,6 +206,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if o.Holder == "" {
 		o.Holder = NewHolder()
 	}
+	if o.Placer != nil && o.Placer.Reader == nil {
+		p := *o.Placer
+		p.Reader = mgr.GetClient()
+		o.Placer = &p
+	}
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}

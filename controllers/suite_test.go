@@ -196,7 +196,9 @@ func (h *harness) startManagerWith(opts controllers.Options, hooks func(kill fun
 	h.t.Helper()
 	cfg := rest.CopyConfig(env().Config)
 	cfg.QPS, cfg.Burst = 2000, 4000
-	mgr, err := ctrl.NewManager(cfg, h.managerOptions())
+	mopts := h.managerOptions()
+	opts.Shard.Cache(&mopts.Cache) // a shard's manager caches its shard only
+	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
 		h.t.Fatalf("new manager: %v", err)
 	}
@@ -381,6 +383,9 @@ func (h *harness) decide(user string, d *fixture.DecisionWrapper) *exagentv1.App
 	run := &exagentv1.AgentRun{}
 	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: obj.Namespace, Name: obj.Spec.RunRef.Name}, run); err == nil {
 		obj.SetRunOwner(run)
+		if v, ok := run.Labels[exagentv1.LabelShard]; ok {
+			obj.Labels = map[string]string{exagentv1.LabelShard: v} // its run's shard
+		}
 	}
 	if err := u.client.Create(context.Background(), obj); err != nil {
 		h.t.Fatalf("creating decision %s as %s: %v", obj.Name, user, err)
