@@ -29,6 +29,7 @@ import (
 	"github.com/exagent-io/exagent/internal/executor"
 	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/internal/served"
+	"github.com/exagent-io/exagent/internal/shard"
 	"github.com/exagent-io/exagent/retention"
 )
 
@@ -110,7 +111,7 @@ func TestParseFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, *got, cmp.AllowUnexported(flags{}, served.Namespaces{})); diff != "" {
+			if diff := cmp.Diff(tc.want, *got, cmp.AllowUnexported(flags{}, served.Namespaces{}, shard.Serving{}, shard.Set{})); diff != "" {
 				t.Errorf("flags (-want +got):\n%s", diff)
 			}
 		})

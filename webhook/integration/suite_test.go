@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/exagent-io/exagent/authz"
+	"github.com/exagent-io/exagent/internal/shard"
 	"github.com/exagent-io/exagent/internal/testing/testenv"
 	"github.com/exagent-io/exagent/webhook"
 )
@@ -132,7 +133,9 @@ func setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	if err := webhook.SetupWithManager(mgr, webhook.WithSigner(signer)); err != nil {
+	// Every run is placed on one of suiteShards, as with --shards.
+	if err := webhook.SetupWithManager(mgr, webhook.WithSigner(signer),
+		webhook.WithPlacer(&shard.Placer{Shards: suiteShards, Reader: mgr.GetClient()})); err != nil {
 		return err
 	}
 	go func() {
