@@ -18,9 +18,11 @@ limitations under the License.
 // (no helm binary): rendered with the values that mean config/default,
 // config/namespaced-install and config/prometheus it is the same objects
 // kustomize builds from config/ (make verify runs that check, which needs no
-// apiserver); rendered with the default and three other value sets it is
-// accepted by a real kube-apiserver in a server-side dry run; and it
-// installs, upgrades and uninstalls there as Helm users expect (the CRDs of
-// crds/ installed first and kept on uninstall). The Helm SDK is linked by
-// these tests and hack/release only, never by the manager or the plugin.
+// apiserver); with the default values it renders testdata/default.golden
+// byte for byte; rendered with the default and five other value sets (one
+// of them sharded) it is accepted by a real kube-apiserver in a server-side
+// dry run; and it installs, upgrades (to shards too) and uninstalls there
+// as Helm users expect (the CRDs of crds/ installed first and kept on
+// uninstall). The Helm SDK is linked by these tests and hack/release only,
+// never by the manager or the plugin.
 package chart

@@ -21,9 +21,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -42,7 +44,8 @@ import (
 // would: the CRDs of crds/ are installed first and are neither changed by an
 // upgrade nor deleted by an uninstall (Helm's rule for crds/, which
 // docs/install.md tells how to follow), the templates' objects are
-// created, changed and deleted.
+// created, changed and deleted — and going sharded replaces the one
+// manager Deployment by one per shard.
 func TestChartInstallUpgradeUninstall(t *testing.T) {
 	env := cluster(t)
 	ctx := context.Background()
@@ -107,6 +110,43 @@ func TestChartInstallUpgradeUninstall(t *testing.T) {
 		}
 	}
 
+	// Sharding is one upgrade: exagent-manager gives way to a Deployment
+	// per shard (a selector cannot change, a name can), and a shard added
+	// later reaches every manager's --shards in the same upgrade.
+	values := map[string]any{
+		"replicas": 1, "extraArgs": []any{"--default-ttl-seconds-after-finished=604800"},
+		"watchNamespaces": []any{"team-a"},
+	}
+	for i, shards := range [][]string{{"a", "b"}, {"a", "b", "c"}} {
+		values["shards"] = toAny(shards)
+		rel, err = upgrade.RunWithContext(ctx, "exagent", c, values)
+		if err != nil {
+			t.Fatalf("upgrade to shards %v: %v", shards, err)
+		}
+		if rel.Info.Status != release.StatusDeployed || rel.Version != 3+i {
+			t.Fatalf("upgraded release: %s, revision %d", rel.Info.Status, rel.Version)
+		}
+		for _, o := range []client.Object{&appsv1.Deployment{}, &policyv1.PodDisruptionBudget{}} {
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: "exagent-manager"}, o); !apierrors.IsNotFound(err) {
+				t.Errorf("shards %v: the upgrade kept %T exagent-manager: %v", shards, o, err)
+			}
+		}
+		for _, shard := range shards {
+			var d appsv1.Deployment
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: "exagent-manager-" + shard}, &d); err != nil {
+				t.Errorf("shards %v: no Deployment for shard %s: %v", shards, shard, err)
+				continue
+			}
+			if args := d.Spec.Template.Spec.Containers[0].Args; *d.Spec.Replicas != 1 || !slices.Contains(args, "--shard="+shard) ||
+				!slices.Contains(args, "--shards="+strings.Join(shards, ",")) || !slices.Contains(args, "--watch-namespaces=team-a") {
+				t.Errorf("shards %v: Deployment %s: %d replicas, args %q", shards, d.Name, *d.Spec.Replicas, args)
+			}
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&d), &policyv1.PodDisruptionBudget{}); err != nil {
+				t.Errorf("shards %v: no PodDisruptionBudget for shard %s: %v", shards, shard, err)
+			}
+		}
+	}
+
 	uninstall := action.NewUninstall(cfg)
 	if _, err := uninstall.Run("exagent"); err != nil {
 		t.Fatalf("uninstall: %v", err)
@@ -117,7 +157,7 @@ func TestChartInstallUpgradeUninstall(t *testing.T) {
 		var k client.ObjectKey
 		switch o.(type) {
 		case *appsv1.Deployment:
-			k = client.ObjectKey{Namespace: releaseNamespace, Name: "exagent-manager"}
+			k = client.ObjectKey{Namespace: releaseNamespace, Name: "exagent-manager-a"}
 		case *rbacv1.ClusterRole:
 			k = client.ObjectKey{Name: "exagent-approver"}
 		case *rbacv1.Role:

@@ -88,7 +88,12 @@ func renderErr(t *testing.T, values map[string]any) error {
 
 func renderFiles(t *testing.T, values map[string]any) (map[string]string, error) {
 	t.Helper()
-	c := loadChart(t)
+	return renderChartFiles(loadChart(t), values)
+}
+
+// renderChartFiles renders c's templates for values: renderFiles, for a
+// chart loaded (and perhaps changed) by the caller.
+func renderChartFiles(c *chart.Chart, values map[string]any) (map[string]string, error) {
 	caps := chartutil.DefaultCapabilities.Copy()
 	caps.KubeVersion = chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
 	vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{

@@ -36,8 +36,9 @@ type valueSet struct {
 	check  func(t *testing.T, objs map[string]*unstructured.Unstructured)
 }
 
-// valueSets are the default values and three installs that differ from it
-// in every group of values (docs/install.md describes them).
+// valueSets are the default values, four installs that differ from it in
+// every group of values, and a sharded install (docs/install.md describes
+// them).
 func valueSets(t *testing.T) map[string]valueSet {
 	caPEM, err := certs.GenerateServing(t.TempDir(), []string{"exagent-webhook-service.exagent-system.svc"})
 	if err != nil {
@@ -45,6 +46,7 @@ func valueSets(t *testing.T) map[string]valueSet {
 	}
 	caBundle := base64.StdEncoding.EncodeToString(caPEM)
 	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	sharded := map[string]any{"shards": []any{"a", "b", longestShard}, "triggers": map[string]any{"enabled": true}}
 	return map[string]valueSet{
 		"default": {check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
 			args := managerArgs(t, objs)
@@ -152,6 +154,12 @@ func valueSets(t *testing.T) map[string]valueSet {
 				}
 			},
 		},
+		"shards, one with the longest name, and the trigger listener": {
+			values: sharded,
+			check: func(t *testing.T, objs map[string]*unstructured.Unstructured) {
+				checkShards(t, objs, sharded)
+			},
+		},
 		"ServiceMonitor, alerts and a ClusterIssuer": {
 			values: map[string]any{
 				"metrics": map[string]any{
@@ -219,22 +227,32 @@ func TestChartValueSets(t *testing.T) {
 // TestChartRefusesValues: values that would install something broken stop
 // the rendering with a message naming the value.
 func TestChartRefusesValues(t *testing.T) {
+	long := strings.Repeat("s", 41)
 	for name, tc := range map[string]struct {
 		values map[string]any
-		want   string
+		want   []string // in the message, each
 	}{
-		"the latest tag":                {values: map[string]any{"image": map[string]any{"tag": "latest"}}, want: "image.tag"},
-		"an unknown certificate source": {values: map[string]any{"webhook": map[string]any{"certificates": map[string]any{"source": "vault"}}}, want: "source"},
-		"a Secret without its CA":       {values: map[string]any{"webhook": map[string]any{"certificates": map[string]any{"source": "secret"}}}, want: "webhook.certificates.caBundle is required"},
-		"a namespace that is no name":   {values: map[string]any{"watchNamespaces": []any{"Team-A"}}, want: "watchNamespaces"},
-		"a misspelt value":              {values: map[string]any{"replica": 3}, want: "replica"},
+		"the latest tag":                {values: map[string]any{"image": map[string]any{"tag": "latest"}}, want: []string{"image.tag"}},
+		"an unknown certificate source": {values: map[string]any{"webhook": map[string]any{"certificates": map[string]any{"source": "vault"}}}, want: []string{"source"}},
+		"a Secret without its CA":       {values: map[string]any{"webhook": map[string]any{"certificates": map[string]any{"source": "secret"}}}, want: []string{"webhook.certificates.caBundle is required"}},
+		"a namespace that is no name":   {values: map[string]any{"watchNamespaces": []any{"Team-A"}}, want: []string{"watchNamespaces"}},
+		"a misspelt value":              {values: map[string]any{"replica": 3}, want: []string{"replica"}},
 		"an Ingress without a host": {values: map[string]any{"triggers": map[string]any{"enabled": true, "ingress": map[string]any{"enabled": true}}},
-			want: "triggers.ingress.host is required"},
+			want: []string{"triggers.ingress.host is required"}},
+		"a shard that is no DNS label": {values: map[string]any{"shards": []any{"a", "Shard_B"}}, want: []string{"/shards/1", "Shard_B"}},
+		"an empty shard name":          {values: map[string]any{"shards": []any{"a", ""}}, want: []string{"/shards/1", "''"}},
+		"a shard name too long for its Deployment": {values: map[string]any{"shards": []any{long}},
+			want: []string{"/shards/0", "maxLength", "40"}},
+		"a shard listed twice": {values: map[string]any{"shards": []any{"a", "b", "a"}}, want: []string{"/shards", "0 and 2"}},
+		"shards without leader election": {values: map[string]any{"shards": []any{"a", "b"}, "leaderElection": map[string]any{"enabled": false}},
+			want: []string{"shards [a,b] need leaderElection.enabled true"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := renderErr(t, tc.values)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("err = %v, want one naming %q", err, tc.want)
+			for _, want := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %v, want one naming %q", err, want)
+				}
 			}
 		})
 	}
@@ -264,6 +282,12 @@ func container(t *testing.T, objs map[string]*unstructured.Unstructured) map[str
 	if d == nil {
 		t.Fatal("no manager Deployment")
 	}
+	return deploymentContainer(t, d)
+}
+
+// deploymentContainer is the manager container of Deployment d.
+func deploymentContainer(t *testing.T, d *unstructured.Unstructured) map[string]any {
+	t.Helper()
 	cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 	if len(cs) != 1 {
 		t.Fatalf("%d containers", len(cs))

@@ -26,6 +26,20 @@ app.kubernetes.io/component: manager
 app.kubernetes.io/name: exagent
 {{- end }}
 
+{{/*
+exagent.shards: the shards (values.schema.json checks their names) as a
+YAML list, for `include … | fromYamlArray`; empty, one manager serves all.
+Each shard elects its leader (Lease exagent-manager-SHARD.exagent.io) —
+leader-only work is per shard — so shards require leader election rather
+than turning it on behind a value that says off.
+*/}}
+{{- define "exagent.shards" -}}
+{{- if and .Values.shards (not .Values.leaderElection.enabled) -}}
+{{- fail (printf "shards [%s] need leaderElection.enabled true: each shard elects its own leader (Lease exagent-manager-SHARD.exagent.io), and leader-only work is per shard" (join "," .Values.shards)) -}}
+{{- end -}}
+{{- toYaml (.Values.shards | default list) -}}
+{{- end }}
+
 {{/* The manager image: repository@digest, or repository:tag (default appVersion). */}}
 {{- define "exagent.image" -}}
 {{- if .Values.image.digest -}}
