@@ -112,7 +112,7 @@ func TestShardManagersServeTheirShardOnly(t *testing.T) {
 	h.startShard("a", w)
 	h.startShard("b", w)
 	spec := exagentv1.AgentSpec{
-		Model: fixture.Scripted(fixture.CallTurn("lookup", "lookup", map[string]any{"amount": 1}), fixture.TextTurn("done")),
+		Model:  fixture.Scripted(fixture.CallTurn("lookup", "lookup", map[string]any{"amount": 1}), fixture.TextTurn("done")),
 		Tools:  []exagentv1.ToolSpec{fixture.HTTPTool("lookup", ts.url("/lookup"))},
 		Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow},
 	}
