@@ -34,6 +34,7 @@ func TestChaos(t *testing.T) {
 		t.Parallel()
 		t.Run("R1-KillMatrix", testKillMatrix)
 		t.Run("R2-ThreeManagers", testThreeManagersKilledAtRandom)
+		t.Run("R2-ShardedManagers", testShardedManagersKilledAtRandom)
 		t.Run("R3-ApiserverFaults", testApiserverFaults)
 		t.Run("R7-Conversations", testConversations)
 		t.Run("R8-SchedulesTriggers", testSchedulesAndTriggers)

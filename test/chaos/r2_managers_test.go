@@ -18,15 +18,21 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
+	"github.com/exagent-io/exagent/internal/shard"
 	"github.com/exagent-io/exagent/internal/testing/procs"
 )
 
@@ -38,9 +44,25 @@ import (
 // effect happens twice; only alice's and carol's decisions apply (bob's
 // are refused at admission); the history check holds.
 func testThreeManagersKilledAtRandom(t *testing.T) {
+	managersKilledAtRandom(t, "r2", nil)
+}
+
+// testShardedManagersKilledAtRandom (R2, sharded): R2 with three shard
+// managers — each serving its shard of a,b,c, its own runs only — killed
+// and restarted at random, while the namespace is resharded twice under
+// the load: pinned to shard b (every other shard's leader moves its runs
+// there, mid-call or paused), then unpinned (they move back to the shard
+// their name hashes to). Every run ends; no effect happens twice.
+func testShardedManagersKilledAtRandom(t *testing.T) {
+	managersKilledAtRandom(t, "r2s", []string{"a", "b", "c"})
+}
+
+// managersKilledAtRandom is R2: with shards, manager i serves shards[i]
+// and the namespace is resharded during the kills.
+func managersKilledAtRandom(t *testing.T, name string, shards []string) {
 	cl := sharedCluster(t)
 	sz := sizes()
-	s := newScenario(t, cl, "r2", func(run types.NamespacedName, step int32) Turn {
+	s := newScenario(t, cl, name, func(run types.NamespacedName, step int32) Turn {
 		switch step {
 		case 0:
 			return Turn{Calls: []ToolCall{
@@ -60,7 +82,24 @@ func testThreeManagersKilledAtRandom(t *testing.T) {
 	// queues, where a claim can go stale before the call starts.
 	s.tools.SetLatency(200 * time.Millisecond)
 	s.model.SetLatency(100 * time.Millisecond)
-	managerArgs := []string{"--max-inflight-per-endpoint", "2"}
+	managerArgs := func(i int) []string {
+		args := []string{"--max-inflight-per-endpoint", "2"}
+		if shards != nil {
+			args = append(args, "--shard", shards[i], "--shards", strings.Join(shards, ","))
+		}
+		return args
+	}
+	var set shard.Set
+	if shards != nil {
+		var err error
+		if set, err = shard.Parse(strings.Join(shards, ",")); err != nil {
+			t.Fatal(err)
+		}
+		// As admission with --shards stamps them (the suite's webhook places nothing).
+		s.labels = func(run string) map[string]string {
+			return map[string]string{exagentv1.LabelShard: set.Assign(s.ns, "AgentRun/"+run)}
+		}
+	}
 
 	const n = 3
 	var (
@@ -68,7 +107,7 @@ func testThreeManagersKilledAtRandom(t *testing.T) {
 		managers [n]*procs.Process
 	)
 	for i := range managers {
-		p, err := cl.startManager(managerOpts{name: fmt.Sprintf("r2-%d", i), args: managerArgs})
+		p, err := cl.startManager(managerOpts{name: fmt.Sprintf("%s-%d", name, i), args: managerArgs(i)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +154,7 @@ func testThreeManagersKilledAtRandom(t *testing.T) {
 				return
 			case <-time.After(down):
 			}
-			p, err := cl.startManager(managerOpts{name: fmt.Sprintf("r2-%d", i), args: managerArgs})
+			p, err := cl.startManager(managerOpts{name: fmt.Sprintf("%s-%d", name, i), args: managerArgs(i)})
 			if err != nil {
 				killerDone <- err
 				return
@@ -126,6 +165,13 @@ func testThreeManagersKilledAtRandom(t *testing.T) {
 		}
 		killerDone <- nil
 	}()
+
+	resharded := make(chan error, 1)
+	if shards != nil {
+		go func() { resharded <- s.reshardTwice(ctx, sz.killFor, set) }()
+	} else {
+		resharded <- nil
+	}
 
 	// Runs are created in parallel batches while the killer works.
 	for b := 0; b < sz.managersRuns; b += sz.batch {
@@ -150,6 +196,9 @@ func testThreeManagersKilledAtRandom(t *testing.T) {
 	if err := <-killerDone; err != nil {
 		t.Fatalf("seed %d: restarting a manager: %v", seed(), err)
 	}
+	if err := <-resharded; err != nil {
+		t.Fatalf("seed %d: resharding: %v", seed(), err)
+	}
 	s.waitDone(3*time.Minute + sz.killFor)
 	cancel()
 
@@ -173,4 +222,70 @@ func testThreeManagersKilledAtRandom(t *testing.T) {
 			exhausted, exagentv1.ReasonModelRequestRetriesExhausted)
 	}
 	s.verify()
+}
+
+// reshardTwice pins the scenario's namespace to shard b a third of the
+// way through the kills, waits until every live run is labelled b, then
+// unpins it and waits until every live run is back on the shard it hashes
+// to; it logs how many runs each move took.
+func (s *scenario) reshardTwice(ctx context.Context, killFor time.Duration, set shard.Set) error {
+	third := killFor / 3
+	for _, step := range []struct {
+		pin  string
+		want func(run string) string
+	}{
+		{pin: "b", want: func(string) string { return "b" }},
+		{pin: "", want: func(run string) string { return set.Assign(s.ns, "AgentRun/"+run) }},
+	} {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(third):
+		}
+		if err := s.pinNamespace(ctx, step.pin); err != nil {
+			return err
+		}
+		start := time.Now()
+		var moved int
+		err := procs.Poll(5*time.Minute, func() (bool, error) {
+			var list exagentv1.AgentRunList
+			if err := s.cl.c.List(ctx, &list, client.InNamespace(s.ns)); err != nil {
+				return false, nil
+			}
+			moved = 0
+			for i := range list.Items {
+				r := &list.Items[i]
+				if r.Labels[exagentv1.LabelShard] == step.want(r.Name) {
+					moved++
+					continue
+				}
+				if !r.Status.Phase.IsTerminal() {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for the runs to move (pin %q): %w", step.pin, err)
+		}
+		s.t.Logf("chaos %s: namespace pinned to %q: %d runs on their shard %s later", s.name, step.pin, moved, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// pinNamespace sets (or, with "", removes) the namespace's shard pin.
+func (s *scenario) pinNamespace(ctx context.Context, pin string) error {
+	var value any
+	if pin != "" {
+		value = pin
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{exagentv1.LabelShard: value}}})
+	if err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}}
+	if err := s.cl.c.Patch(ctx, ns, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("pinning namespace %s to %q: %w", s.ns, pin, err)
+	}
+	return nil
 }

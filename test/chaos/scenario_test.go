@@ -68,6 +68,9 @@ type scenario struct {
 	model *ModelServer
 	// script answers the model server: what run asks at step.
 	script func(run types.NamespacedName, step int32) Turn
+	// labels, when set, are a new run's labels (the sharded R2 stamps
+	// each run's shard, as admission with --shards would).
+	labels func(name string) map[string]string
 
 	mu        sync.Mutex
 	decisions []Decision
@@ -207,7 +210,11 @@ func (s *scenario) createRun(name, agent string, scales ...string) error {
 
 // runObject is run name of agent as every scenario creates it.
 func (s *scenario) runObject(name, agent string) *exagentv1.AgentRun {
-	return &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}, Spec: exagentv1.AgentRunSpec{
+	var labels map[string]string
+	if s.labels != nil {
+		labels = s.labels(name)
+	}
+	return &exagentv1.AgentRun{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns, Labels: labels}, Spec: exagentv1.AgentRunSpec{
 		AgentRef: exagentv1.LocalObjectReference{Name: agent}, Input: RunInputPrefix + s.ns + "/" + name,
 		ServiceAccountName: "agent", LeaseDuration: leaseDuration, ActiveTimeLimit: exagentv1.Never,
 	}}
