@@ -197,6 +197,10 @@ func (w *AgentRunWebhook) ValidateCreate(ctx context.Context, run *exagentv1.Age
 				"if the run's Agent sets forbidSelfApproval, nobody will be able to decide on it", err))
 		}
 	}
+	if v, ok := run.Labels[exagentv1.LabelShard]; ok && w.Placer.Enabled() && !w.Placer.Shards.Has(v) {
+		warnings = append(warnings, fmt.Sprintf("namespace %s pins its runs to shard %q, which is not one of --shards (%s): "+
+			"only a manager started with --shard=%s serves this run", run.Namespace, v, w.Placer.Shards, v))
+	}
 	return warnings, invalid(agentRunGK, run.Name, errs)
 }
 

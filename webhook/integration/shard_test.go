@@ -19,6 +19,7 @@ package integration_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
@@ -147,6 +149,28 @@ func TestShardStamp(t *testing.T) {
 		setNamespaceLabel(t, s.ns, "")
 	})
 
+	t.Run("a pin outside --shards is warned of", func(t *testing.T) {
+		setNamespaceLabel(t, s.ns, "dedicated")
+		defer setNamespaceLabel(t, s.ns, "")
+		var warned []string
+		cfg := rest.CopyConfig(userConfigs["dave"])
+		cfg.WarningHandler = warningsTo(&warned)
+		c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := 0
+		waitFor(t, "a warning that shard dedicated is not listed", func() bool {
+			i++
+			warned = nil
+			r := fixture.MakeRun(fmt.Sprintf("warned-%d", i), s.ns).Agent("payments").Input("x").Obj()
+			if err := c.Create(t.Context(), r); err != nil {
+				t.Fatal(err)
+			}
+			return len(warned) == 1 && strings.Contains(warned[0], `pins its runs to shard "dedicated", which is not one of --shards (a,b,c)`)
+		})
+	})
+
 	t.Run("a namespace with an AgentBudget is held whole", func(t *testing.T) {
 		b := &exagentv1.AgentBudget{ObjectMeta: metav1.ObjectMeta{Name: "cap", Namespace: s.ns},
 			Spec: exagentv1.AgentBudgetSpec{RunsPerHour: ptrTo(int32(1000))}}
@@ -200,3 +224,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// warningsTo collects the apiserver's warnings into out.
+func warningsTo(out *[]string) rest.WarningHandler { return collectWarnings{out} }
+
+type collectWarnings struct{ out *[]string }
+
+func (w collectWarnings) HandleWarningHeader(_ int, _ string, text string) { *w.out = append(*w.out, text) }
