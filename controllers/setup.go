@@ -404,6 +404,7 @@ func setupRetention(ctx context.Context, mgr ctrl.Manager, o Options, writes *st
 		Retry: o.ArchiveRetry, DefaultTTL: o.DefaultTTLAfterFinished, Timeout: o.ArchiveTimeout,
 		Workers: o.RetentionWorkers, QueueName: "retention" + o.NameSuffix, Running: running,
 		BeforeArchiveJournal: o.Hooks.BeforeArchiveJournal, Life: ctx,
+		Owns: Ownership{Serving: o.Shard, Placer: o.Placer}.Owns,
 	})
 	if err := mgr.Add(r); err != nil {
 		return fmt.Errorf("adding retention: %w", err)

@@ -22,11 +22,13 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
@@ -238,6 +240,55 @@ func TestShardAdoptsUnlabelledRuns(t *testing.T) {
 	}
 	if !w.wrote(want, "old") {
 		t.Errorf("shard %s did not run the adopted run", want)
+	}
+}
+
+// TestShardConversationRetentionOnce: every shard caches every
+// Conversation, and only its owner archives and deletes it — each turn
+// archived once, not once per shard.
+func TestShardConversationRetentionOnce(t *testing.T) {
+	h := newHarness(t)
+	ts := newToolServer(t)
+	sk := newSink(t)
+	clk := clocktesting.NewFakeClock(time.Now())
+	w := &shardWrites{runs: map[string]map[string]bool{}, agents: map[string]map[string]int{}}
+	for _, name := range []string{"a", "b"} {
+		serving, _ := shard.Only(name)
+		h.startManager(controllers.Options{Holder: "shard-" + name, Shard: serving, Placer: &shard.Placer{Shards: twoShards},
+			Hooks: w.hooks(name), Clock: clk, RetentionWorkers: 1})
+	}
+	retentionAgent(h, "pay", ts, exagentv1.RetentionSpec{
+		Archive: &exagentv1.NotifySink{Name: "audit", URL: sk.srv.URL + "/archive"},
+	})
+	h.createConversation("support", "pay", func(c *exagentv1.ConversationSpec) {
+		c.Retention.TTL = &metav1.Duration{Duration: 10 * time.Minute}
+	})
+	turns := []string{"support-t1", "support-t2"}
+	for _, name := range turns {
+		h.labelledTurn(name, "pay", "support")
+		h.shardTurn(name, twoShards.Assign(h.ns, shard.ConversationKey("support")))
+		h.approve(h.waitPhase(name, exagentv1.PhaseAwaitingApproval), "ok")
+		h.waitPhase(name, exagentv1.PhaseSucceeded)
+	}
+	h.idle("support", len(turns))
+	clk.Step(11 * time.Minute)
+	h.waitConversationGone("support", turns...)
+	if got := len(archived(t, sk)); got != len(turns) {
+		t.Errorf("the sink received %d archives, want one per turn (%d), from the conversation's shard only", got, len(turns))
+	}
+}
+
+// shardTurn labels turn name with shard s, as admission would have.
+func (h *harness) shardTurn(name, s string) {
+	h.t.Helper()
+	r := &exagentv1.AgentRun{}
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: h.ns, Name: name}, r); err != nil {
+		h.t.Fatal(err)
+	}
+	patch := client.MergeFrom(r.DeepCopy())
+	r.Labels[exagentv1.LabelShard] = s
+	if err := h.c.Patch(context.Background(), r, patch); err != nil {
+		h.t.Fatal(err)
 	}
 }
 

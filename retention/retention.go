@@ -120,6 +120,10 @@ type Config struct {
 	// Running says whether this process still has IO of the run in
 	// flight, or results of it not yet journaled.
 	Running func(types.NamespacedName) bool
+	// Owns says whether this manager's shard owns the object of a
+	// namespace placed by key (controllers.Ownership.Owns): every shard
+	// caches every Conversation, and only its owner reaps it. nil: all.
+	Owns func(ctx context.Context, namespace, key string) (bool, error)
 	// BeforeArchiveJournal, a test hook, runs when an archive attempt
 	// returned, before it is journaled; an error abandons the work there,
 	// as a crash would.
@@ -140,7 +144,7 @@ func New(c Config) *Reaper {
 		recorder: c.Recorder, clock: clk, http: c.HTTP, retry: c.Retry.WithDefaults(), defaultTTL: c.DefaultTTL,
 		timeout: c.Timeout, workers: c.Workers, beforeJournal: c.BeforeArchiveJournal, informer: c.Informers,
 		life: c.Life, queue: newReaperQueue(c.QueueName, clk), busy: map[reapItem]bool{},
-		running: c.Running, lateWindow: lateOutcomeWindow,
+		running: c.Running, lateWindow: lateOutcomeWindow, owns: c.Owns,
 	}
 	if r.running == nil {
 		r.running = func(types.NamespacedName) bool { return false }
@@ -189,7 +193,9 @@ type Reaper struct {
 	// running says whether this process still has IO of the run in
 	// flight, or its results not yet journaled (the run reconciler's
 	// inbox); lateWindow is loop.Reapable's window for the others.
-	running    func(types.NamespacedName) bool
+	running func(types.NamespacedName) bool
+	// owns is Config.Owns.
+	owns       func(ctx context.Context, namespace, key string) (bool, error)
 	lateWindow time.Duration
 	// life is the manager's context: it ends at the stop, before the
 	// runnables' own contexts.

@@ -34,6 +34,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/internal/archive"
 	"github.com/exagent-io/exagent/internal/index"
+	"github.com/exagent-io/exagent/internal/shard"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -190,6 +191,14 @@ func (r *Reaper) conversationRetention(ctx context.Context, conv *exagentv1.Conv
 //     with admission bypassed) is deleted by the reaper, on the version
 //     archived.
 func (r *Reaper) reapConversation(ctx context.Context, cached *exagentv1.Conversation, ret loop.Retention, byKeepLast bool) (time.Duration, error) {
+	if r.owns != nil {
+		// Every shard caches every Conversation; the shard of its turns
+		// archives and deletes it, the others leave it alone.
+		owns, err := r.owns(ctx, cached.Namespace, shard.ConversationKey(cached.Name))
+		if err != nil || !owns {
+			return 0, err
+		}
+	}
 	key := client.ObjectKeyFromObject(cached)
 	item := reapItem{kind: itemConversation, key: key}
 	if !r.take(item) {
