@@ -230,4 +230,6 @@ func warningsTo(out *[]string) rest.WarningHandler { return collectWarnings{out}
 
 type collectWarnings struct{ out *[]string }
 
-func (w collectWarnings) HandleWarningHeader(_ int, _ string, text string) { *w.out = append(*w.out, text) }
+func (w collectWarnings) HandleWarningHeader(_ int, _ string, text string) {
+	*w.out = append(*w.out, text)
+}
