@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,6 +39,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/internal/index"
+	"github.com/exagent-io/exagent/internal/served"
 	"github.com/exagent-io/exagent/internal/shard"
 )
 
@@ -63,6 +65,9 @@ type Rebalancer struct {
 	APIReader client.Reader
 	Cache     cache.Cache
 	Owner     Ownership
+	// Namespaces bound where runs are adopted from (the zero value: every
+	// namespace; a sharded manager serves them all).
+	Namespaces served.Namespaces
 	// Interval is how often the runs are looked at (besides a Namespace
 	// or AgentBudget change); DefaultRebalanceInterval when 0.
 	Interval time.Duration
@@ -308,18 +313,43 @@ func relabel(ctx context.Context, c client.Client, obj client.Object, to string)
 }
 
 // adopt moves the runs labelled with no shard of --shards (or none) that
-// belong to one: a removed shard's, the unlabelled ones. It reads only
-// their metadata, a page at a time; a run pinned to a dedicated shard
-// outside the list stays.
+// belong to one: a removed shard's, the unlabelled ones. The live runs go
+// first — when shards are turned on, every existing run is unlabelled,
+// and the ended ones can wait — then the rest. It reads only their
+// metadata, a page at a time; a run pinned to a dedicated shard outside
+// the list stays.
 func (b *Rebalancer) adopt(ctx context.Context, limiter *rate.Limiter) (int, error) {
 	req, err := labels.NewRequirement(exagentv1.LabelShard, selection.NotIn, b.Owner.Placer.Shards.Names())
 	if err != nil {
 		return 0, fmt.Errorf("selecting the runs no shard serves: %w", err)
 	}
 	sel := labels.NewSelector().Add(*req)
+	var live []fields.Selector
+	for _, p := range []exagentv1.RunPhase{exagentv1.PhaseSucceeded, exagentv1.PhaseFailed, exagentv1.PhaseDenied,
+		exagentv1.PhaseCancelled, exagentv1.PhaseExpired} {
+		live = append(live, fields.OneTermNotEqualSelector("status.phase", string(p)))
+	}
+	namespaces := b.Namespaces.Names()
+	if namespaces == nil {
+		namespaces = []string{""} // every namespace
+	}
+	moved := 0
+	for _, phases := range []fields.Selector{fields.AndSelectors(live...), nil} {
+		for _, ns := range namespaces {
+			n, err := b.adoptPages(ctx, limiter, &client.ListOptions{Namespace: ns, LabelSelector: sel, FieldSelector: phases, Limit: 500})
+			moved += n
+			if err != nil {
+				return moved, err
+			}
+		}
+	}
+	return moved, nil
+}
+
+// adoptPages adopts the roots opts lists, a page at a time.
+func (b *Rebalancer) adoptPages(ctx context.Context, limiter *rate.Limiter, opts *client.ListOptions) (int, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRunList"))
-	opts := &client.ListOptions{LabelSelector: sel, Limit: 500}
 	moved := 0
 	for {
 		if err := b.APIReader.List(ctx, list, opts); err != nil {
@@ -350,29 +380,6 @@ func (b *Rebalancer) adopt(ctx context.Context, limiter *rate.Limiter) (int, err
 	}
 }
 
-// pokeOnChange pokes on a created or deleted object, and on an update
-// that changed its shard label (a Namespace's pin); nothing else of a
-// Namespace or an AgentBudget changes where runs belong.
-type pokeOnChange struct{ poke func() }
-
-var _ toolscache.ResourceEventHandler = pokeOnChange{}
-
-func (p pokeOnChange) OnAdd(_ any, initial bool) {
-	if !initial {
-		p.poke()
-	}
-}
-
-func (p pokeOnChange) OnUpdate(oldObj, newObj any) {
-	o, ok1 := oldObj.(client.Object)
-	n, ok2 := newObj.(client.Object)
-	if !ok1 || !ok2 || o.GetLabels()[exagentv1.LabelShard] != n.GetLabels()[exagentv1.LabelShard] {
-		p.poke()
-	}
-}
-
-func (p pokeOnChange) OnDelete(any) { p.poke() }
-
 // adoptDecisions gives the decisions labelled with no shard of --shards
 // (or none) their run's shard: a pending decision of a run that moved
 // from a removed shard must reach the run's new manager.
@@ -381,8 +388,21 @@ func (b *Rebalancer) adoptDecisions(ctx context.Context, limiter *rate.Limiter) 
 	if err != nil {
 		return fmt.Errorf("selecting the decisions no shard serves: %w", err)
 	}
+	namespaces := b.Namespaces.Names()
+	if namespaces == nil {
+		namespaces = []string{""} // every namespace
+	}
+	for _, ns := range namespaces {
+		if err := b.adoptDecisionPages(ctx, limiter, &client.ListOptions{Namespace: ns, LabelSelector: labels.NewSelector().Add(*req), Limit: 500}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// adoptDecisionPages relabels the decisions opts lists, a page at a time.
+func (b *Rebalancer) adoptDecisionPages(ctx context.Context, limiter *rate.Limiter, opts *client.ListOptions) error {
 	list := &exagentv1.ApprovalDecisionList{}
-	opts := &client.ListOptions{LabelSelector: labels.NewSelector().Add(*req), Limit: 500}
 	for {
 		if err := b.APIReader.List(ctx, list, opts); err != nil {
 			return fmt.Errorf("listing the decisions no shard serves: %w", err)
@@ -414,3 +434,26 @@ func (b *Rebalancer) adoptDecisions(ctx context.Context, limiter *rate.Limiter) 
 		opts.Continue = list.Continue
 	}
 }
+
+// pokeOnChange pokes on a created or deleted object, and on an update
+// that changed its shard label (a Namespace's pin); nothing else of a
+// Namespace or an AgentBudget changes where runs belong.
+type pokeOnChange struct{ poke func() }
+
+var _ toolscache.ResourceEventHandler = pokeOnChange{}
+
+func (p pokeOnChange) OnAdd(_ any, initial bool) {
+	if !initial {
+		p.poke()
+	}
+}
+
+func (p pokeOnChange) OnUpdate(oldObj, newObj any) {
+	o, ok1 := oldObj.(client.Object)
+	n, ok2 := newObj.(client.Object)
+	if !ok1 || !ok2 || o.GetLabels()[exagentv1.LabelShard] != n.GetLabels()[exagentv1.LabelShard] {
+		p.poke()
+	}
+}
+
+func (p pokeOnChange) OnDelete(any) { p.poke() }

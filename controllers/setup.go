@@ -320,7 +320,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if err := budgets.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the AgentBudget controller: %w", err)
 	}
-	if err := mgr.Add(&Rebalancer{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Owner: owner,
+	if err := mgr.Add(&Rebalancer{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Owner: owner, Namespaces: o.Namespaces,
 		Log: ctrl.Log.WithName("rebalancer")}); err != nil {
 		return nil, fmt.Errorf("adding the shard rebalancer: %w", err)
 	}

@@ -33,6 +33,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/controllers"
+	"github.com/exagent-io/exagent/internal/served"
 	"github.com/exagent-io/exagent/internal/shard"
 	"github.com/exagent-io/exagent/internal/testing/fixture"
 )
@@ -88,7 +89,7 @@ func (h *harness) startShard(name string, w *shardWrites) *manager {
 		h.t.Fatal(err)
 	}
 	return h.startManager(controllers.Options{Holder: "shard-" + name, Shard: serving,
-		Placer: &shard.Placer{Shards: twoShards}, Hooks: w.hooks(name)})
+		Placer: &shard.Placer{Shards: twoShards}, Hooks: w.hooks(name), Namespaces: h.served()})
 }
 
 // placedRun creates a run labelled with the shard admission would stamp.
@@ -255,7 +256,7 @@ func TestShardConversationRetentionOnce(t *testing.T) {
 	for _, name := range []string{"a", "b"} {
 		serving, _ := shard.Only(name)
 		h.startManager(controllers.Options{Holder: "shard-" + name, Shard: serving, Placer: &shard.Placer{Shards: twoShards},
-			Hooks: w.hooks(name), Clock: clk, RetentionWorkers: 1})
+			Hooks: w.hooks(name), Clock: clk, RetentionWorkers: 1, Namespaces: h.served()})
 	}
 	retentionAgent(h, "pay", ts, exagentv1.RetentionSpec{
 		Archive: &exagentv1.NotifySink{Name: "audit", URL: sk.srv.URL + "/archive"},
@@ -311,4 +312,15 @@ func (h *harness) pinNamespace(s string) {
 	if err := h.c.Patch(context.Background(), ns, patch); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// served is the harness's namespace as --watch-namespaces: a shard's
+// adoption then looks for unplaced runs there, not in other tests'.
+func (h *harness) served() served.Namespaces {
+	h.t.Helper()
+	n, err := served.Parse(h.ns)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return n
 }
