@@ -207,19 +207,24 @@ var _ callbacks.Tokens = (*authz.Signer)(nil)
 func (c *CallbackRuns) nameOf(ctx context.Context, namespace, uid string) (string, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRunList"))
-	opts := &client.ListOptions{Namespace: namespace, Limit: 500}
-	for {
-		if err := c.APIReader.List(ctx, list, opts); err != nil {
-			return "", fmt.Errorf("finding run %s in %s: %w", uid, namespace, err)
-		}
+	name := ""
+	err := listPages(ctx, c.APIReader, list, &client.ListOptions{Namespace: namespace, Limit: 500}, func() error {
 		for i := range list.Items {
 			if string(list.Items[i].UID) == uid {
-				return list.Items[i].Name, nil
+				name = list.Items[i].Name
+				return errFound
 			}
 		}
-		if list.Continue == "" {
-			return "", callbacks.ErrNoRun
-		}
-		opts.Continue = list.Continue
+		return nil
+	})
+	switch {
+	case errors.Is(err, errFound):
+		return name, nil
+	case err != nil:
+		return "", fmt.Errorf("finding run %s in %s: %w", uid, namespace, err)
 	}
+	return "", callbacks.ErrNoRun
 }
+
+// errFound ends a listing that found what it looked for.
+var errFound = errors.New("found")

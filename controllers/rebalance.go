@@ -351,10 +351,7 @@ func (b *Rebalancer) adoptPages(ctx context.Context, limiter *rate.Limiter, opts
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRunList"))
 	moved := 0
-	for {
-		if err := b.APIReader.List(ctx, list, opts); err != nil {
-			return moved, fmt.Errorf("listing the runs no shard serves: %w", err)
-		}
+	err := listPages(ctx, b.APIReader, list, opts, func() error {
 		for i := range list.Items {
 			m := &list.Items[i]
 			if m.Labels[exagentv1.LabelParentRun] != "" {
@@ -365,18 +362,36 @@ func (b *Rebalancer) adoptPages(ctx context.Context, limiter *rate.Limiter, opts
 				if apierrors.IsNotFound(err) {
 					continue
 				}
-				return moved, fmt.Errorf("reading run %s/%s: %w", m.Namespace, m.Name, err)
+				return fmt.Errorf("reading run %s/%s: %w", m.Namespace, m.Name, err)
 			}
 			n, err := b.settle(ctx, limiter, run)
 			moved += n
 			if err != nil {
-				return moved, err
+				return err
 			}
 		}
-		if list.Continue == "" {
-			return moved, nil
+		return nil
+	})
+	if err != nil {
+		return moved, fmt.Errorf("adopting the runs no shard serves: %w", err)
+	}
+	return moved, nil
+}
+
+// listPages lists what opts selects into list a page at a time, calling
+// each after every page.
+func listPages(ctx context.Context, r client.Reader, list client.ObjectList, opts *client.ListOptions, each func() error) error {
+	for {
+		if err := r.List(ctx, list, opts); err != nil {
+			return err
 		}
-		opts.Continue = list.Continue
+		if err := each(); err != nil {
+			return err
+		}
+		if list.GetContinue() == "" {
+			return nil
+		}
+		opts.Continue = list.GetContinue()
 	}
 }
 
@@ -403,10 +418,7 @@ func (b *Rebalancer) adoptDecisions(ctx context.Context, limiter *rate.Limiter) 
 // adoptDecisionPages relabels the decisions opts lists, a page at a time.
 func (b *Rebalancer) adoptDecisionPages(ctx context.Context, limiter *rate.Limiter, opts *client.ListOptions) error {
 	list := &exagentv1.ApprovalDecisionList{}
-	for {
-		if err := b.APIReader.List(ctx, list, opts); err != nil {
-			return fmt.Errorf("listing the decisions no shard serves: %w", err)
-		}
+	return listPages(ctx, b.APIReader, list, opts, func() error {
 		for i := range list.Items {
 			d := &list.Items[i]
 			run := &metav1.PartialObjectMetadata{}
@@ -428,11 +440,8 @@ func (b *Rebalancer) adoptDecisionPages(ctx context.Context, limiter *rate.Limit
 				return err
 			}
 		}
-		if list.Continue == "" {
-			return nil
-		}
-		opts.Continue = list.Continue
-	}
+		return nil
+	})
 }
 
 // pokeOnChange pokes on a created or deleted object, and on an update
