@@ -55,30 +55,43 @@ func namespaces(n int) []string {
 	return out
 }
 
-// installFixtures creates the namespaces, each one's Agent — the slow
-// model, charge (asks a person, not idempotent) and journal (allowed,
-// idempotent) on the tool server — and alice's right to list and approve
-// everywhere: a ClusterRoleBinding to config/rbac's exagent-approver, so
-// that `kubectl approve list -A` is hers to run.
-func installFixtures(ctx context.Context, c client.Client, nss []string, modelURL, toolURL string) error {
+// installFixtures creates the namespaces and alice's right to list and
+// approve everywhere: a ClusterRoleBinding to config/rbac's
+// exagent-approver, so that `kubectl approve list -A` is hers to run.
+func installFixtures(ctx context.Context, c client.Client, nss []string) error {
 	objs := []client.Object{&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "alice-approves"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "exagent-approver"},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: alice}}}}
 	for _, ns := range nss {
+		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	return createAll(ctx, c, objs)
+}
+
+// installAgents creates each namespace's Agent — the slow model, charge
+// (asks a person, not idempotent) and journal (allowed, idempotent) on
+// the tool server — once a manager serves admission (Agents are
+// validated by its webhook).
+func installAgents(ctx context.Context, c client.Client, nss []string, modelURL, toolURL string) error {
+	var objs []client.Object
+	for _, ns := range nss {
 		charge := fixture.HTTPTool(toolCharge, toolURL+"/"+toolCharge)
 		journal := fixture.HTTPTool(toolJournal, toolURL+"/"+toolJournal)
 		journal.HTTP.Idempotent = true
-		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-			&exagentv1.Agent{ObjectMeta: metav1.ObjectMeta{Name: agentName, Namespace: ns}, Spec: exagentv1.AgentSpec{
-				Instructions: "You are the scale test's agent.",
-				Model:        exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI, Name: "scale-model", BaseURL: modelURL},
-				Tools:        []exagentv1.ToolSpec{charge, journal},
-				Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow, Rules: []exagentv1.PolicyRule{
-					{Name: "ask-before-charging", Tools: []string{toolCharge}, Action: exagentv1.PolicyAsk}}},
-			}})
+		objs = append(objs, &exagentv1.Agent{ObjectMeta: metav1.ObjectMeta{Name: agentName, Namespace: ns}, Spec: exagentv1.AgentSpec{
+			Instructions: "You are the scale test's agent.",
+			Model:        exagentv1.ModelSpec{Provider: exagentv1.ModelProviderOpenAI, Name: "scale-model", BaseURL: modelURL},
+			Tools:        []exagentv1.ToolSpec{charge, journal},
+			Policy: exagentv1.PolicySpec{Default: exagentv1.PolicyAllow, Rules: []exagentv1.PolicyRule{
+				{Name: "ask-before-charging", Tools: []string{toolCharge}, Action: exagentv1.PolicyAsk}}},
+		}})
 	}
+	return createAll(ctx, c, objs)
+}
+
+func createAll(ctx context.Context, c client.Client, objs []client.Object) error {
 	for _, o := range objs {
-		if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := createOne(ctx, c, o); err != nil {
 			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
 		}
 	}

@@ -73,11 +73,11 @@ func cpuSeconds(pid int) (float64, error) {
 // processes (children of devcluster), the apiserver's metrics, and etcd's
 // data directory and metrics endpoint (from their command lines).
 type controlPlane struct {
-	apiserver, etcd int
-	etcdDataDir     string
-	etcdURL         string
-	cs              *kubernetes.Clientset
-	http            *http.Client
+	apiserver, etcd, kcm int
+	etcdDataDir          string
+	etcdURL              string
+	cs                   *kubernetes.Clientset
+	http                 *http.Client
 }
 
 func findControlPlane(p *plane) (*controlPlane, error) {
@@ -109,6 +109,9 @@ func findControlPlane(p *plane) (*controlPlane, error) {
 			if v := cmdlineFlag(pid, "etcd-servers"); v != "" {
 				cp.etcdURL = strings.Split(v, ",")[0]
 			}
+		case "kube-controller":
+			// kube-controller-manager, its name cut to 15 characters.
+			cp.kcm = pid
 		case "etcd":
 			cp.etcd = pid
 			cp.etcdDataDir = cmdlineFlag(pid, "data-dir")
@@ -162,9 +165,40 @@ func (cp *controlPlane) requests(ctx context.Context) (map[string]float64, error
 }
 
 // runStatusWrites is how many status writes of AgentRuns the apiserver
-// has served (UPDATE and PATCH of agentruns/status, every code).
+// has served (PUT, PATCH and APPLY of agentruns/status, every code: a
+// conflict costs it a decode and a read too).
 func runStatusWrites(r map[string]float64) float64 {
-	return r["UPDATE agentruns/status"] + r["PATCH agentruns/status"]
+	return r["PUT agentruns/status"] + r["PATCH agentruns/status"] + r["APPLY agentruns/status"]
+}
+
+// machineBusy is the CPU seconds every process of the machine has used
+// (/proc/stat: all but idle and iowait), to tell the test's own
+// processes from whatever else the machine runs.
+func machineBusy() (float64, error) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	busy := 0.0
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		if i >= 8 { // guest time is counted in user already
+			break
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		busy += x
+	}
+	return busy / clockTicks, nil
 }
 
 // etcdSize is etcd's database: the size of its db file, and what its
@@ -211,6 +245,9 @@ type window struct {
 	wall time.Duration
 
 	apiserverCPU, etcdCPU float64
+	// machineCPU is every process's CPU, ownCPU the test's processes'
+	// (control plane, managers, this process with its servers).
+	machineCPU, ownCPU float64
 	// statusWrites are the apiserver's status writes of AgentRuns.
 	statusWrites float64
 	// steps are the running runs' tool calls journaled (one per step).
@@ -222,20 +259,18 @@ type window struct {
 
 // managerWindow is one manager's share of a window.
 type managerWindow struct {
-	name          string
-	cpu, writes   float64
-	rss, anon     float64
-	cachedRuns    float64
-	live          float64 // running runs it owned at the end
-	idleRSS       float64
-	ownedShare    float64
-	writesPerStep float64
+	name        string
+	cpu, writes float64
+	rss, anon   float64
+	cachedRuns  float64
+	idleRSS     float64
 }
 
 // sample is the counters at one instant.
 type sample struct {
 	at            time.Time
 	apiCPU, etcd  float64
+	machine, own  float64
 	apiWrites     float64
 	steps, models float64
 	mgrCPU        []float64
@@ -251,6 +286,16 @@ func (cp *controlPlane) sample(ctx context.Context, ms []*manager, steps, models
 	if s.etcd, err = cpuSeconds(cp.etcd); err != nil {
 		return s, err
 	}
+	if s.machine, err = machineBusy(); err != nil {
+		return s, err
+	}
+	s.own = s.apiCPU + s.etcd
+	for _, pid := range []int{cp.kcm, os.Getpid()} {
+		if pid != 0 {
+			c, _ := cpuSeconds(pid)
+			s.own += c
+		}
+	}
 	r, err := cp.requests(ctx)
 	if err != nil {
 		return s, err
@@ -265,6 +310,7 @@ func (cp *controlPlane) sample(ctx context.Context, ms []*manager, steps, models
 		if err != nil {
 			return s, err
 		}
+		s.own += c
 		s.mgrCPU = append(s.mgrCPU, c)
 		s.mgrWrites = append(s.mgrWrites, f.writes)
 	}

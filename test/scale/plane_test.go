@@ -80,6 +80,9 @@ type plane struct {
 // with the webhook front listening first on a free port, so that the
 // configuration devcluster registers points at it.
 func startPlane(dir string, bin *procs.Builder, k8sBin string) (*plane, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	f, err := listenFront()
 	if err != nil {
 		return nil, err

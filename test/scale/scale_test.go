@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -151,13 +150,16 @@ func TestScale(t *testing.T) {
 	}
 	s.tools.Idempotent("/" + toolJournal)
 	t.Cleanup(s.tools.Close)
-	if err := installFixtures(s.ctx, s.pl.c, s.nss, s.model.URL, s.tools.URL); err != nil {
+	if err := installFixtures(s.ctx, s.pl.c, s.nss); err != nil {
 		t.Fatal(err)
 	}
-	s.logf("control plane up (apiserver pid %d, etcd pid %d), %d namespaces with their Agent", s.cp.apiserver, s.cp.etcd, len(s.nss))
+	s.logf("control plane up (apiserver pid %d, etcd pid %d), %d namespaces", s.cp.apiserver, s.cp.etcd, len(s.nss))
 
 	s.probe()
 	s.startShards("")
+	if err := installAgents(s.ctx, s.pl.c, s.nss, s.model.URL, s.tools.URL); err != nil {
+		t.Fatal(err)
+	}
 	s.burst()
 	s.listAndInbox()
 	s.startLive()
@@ -412,6 +414,7 @@ func (s *scaleRun) measure(name string) window {
 		s.fatalf("window %s: %v", name, err)
 	}
 	w := window{name: name, wall: s1.at.Sub(s0.at), apiserverCPU: s1.apiCPU - s0.apiCPU, etcdCPU: s1.etcd - s0.etcd,
+		machineCPU: s1.machine - s0.machine, ownCPU: s1.own - s0.own,
 		statusWrites: s1.apiWrites - s0.apiWrites, steps: s1.steps - s0.steps, modelRequests: s1.models - s0.models}
 	for i, m := range s.active {
 		mw := managerWindow{name: m.name, cpu: s1.mgrCPU[i] - s0.mgrCPU[i], writes: s1.mgrWrites[i] - s0.mgrWrites[i], idleRSS: s.idleRSS}
@@ -424,9 +427,9 @@ func (s *scaleRun) measure(name string) window {
 		w.managers = append(w.managers, mw)
 	}
 	secs := w.wall.Seconds()
-	s.logf("window %s (%s): %.0f status writes/s (%.2f of the ceiling), %.1f steps/s; CPU-s/s apiserver %.2f, etcd %.2f; managers: %s",
+	s.logf("window %s (%s): %.0f status writes/s (%.2f of the ceiling), %.1f steps/s; CPU-s/s apiserver %.2f, etcd %.2f, the machine %.2f (this test's processes %.2f); managers: %s",
 		name, w.wall.Round(time.Millisecond), w.statusWrites/secs, w.statusWrites/secs/s.rep.probe.ceiling, w.steps/secs,
-		w.apiserverCPU/secs, w.etcdCPU/secs, w.managerSummary())
+		w.apiserverCPU/secs, w.etcdCPU/secs, w.machineCPU/secs, w.ownCPU/secs, w.managerSummary())
 	return w
 }
 
@@ -480,13 +483,3 @@ func (noReader) Get(context.Context, client.ObjectKey, client.Object, ...client.
 }
 
 func (noReader) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
-
-// sortedKeys are m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
