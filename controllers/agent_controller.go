@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
+	"github.com/exagent-io/exagent/internal/shard"
 	"github.com/exagent-io/exagent/tools"
 )
 
@@ -59,6 +60,8 @@ const indexDelegates = "spec.tools.agent.agentRef.name"
 // status.conditions Ready and status.tools, only when they changed.
 // Ready is information: no run waits on it (a run's own checks stand).
 type AgentReconciler struct {
+	// Owner says which of these objects this manager writes (shards.go).
+	Owner  Ownership
 	Client client.Client
 	// APIReader reads Secrets past the cache.
 	APIReader client.Reader
@@ -111,7 +114,7 @@ func (r *AgentReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager
 		Watches(&exagentv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.delegatorsOf), builder.WithPredicates(createOrDelete)).
 		WatchesRawSource(source.Channel(r.listed, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
-		Complete(quietConflicts{controller: r.Name, next: r})
+		Complete(quietConflicts{controller: r.Name, next: ownedOnly(r.Owner, shard.AgentKey, r)})
 }
 
 // wake enqueues the Agents whose MCP listing came back. A wake is a hint:

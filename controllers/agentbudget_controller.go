@@ -71,6 +71,8 @@ const budgetSpendWrite = 10 * time.Second
 // the status.budgets of the Agents it selects (agentbudget_agents.go). It holds no run: the run
 // controller does (agentbudget_gate.go), from the same computation.
 type AgentBudgetReconciler struct {
+	// Owner says which of these objects this manager writes (shards.go).
+	Owner    Ownership
 	Client   client.Client
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
@@ -100,7 +102,7 @@ func (r *AgentBudgetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// writes) selects nothing: only its labels, spec and existence do.
 		Watches(&exagentv1.Agent{}, handler.EnqueueRequestsFromMapFunc(r.budgetsOf),
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Complete(quietConflicts{controller: r.Name, next: r})
+		Complete(quietConflicts{controller: r.Name, next: ownedOnly(r.Owner, budgetKey, r)})
 }
 
 func (r *AgentBudgetReconciler) budgetsOf(ctx context.Context, o client.Object) []reconcile.Request {

@@ -45,6 +45,7 @@ import (
 	"github.com/exagent-io/exagent/internal/index"
 	"github.com/exagent-io/exagent/internal/life"
 	"github.com/exagent-io/exagent/internal/served"
+	"github.com/exagent-io/exagent/internal/shard"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/model"
@@ -110,6 +111,10 @@ type AgentRunReconciler struct {
 	// MaxWaitingRunsPerNamespace caps the Waiting runs of one namespace: a
 	// run past it begins no wait, the model is told (wait_caps.go; 0: no cap).
 	MaxWaitingRunsPerNamespace int
+	// Shard is what this manager serves: a sharded manager's cache loses
+	// a run that moved to another shard, which it hands over
+	// (agentrun_moved.go).
+	Shard shard.Serving
 	// Callbacks makes the URLs of NewCallback calls (loop.EnvInput.Callbacks;
 	// nil: the manager serves no callback listener).
 	Callbacks *loop.CallbackIssuer

@@ -102,7 +102,7 @@ func (r *AgentRunReconciler) createChild(ctx context.Context, parent *exagentv1.
 	callID string) (loop.ChildRef, string, error) {
 	child := &exagentv1.AgentRun{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: plan.Name, Namespace: parent.Namespace, Labels: plan.Labels,
+			Name: plan.Name, Namespace: parent.Namespace, Labels: withShardOf(parent, plan.Labels),
 			// Deleted with its parent by the garbage collector: deleting a
 			// root deletes its tree.
 			OwnerReferences: []metav1.OwnerReference{exagentv1.RunControllerReference(parent, true)},

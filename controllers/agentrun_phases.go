@@ -101,6 +101,9 @@ func (r *AgentRunReconciler) load(ctx context.Context, key types.NamespacedName,
 	run := &exagentv1.AgentRun{}
 	if err := reader.Get(ctx, key, run); err != nil {
 		if apierrors.IsNotFound(err) {
+			if r.mem.leaving.has(key) {
+				return nil, nil // moved or deleted: leftCache decides, and keeps what a hand-over commits
+			}
 			// Its children, segments and decisions are the garbage
 			// collector's: each has the run as owner.
 			r.mem.forget(key, r.Clock.Now())

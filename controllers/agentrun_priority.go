@@ -19,7 +19,6 @@ package controllers
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -62,10 +61,7 @@ func (r *AgentRunReconciler) claimWatcher() handler.TypedEventHandler[client.Obj
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if e.Object != nil {
-				r.mem.claims.gone(types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}, e.Object.GetUID())
-				if run, ok := e.Object.(*exagentv1.AgentRun); ok {
-					observeRunDeleted(run) // metrics: its segments go with it
-				}
+				r.leftCache(e.Object) // deleted, or moved to another shard (agentrun_moved.go)
 			}
 		},
 	}

@@ -22,6 +22,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,11 +53,14 @@ const callbackCommitTries = 4
 type CallbackRuns struct {
 	Client    client.Client // the cache: the UID index
 	APIReader client.Reader
-	Store     *store.Store
-	Steps     *store.CommitSteps
-	Segments  *store.Segments
-	Clock     clock.PassiveClock
-	Env       envConfig
+	// Sharded: the cache holds one shard's runs; a run not there is
+	// looked for past it (nameOf).
+	Sharded  bool
+	Store    *store.Store
+	Steps    *store.CommitSteps
+	Segments *store.Segments
+	Clock    clock.PassiveClock
+	Env      envConfig
 }
 
 // setupCallbackIndex registers the UID index the listener finds runs by.
@@ -122,15 +126,24 @@ func (c *CallbackRuns) find(ctx context.Context, namespace, runUID string) (*exa
 	if err := c.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{indexRunUID: runUID}); err != nil {
 		return nil, fmt.Errorf("finding run %s in %s: %w", runUID, namespace, err)
 	}
-	if len(list.Items) == 0 {
+	name := ""
+	if len(list.Items) > 0 {
+		name = list.Items[0].Name
+	} else if c.Sharded {
+		// Another shard's run: the callback's URL reached this replica.
+		var err error
+		if name, err = c.nameOf(ctx, namespace, runUID); err != nil || name == "" {
+			return nil, err
+		}
+	} else {
 		return nil, callbacks.ErrNoRun
 	}
 	run := &exagentv1.AgentRun{}
-	if err := c.APIReader.Get(ctx, client.ObjectKeyFromObject(&list.Items[0]), run); err != nil {
+	if err := c.APIReader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, run); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, callbacks.ErrNoRun
 		}
-		return nil, fmt.Errorf("reading run %s/%s: %w", namespace, list.Items[0].Name, err)
+		return nil, fmt.Errorf("reading run %s/%s: %w", namespace, name, err)
 	}
 	if string(run.UID) != runUID {
 		return nil, callbacks.ErrNoRun // deleted and made again under the name
@@ -181,10 +194,32 @@ func setupCallbacks(ctx context.Context, mgr ctrl.Manager, o Options, runs *Agen
 	if err := setupCallbackIndex(ctx, mgr); err != nil {
 		return nil, err
 	}
-	cr := &CallbackRuns{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Store: runs.Store, Steps: runs.Steps,
+	cr := &CallbackRuns{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Sharded: o.Shard.Sharded(), Store: runs.Store, Steps: runs.Steps,
 		Segments: runs.Segments, Clock: runs.Clock, Env: runs.envConfig()}
 	var tokens callbacks.Tokens = o.Signer
 	return &callbacks.Handler{Tokens: tokens, Runs: cr, Clock: runs.Clock, Log: ctrl.Log.WithName("callbacks")}, nil
 }
 
 var _ callbacks.Tokens = (*authz.Signer)(nil)
+
+// nameOf finds the run of namespace with uid past the cache, reading only
+// the runs' metadata; ErrNoRun when there is none.
+func (c *CallbackRuns) nameOf(ctx context.Context, namespace, uid string) (string, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRunList"))
+	opts := &client.ListOptions{Namespace: namespace, Limit: 500}
+	for {
+		if err := c.APIReader.List(ctx, list, opts); err != nil {
+			return "", fmt.Errorf("finding run %s in %s: %w", uid, namespace, err)
+		}
+		for i := range list.Items {
+			if string(list.Items[i].UID) == uid {
+				return list.Items[i].Name, nil
+			}
+		}
+		if list.Continue == "" {
+			return "", callbacks.ErrNoRun
+		}
+		opts.Continue = list.Continue
+	}
+}

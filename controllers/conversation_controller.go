@@ -33,6 +33,7 @@ import (
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/internal/index"
+	"github.com/exagent-io/exagent/internal/shard"
 	"github.com/exagent-io/exagent/loop"
 )
 
@@ -43,6 +44,8 @@ import (
 // many wait behind it, the ledger summed over its turns, conditions Ready
 // and Ended. Information only: the turns hold themselves (waitTurn).
 type ConversationReconciler struct {
+	// Owner says which of these objects this manager writes (shards.go).
+	Owner  Ownership
 	Client client.Client
 	// Clock stamps the conditions (the real clock when nil).
 	Clock clock.PassiveClock
@@ -64,7 +67,7 @@ func (r *ConversationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&exagentv1.Conversation{}).
 		Watches(&exagentv1.AgentRun{}, handler.EnqueueRequestsFromMapFunc(conversationOfTurn)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
-		Complete(quietConflicts{controller: r.Name, next: r})
+		Complete(quietConflicts{controller: r.Name, next: ownedOnly(r.Owner, shard.ConversationKey, r)})
 }
 
 // conversationOfTurn maps a turn to its Conversation.

@@ -52,6 +52,9 @@ type runMemory struct {
 	waits modelWaits
 	// lastTurns are the last turns this process ended, per conversation (turn_memory.go).
 	lastTurns *lastTurns
+	// leaving are the runs that left this shard's cache, until it is known
+	// whether they were deleted or moved (agentrun_moved.go).
+	leaving leaving
 }
 
 func newRunMemory(store *store.Store, tracer *telemetry.Tracer) *runMemory {

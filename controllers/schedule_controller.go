@@ -41,6 +41,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/schedule"
+	"github.com/exagent-io/exagent/internal/shard"
 )
 
 // +kubebuilder:rbac:groups=exagent.io,resources=agentschedules,verbs=get;list;watch
@@ -63,6 +64,8 @@ const (
 // Create is AlreadyExists. The decisions are internal/schedule's; this
 // file reads the objects and writes the results.
 type ScheduleReconciler struct {
+	// Owner says which of these objects this manager writes (shards.go).
+	Owner    Ownership
 	Client   client.Client
 	Recorder events.EventRecorder
 	// Clock is "now" for every tick decision (tests inject a fake one).
@@ -92,7 +95,7 @@ func (r *ScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&exagentv1.AgentRun{}, handler.EnqueueRequestsFromMapFunc(scheduleOfRun),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: runEnded})).
 		// Two replicas' status writes may race: the loser looks again.
-		Complete(quietConflicts{controller: r.Name, next: r})
+		Complete(quietConflicts{controller: r.Name, next: ownedOnly(r.Owner, shard.ScheduleKey, r)})
 }
 
 // scheduleOfRun is the schedule a run is labelled with, if any.

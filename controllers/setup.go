@@ -38,6 +38,7 @@ import (
 	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/internal/notify"
 	"github.com/exagent-io/exagent/internal/served"
+	"github.com/exagent-io/exagent/internal/shard"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/loop"
 	"github.com/exagent-io/exagent/model"
@@ -168,6 +169,13 @@ type Options struct {
 	// AgentRecheckInterval is how often a Ready Agent's status is checked
 	// again (--agent-recheck-interval; DefaultAgentRecheckInterval when 0).
 	AgentRecheckInterval time.Duration
+	// Shard is what this manager serves (--shard; the zero value: every
+	// run). Its cache must be confined to it too (shard.Serving.Cache).
+	Shard shard.Serving
+	// Placer places runs on shards (--shards; nil: none are placed). With
+	// Shard it decides which shared objects this manager writes
+	// (Ownership) and where a run it holds belongs (the rebalancer).
+	Placer *shard.Placer
 }
 
 // Controllers are the wired reconcilers of one manager.
@@ -188,6 +196,8 @@ type Controllers struct {
 	// TriggerStatus keeps the triggers' Ready condition; its Events field
 	// is set by whoever runs the Kubernetes Events watches.
 	TriggerStatus *TriggerReconciler
+	// Owner says which shared objects this manager writes.
+	Owner Ownership
 }
 
 // Setup builds the store, the executor, the tools and the reconcilers
@@ -249,6 +259,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		Namespaces:                 o.Namespaces,
 		MaxWaitingRunsPerNamespace: o.MaxWaitingRunsPerNamespace,
 		Callbacks:                  callbackIssuer(o),
+		Shard:                      o.Shard,
 	}
 	runs.Tools.Secret = runs.secret
 	if err := mgr.Add(runs.Tools.MCP); err != nil { // lists MCP servers beside the workers
@@ -276,18 +287,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if err := decisions.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ApprovalDecision controller: %w", err)
 	}
+	owner := Ownership{Serving: o.Shard, Placer: o.Placer}
 	agents := &AgentReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), MCP: runs.Tools.MCP, Clock: o.Clock,
+		Owner: owner, Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), MCP: runs.Tools.MCP, Clock: o.Clock,
 		Recheck: o.AgentRecheckInterval, Name: "agent" + o.NameSuffix, Hooks: o.Hooks,
 	}
 	if err := agents.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Agent controller: %w", err)
 	}
-	conversations := &ConversationReconciler{Client: mgr.GetClient(), Clock: o.Clock, Name: "conversation" + o.NameSuffix}
+	conversations := &ConversationReconciler{Owner: owner, Client: mgr.GetClient(), Clock: o.Clock, Name: "conversation" + o.NameSuffix}
 	if err := conversations.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Conversation controller: %w", err)
 	}
-	schedules := &ScheduleReconciler{Client: mgr.GetClient(), Recorder: evq.Recorder("exagent-schedule"), Clock: o.Clock, Signer: o.Signer, Name: "agentschedule" + o.NameSuffix}
+	schedules := &ScheduleReconciler{Owner: owner, Client: mgr.GetClient(), Recorder: evq.Recorder("exagent-schedule"), Clock: o.Clock, Signer: o.Signer, Name: "agentschedule" + o.NameSuffix}
 	if err := schedules.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the AgentSchedule controller: %w", err)
 	}
@@ -299,9 +311,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 	if err != nil {
 		return nil, err
 	}
-	budgets := &AgentBudgetReconciler{Client: mgr.GetClient(), Recorder: evq.Recorder("exagent-budget"), Clock: o.Clock, Name: "agentbudget" + o.NameSuffix}
+	budgets := &AgentBudgetReconciler{Owner: owner, Client: mgr.GetClient(), Recorder: evq.Recorder("exagent-budget"), Clock: o.Clock, Name: "agentbudget" + o.NameSuffix}
 	if err := budgets.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the AgentBudget controller: %w", err)
+	}
+	if err := mgr.Add(&Rebalancer{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Owner: owner,
+		Log: ctrl.Log.WithName("rebalancer")}); err != nil {
+		return nil, fmt.Errorf("adding the shard rebalancer: %w", err)
 	}
 	if err := setupNotifier(ctx, mgr, o, writes, steps, evq); err != nil {
 		return nil, err
@@ -315,14 +331,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Controllers, erro
 		}
 	}
 	return &Controllers{Runs: runs, Decisions: decisions, Agents: agents, Store: writes, Executor: exec,
-		Triggers: trig, TriggerRuns: trig.Lookup.(*TriggerRuns), TriggerStatus: trigStatus, Callbacks: cbs}, nil
+		Triggers: trig, TriggerRuns: trig.Lookup.(*TriggerRuns), TriggerStatus: trigStatus, Callbacks: cbs, Owner: owner}, nil
 }
 
 // setupTriggers builds the triggers' handler (served by the listener on
 // every replica), the counts each replica adds to the triggers' status,
 // and the leader's Ready controller.
 func setupTriggers(mgr ctrl.Manager, o Options, evq *eventqueue.Queue) (*triggers.Handler, *TriggerReconciler, error) {
-	tr := &TriggerRuns{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Signer: o.Signer, Clock: o.Clock}
+	tr := &TriggerRuns{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Signer: o.Signer, Clock: o.Clock,
+		Owner: Ownership{Serving: o.Shard, Placer: o.Placer}}
 	var ticker clock.WithTicker = clock.RealClock{}
 	if c, ok := o.Clock.(clock.WithTicker); ok {
 		ticker = c
@@ -333,7 +350,7 @@ func setupTriggers(mgr ctrl.Manager, o Options, evq *eventqueue.Queue) (*trigger
 		return nil, nil, fmt.Errorf("adding the trigger counts: %w", err)
 	}
 	h := &triggers.Handler{Lookup: tr, Creator: tr, Recorder: stats, Clock: o.Clock, Log: ctrl.Log.WithName("triggers")}
-	status := &TriggerReconciler{Client: mgr.GetClient(), Runs: tr, Recorder: evq.Recorder("exagent-trigger"), Clock: o.Clock,
+	status := &TriggerReconciler{Owner: Ownership{Serving: o.Shard, Placer: o.Placer}, Client: mgr.GetClient(), Runs: tr, Recorder: evq.Recorder("exagent-trigger"), Clock: o.Clock,
 		Name: "agenttrigger" + o.NameSuffix}
 	if err := status.SetupWithManager(mgr); err != nil {
 		return nil, nil, fmt.Errorf("setting up the AgentTrigger controller: %w", err)

@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
+	"github.com/exagent-io/exagent/internal/shard"
 	"github.com/exagent-io/exagent/triggers"
 )
 
@@ -66,6 +67,8 @@ type EventProblems interface {
 // misconfigured trigger shows on kubectl get instead of as a sender's
 // 503. The counts are TriggerStats's.
 type TriggerReconciler struct {
+	// Owner says which of these objects this manager writes (shards.go).
+	Owner    Ownership
 	Client   client.Client
 	Runs     *TriggerRuns
 	Events   EventProblems
@@ -106,7 +109,7 @@ func (r *TriggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&exagentv1.AgentRun{}, handler.EnqueueRequestsFromMapFunc(triggerOfRun),
 			builder.WithPredicates(predicate.Funcs{UpdateFunc: runEnded})).
 		WatchesRawSource(source.Channel(r.wake, &handler.TypedEnqueueRequestForObject[*exagentv1.AgentTrigger]{})).
-		Complete(quietConflicts{controller: r.Name, next: r})
+		Complete(quietConflicts{controller: r.Name, next: ownedOnly(r.Owner, shard.TriggerKey, r)})
 }
 
 // triggerOfRun is the trigger that owns a run, if any.

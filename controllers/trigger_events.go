@@ -105,6 +105,9 @@ type EventSources struct {
 	// Changed, when set, is told a trigger's Problems may have changed
 	// (the Ready controller looks again); it must not block.
 	Changed func(types.NamespacedName)
+	// Owner says which triggers this manager watches for: each shard's
+	// leader the triggers of its shard (the zero value: all).
+	Owner Ownership
 
 	mu       sync.Mutex
 	root     context.Context
@@ -207,6 +210,9 @@ func (s *EventSources) Start(ctx context.Context) error {
 		case res == recheck:
 			q.Forget(key)
 			q.AddAfter(key, rechecks.When(key))
+		case res == notOwned:
+			q.Forget(key)
+			q.AddAfter(key, ownershipRecheck)
 		case res == done:
 			q.Forget(key)
 			rechecks.Forget(key)
@@ -232,6 +238,14 @@ func (s *EventSources) sync(ctx context.Context, key types.NamespacedName) (sync
 	if at.Spec.Source == nil || at.Spec.Source.KubernetesEvents == nil || at.DeletionTimestamp != nil {
 		s.stop(key, true)
 		return done, nil
+	}
+	if owns, err := s.Owner.ownsTrigger(ctx, key); err != nil || !owns {
+		// Another shard's leader watches for it.
+		s.stop(key, true)
+		if err != nil {
+			return done, err
+		}
+		return notOwned, nil
 	}
 	now := s.clock().Now()
 	s.mu.Lock()
@@ -326,6 +340,8 @@ const (
 	recheck
 	// pending: a recheck is queued already.
 	pending
+	// notOwned: another shard watches for it; look again later.
+	notOwned
 )
 
 // recheckIf is recheck when there are problems.

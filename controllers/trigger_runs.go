@@ -59,6 +59,10 @@ type TriggerRuns struct {
 	Signer *authz.Signer
 	// Clock is the handler's clock (the runs' creation times are its).
 	Clock clock.PassiveClock
+	// Owner says which triggers' runs this manager's cache holds: a
+	// trigger's runs are on its shard, and a delivery to another shard's
+	// replica counts them past the cache.
+	Owner Ownership
 
 	mu       sync.Mutex
 	compiled map[types.NamespacedName]*compiledTrigger
@@ -432,7 +436,13 @@ func (t *TriggerRuns) ActiveRuns(ctx context.Context, tr *triggers.Trigger) (int
 		return 0, fmt.Errorf("AgentTrigger %s is not compiled", tr.NamespacedName)
 	}
 	runs := &exagentv1.AgentRunList{}
-	if err := t.Client.List(ctx, runs, client.InNamespace(tr.Namespace),
+	var reader client.Reader = t.Client
+	if owns, err := t.Owner.ownsTrigger(ctx, tr.NamespacedName); err != nil {
+		return 0, err
+	} else if !owns {
+		reader = t.APIReader // another shard's: this cache does not hold its runs
+	}
+	if err := reader.List(ctx, runs, client.InNamespace(tr.Namespace),
 		client.MatchingLabels{exagentv1.LabelTrigger: exagentv1.LabelValue(tr.Name)}); err != nil {
 		return 0, fmt.Errorf("listing the runs of AgentTrigger %s: %w", tr.NamespacedName, err)
 	}

@@ -119,7 +119,7 @@ func (s *Segments) Create(ctx context.Context, run *exagentv1.AgentRun, segs []s
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: run.Namespace,
 				Name:      seg.Name,
-				Labels:    map[string]string{exagentv1.LabelRun: exagentv1.LabelValue(run.Name), exagentv1.LabelRunUID: string(run.UID)},
+				Labels:    segmentLabels(run),
 				// Deleted with the run by the garbage collector — a turn's
 				// only once its conversation is gone too: later turns take
 				// its chain by reference (segmentOwners).
@@ -271,4 +271,14 @@ func segmentOwners(run *exagentv1.AgentRun) []metav1.OwnerReference {
 		owners = append(owners, metav1.OwnerReference{APIVersion: conv.APIVersion, Kind: conv.Kind, Name: conv.Name, UID: conv.UID})
 	}
 	return owners
+}
+
+// segmentLabels are a segment's labels: its run's name and UID, and its
+// run's shard when it has one (the shard's managers serve it).
+func segmentLabels(run *exagentv1.AgentRun) map[string]string {
+	l := map[string]string{exagentv1.LabelRun: exagentv1.LabelValue(run.Name), exagentv1.LabelRunUID: string(run.UID)}
+	if v, ok := run.Labels[exagentv1.LabelShard]; ok {
+		l[exagentv1.LabelShard] = v
+	}
+	return l
 }

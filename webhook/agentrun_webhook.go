@@ -27,6 +27,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/served"
+	"github.com/exagent-io/exagent/internal/shard"
 )
 
 // The validating webhook's matchCondition skips UPDATEs that leave spec as it
@@ -53,6 +54,8 @@ type AgentRunWebhook struct {
 	// Namespaces are those the manager serves: a run elsewhere is refused
 	// (refuseUnserved). The zero value serves every namespace.
 	Namespaces served.Namespaces
+	// Placer places new runs on shards (stampShard); nil: none are.
+	Placer *shard.Placer
 }
 
 var (
@@ -81,6 +84,9 @@ func (w *AgentRunWebhook) Default(ctx context.Context, run *exagentv1.AgentRun) 
 		return err
 	}
 	stamped := authz.ActorFromUserInfo(req.UserInfo)
+	if err := w.stampShard(ctx, run, stamped); err != nil {
+		return err
+	}
 	if run.Spec.Delegation != nil {
 		if ferr := w.checkDelegation(run, stamped); ferr != nil {
 			return invalid(agentRunGK, run.Name, field.ErrorList{ferr})

@@ -98,6 +98,7 @@ func (w *ApprovalDecisionWebhook) Default(ctx context.Context, d *exagentv1.Appr
 		return apierrors.NewInternalError(fmt.Errorf("reading AgentRun %s/%s to admit the decision: %w", d.Namespace, d.Spec.RunRef.Name, err))
 	}
 	d.SetRunOwner(run) // the garbage collector deletes it with the run
+	stampDecisionShard(d, run)
 	if w.Signer == nil {
 		return nil
 	}

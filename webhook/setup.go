@@ -27,6 +27,7 @@ import (
 	exagentv1 "github.com/exagent-io/exagent/api/v1beta1"
 	"github.com/exagent-io/exagent/authz"
 	"github.com/exagent-io/exagent/internal/served"
+	"github.com/exagent-io/exagent/internal/shard"
 )
 
 // Option tunes SetupWithManager.
@@ -36,6 +37,7 @@ type settings struct {
 	signer     *authz.Signer
 	manager    string
 	namespaces served.Namespaces
+	placer     *shard.Placer
 }
 
 // WithSigner makes the mutating webhooks sign what they stamp (see
@@ -61,6 +63,13 @@ func WithManagerIdentity(username string) Option {
 // them are stamped admitted (AnnotationAdmittedBy).
 func WithNamespaces(n served.Namespaces) Option {
 	return func(o *settings) { o.namespaces = n }
+}
+
+// WithPlacer places every new run on a shard (--shards): admission stamps
+// its exagent.io/shard label (stampShard). Decisions always carry their
+// run's label, placer or not.
+func WithPlacer(p *shard.Placer) Option {
+	return func(o *settings) { o.placer = p }
 }
 
 // selfTimeout bounds the start-up SelfSubjectReview.
@@ -98,7 +107,7 @@ func SetupWithManager(mgr ctrl.Manager, opts ...Option) error {
 		Complete(); err != nil {
 		return fmt.Errorf("registering ApprovalDecision webhooks: %w", err)
 	}
-	runs := &AgentRunWebhook{Signer: o.signer, Manager: o.manager, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespaces: o.namespaces}
+	runs := &AgentRunWebhook{Signer: o.signer, Manager: o.manager, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespaces: o.namespaces, Placer: o.placer}
 	if err := ctrl.NewWebhookManagedBy(mgr, &exagentv1.AgentRun{}).
 		WithDefaulterCustomPath(servedPath("mutate", "agentrun")).
 		WithDefaulter(runs).

@@ -91,3 +91,13 @@ func LabelValue(name string) string {
 // spec.conversationRef) to its Conversation's name: a conversation's turns
 // are listed by it.
 const LabelConversation = "exagent.io/conversation"
+
+// LabelShard names the shard of managers that serves an object
+// (docs/architecture.md §22, docs/install.md "Scaling out"). Admission
+// stamps it on every AgentRun created where shards are configured, and
+// on every ApprovalDecision (its run's); the manager sets it on the
+// segments and child runs it creates (their run's). A manager started
+// with --shard NAME caches and works only the runs, decisions and
+// segments labelled NAME. On a Namespace it pins every run created there
+// to that shard.
+const LabelShard = "exagent.io/shard"

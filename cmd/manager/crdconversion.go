@@ -28,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/exagent-io/exagent/controllers"
 	"github.com/exagent-io/exagent/internal/crdconversion"
 	exagentwebhook "github.com/exagent-io/exagent/webhook"
 )
@@ -87,7 +88,10 @@ func addCRDConversion(mgr ctrl.Manager, f *flags) error {
 			return fmt.Errorf("conversion keeper: %w", err)
 		}
 	}
-	if f.migrateStorage {
+	owner := controllers.Ownership{Serving: f.opts.Shard, Placer: f.opts.Placer}
+	if f.migrateStorage && !owner.OwnsChore("storage-migration") {
+		log.Info("another shard's leader migrates the stored objects", "shard", f.opts.Shard.Name())
+	} else if f.migrateStorage {
 		if err := mgr.Add(&crdconversion.Migrator{Client: c, Log: log}); err != nil {
 			return fmt.Errorf("storage migrator: %w", err)
 		}

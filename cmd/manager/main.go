@@ -52,6 +52,7 @@ import (
 	"github.com/exagent-io/exagent/internal/mcplist"
 	"github.com/exagent-io/exagent/internal/notify"
 	"github.com/exagent-io/exagent/internal/served"
+	"github.com/exagent-io/exagent/internal/shard"
 	"github.com/exagent-io/exagent/internal/telemetry"
 	"github.com/exagent-io/exagent/internal/version"
 	"github.com/exagent-io/exagent/loop"
@@ -102,12 +103,16 @@ type flags struct {
 	conversionPort          int
 	conversionCAFile        string
 	migrateStorage          bool
+	shard                   string
+	shardGiven              bool
+	shards                  string
+	shardSet                shard.Set
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	f := &flags{}
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "Enable leader election (correctness never depends on it: every commit is fenced by the run's claim).")
-	fs.StringVar(&f.leaderElectionID, "leader-election-id", "exagent-manager.exagent.io", "Name of the leader election Lease.")
+	fs.StringVar(&f.leaderElectionID, "leader-election-id", defaultLeaderElectionID, "Name of the leader election Lease (with --shard: exagent-manager-SHARD.exagent.io).")
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease (in-cluster default: the pod's).")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "0", "Address of the metrics endpoint (e.g. :8443); 0 disables it.")
 	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS (self-signed unless certificates are mounted), each scrape authenticated and authorized by the apiserver.")
@@ -175,6 +180,13 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 	fs.StringVar(&f.conversionCAFile, "conversion-ca-file", "", "PEM CA bundle the apiserver is to trust for the conversion webhook (default: ca.crt in --webhook-cert-dir).")
 	fs.BoolVar(&f.migrateStorage, "migrate-storage", true, "On the leader, rewrite objects an older release stored as v1alpha1 to v1beta1 (a StorageVersionMigration where the cluster serves "+
 		"storagemigration.k8s.io/v1, else paced rewrites) and prune each CRD's status.storedVersions (docs/upgrading.md).")
+	fs.Func("shard", "Serve only the runs, decisions and segments labelled exagent.io/shard=NAME (\"\": the unlabelled ones): this manager caches, works and leads "+
+		"only that shard, with its own leader election Lease (docs/install.md, \"Scaling out\"); not given: every run.", func(v string) error {
+		f.shard, f.shardGiven = v, true
+		return nil
+	})
+	fs.StringVar(&f.shards, "shards", "", "Comma-separated shards new runs are placed on (the same list on every manager): the webhook stamps each new run with a stable hash "+
+		"of its namespace and root over them, unless its Namespace pins one with the label exagent.io/shard; empty: runs are not stamped.")
 	fs.BoolVar(&f.printVersion, "version", false, "Print the version, commit, Go version and platform of this binary, then exit.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(fs)
@@ -201,6 +213,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (*flags, zap.Options, error) {
 		return nil, opts, err
 	}
 	f.opts.Namespaces = namespaces
+	if err := f.parseShards(fs); err != nil {
+		return nil, opts, err
+	}
 	if f.opts.UIURLTemplate, err = notify.ParseURLTemplate(f.uiURLTemplate); err != nil {
 		return nil, opts, err
 	}
@@ -400,6 +415,8 @@ func run() error {
 	// Every informer covers the served namespaces only (the egress
 	// ConfigMap keeps its own namespace, the manager's).
 	cacheOpts.DefaultNamespaces = f.opts.Namespaces.CacheNamespaces()
+	// A shard's manager caches (and so lists at start) its shard only.
+	f.opts.Shard.Cache(&cacheOpts)
 	if nsKey != nil {
 		// Only that one ConfigMap is watched.
 		cacheOpts.ByObject[&corev1.ConfigMap{}] = egress.CacheByObject(*nsKey)
@@ -429,6 +446,10 @@ func run() error {
 	// The manager's own identity never decides on a run: learn it from the
 	// credentials this process really uses, once, for the webhook and the
 	// controller alike.
+	f.opts.Placer = &shard.Placer{Shards: f.shardSet, Reader: mgr.GetClient()}
+	if f.opts.Shard.Sharded() || f.opts.Placer.Enabled() {
+		log.Info("shards", "serving", f.opts.Shard.String(), "shards", f.shardSet.String(), "leaderElectionID", f.leaderElectionID)
+	}
 	self, err := authz.Self(ctx, mgr.GetClient())
 	if err != nil {
 		return fmt.Errorf("the manager's identity: %w", err)
@@ -501,7 +522,8 @@ func run() error {
 		return fmt.Errorf("trigger events: %w", err)
 	}
 	if f.enableWebhooks {
-		wopts := []exagentwebhook.Option{exagentwebhook.WithManagerIdentity(self), exagentwebhook.WithNamespaces(f.opts.Namespaces)}
+		wopts := []exagentwebhook.Option{exagentwebhook.WithManagerIdentity(self), exagentwebhook.WithNamespaces(f.opts.Namespaces),
+			exagentwebhook.WithPlacer(f.opts.Placer)}
 		if signer != nil {
 			wopts = append(wopts, exagentwebhook.WithSigner(signer))
 		}

@@ -34,6 +34,7 @@ func addTriggerEvents(mgr manager.Manager, c *controllers.Controllers) error {
 	es := &controllers.EventSources{
 		Cache: mgr.GetCache(), Client: mgr.GetClient(), Config: mgr.GetConfig(), Lookup: c.TriggerRuns,
 		Handler: c.Triggers, Log: ctrl.Log.WithName("trigger-events"), Changed: c.TriggerStatus.Wake,
+		Owner: c.Owner,
 	}
 	c.TriggerStatus.Events = es
 	return mgr.Add(es)
