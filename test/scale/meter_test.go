@@ -254,7 +254,10 @@ type window struct {
 	steps float64
 	// modelRequests are the running runs' model requests.
 	modelRequests float64
-	managers      []managerWindow
+	// notResumed are running runs that had not resumed after the swap
+	// before this window (a manager that never picked them up).
+	notResumed int
+	managers   []managerWindow
 }
 
 // managerWindow is one manager's share of a window.

@@ -150,6 +150,11 @@ func (r *report) missed() []string {
 	}
 	var out []string
 	sharded, unsharded := r.sharedWindows()
+	for _, w := range r.windows {
+		if w.notResumed > 0 {
+			out = append(out, fmt.Sprintf("window %s: %d running runs had not resumed when it began", w.name, w.notResumed))
+		}
+	}
 	for _, w := range sharded {
 		if _, _, c := r.ceilings(w); w.writesPerSec() < targetSteady*c {
 			out = append(out, fmt.Sprintf("window %s: %.0f status writes/s < %.1f × the workload's ceiling %.0f", w.name, w.writesPerSec(), targetSteady, c))
@@ -222,6 +227,11 @@ func (r *report) markdown() string {
 			metIf(w.name != "unsharded", w.writesPerSec() >= targetSteady*c))
 		p("| 2 | %s: steps/s (%.2f status writes a step) | %.1f | %.2f × the model's max %.0f | — | |\n",
 			tag, w.writesPerStep(), w.stepsPerSec(), w.stepsPerSec()/r.modelMax(), r.modelMax())
+		p("| 2 | %s: the machine's CPU (this test's processes; the rest is other work on the machine) | %.2f CPU-s/s (%.2f) | of %d | — | |\n",
+			tag, w.machineCPU/w.secs(), w.ownCPU/w.secs(), runtime.NumCPU())
+		if w.notResumed > 0 {
+			p("| 2 | %s: running runs not resumed when the window began | %d | | 0 | **no** |\n", tag, w.notResumed)
+		}
 		p("| 3 | %s: apiserver CPU per status write | %.2f ms | %.2f × probe | — | |\n", tag, w.apiserverMsPerW(), w.apiserverMsPerW()/r.probe.apiserverMs)
 		p("| 3 | %s: etcd CPU per status write | %.2f ms | %.2f × probe | — | |\n", tag, w.etcdMsPerW(), w.etcdMsPerW()/r.probe.etcdMs)
 		for _, m := range w.managers {
@@ -246,6 +256,9 @@ func (r *report) markdown() string {
 	}
 	p("| 7 | etcd size: db file / total / in use | %.0f / %.0f / %.0f MiB | %.1f KiB a run | — | |\n", r.etcd.file/mib, r.etcd.total/mib, r.etcd.inUse/mib, r.etcd.total/float64(sz.total())/kib)
 	if f := r.failover; f != nil {
+		if f.notApplied > 0 || f.notResumed > 0 {
+			p("| 8 | failover: approvals not applied, running runs not resumed at the deadline | %d, %d | | 0, 0 | **no** |\n", f.notApplied, f.notResumed)
+		}
 		p("| 8 | failover of %s (%d running runs, %d model calls in flight at the kill; %d approvals during the outage, the last %s after the kill): all resumed and applied | %s | resumed %s (stepped %s), applied %s, replacement up %s | ≤ lease + 10 s = %s | %s |\n",
 			f.victim, f.live, f.inflight, f.approvals, f.lastApproval.Round(time.Millisecond), f.total.Round(time.Millisecond),
 			f.resumed.Round(time.Millisecond), f.stepped.Round(time.Millisecond), f.applied.Round(time.Millisecond), f.replacementReady.Round(time.Millisecond),
