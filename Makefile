@@ -141,7 +141,7 @@ bench: ## Benchmarks on envtest: pause → approve → finish (BENCH_RUNS=N), th
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 120m -run '^$$' -bench '^BenchmarkRetention$$' -benchtime 1x ./controllers/ -args $(RETENTION_ARGS)
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 20m -run '^$$' -bench '^BenchmarkInboxFirstPaint$$' -benchtime 20x ./cmd/kubectl-approve/app/ui/
 
-SCALE_TIMEOUT ?= 60m
+SCALE_TIMEOUT ?= 100m
 # SCALE_ARGS passes the scale test's -scale.* flags (e.g. a development run:
 # SCALE_ARGS='-scale.ended=1400 -scale.waiting=400 -scale.running=200 -scale.window=20s -scale.strict=false').
 SCALE_ARGS ?=

@@ -20,11 +20,13 @@ package scale
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -254,6 +256,8 @@ type window struct {
 	steps float64
 	// modelRequests are the running runs' model requests.
 	modelRequests float64
+	// requests are the apiserver's requests of the window by kind.
+	requests map[string]float64
 	// notResumed are running runs that had not resumed after the swap
 	// before this window (a manager that never picked them up).
 	notResumed int
@@ -278,6 +282,7 @@ type sample struct {
 	steps, models float64
 	mgrCPU        []float64
 	mgrWrites     []float64
+	reqs          map[string]float64
 }
 
 func (cp *controlPlane) sample(ctx context.Context, ms []*manager, steps, models func() float64) (sample, error) {
@@ -303,7 +308,7 @@ func (cp *controlPlane) sample(ctx context.Context, ms []*manager, steps, models
 	if err != nil {
 		return s, err
 	}
-	s.apiWrites = runStatusWrites(r)
+	s.apiWrites, s.reqs = runStatusWrites(r), r
 	for _, m := range ms {
 		c, err := cpuSeconds(m.Pid())
 		if err != nil {
@@ -318,4 +323,29 @@ func (cp *controlPlane) sample(ctx context.Context, ms []*manager, steps, models
 		s.mgrWrites = append(s.mgrWrites, f.writes)
 	}
 	return s, nil
+}
+
+// requestsPerWrite are the window's apiserver requests per AgentRun
+// status write, the n most frequent kinds first ("LIST agentrunsegments
+// 0.53, POST events 0.12").
+func (w window) requestsPerWrite(n int) string {
+	type kv struct {
+		k string
+		v float64
+	}
+	var all []kv
+	for k, v := range w.requests {
+		if v > 0 && !strings.HasPrefix(k, "WATCH ") {
+			all = append(all, kv{k, v})
+		}
+	}
+	slices.SortFunc(all, func(a, b kv) int { return cmp.Or(cmp.Compare(b.v, a.v), strings.Compare(a.k, b.k)) })
+	var parts []string
+	for i, x := range all {
+		if i == n {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %.2f", x.k, x.v/max(w.statusWrites, 1)))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -233,6 +233,7 @@ func (r *report) markdown() string {
 			p("| 2 | %s: running runs not resumed when the window began | %d | | 0 | **no** |\n", tag, w.notResumed)
 		}
 		p("| 3 | %s: apiserver CPU per status write | %.2f ms | %.2f × probe | — | |\n", tag, w.apiserverMsPerW(), w.apiserverMsPerW()/r.probe.apiserverMs)
+		p("| 3 | %s: the apiserver's requests per status write (all clients) | %s | | — | |\n", tag, w.requestsPerWrite(6))
 		p("| 3 | %s: etcd CPU per status write | %.2f ms | %.2f × probe | — | |\n", tag, w.etcdMsPerW(), w.etcdMsPerW()/r.probe.etcdMs)
 		for _, m := range w.managers {
 			p("| 3 | %s: %s CPU per its status write | %.2f ms (%.2f CPU-s/s, %.0f writes/s) | %.2f × probe's apiserver | — | |\n", tag, m.name,

@@ -419,8 +419,11 @@ func (s *scaleRun) measure(name string) window {
 	w := window{name: name, wall: s1.at.Sub(s0.at), apiserverCPU: s1.apiCPU - s0.apiCPU, etcdCPU: s1.etcd - s0.etcd,
 		machineCPU: s1.machine - s0.machine, ownCPU: s1.own - s0.own,
 		statusWrites: s1.apiWrites - s0.apiWrites, steps: s1.steps - s0.steps, modelRequests: s1.models - s0.models,
-		notResumed: s.notResumed}
+		notResumed: s.notResumed, requests: map[string]float64{}}
 	s.notResumed = 0
+	for k, v := range s1.reqs {
+		w.requests[k] = v - s0.reqs[k]
+	}
 	for i, m := range s.active {
 		mw := managerWindow{name: m.name, cpu: s1.mgrCPU[i] - s0.mgrCPU[i], writes: s1.mgrWrites[i] - s0.mgrWrites[i], idleRSS: s.idleRSS}
 		if mem, err := m.Memory(); err == nil {
@@ -435,6 +438,7 @@ func (s *scaleRun) measure(name string) window {
 	s.logf("window %s (%s): %.0f status writes/s (%.2f of the ceiling), %.1f steps/s; CPU-s/s apiserver %.2f, etcd %.2f, the machine %.2f (this test's processes %.2f); managers: %s",
 		name, w.wall.Round(time.Millisecond), w.statusWrites/secs, w.statusWrites/secs/s.rep.probe.ceiling, w.steps/secs,
 		w.apiserverCPU/secs, w.etcdCPU/secs, w.machineCPU/secs, w.ownCPU/secs, w.managerSummary())
+	s.logf("window %s: apiserver requests per status write: %s", name, w.requestsPerWrite(8))
 	return w
 }
 
