@@ -140,7 +140,7 @@ func (s *scaleRun) failover() {
 	deadline := *flagLease + 5*time.Minute
 	pending := slices.Clone(approvals)
 	err = poll(s.ctx, "the shard's runs to resume and its approvals to be applied", 500*time.Millisecond, deadline, func() (bool, error) {
-		if err := repl.Alive(); err != nil {
+		if err := s.alive(); err != nil {
 			return false, err
 		}
 		var still []*approval
@@ -228,6 +228,7 @@ func (s *scaleRun) failover() {
 	}
 
 	// What the replacement cached: its shard, not the cluster.
+	repl = s.active[victimIndex]
 	if f, err := repl.figures(); err == nil {
 		fo.replacementCache = f.runs
 	}

@@ -250,6 +250,8 @@ type manager struct {
 	name, shard, holder string
 	webhook, metrics    string
 	http                *http.Client
+	// spec is how it was started (a restart starts it again so).
+	spec managerSpec
 }
 
 // managerSpec is how one manager starts: shard "" is unsharded.
@@ -283,7 +285,7 @@ func (p *plane) startManager(s managerSpec) (*manager, error) {
 	m := &manager{name: s.name, shard: s.shard, holder: holder,
 		webhook: net.JoinHostPort("127.0.0.1", strconv.Itoa(webhookPort)),
 		metrics: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort)),
-		http:    &http.Client{Timeout: time.Minute}}
+		http:    &http.Client{Timeout: time.Minute}, spec: s}
 	args := []string{
 		"--webhook-cert-dir", filepath.Join(p.dir, "webhook"),
 		"--webhook-port", strconv.Itoa(webhookPort),

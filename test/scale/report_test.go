@@ -50,6 +50,13 @@ type probeResult struct {
 	apiserverCPU        float64 // CPU-s/s while writing
 }
 
+// restart is a manager that exited on its own and was started again.
+type restart struct {
+	at      time.Duration
+	manager string
+	why     string
+}
+
 // burstResult is one creation burst.
 type burstResult struct {
 	what string
@@ -73,6 +80,7 @@ type report struct {
 	list, inbox, inboxFirst time.Duration
 
 	windows  []window
+	restarts []restart
 	failover *failoverResult
 	oracle   oracleResult
 	etcd     etcdSize
@@ -172,6 +180,9 @@ func (r *report) missed() []string {
 			}
 		}
 	}
+	for _, re := range r.restarts {
+		out = append(out, fmt.Sprintf("manager %s exited on its own at %s: %s", re.manager, re.at.Round(time.Second), re.why))
+	}
 	if r.list > targetList {
 		out = append(out, fmt.Sprintf("kubectl approve list -A took %s > %s", r.list.Round(time.Millisecond), targetList))
 	}
@@ -270,6 +281,9 @@ func (r *report) markdown() string {
 		}
 		p("| 8 | the replacement's cache at start-up | %s | %.2f of the cluster | its shard only | %s |\n", cache, f.replacementCache/float64(sz.total()),
 			metIf(r.sharded, f.shardRuns > 0 && f.replacementCache <= f.shardRuns))
+	}
+	for _, re := range r.restarts {
+		p("| — | a manager exited on its own and was restarted: %s at %s | %s | | none | **no** |\n", re.manager, re.at.Round(time.Second), strings.ReplaceAll(re.why, "|", "/"))
 	}
 	p("| 8 | duplicate effects (tool server journal, %d idempotency keys, %d charges, %d idempotent re-sends) | %d | | 0 | %s |\n",
 		r.oracle.keys, r.oracle.charges, r.oracle.resent, r.oracle.duplicates, met(r.oracle.duplicates == 0))

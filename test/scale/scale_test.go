@@ -20,6 +20,7 @@ package scale
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -277,10 +278,10 @@ func managerNames(ms []*manager) string {
 func (s *scaleRun) phases() (map[string]float64, float64, error) {
 	out := map[string]float64{}
 	cached := 0.0
+	if err := s.alive(); err != nil {
+		return nil, 0, err
+	}
 	for _, m := range s.active {
-		if err := m.Alive(); err != nil {
-			return nil, 0, err
-		}
 		f, err := m.figures()
 		if err != nil {
 			return nil, 0, err
@@ -381,13 +382,41 @@ func (s *scaleRun) startLive() {
 	s.warmup(time.Now())
 }
 
+// alive restarts a manager that exited on its own, as a Deployment's pod
+// is restarted, and records why (the report counts the restarts: a
+// manager that exits under load is a finding, not the end of the test).
 func (s *scaleRun) alive() error {
-	for _, m := range s.active {
-		if err := m.Alive(); err != nil {
+	for i, m := range s.active {
+		if m.Alive() == nil {
+			continue
+		}
+		s.pl.front.remove(m.webhook)
+		why := lastError(m.Tail())
+		s.logf("manager %s (pid %d) exited: %v (%s); restarting it", m.name, m.Pid(), m.Err(), why)
+		s.rep.restarts = append(s.rep.restarts, restart{at: time.Since(s.start), manager: m.name, why: why})
+		spec := m.spec
+		spec.name = strings.TrimSuffix(spec.name, " restarted") + " restarted"
+		r, err := s.pl.startManager(spec)
+		if err != nil {
 			return err
 		}
+		s.active[i] = r
 	}
 	return nil
+}
+
+// lastError is the message of the last error line of a manager's log.
+func lastError(log string) string {
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		var e struct {
+			Level, Msg, Error string
+		}
+		if json.Unmarshal([]byte(lines[i]), &e) == nil && e.Level == "error" {
+			return strings.TrimSpace(e.Msg + ": " + e.Error)
+		}
+	}
+	return "no error logged"
 }
 
 // warmup waits -scale.warmup from since, the managers alive.
@@ -401,6 +430,21 @@ func (s *scaleRun) warmup(since time.Time) {
 
 // measure is one steady window of -scale.window with the active managers.
 func (s *scaleRun) measure(name string) window {
+	for range 2 {
+		restarts := len(s.rep.restarts)
+		w := s.measureOnce(name)
+		if len(s.rep.restarts) == restarts {
+			return w
+		}
+		// A manager was restarted in the window: its CPU and writes
+		// start again from zero; measure the window again.
+		s.logf("a manager restarted during the window %s: measuring it again", name)
+		s.warmup(time.Now())
+	}
+	return s.measureOnce(name)
+}
+
+func (s *scaleRun) measureOnce(name string) window {
 	steps := func() float64 { return float64(s.model.liveRequests.Load()) }
 	models := func() float64 { return float64(s.model.requests.Load()) }
 	s0, err := s.cp.sample(s.ctx, s.active, steps, models)
