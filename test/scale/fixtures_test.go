@@ -175,11 +175,12 @@ func createRuns(ctx context.Context, cfg *rest.Config, keys []client.ObjectKey, 
 	return time.Since(t0), firstErr
 }
 
-// createOne creates o, retrying for two minutes what may pass; an object
-// that exists already was created by an earlier attempt whose answer was
-// lost.
+// createOne creates o, retrying for five minutes what may pass (a
+// manager restarted after its leader election was lost takes its Lease
+// and its cache's sync to serve admission again); an object that exists
+// already was created by an earlier attempt whose answer was lost.
 func createOne(ctx context.Context, c client.Client, o client.Object) error {
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		err := c.Create(ctx, o.DeepCopyObject().(client.Object))
 		if err == nil || apierrors.IsAlreadyExists(err) {

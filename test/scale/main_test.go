@@ -42,7 +42,7 @@ var (
 	flagRunning    = flag.Int("scale.running", 1000, "Runs kept Running against the slow model through an idempotent, auto-approved http tool.")
 	flagShards     = flag.Int("scale.shards", 3, "Shards (one manager each); the manager's --shards list is shard-0…shard-N-1.")
 	flagNamespaces = flag.Int("scale.namespaces", 10, "Namespaces the runs are spread over (round robin).")
-	flagCreators   = flag.Int("scale.creators", 48, "Concurrent clients creating runs in the burst.")
+	flagCreators   = flag.Int("scale.creators", 16, "Concurrent clients creating runs in the burst (more only queue at the apiserver: 48 starved its watch cache and the managers' Lease renewals on 2 cores).")
 	flagModelMin   = flag.Duration("scale.model-min", time.Second, "Shortest answer time of the slow model (the running runs' model).")
 	flagModelMax   = flag.Duration("scale.model-max", 2*time.Second, "Longest answer time of the slow model; each answer takes a stable pseudo-random time between the two.")
 	flagWarmup     = flag.Duration("scale.warmup", 20*time.Second, "How long the running runs go on after a change of managers before a window is measured.")

@@ -65,6 +65,8 @@ type scaleRun struct {
 	// its shard (their gauges add up), otherwise each sees every run.
 	active   []*manager
 	disjoint bool
+	// mu serialises alive, which the supervisor also calls.
+	mu sync.Mutex
 	idleRSS  float64
 
 	live []client.ObjectKey
@@ -345,7 +347,9 @@ func (s *scaleRun) waitPhases(what string, want map[exagentv1.RunPhase]int, time
 // concurrent clients, and waits until they have ended or wait.
 func (s *scaleRun) burst() {
 	keys := interleave(runNames(prefixEnded, s.sz.ended, s.nss), runNames(prefixWaiting, s.sz.waiting, s.nss))
+	stop := s.supervise()
 	wall, err := createRuns(s.ctx, s.pl.admin, keys, s.sz.creators)
+	stop()
 	if err != nil {
 		s.fatalf("the creation burst: %v", err)
 	}
@@ -362,7 +366,9 @@ func (s *scaleRun) burst() {
 // model twice (it runs), then lets them warm up.
 func (s *scaleRun) startLive() {
 	s.live = runNames(prefixLive, s.sz.running, s.nss)
+	stop := s.supervise()
 	wall, err := createRuns(s.ctx, s.pl.admin, s.live, s.sz.creators)
+	stop()
 	if err != nil {
 		s.fatalf("creating the running runs: %v", err)
 	}
@@ -386,6 +392,8 @@ func (s *scaleRun) startLive() {
 // is restarted, and records why (the report counts the restarts: a
 // manager that exits under load is a finding, not the end of the test).
 func (s *scaleRun) alive() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for i, m := range s.active {
 		if m.Alive() == nil {
 			continue
@@ -403,6 +411,29 @@ func (s *scaleRun) alive() error {
 		s.active[i] = r
 	}
 	return nil
+}
+
+// supervise restarts managers that exit on their own while the caller
+// does something that calls no alive itself (a creation burst, whose
+// admission needs a manager); the returned func stops it.
+func (s *scaleRun) supervise() (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if err := s.alive(); err != nil {
+					s.t.Errorf("restarting a manager: %v", err)
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
 
 // lastError is the message of the last error line of a manager's log.
