@@ -66,8 +66,8 @@ type scaleRun struct {
 	active   []*manager
 	disjoint bool
 	// mu serialises alive, which the supervisor also calls.
-	mu sync.Mutex
-	idleRSS  float64
+	mu      sync.Mutex
+	idleRSS float64
 
 	live []client.ObjectKey
 	// notResumed are the running runs that had not resumed when the
