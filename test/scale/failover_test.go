@@ -232,6 +232,10 @@ func (s *scaleRun) failover() {
 	if f, err := repl.figures(); err == nil {
 		fo.replacementCache = f.runs
 	}
+	started := map[client.ObjectKey]bool{}
+	for _, k := range s.live {
+		started[k] = true
+	}
 	if s.sharded {
 		var meta metav1.PartialObjectMetadataList
 		meta.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRunList"))
@@ -246,11 +250,15 @@ func (s *scaleRun) failover() {
 		fo.replacementCache, fo.shardRuns, s.sz.total())
 }
 
-// victimRuns are the running runs the victim owns (with shards, those
-// labelled its shard; otherwise those it holds the claim of) and the
+// victimRuns are the started running runs the victim owns (with shards,
+// those labelled its shard; otherwise those it holds the claim of) and the
 // waiting runs whose approvals it would apply (with shards, its shard's;
 // otherwise any: every manager applies them).
 func (s *scaleRun) victimRuns(victim *manager) (live, waiting []client.ObjectKey) {
+	started := map[client.ObjectKey]bool{}
+	for _, k := range s.live {
+		started[k] = true
+	}
 	if s.sharded {
 		var meta metav1.PartialObjectMetadataList
 		meta.SetGroupVersionKind(exagentv1.GroupVersion.WithKind("AgentRunList"))
@@ -260,7 +268,7 @@ func (s *scaleRun) victimRuns(victim *manager) (live, waiting []client.ObjectKey
 		for _, o := range meta.Items {
 			k := client.ObjectKey{Namespace: o.Namespace, Name: o.Name}
 			switch {
-			case strings.HasPrefix(o.Name, prefixLive):
+			case strings.HasPrefix(o.Name, prefixLive) && started[k]:
 				live = append(live, k)
 			case strings.HasPrefix(o.Name, prefixWaiting):
 				waiting = append(waiting, k)

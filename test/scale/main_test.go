@@ -47,6 +47,7 @@ var (
 	flagModelMax   = flag.Duration("scale.model-max", 2*time.Second, "Longest answer time of the slow model; each answer takes a stable pseudo-random time between the two.")
 	flagWarmup     = flag.Duration("scale.warmup", 20*time.Second, "How long the running runs go on after a change of managers before a window is measured.")
 	flagWindow     = flag.Duration("scale.window", 60*time.Second, "Length of each steady-throughput window (sharded, unsharded, sharded again).")
+	flagStartStall = flag.Duration("scale.start-stall", time.Minute, "Stop waiting for the running runs to start once none has started for this long (the managers keep the rest queued).")
 	flagApprove    = flag.Int("scale.approve", 300, "Approvals a person makes, for the killed shard's waiting runs, during its manager's outage.")
 	flagLease      = flag.Duration("scale.lease", 30*time.Second, "spec.leaseDuration of every run (the failover target is this plus 10 s).")
 	flagUnsharded  = flag.Bool("scale.unsharded", true, "Measure one unsharded manager on the same load between the two sharded windows.")

@@ -76,6 +76,8 @@ type report struct {
 	idleRSS float64
 	burst   []burstResult
 	settle  time.Duration
+	// liveStarted are the running runs that started (asked the model twice).
+	liveStarted int
 
 	list, inbox, inboxFirst time.Duration
 
@@ -102,7 +104,7 @@ func (w window) writesPerStep() float64 {
 // modelMax is the steps/s the slow model allows: every running run asks
 // it once per step and waits its mean answer time.
 func (r *report) modelMax() float64 {
-	return float64(r.sizes.running) / ((*flagModelMin + *flagModelMax) / 2).Seconds()
+	return float64(r.liveStarted) / ((*flagModelMin + *flagModelMax) / 2).Seconds()
 }
 
 // ceilings of a window's workload, in status writes/s: what the model's
@@ -180,6 +182,9 @@ func (r *report) missed() []string {
 			}
 		}
 	}
+	if r.liveStarted < r.sizes.running {
+		out = append(out, fmt.Sprintf("%d of %d running runs started", r.liveStarted, r.sizes.running))
+	}
 	for _, re := range r.restarts {
 		out = append(out, fmt.Sprintf("manager %s exited on its own at %s: %s", re.manager, re.at.Round(time.Second), re.why))
 	}
@@ -228,13 +233,14 @@ func (r *report) markdown() string {
 		rate := float64(total) / wall.Seconds()
 		p("| 1 | creation burst: all %d runs | %.0f runs/s | %.2f × ceiling | — | |\n", total, rate, rate/r.probe.ceiling)
 		p("| 1 | ended and waiting runs settled after the burst | %s | | — | |\n", r.settle.Round(time.Second))
+		p("| 2 | running runs that started (the rest stayed queued) | %d of %d | | all | %s |\n", r.liveStarted, sz.running, met(r.liveStarted == sz.running))
 	}
 	sharded, unsharded := r.sharedWindows()
 	for _, w := range r.windows {
 		tag := w.name
 		mc, ac, c := r.ceilings(w)
-		p("| 2 | %s: status writes/s of the %d running runs | %.0f | %.2f × ceiling; %.2f × workload ceiling %.0f (model %.0f, apiserver %.0f) | ≥ %.1f × workload ceiling | %s |\n",
-			tag, sz.running, w.writesPerSec(), w.writesPerSec()/r.probe.ceiling, w.writesPerSec()/c, c, mc, ac, targetSteady,
+		p("| 2 | %s: status writes/s of the %d started running runs | %.0f | %.2f × ceiling; %.2f × workload ceiling %.0f (model %.0f, apiserver %.0f) | ≥ %.1f × workload ceiling | %s |\n",
+			tag, r.liveStarted, w.writesPerSec(), w.writesPerSec()/r.probe.ceiling, w.writesPerSec()/c, c, mc, ac, targetSteady,
 			metIf(w.name != "unsharded", w.writesPerSec() >= targetSteady*c))
 		p("| 2 | %s: steps/s (%.2f status writes a step) | %.1f | %.2f × the model's max %.0f | — | |\n",
 			tag, w.writesPerStep(), w.stepsPerSec(), w.stepsPerSec()/r.modelMax(), r.modelMax())
