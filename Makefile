@@ -141,6 +141,15 @@ bench: ## Benchmarks on envtest: pause → approve → finish (BENCH_RUNS=N), th
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 120m -run '^$$' -bench '^BenchmarkRetention$$' -benchtime 1x ./controllers/ -args $(RETENTION_ARGS)
 	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -timeout 20m -run '^$$' -bench '^BenchmarkInboxFirstPaint$$' -benchtime 20x ./cmd/kubectl-approve/app/ui/
 
+SCALE_TIMEOUT ?= 100m
+# SCALE_ARGS passes the scale test's -scale.* flags (e.g. a development run:
+# SCALE_ARGS='-scale.ended=1400 -scale.waiting=400 -scale.running=200 -scale.window=20s -scale.strict=false').
+SCALE_ARGS ?=
+
+.PHONY: scale
+scale: ## The published scale test (test/scale, not part of make test): devcluster and the managers as processes, 50,000 runs (40,000 ended, 9,000 waiting for approval, 1,000 running on a slow model) over 3 shards; the creation burst, the running runs' status writes/s and steps/s with 3 shards and with one unsharded manager, CPU per status write and RSS per cached run, kubectl approve list -A and the inbox page as a certificate user, etcd's size, and a shard's manager killed with approvals during its outage; each a ratio to the same apiserver's write ceiling; report in bin/scale/report.md (SCALE_ARGS='-scale.running=N …').
+	KUBEBUILDER_ASSETS="$$(hack/k8s-binaries.sh)" go test -count=1 -v -timeout $(SCALE_TIMEOUT) -tags scale ./test/scale/ -args $(SCALE_ARGS)
+
 ##@ Build
 
 .PHONY: build
